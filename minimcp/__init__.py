@@ -1,0 +1,55 @@
+"""minimcp: a small, fast Model Context Protocol implementation on anyio and msgspec.
+
+The public API is re-exported here; modules hold the details.
+"""
+
+from __future__ import annotations
+
+from minimcp.client import Client as Client
+from minimcp.client import ElicitationRequest as ElicitationRequest
+from minimcp.client import connect_stdio as connect_stdio
+from minimcp.config import Limits as Limits
+from minimcp.elicitation import Accepted as Accepted
+from minimcp.elicitation import Cancelled as Cancelled
+from minimcp.elicitation import Declined as Declined
+from minimcp.elicitation import ElicitationUnsupported as ElicitationUnsupported
+from minimcp.errors import ConnectionClosed as ConnectionClosed
+from minimcp.errors import McpError as McpError
+from minimcp.errors import RequestTimeout as RequestTimeout
+from minimcp.errors import TooManyPending as TooManyPending
+from minimcp.forms import FormDefinitionError as FormDefinitionError
+from minimcp.forms import FormValidationError as FormValidationError
+from minimcp.forms import check_form as check_form
+from minimcp.forms import compile_form as compile_form
+from minimcp.server import Context as Context
+from minimcp.server import Server as Server
+from minimcp.server import ToolError as ToolError
+from minimcp.server import tool_result as tool_result
+from minimcp.transports.memory import memory_pair as memory_pair
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Accepted",
+    "Cancelled",
+    "Client",
+    "ConnectionClosed",
+    "Context",
+    "Declined",
+    "ElicitationRequest",
+    "ElicitationUnsupported",
+    "FormDefinitionError",
+    "FormValidationError",
+    "Limits",
+    "McpError",
+    "RequestTimeout",
+    "Server",
+    "ToolError",
+    "TooManyPending",
+    "__version__",
+    "check_form",
+    "compile_form",
+    "connect_stdio",
+    "memory_pair",
+    "tool_result",
+]

@@ -1,0 +1,49 @@
+"""Limits and defaults, in one place.
+
+Every buffer, queue and table in minimcp has a bound, and every bound is a
+field here. A :class:`Limits` is immutable; make a changed copy with
+:meth:`Limits.replace`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["Limits"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds and default timeouts of a session.
+
+    Attributes:
+        max_message_bytes: Largest accepted message (a stdio line, an HTTP body,
+            a WebSocket frame). Larger ones get a JSON-RPC error and are dropped
+            without being buffered whole.
+        max_pending_outbound: Requests we sent and still await, per session
+            (``tools/call`` on a client; ``elicitation/create`` and friends on a
+            server). One more raises :class:`~minimcp.errors.TooManyPending`.
+        max_inflight_inbound: Requests from the peer being handled at once, per
+            session. One more is answered at once with a ``-32003`` error.
+        request_timeout: Default seconds to wait for a response to a request we
+            sent; ``None`` waits forever (not recommended).
+        elicitation_timeout: Default seconds a question to a person may wait.
+        max_request_time: Hard cap, in seconds, on how long a request may wait
+            while its clock is paused for a person answering a question.
+        shutdown_timeout: Seconds the stdio client waits for a server to exit at
+            each step of close stdin -> terminate -> kill.
+        page_size: Items per page of ``tools/list`` and the other list methods.
+    """
+
+    max_message_bytes: int = 4 * 1024 * 1024
+    max_pending_outbound: int = 200_000
+    max_inflight_inbound: int = 200_000
+    request_timeout: float | None = 60.0
+    elicitation_timeout: float | None = 300.0
+    max_request_time: float = 3600.0
+    shutdown_timeout: float = 2.0
+    page_size: int = 100
+
+    def replace(self, **changes: object) -> Limits:
+        """A copy with the given fields changed."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]

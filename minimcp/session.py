@@ -1,0 +1,550 @@
+"""One peer of one connection: routing, the pending table, timeouts, cancellation.
+
+Theory of operation
+-------------------
+A :class:`Session` owns a task group. Inside it run the *read loop* and one
+*timer* task; each inbound request gets a task of its own.
+
+* The read loop only routes. It decodes a message and either resolves a
+  pending entry (a response), starts a handler task (a request), or handles a
+  notification at once. It never awaits a handler, so a handler that waits for
+  an answer from the peer (a nested ``elicitation/create``) never blocks the
+  reading of that answer.
+* The pending table maps each id we sent to a one-shot cell. Every entry is
+  resolved exactly once -- by a result, an error response, its timeout, a
+  local cancellation, or the end of the connection -- and every one of those
+  paths removes it. A response with an unknown or already-resolved id is
+  dropped and counted.
+* Timeouts cost no task and no cancel scope per request: one heap of
+  deadlines per session, served by the single timer task.
+* ``notifications/cancelled`` from the peer cancels that request's handler;
+  no response is sent for it. When a waiter of ours is cancelled (the handler
+  it runs in was cancelled, say), the peer is told with
+  ``notifications/cancelled`` for our pending request -- so cancelling a tool
+  call cascades to the question it was asking.
+* When the connection ends, every pending entry resolves with
+  :class:`~minimcp.errors.ConnectionClosed` and every handler is cancelled.
+  Afterwards the session holds nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import heapq
+import itertools
+import logging
+import math
+from collections.abc import Awaitable
+from typing import Any, Protocol, TypeVar, overload
+
+import anyio
+import msgspec
+
+from minimcp import errors, jsonrpc
+from minimcp.config import Limits
+from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, TooManyPending
+from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
+from minimcp.transports import MessageTooLarge, Transport
+from minimcp.types import CancelledParams
+from minimcp.versions import Feature, supports
+
+__all__ = ["DEFAULT", "Dispatcher", "Session", "SessionStats"]
+
+logger = logging.getLogger("minimcp.session")
+T = TypeVar("T")
+
+
+class _Default:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+#: "Use the session's default" (for ``timeout=``), as opposed to ``None`` (no timeout).
+DEFAULT: Any = _Default()
+
+
+class Dispatcher(Protocol):
+    """What a role (server or client) provides to its session."""
+
+    def handle_request(self, session: Session, request: Request) -> Awaitable[Any]:
+        """Answer ``request``: return the result object, or raise :class:`McpError`."""
+        ...
+
+    def handle_notification(self, session: Session, notification: Notification) -> None:
+        """React to a notification (must not block; start a task if it needs to)."""
+        ...
+
+
+@dataclasses.dataclass(slots=True)
+class SessionStats:
+    """Counters of one session (cheap: plain integer increments)."""
+
+    requests_sent: int = 0
+    requests_received: int = 0
+    notifications_received: int = 0
+    responses_received: int = 0
+    unknown_responses: int = 0
+    timeouts: int = 0
+    cancelled_by_us: int = 0
+    cancelled_by_peer: int = 0
+    invalid_messages: int = 0
+    rejected_busy: int = 0
+
+
+class _Pending:
+    """A one-shot cell: resolves exactly once, with a result or an exception."""
+
+    __slots__ = ("deadline", "error", "event", "method", "result", "started", "timeout")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.event = anyio.Event()
+        self.result: msgspec.Raw | None = None
+        self.error: McpError | None = None
+        self.deadline = math.inf
+        self.timeout = 0.0
+        self.started = 0.0
+
+
+class Session:
+    """Drives one connection: run :meth:`run` in a task, use :meth:`request` / :meth:`notify`.
+
+    Args:
+        transport: The message pipe.
+        dispatcher: The role handling inbound requests and notifications.
+        limits: Bounds and default timeouts.
+        name: A label for logs.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        dispatcher: Dispatcher,
+        *,
+        limits: Limits | None = None,
+        name: str = "session",
+    ) -> None:
+        self.transport = transport
+        self.dispatcher = dispatcher
+        self.limits = limits or Limits()
+        self.name = name
+        self.stats = SessionStats()
+        #: Negotiated protocol revision, set by the role after the handshake.
+        self.protocol_version: str | None = None
+        self._pending: dict[RequestId, _Pending] = {}
+        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        self._next_id = 0
+        self._deadlines: list[tuple[float, int, RequestId, _Pending]] = []
+        self._stale_deadlines = 0
+        self._seq = itertools.count()
+        self._timer_wake = anyio.Event()
+        self._human_waits = 0
+        self._initialize_id: RequestId | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._closed = False
+        self._finished = anyio.Event()
+
+    # --- public state ------------------------------------------------------------------------
+
+    @property
+    def pending_count(self) -> int:
+        """Requests we sent that still await a response."""
+        return len(self._pending)
+
+    @property
+    def inflight_count(self) -> int:
+        """Requests from the peer whose handlers are running."""
+        return len(self._inflight)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session has ended (or is ending)."""
+        return self._closed
+
+    def holds_nothing(self) -> bool:
+        """True when no pending entry, handler, or deadline is left (after close)."""
+        return not self._pending and not self._inflight and not self._deadlines
+
+    # --- running -----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve the connection until it ends or :meth:`close` is called."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._timer_loop)
+                task_status.started()
+                try:
+                    await self._read_loop()
+                finally:
+                    self._close_pending()
+                    tg.cancel_scope.cancel()
+        finally:
+            self._close_pending()
+            self._tg = None
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.transport.aclose()
+                except Exception:  # pragma: no cover - a transport failing to close is only logged
+                    logger.debug("%s: transport close failed", self.name, exc_info=True)
+            self._finished.set()
+
+    def close(self) -> None:
+        """End the session: pending requests fail with ConnectionClosed, handlers are cancelled."""
+        self._close_pending()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    async def wait_closed(self) -> None:
+        """Wait until :meth:`run` has finished."""
+        await self._finished.wait()
+
+    def _close_pending(self) -> None:
+        self._closed = True
+        if self._pending:
+            pending, self._pending = self._pending, {}
+            for cell in pending.values():
+                cell.error = ConnectionClosed(f"connection closed while waiting for {cell.method}")
+                cell.event.set()
+        # Handlers run in our task group, which is cancelled with the session; the
+        # in-flight scopes are cancelled too in case close() runs before that.
+        for scope in self._inflight.values():
+            scope.cancel()
+        self._deadlines.clear()
+        self._stale_deadlines = 0
+
+    # --- outbound ----------------------------------------------------------------------------
+
+    async def send_raw(self, message: bytes, *, related: RequestId | None = None) -> None:
+        """Send an already encoded message (raises ConnectionClosed if the pipe is gone)."""
+        if self._closed:
+            raise ConnectionClosed()
+        try:
+            await self.transport.send(message, related=related)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            raise ConnectionClosed() from exc
+
+    async def notify(self, method: str, params: Any = msgspec.UNSET, *, related: RequestId | None = None) -> None:
+        """Send a notification."""
+        await self.send_raw(jsonrpc.encode_notification(method, params), related=related)
+
+    @overload
+    async def request(
+        self,
+        method: str,
+        params: Any = ...,
+        *,
+        result_type: type[T],
+        timeout: float | None = ...,
+        related: RequestId | None = ...,
+    ) -> T: ...
+
+    @overload
+    async def request(
+        self,
+        method: str,
+        params: Any = ...,
+        *,
+        result_type: None = ...,
+        timeout: float | None = ...,
+        related: RequestId | None = ...,
+    ) -> msgspec.Raw: ...
+
+    async def request(
+        self,
+        method: str,
+        params: Any = msgspec.UNSET,
+        *,
+        result_type: type[T] | None = None,
+        timeout: float | None = DEFAULT,
+        related: RequestId | None = None,
+    ) -> T | msgspec.Raw:
+        """Send a request and wait for its response.
+
+        Args:
+            method: The method name.
+            params: A Struct or dict, encoded as the ``params`` object.
+            result_type: Decode the result into this type (raw JSON when ``None``).
+            timeout: Seconds to wait; ``None`` for no limit; default
+                ``limits.request_timeout``.
+            related: The inbound request this one is nested in (for routing).
+
+        Raises:
+            McpError: the peer answered with an error (its code and message).
+            RequestTimeout: no answer in time; the peer was sent ``notifications/cancelled``.
+            TooManyPending: the session's pending table is full.
+            ConnectionClosed: the connection ended first.
+        """
+        if self._closed:
+            raise ConnectionClosed()
+        if len(self._pending) >= self.limits.max_pending_outbound:
+            raise TooManyPending(self.limits.max_pending_outbound)
+        if timeout is DEFAULT:
+            timeout = self.limits.request_timeout
+        id_ = self._next_id
+        self._next_id += 1
+        cell = _Pending(method)
+        self._pending[id_] = cell
+        if timeout is not None:
+            self._add_deadline(id_, cell, timeout)
+        self.stats.requests_sent += 1
+        try:
+            await self.send_raw(jsonrpc.encode_request(id_, method, params), related=related)
+            await cell.event.wait()
+        except BaseException:
+            if self._pending.get(id_) is cell:
+                # Cancelled locally (or the send failed): forget it and tell the peer.
+                del self._pending[id_]
+                self._forget_deadline(cell)
+                self.stats.cancelled_by_us += 1
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+                    await self._send_cancelled(id_, "cancelled by the requester", related)
+            raise
+        if cell.error is not None:
+            if isinstance(cell.error, RequestTimeout):
+                await self._send_cancelled(id_, str(cell.error), related)
+            raise cell.error
+        assert cell.result is not None
+        if result_type is None:
+            return cell.result
+        try:
+            return msgspec.json.decode(cell.result, type=result_type)
+        except msgspec.ValidationError as exc:
+            raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
+
+    async def _send_cancelled(self, id_: RequestId, reason: str, related: RequestId | None) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self.notify(
+                "notifications/cancelled", CancelledParams(request_id=id_, reason=reason), related=related
+            )
+
+    # --- deadlines ---------------------------------------------------------------------------
+
+    def _add_deadline(self, id_: RequestId, cell: _Pending, timeout: float) -> None:
+        now = anyio.current_time()
+        cell.started = now
+        cell.timeout = timeout
+        cell.deadline = now + timeout
+        self._push_deadline(id_, cell)
+
+    def _push_deadline(self, id_: RequestId, cell: _Pending) -> None:
+        heap = self._deadlines
+        if heap and cell.deadline >= heap[0][0]:
+            heapq.heappush(heap, (cell.deadline, next(self._seq), id_, cell))
+            return
+        heapq.heappush(heap, (cell.deadline, next(self._seq), id_, cell))
+        self._timer_wake.set()
+
+    def _forget_deadline(self, cell: _Pending) -> None:
+        if cell.deadline != math.inf:
+            cell.deadline = math.inf
+            self._stale_deadlines += 1
+            heap = self._deadlines
+            if self._stale_deadlines > 1024 and self._stale_deadlines * 2 > len(heap):
+                self._deadlines = [e for e in heap if e[3].deadline == e[0]]
+                heapq.heapify(self._deadlines)
+                self._stale_deadlines = 0
+
+    def begin_human_wait(self) -> None:
+        """A person is answering a question of the peer's: pause our request clocks.
+
+        While any such wait is open, timeouts of our pending requests are pushed
+        back instead of firing (up to ``limits.max_request_time`` in total), so a
+        ``tools/call`` does not time out because its tool is waiting on the person.
+        """
+        self._human_waits += 1
+
+    def end_human_wait(self) -> None:
+        """The question was answered (see :meth:`begin_human_wait`)."""
+        self._human_waits -= 1
+
+    async def _timer_loop(self) -> None:
+        while True:
+            heap = self._deadlines
+            if heap:
+                delay = heap[0][0] - anyio.current_time()
+                if delay > 0:
+                    with anyio.move_on_after(delay):
+                        await self._timer_wake.wait()
+            else:
+                await self._timer_wake.wait()
+            if self._timer_wake.is_set():
+                self._timer_wake = anyio.Event()
+            self._expire(anyio.current_time())
+
+    def _expire(self, now: float) -> None:
+        heap = self._deadlines
+        while heap and heap[0][0] <= now:
+            deadline, _, id_, cell = heapq.heappop(heap)
+            if cell.deadline != deadline:
+                self._stale_deadlines = max(0, self._stale_deadlines - 1)
+                continue
+            if self._pending.get(id_) is not cell:  # pragma: no cover - resolution always forgets the deadline
+                continue
+            hard = cell.started + self.limits.max_request_time
+            if self._human_waits and now < hard:
+                cell.deadline = min(now + cell.timeout, hard)
+                heapq.heappush(heap, (cell.deadline, next(self._seq), id_, cell))
+                continue
+            del self._pending[id_]
+            cell.deadline = math.inf
+            self.stats.timeouts += 1
+            cell.error = RequestTimeout(cell.method, cell.timeout)
+            cell.event.set()
+
+    # --- inbound -----------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        receive = self.transport.receive
+        while True:
+            try:
+                data = await receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                logger.debug("%s: connection ended", self.name)
+                return
+            except MessageTooLarge as exc:
+                self.stats.invalid_messages += 1
+                await self._send_error(None, errors.INVALID_REQUEST, str(exc))
+                continue
+            await self._on_bytes(data)
+
+    async def _on_bytes(self, data: bytes) -> None:
+        try:
+            message = jsonrpc.decode(data)
+        except jsonrpc.InvalidMessage as exc:
+            if (
+                exc.code == errors.INVALID_REQUEST
+                and self.protocol_version is not None
+                and supports(self.protocol_version, Feature.BATCHES)
+                and jsonrpc.is_batch(data)
+            ):
+                await self._on_batch(data)
+                return
+            self.stats.invalid_messages += 1
+            logger.debug("%s: invalid message: %s", self.name, exc.message)
+            await self._send_error(exc.id, exc.code, exc.message)
+            return
+        await self._on_message(message)
+
+    async def _on_batch(self, data: bytes) -> None:
+        try:
+            parts = jsonrpc.decode_batch(data)
+        except jsonrpc.InvalidMessage as exc:
+            self.stats.invalid_messages += 1
+            await self._send_error(exc.id, exc.code, exc.message)
+            return
+        for part in parts:
+            if isinstance(part, jsonrpc.InvalidMessage):
+                self.stats.invalid_messages += 1
+                await self._send_error(part.id, part.code, part.message)
+            elif isinstance(part, Request) and part.method == "initialize":
+                await self._send_error(part.id, errors.INVALID_REQUEST, "initialize must not be part of a batch")
+            else:
+                await self._on_message(part)
+
+    async def _on_message(self, message: jsonrpc.Message) -> None:
+        if type(message) is Response:
+            self.stats.responses_received += 1
+            self._resolve(message.id, message, None)
+        elif type(message) is Request:
+            self.stats.requests_received += 1
+            await self._start_handler(message)
+        elif type(message) is Notification:
+            self.stats.notifications_received += 1
+            if message.method == "notifications/cancelled":
+                self._on_cancelled(message)
+            else:
+                try:
+                    self.dispatcher.handle_notification(self, message)
+                except Exception:
+                    logger.exception("%s: notification handler for %s failed", self.name, message.method)
+        else:
+            assert type(message) is ErrorResponse
+            self.stats.responses_received += 1
+            if message.id is None:
+                self.stats.unknown_responses += 1
+                logger.warning("%s: peer reported an error: %s (%d)", self.name, message.message, message.code)
+                return
+            self._resolve(message.id, None, McpError(message.code, message.message, message.data))
+
+    def _resolve(self, id_: RequestId, response: Response | None, error: McpError | None) -> None:
+        cell = self._pending.pop(id_, None)
+        if cell is None:
+            # Unknown, late (after a timeout or cancel), or a duplicate: harmless.
+            self.stats.unknown_responses += 1
+            logger.debug("%s: dropped a response for unknown id %r", self.name, id_)
+            return
+        self._forget_deadline(cell)
+        if response is not None:
+            cell.result = response.result
+        else:
+            cell.error = error
+        cell.event.set()
+
+    def _on_cancelled(self, message: Notification) -> None:
+        try:
+            params = jsonrpc.decode_params(message.params, CancelledParams)
+        except McpError:
+            return  # malformed cancellations are ignored silently (spec)
+        id_ = params.request_id
+        if isinstance(id_, msgspec.UnsetType):
+            return
+        scope = self._inflight.get(id_)
+        if scope is None:
+            logger.debug("%s: cancellation for unknown request %r ignored", self.name, id_)
+            return
+        if id_ == self._initialize_id and type(id_) is type(self._initialize_id):
+            return  # initialize must not be cancelled; ignore the attempt
+        self.stats.cancelled_by_peer += 1
+        scope.cancel()
+
+    async def _start_handler(self, request: Request) -> None:
+        if request.id in self._inflight:
+            await self._send_error(request.id, errors.INVALID_REQUEST, f"request id {request.id!r} is already in use")
+            return
+        if len(self._inflight) >= self.limits.max_inflight_inbound:
+            self.stats.rejected_busy += 1
+            await self._send_error(
+                request.id,
+                errors.SERVER_BUSY,
+                f"too many requests in flight (limit {self.limits.max_inflight_inbound}); retry later",
+            )
+            return
+        if self._tg is None:  # pragma: no cover - the read loop runs inside the task group
+            return
+        scope = anyio.CancelScope()
+        self._inflight[request.id] = scope
+        if request.method == "initialize":
+            self._initialize_id = request.id
+        self._tg.start_soon(self._serve, request, scope)
+
+    async def _serve(self, request: Request, scope: anyio.CancelScope) -> None:
+        id_ = request.id
+        reply: bytes | None = None
+        try:
+            with scope:
+                try:
+                    result = await self.dispatcher.handle_request(self, request)
+                    reply = jsonrpc.encode_result(id_, result)
+                except McpError as exc:
+                    reply = self._error_bytes(id_, exc.code, exc.message, exc.data)
+                except Exception:
+                    logger.exception("%s: handler for %s failed", self.name, request.method)
+                    reply = self._error_bytes(id_, errors.INTERNAL_ERROR, "internal error")
+        finally:
+            self._inflight.pop(id_, None)
+        if reply is None or scope.cancel_called:
+            return  # cancelled by the peer (no response, per spec) or by shutdown
+        with contextlib.suppress(ConnectionClosed):
+            await self.send_raw(reply, related=id_)
+
+    def _error_bytes(self, id_: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+        null_id = self.protocol_version is not None and not supports(self.protocol_version, Feature.ERROR_WITHOUT_ID)
+        return jsonrpc.encode_error(id_, code, message, msgspec.UNSET if data is None else data, null_id=null_id)
+
+    async def _send_error(self, id_: RequestId | None, code: int, message: str) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self.send_raw(self._error_bytes(id_, code, message), related=id_)

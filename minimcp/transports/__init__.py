@@ -1,0 +1,40 @@
+"""Transports: how encoded messages travel between two peers.
+
+A transport moves whole messages (one JSON-RPC message as UTF-8 bytes) in both
+directions. The session above it never sees framing, sockets or processes.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from minimcp.jsonrpc import RequestId
+
+__all__ = ["MessageTooLarge", "Transport"]
+
+
+class MessageTooLarge(Exception):
+    """The peer sent a message over the size limit; it was dropped unread."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"message exceeds the {limit}-byte limit")
+        self.limit = limit
+
+
+class Transport(Protocol):
+    """One connection's message pipe.
+
+    ``receive`` returns the next whole message and raises
+    :class:`anyio.EndOfStream` (or :class:`anyio.ClosedResourceError`) when the
+    connection is over, and :class:`MessageTooLarge` for a message it dropped.
+    ``send`` may be called from many tasks at once. ``related`` names the
+    inbound request a message belongs to (a nested request, or a response), so
+    transports with several streams (Streamable HTTP) can route it; others
+    ignore it.
+    """
+
+    async def send(self, message: bytes, *, related: RequestId | None = None) -> None: ...
+
+    async def receive(self) -> bytes: ...
+
+    async def aclose(self) -> None: ...

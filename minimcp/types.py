@@ -1,0 +1,238 @@
+"""MCP messages as msgspec Structs (revision 2025-11-25 and its predecessors).
+
+Python names are snake_case; on the wire they are camelCase (``rename="camel"``)
+and ``_meta`` is spelled as the spec spells it. ``UNSET`` means "absent from the
+message", which is different from ``None``. Unknown fields from a newer peer are
+ignored on input; output carries exactly the fields that are set.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+__all__ = [
+    "UNSET",
+    "AudioContent",
+    "CallToolParams",
+    "CallToolResult",
+    "CancelledParams",
+    "ClientCapabilities",
+    "ContentBlock",
+    "ElicitRequestParams",
+    "ElicitResult",
+    "ElicitationCompleteParams",
+    "EmbeddedResource",
+    "ImageContent",
+    "Implementation",
+    "InitializeParams",
+    "InitializeResult",
+    "ListToolsResult",
+    "PaginatedParams",
+    "ProgressParams",
+    "ResourceContents",
+    "ResourceLink",
+    "ServerCapabilities",
+    "TextContent",
+    "Tool",
+    "ToolAnnotations",
+    "UnsetType",
+]
+
+Meta: TypeAlias = "dict[str, Any] | UnsetType"
+
+
+def _meta() -> Any:
+    return msgspec.field(default=UNSET, name="_meta")
+
+
+class _Base(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    pass
+
+
+class Implementation(_Base, kw_only=True):
+    """Name and version of a client or server (``clientInfo`` / ``serverInfo``)."""
+
+    name: str
+    version: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    website_url: str | UnsetType = UNSET
+    icons: list[dict[str, Any]] | UnsetType = UNSET
+
+
+class ClientCapabilities(_Base, kw_only=True):
+    """What a client can do. Presence of a key means support."""
+
+    experimental: dict[str, Any] | UnsetType = UNSET
+    roots: dict[str, Any] | UnsetType = UNSET
+    sampling: dict[str, Any] | UnsetType = UNSET
+    elicitation: dict[str, Any] | UnsetType = UNSET
+    tasks: dict[str, Any] | UnsetType = UNSET
+
+
+class ServerCapabilities(_Base, kw_only=True):
+    """What a server offers. Presence of a key means support."""
+
+    experimental: dict[str, Any] | UnsetType = UNSET
+    logging: dict[str, Any] | UnsetType = UNSET
+    completions: dict[str, Any] | UnsetType = UNSET
+    prompts: dict[str, Any] | UnsetType = UNSET
+    resources: dict[str, Any] | UnsetType = UNSET
+    tools: dict[str, Any] | UnsetType = UNSET
+    tasks: dict[str, Any] | UnsetType = UNSET
+
+
+class InitializeParams(_Base, kw_only=True):
+    protocol_version: str
+    capabilities: ClientCapabilities
+    client_info: Implementation
+    meta: Meta = _meta()
+
+
+class InitializeResult(_Base, kw_only=True):
+    protocol_version: str
+    capabilities: ServerCapabilities
+    server_info: Implementation
+    instructions: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class PaginatedParams(_Base, kw_only=True):
+    cursor: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ToolAnnotations(_Base, kw_only=True):
+    """Hints about a tool's behaviour (untrusted unless the server is)."""
+
+    title: str | UnsetType = UNSET
+    read_only_hint: bool | UnsetType = UNSET
+    destructive_hint: bool | UnsetType = UNSET
+    idempotent_hint: bool | UnsetType = UNSET
+    open_world_hint: bool | UnsetType = UNSET
+
+
+class Tool(_Base, kw_only=True):
+    name: str
+    input_schema: dict[str, Any]
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    output_schema: dict[str, Any] | UnsetType = UNSET
+    annotations: ToolAnnotations | UnsetType = UNSET
+    icons: list[dict[str, Any]] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ListToolsResult(_Base, kw_only=True):
+    tools: list[Tool]
+    next_cursor: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class CallToolParams(_Base, kw_only=True):
+    name: str
+    arguments: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+# --- content -----------------------------------------------------------------------------------
+
+class _Content(_Base, tag_field="type"):
+    annotations: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class TextContent(_Content, tag="text", kw_only=True):
+    text: str
+
+
+class ImageContent(_Content, tag="image", kw_only=True):
+    data: str  # base64
+    mime_type: str
+
+
+class AudioContent(_Content, tag="audio", kw_only=True):
+    data: str  # base64
+    mime_type: str
+
+
+class ResourceLink(_Content, tag="resource_link", kw_only=True):
+    uri: str
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    mime_type: str | UnsetType = UNSET
+    size: int | UnsetType = UNSET
+
+
+class ResourceContents(_Base, kw_only=True):
+    """Text (``text``) or binary (``blob``, base64) contents of a resource."""
+
+    uri: str
+    mime_type: str | UnsetType = UNSET
+    text: str | UnsetType = UNSET
+    blob: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class EmbeddedResource(_Content, tag="resource", kw_only=True):
+    resource: ResourceContents
+
+
+ContentBlock: TypeAlias = "TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource"
+
+
+class CallToolResult(_Base, kw_only=True):
+    """The result of ``tools/call``. ``is_error`` marks a tool error (not a protocol error)."""
+
+    content: list[ContentBlock]
+    structured_content: dict[str, Any] | UnsetType = UNSET
+    is_error: bool | UnsetType = UNSET
+    meta: Meta = _meta()
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines (convenience for callers)."""
+        return "\n".join(c.text for c in self.content if isinstance(c, TextContent))
+
+
+# --- elicitation -------------------------------------------------------------------------------
+
+class ElicitRequestParams(_Base, kw_only=True):
+    """``elicitation/create`` params: form mode (``requested_schema``) or URL mode."""
+
+    message: str
+    mode: Literal["form", "url"] | UnsetType = UNSET
+    requested_schema: dict[str, Any] | UnsetType = UNSET
+    elicitation_id: str | UnsetType = UNSET
+    url: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ElicitResult(_Base, kw_only=True):
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ElicitationCompleteParams(_Base, kw_only=True):
+    elicitation_id: str
+
+
+# --- notifications -----------------------------------------------------------------------------
+
+class CancelledParams(_Base, kw_only=True):
+    request_id: int | str | UnsetType = UNSET
+    reason: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ProgressParams(_Base, kw_only=True):
+    progress_token: int | str
+    progress: float
+    total: float | UnsetType = UNSET
+    message: str | UnsetType = UNSET
+    meta: Meta = _meta()

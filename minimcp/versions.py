@@ -1,0 +1,89 @@
+"""Protocol revisions and the per-revision rules.
+
+This is the only module that compares revision strings. Everything else asks a
+named question (``supports(version, Feature.ELICITATION_URL)``) so that adding a
+revision means editing one table, not hunting for ``if version >= ...``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "LATEST",
+    "SUPPORTED",
+    "Feature",
+    "is_supported",
+    "negotiate",
+    "supports",
+]
+
+#: Handshake-era revisions this implementation speaks, oldest first.
+SUPPORTED: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+#: The revision offered by our client and answered by our server when the peer's is unknown.
+LATEST: str = SUPPORTED[-1]
+
+
+class Feature(enum.Enum):
+    """Behaviour that depends on the negotiated revision."""
+
+    #: Incoming JSON-RPC batch arrays must be accepted (2025-03-26 only).
+    BATCHES = "batches"
+    #: Form-mode ``elicitation/create`` exists (the client capability ``elicitation``).
+    ELICITATION = "elicitation"
+    #: Elicitation ``mode`` field, URL mode, ``-32042`` and ``elicitation/complete``.
+    ELICITATION_URL = "elicitation_url"
+    #: ``default`` on string / number / enum form fields (SEP-1034), not only booleans.
+    ELICITATION_DEFAULTS = "elicitation_defaults"
+    #: Titled single select (``oneOf``) and multi-select arrays (SEP-1330).
+    ELICITATION_ENUMS = "elicitation_enums"
+    #: ``structuredContent`` / ``outputSchema``, ``resource_link`` content, ``title``.
+    STRUCTURED_OUTPUT = "structured_output"
+    #: Audio content, tool annotations, ``completions``, progress ``message``.
+    AUDIO_CONTENT = "audio_content"
+    #: An error response may omit ``id`` when it could not be read.
+    ERROR_WITHOUT_ID = "error_without_id"
+    #: ``MCP-Protocol-Version`` HTTP header is sent after the handshake.
+    PROTOCOL_VERSION_HEADER = "protocol_version_header"
+
+
+# Revision each feature first appeared in (and, for batches, the last one that had it).
+_SINCE: dict[Feature, str] = {
+    Feature.ELICITATION: "2025-06-18",
+    Feature.ELICITATION_URL: "2025-11-25",
+    Feature.ELICITATION_DEFAULTS: "2025-11-25",
+    Feature.ELICITATION_ENUMS: "2025-11-25",
+    Feature.STRUCTURED_OUTPUT: "2025-06-18",
+    Feature.AUDIO_CONTENT: "2025-03-26",
+    Feature.ERROR_WITHOUT_ID: "2025-11-25",
+    Feature.PROTOCOL_VERSION_HEADER: "2025-06-18",
+}
+_ONLY: dict[Feature, frozenset[str]] = {
+    Feature.BATCHES: frozenset({"2025-03-26"}),
+}
+
+
+def is_supported(version: str) -> bool:
+    """Whether ``version`` is a revision this implementation speaks."""
+    return version in SUPPORTED
+
+
+def negotiate(requested: str) -> str:
+    """The revision a server answers to a client that asked for ``requested``.
+
+    The spec: echo the client's revision when we support it, otherwise answer
+    another one we support (our latest).
+    """
+    return requested if requested in SUPPORTED else LATEST
+
+
+def supports(version: str, feature: Feature) -> bool:
+    """Whether ``feature`` exists on the negotiated ``version``.
+
+    Revision strings are ISO dates, so ordering them as strings is ordering
+    them in time; this is the one place where that is done.
+    """
+    only = _ONLY.get(feature)
+    if only is not None:
+        return version in only
+    return version >= _SINCE[feature]
