@@ -17,6 +17,7 @@ from minimcp.errors import ConnectionClosed as ConnectionClosed
 from minimcp.errors import McpError as McpError
 from minimcp.errors import RequestTimeout as RequestTimeout
 from minimcp.errors import TooManyPending as TooManyPending
+from minimcp.errors import UnsupportedVersion as UnsupportedVersion
 from minimcp.forms import FormDefinitionError as FormDefinitionError
 from minimcp.forms import FormValidationError as FormValidationError
 from minimcp.forms import check_form as check_form
@@ -46,6 +47,7 @@ __all__ = [
     "Server",
     "ToolError",
     "TooManyPending",
+    "UnsupportedVersion",
     "__version__",
     "check_form",
     "compile_form",

@@ -118,12 +118,18 @@ class Client:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> Client:
-        async with contextlib.AsyncExitStack() as stack:
-            tg = await stack.enter_async_context(anyio.create_task_group())
-            await tg.start(self.session.run)
-            stack.callback(self.session.close)
+        stack = contextlib.AsyncExitStack()
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        await tg.start(self.session.run)
+        stack.callback(self.session.close)
+        try:
             await self.initialize()
-            self._stack = stack.pop_all()
+        except BaseException:
+            # Leave the task group cleanly, then raise the handshake error itself
+            # (not wrapped in an exception group).
+            await stack.aclose()
+            raise
+        self._stack = stack
         return self
 
     async def __aexit__(self, *exc: object) -> None:

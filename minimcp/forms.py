@@ -488,7 +488,8 @@ class Form(Generic[T]):
 
 def _get(name: str, prop: Mapping[str, Any], key: str, want: type | tuple[type, ...]) -> Any:
     value = prop.get(key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, want) or (want is int and isinstance(value, int) and value < 0)):
+    negative = want is int and isinstance(value, int) and value < 0
+    if value is not None and (isinstance(value, bool) or not isinstance(value, want) or negative):
         raise _def_error(name, f"{key!r} has an invalid value {_short(value)}")
     return value
 

@@ -146,18 +146,22 @@ def decode(data: bytes | bytearray | memoryview | str) -> Message:
     """
     try:
         env = _envelope_decoder.decode(data)
-    except msgspec.ValidationError:
-        # Valid JSON, but the top level is not an object.
-        if isinstance(data, str):
-            data = data.encode()
-        if is_batch(bytes(data)):
+    except msgspec.ValidationError as exc:
+        # Valid JSON, but not an object (or a member msgspec cannot hold, like 1e400).
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        head = raw.lstrip()[:1]
+        if head == b"[":
             raise InvalidMessage(
                 errors.INVALID_REQUEST,
                 "batch arrays are not accepted on this protocol revision; send one message at a time",
             ) from None
+        if head == b"{":
+            raise InvalidMessage(errors.INVALID_REQUEST, f"invalid message: {exc}") from None
         raise InvalidMessage(errors.INVALID_REQUEST, "a JSON-RPC message must be a JSON object") from None
     except msgspec.DecodeError as exc:
         raise InvalidMessage(errors.PARSE_ERROR, f"parse error: {exc}") from None
+    except RecursionError:
+        raise InvalidMessage(errors.INVALID_REQUEST, "message is nested too deeply") from None
     return _classify(env)
 
 
@@ -169,8 +173,12 @@ def decode_batch(data: bytes) -> list[Message | InvalidMessage]:
     """
     try:
         parts = _envelopes_decoder.decode(data)
+    except msgspec.ValidationError:
+        raise InvalidMessage(errors.INVALID_REQUEST, "a batch must be a JSON array") from None
     except msgspec.DecodeError as exc:
         raise InvalidMessage(errors.PARSE_ERROR, f"parse error: {exc}") from None
+    except RecursionError:
+        raise InvalidMessage(errors.INVALID_REQUEST, "message is nested too deeply") from None
     if not parts:
         raise InvalidMessage(errors.INVALID_REQUEST, "an empty batch is not a valid request")
     out: list[Message | InvalidMessage] = []

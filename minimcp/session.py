@@ -94,6 +94,9 @@ class SessionStats:
     rejected_busy: int = 0
 
 
+_EMPTY: dict[str, Any] = {}
+
+
 class _Pending:
     """A one-shot cell: resolves exactly once, with a result or an exception."""
 
@@ -451,6 +454,11 @@ class Session:
             self._resolve(message.id, message, None)
         elif type(message) is Request:
             self.stats.requests_received += 1
+            if message.method == "ping":
+                # Answered by the read loop itself: no task, allowed at any time (spec).
+                with contextlib.suppress(ConnectionClosed):
+                    await self.send_raw(jsonrpc.encode_result(message.id, _EMPTY), related=message.id)
+                return
             await self._start_handler(message)
         elif type(message) is Notification:
             self.stats.notifications_received += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import pytest
 
@@ -12,8 +13,10 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        fn = getattr(item, "function", None)
-        if fn is not None and inspect.iscoroutinefunction(fn):
-            item.add_marker(pytest.mark.anyio)
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> None:
+    # Mark coroutine tests for anyio's plugin before it looks at them, so that
+    # they are parametrized over anyio_backend (asyncio and trio) like any other fixture.
+    if isinstance(collector, pytest.Module | pytest.Class) and collector.istestfunction(obj, name):
+        if inspect.iscoroutinefunction(obj):
+            pytest.mark.anyio(obj)

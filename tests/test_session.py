@@ -1,0 +1,402 @@
+"""The session: routing, the pending table, deadlines, cancellation both ways, close."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from minimcp import ConnectionClosed, Limits, McpError, RequestTimeout, TooManyPending
+from minimcp.jsonrpc import Notification, Request
+from minimcp.session import Session
+from minimcp.transports.memory import memory_pair
+from tests.helpers import RawPeer
+
+
+class Recorder:
+    """A dispatcher whose handlers tests control."""
+
+    def __init__(self) -> None:
+        self.notifications: list[str] = []
+        self.started: list[Any] = []
+        self.cancelled: list[Any] = []
+        self.release = anyio.Event()
+
+    async def handle_request(self, session: Session, request: Request) -> Any:
+        self.started.append(request.id)
+        if request.method == "echo":
+            return msgspec.json.decode(request.params or b"{}")
+        if request.method == "block":
+            try:
+                await self.release.wait()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled.append(request.id)
+                raise
+            return {"released": True}
+        if request.method == "crash":
+            raise RuntimeError("secret internal detail /etc/passwd")
+        if request.method == "fail":
+            raise McpError(-32099, "custom failure", {"why": "test"})
+        raise McpError(-32601, f"Method not found: {request.method}")
+
+    def handle_notification(self, session: Session, notification: Notification) -> None:
+        self.notifications.append(notification.method)
+
+
+async def start(tg: anyio.abc.TaskGroup, *, limits: Limits | None = None) -> tuple[Session, RawPeer, Recorder]:
+    a, b = memory_pair(limits=limits)
+    rec = Recorder()
+    session = Session(a, rec, limits=limits)
+    await tg.start(session.run)
+    return session, RawPeer(b), rec
+
+
+async def test_request_resolves_with_the_matching_response() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        results: dict[int, Any] = {}
+
+        async def call(n: int) -> None:
+            results[n] = msgspec.json.decode(await session.request("m", {"n": n}))
+
+        for n in range(3):
+            tg.start_soon(call, n)
+        sent = [await peer.recv() for _ in range(3)]
+        assert session.pending_count == 3
+        for msg in reversed(sent):  # answer in reverse order
+            await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"echo": msg["params"]["n"]}})
+        with anyio.fail_after(5):
+            while len(results) < 3:
+                await anyio.sleep(0.01)
+        assert results == {n: {"echo": n} for n in range(3)}
+        assert session.pending_count == 0
+        tg.cancel_scope.cancel()
+
+
+async def test_ids_match_by_exact_type_and_unknown_ids_are_counted() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        got: list[Any] = []
+
+        async def call() -> None:
+            got.append(msgspec.json.decode(await session.request("m")))
+
+        tg.start_soon(call)
+        msg = await peer.recv()
+        assert isinstance(msg["id"], int)
+        # the same id as a string is a different id: dropped and counted
+        await peer.send({"jsonrpc": "2.0", "id": str(msg["id"]), "result": {"wrong": True}})
+        await peer.send({"jsonrpc": "2.0", "id": 999, "result": {}})
+        await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"right": True}})
+        await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"duplicate": True}})
+        with anyio.fail_after(5):
+            while not got or session.stats.unknown_responses < 3:
+                await anyio.sleep(0.01)
+        assert got == [{"right": True}]
+        assert session.stats.unknown_responses == 3
+        tg.cancel_scope.cancel()
+
+
+async def test_error_response_raises_mcp_error_with_code_and_data() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+
+        async def answer() -> None:
+            msg = await peer.recv()
+            await peer.send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "bad", "data": [1]}})
+
+        tg.start_soon(answer)
+        with pytest.raises(McpError) as info:
+            await session.request("m")
+        assert (info.value.code, info.value.message, info.value.data) == (-32602, "bad", [1])
+        tg.cancel_scope.cancel()
+
+
+async def test_timeout_raises_and_tells_the_peer_and_late_answer_is_harmless() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        with pytest.raises(RequestTimeout):
+            await session.request("slow", timeout=0.05)
+        req = await peer.recv()
+        cancel = await peer.recv()
+        assert cancel["method"] == "notifications/cancelled"
+        assert cancel["params"]["requestId"] == req["id"]
+        assert session.pending_count == 0
+        await peer.send({"jsonrpc": "2.0", "id": req["id"], "result": {}})
+        with anyio.fail_after(5):
+            while session.stats.unknown_responses < 1:
+                await anyio.sleep(0.01)
+        assert session.stats.timeouts == 1
+        tg.cancel_scope.cancel()
+
+
+async def test_per_call_timeout_overrides_session_default() -> None:
+    limits = Limits(request_timeout=0.01)
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg, limits=limits)
+
+        async def answer_late() -> None:
+            msg = await peer.recv()
+            await anyio.sleep(0.2)
+            await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"ok": 1}})
+
+        tg.start_soon(answer_late)
+        raw = await session.request("m", timeout=5)
+        assert msgspec.json.decode(raw) == {"ok": 1}
+        with pytest.raises(RequestTimeout):
+            await session.request("m")  # the 0.01 s default applies
+        tg.cancel_scope.cancel()
+
+
+async def test_cancelling_the_waiter_removes_the_entry_and_tells_the_peer() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        with anyio.move_on_after(0.1):
+            await session.request("m", timeout=None)
+        req = await peer.recv()
+        cancel = await peer.recv()
+        assert cancel == {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": req["id"], "reason": "cancelled by the requester"},
+        }
+        assert session.pending_count == 0
+        assert session.stats.cancelled_by_us == 1
+        tg.cancel_scope.cancel()
+
+
+async def test_pending_bound_raises_too_many_pending_before_sending() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg, limits=Limits(max_pending_outbound=2))
+        for _ in range(2):
+            tg.start_soon(session.request, "m")
+        await peer.recv()
+        await peer.recv()
+        with pytest.raises(TooManyPending):
+            await session.request("m")
+        assert await peer.nothing_for(0.1)
+        tg.cancel_scope.cancel()
+
+
+async def test_read_loop_never_waits_for_a_handler() -> None:
+    async with anyio.create_task_group() as tg:
+        _, peer, rec = await start(tg)
+        await peer.send({"jsonrpc": "2.0", "id": 1, "method": "block"})
+        reply = await peer.request(2, "echo", {"x": 1})
+        assert reply == {"jsonrpc": "2.0", "id": 2, "result": {"x": 1}}
+        rec.release.set()
+        assert await peer.recv() == {"jsonrpc": "2.0", "id": 1, "result": {"released": True}}
+        tg.cancel_scope.cancel()
+
+
+async def test_peer_cancellation_stops_the_handler_and_sends_no_response() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, rec = await start(tg)
+        await peer.send({"jsonrpc": "2.0", "id": "a", "method": "block"})
+        with anyio.fail_after(5):
+            while "a" not in rec.started:
+                await anyio.sleep(0.01)
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "a"}})
+        with anyio.fail_after(5):
+            while "a" not in rec.cancelled:
+                await anyio.sleep(0.01)
+        assert await peer.nothing_for(0.2)
+        assert session.inflight_count == 0
+        assert session.stats.cancelled_by_peer == 1
+        # unknown and malformed cancellations are ignored; the session keeps working
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "zzz"}})
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}})
+        assert (await peer.request(3, "echo", {}))["result"] == {}
+        tg.cancel_scope.cancel()
+
+
+async def test_initialize_cannot_be_cancelled() -> None:
+    class SlowInit(Recorder):
+        async def handle_request(self, session: Session, request: Request) -> Any:
+            await anyio.sleep(0.1)
+            return {"ok": True}
+
+    a, b = memory_pair()
+    peer = RawPeer(b)
+    async with anyio.create_task_group() as tg:
+        await tg.start(Session(a, SlowInit()).run)
+        await peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        assert await peer.recv() == {"jsonrpc": "2.0", "id": 1, "result": {"ok": True}}
+        tg.cancel_scope.cancel()
+
+
+async def test_inflight_bound_answers_busy() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, rec = await start(tg, limits=Limits(max_inflight_inbound=2))
+        await peer.send({"jsonrpc": "2.0", "id": 1, "method": "block"})
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "block"})
+        reply = await peer.request(3, "echo", {})
+        assert reply["id"] == 3 and reply["error"]["code"] == -32003
+        assert session.stats.rejected_busy == 1
+        rec.release.set()
+        assert {(await peer.recv())["id"], (await peer.recv())["id"]} == {1, 2}
+        tg.cancel_scope.cancel()
+
+
+async def test_handler_errors_become_error_responses_without_internal_text() -> None:
+    async with anyio.create_task_group() as tg:
+        _, peer, _ = await start(tg)
+        crash = await peer.request(1, "crash")
+        assert crash["error"] == {"code": -32603, "message": "internal error"}
+        assert "passwd" not in str(crash)
+        fail = await peer.request(2, "fail")
+        assert fail["error"] == {"code": -32099, "message": "custom failure", "data": {"why": "test"}}
+        assert (await peer.request(3, "nope"))["error"]["code"] == -32601
+        tg.cancel_scope.cancel()
+
+
+async def test_parse_and_envelope_errors() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        await peer.send(b"{not json")
+        parse = await peer.recv()
+        assert parse["error"]["code"] == -32700 and "id" not in parse
+        await peer.send({"jsonrpc": "1.0", "id": 5, "method": "echo"})
+        bad = await peer.recv()
+        assert bad["id"] == 5 and bad["error"]["code"] == -32600
+        await peer.send({"jsonrpc": "2.0", "id": 1.5, "method": "echo"})
+        bad = await peer.recv()
+        assert bad["error"]["code"] == -32600 and "id" not in bad and "float" in bad["error"]["message"]
+        await peer.send(b'[{"jsonrpc":"2.0","id":1,"method":"echo"}]')
+        batch = await peer.recv()
+        assert batch["error"]["code"] == -32600 and "batch" in batch["error"]["message"]
+        assert session.stats.invalid_messages == 4
+        assert (await peer.request(9, "echo", {"still": "alive"}))["result"] == {"still": "alive"}
+        tg.cancel_scope.cancel()
+
+
+async def test_error_without_id_uses_null_on_older_revisions() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        session.protocol_version = "2025-06-18"
+        await peer.send(b"{oops")
+        assert (await peer.recv())["id"] is None
+        tg.cancel_scope.cancel()
+
+
+async def test_batches_are_processed_on_2025_03_26() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        session.protocol_version = "2025-03-26"
+        await peer.send(
+            b'[{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}},'
+            b'{"jsonrpc":"2.0","method":"note"},{"jsonrpc":"2.0","id":2,"method":"initialize"},7]'
+        )
+        replies = [await peer.recv() for _ in range(3)]
+        by_id = {r.get("id"): r for r in replies}
+        assert by_id[1]["result"] == {"a": 1}
+        assert by_id[2]["error"]["code"] == -32600
+        assert by_id[None]["error"]["code"] == -32600
+        tg.cancel_scope.cancel()
+
+
+async def test_oversized_message_is_refused_and_session_continues() -> None:
+    limits = Limits(max_message_bytes=200)
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg, limits=limits)
+        await peer.send({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"x": "y" * 500}})
+        err = await peer.recv()
+        assert err["error"]["code"] == -32600 and "200" in err["error"]["message"]
+        assert (await peer.request(2, "echo", {"ok": 1}))["result"] == {"ok": 1}
+        tg.cancel_scope.cancel()
+
+
+async def test_close_resolves_every_pending_entry_and_cancels_handlers() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, rec = await start(tg)
+        errors: list[BaseException] = []
+
+        async def call() -> None:
+            try:
+                await session.request("m", timeout=30)
+            except ConnectionClosed as exc:
+                errors.append(exc)
+
+        for _ in range(100):
+            tg.start_soon(call)
+        await peer.send({"jsonrpc": "2.0", "id": "h", "method": "block"})
+        with anyio.fail_after(5):
+            while session.pending_count < 100 or "h" not in rec.started:
+                await anyio.sleep(0.01)
+        await peer.transport.aclose()  # the peer goes away
+        await session.wait_closed()
+        with anyio.fail_after(5):
+            while len(errors) < 100:
+                await anyio.sleep(0.01)
+        assert rec.cancelled == ["h"]
+        assert session.holds_nothing()
+        assert session.closed
+        with pytest.raises(ConnectionClosed):
+            await session.request("after")
+
+
+async def test_local_close_fails_pending_requests() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        failures: list[BaseException] = []
+
+        async def call() -> None:
+            try:
+                await session.request("m")
+            except ConnectionClosed as exc:
+                failures.append(exc)
+
+        tg.start_soon(call)
+        await peer.recv()
+        session.close()
+        await session.wait_closed()
+        await anyio.sleep(0.01)
+        assert len(failures) == 1
+        assert session.holds_nothing()
+
+
+async def test_notifications_reach_the_dispatcher() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, rec = await start(tg)
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/something"})
+        await peer.request(1, "echo", {})
+        assert rec.notifications == ["notifications/something"]
+        assert session.stats.notifications_received == 1
+        tg.cancel_scope.cancel()
+
+
+async def test_deadline_heap_is_compacted_when_requests_finish_early() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+
+        async def answer_all(n: int) -> None:
+            for _ in range(n):
+                msg = await peer.recv()
+                await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+
+        tg.start_soon(answer_all, 3000)
+        for _ in range(3000):
+            await session.request("m", timeout=600)
+        # finished requests leave no unbounded trail of stale deadlines
+        assert len(session._deadlines) <= 2100
+        tg.cancel_scope.cancel()
+
+
+async def test_human_wait_pauses_request_clocks() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        session.begin_human_wait()
+
+        async def answer_late() -> None:
+            msg = await peer.recv()
+            await anyio.sleep(0.3)
+            session.end_human_wait()
+            await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"late": True}})
+
+        tg.start_soon(answer_late)
+        raw = await session.request("m", timeout=0.05)
+        assert msgspec.json.decode(raw) == {"late": True}
+        tg.cancel_scope.cancel()
