@@ -72,6 +72,15 @@ def outcome(status: str, day: datetime.date, party_size: int, text: str, **extra
     return tool_result(text, structured)
 
 
+def deposit_unavailable(ctx: Context, party_size: int) -> str:
+    why = (
+        "deposit payment pages are not served by this version of the example yet"
+        if ctx.connection.can_elicit_url()
+        else "this client cannot open payment links (it did not declare URL-mode elicitation)"
+    )
+    return f"A deposit is required for a party of {party_size} (8 or more), and {why}. No booking was made."
+
+
 def build_server(*, elicitation_timeout: float = 300.0) -> Server:
     """The booking server (fresh in-memory state per call of this function)."""
     app = Server(
@@ -141,10 +150,7 @@ def build_server(*, elicitation_timeout: float = 300.0) -> Server:
                         "Not booked: the question about another date was cancelled. Try again later.",
                     )
         if party_size >= DEPOSIT_PARTY:
-            raise ToolError(
-                f"A deposit is required for a party of {party_size} (8 or more), and this client cannot open "
-                "payment links (it did not declare URL-mode elicitation). No booking was made."
-            )
+            raise ToolError(deposit_unavailable(ctx, party_size))
         booking = create(day, party_size, "booked")
         return outcome(
             "booked", day, party_size,
@@ -168,10 +174,14 @@ def build_server(*, elicitation_timeout: float = 300.0) -> Server:
     async def add_to_calendar(ctx: Context, booking_id: str) -> CallToolResult:
         """Add a booking to the person's calendar (needs a one-time authorization in the browser)."""
         booking = find(booking_id)
+        why = (
+            "calendar authorization pages are not served by this version of the example yet"
+            if ctx.connection.can_elicit_url()
+            else "this client cannot open such links (it did not declare URL-mode elicitation)"
+        )
         raise ToolError(
             f"Adding booking {booking.booking_id} to a calendar needs the person to authorize a calendar "
-            "provider in their browser, and this client cannot open such links "
-            "(it did not declare URL-mode elicitation)."
+            f"provider in their browser, and {why}."
         )
 
     @app.tool()

@@ -473,6 +473,14 @@ class ServerConnection:
         # `elicitation: {}` (and every 2025-06-18 client) means form only.
         return not caps or "form" in caps or not supports(version, Feature.ELICITATION_URL)
 
+    def can_elicit_url(self) -> bool:
+        """Whether the client declared URL-mode elicitation (2025-11-25 and later)."""
+        version = self.protocol_version
+        caps = self.client_capabilities.elicitation
+        if version is None or not supports(version, Feature.ELICITATION_URL) or isinstance(caps, UnsetType):
+            return False
+        return "url" in caps
+
 
 _EMPTY: dict[str, Any] = {}
 
