@@ -1,11 +1,15 @@
 """The reference scenario: a restaurant booking that hits a full day.
 
 The behaviour is fixed by ``shared/scenarios/booking.md``: a booking tool that,
-on a full date, pauses mid-call to ask the person for another date, and
-finishes the same call with the answer.
+on a full date, pauses mid-call to ask the person for another date (form
+mode), and finishes the same call with the answer; a deposit for large parties
+and a calendar authorization happen in the person's browser (URL mode), on two
+small pages this example serves itself on 127.0.0.1.
 
 Run: ``python examples/booking.py`` (stdio). ``--elicitation-timeout SECONDS``
-sets how long one question waits for the person (default 300).
+sets how long one question waits for the person (default 300). The pages need
+the ``http`` extra (``pip install minimcp[http]``); their address is announced
+on stderr as ``pages: http://127.0.0.1:PORT/``.
 """
 
 from __future__ import annotations
@@ -13,14 +17,31 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import html
 import itertools
 import logging
+import secrets
 import sys
+import urllib.parse
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
+import anyio
 import msgspec
 
-from minimcp import Accepted, Cancelled, Context, Declined, Limits, Server, ToolError, tool_result
+from minimcp import (
+    Accepted,
+    Cancelled,
+    Context,
+    Declined,
+    Limits,
+    Server,
+    ToolError,
+    UrlElicitationRequired,
+    tool_result,
+)
+from minimcp.server import ServerConnection
 from minimcp.types import CallToolResult
 
 FULL_DATES = frozenset({datetime.date(2025, 12, 25), datetime.date(2025, 12, 27)})
@@ -37,6 +58,16 @@ class Booking:
     party_size: int
     status: str  # "booked" | "deposit_pending"
     deposit_elicitation_id: str | None = None
+
+
+@dataclasses.dataclass
+class Deposit:
+    """A deposit page that exists from the moment its URL is sent."""
+
+    date: datetime.date
+    party_size: int
+    paid: bool = False
+    booking: Booking | None = None
 
 
 def is_full(day: datetime.date) -> bool:
@@ -72,134 +103,301 @@ def outcome(status: str, day: datetime.date, party_size: int, text: str, **extra
     return tool_result(text, structured)
 
 
-def deposit_unavailable(ctx: Context, party_size: int) -> str:
-    why = (
-        "deposit payment pages are not served by this version of the example yet"
-        if ctx.connection.can_elicit_url()
-        else "this client cannot open payment links (it did not declare URL-mode elicitation)"
-    )
-    return f"A deposit is required for a party of {party_size} (8 or more), and {why}. No booking was made."
+class BookingApp:
+    """The MCP server, its in-memory state, and the two browser pages (an ASGI app)."""
 
+    def __init__(self, *, elicitation_timeout: float = 300.0) -> None:
+        self.server = Server(
+            "booking",
+            "1.0.0",
+            title="Restaurant booking",
+            instructions="Book tables. Dates are ISO YYYY-MM-DD. If a day is full the tool asks the person.",
+            limits=Limits(elicitation_timeout=elicitation_timeout),
+        )
+        #: Base URL of the pages (``http://127.0.0.1:PORT``), once they are served.
+        self.pages_url: str | None = None
+        self.bookings: dict[str, Booking] = {}
+        self.deposits: dict[str, Deposit] = {}
+        self.authorizations: dict[str, ServerConnection] = {}
+        self.authorized: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
+        self._ids = itertools.count(1)
+        self._register_tools()
 
-def build_server(*, elicitation_timeout: float = 300.0) -> Server:
-    """The booking server (fresh in-memory state per call of this function)."""
-    app = Server(
-        "booking",
-        "1.0.0",
-        title="Restaurant booking",
-        instructions="Book tables. Dates are ISO YYYY-MM-DD. If a day is full the tool asks the person.",
-        limits=Limits(elicitation_timeout=elicitation_timeout),
-    )
-    bookings: dict[str, Booking] = {}
-    ids = itertools.count(1)
+    # --- state -----------------------------------------------------------------------------
 
-    def create(day: datetime.date, party_size: int, status: str) -> Booking:
-        booking = Booking(f"B{next(ids):04d}", day, party_size, status)
-        bookings[booking.booking_id] = booking
+    def create(self, day: datetime.date, party_size: int, status: str) -> Booking:
+        booking = Booking(f"B{next(self._ids):04d}", day, party_size, status)
+        self.bookings[booking.booking_id] = booking
         return booking
 
-    def find(booking_id: str) -> Booking:
-        booking = bookings.get(booking_id)
+    def find(self, booking_id: str) -> Booking:
+        booking = self.bookings.get(booking_id)
         if booking is None:
             raise ToolError(f"Unknown booking_id {booking_id!r}; use the id returned by book_table.")
         return booking
 
-    @app.tool(annotations=None)
-    async def book_table(
-        ctx: Context,
-        date: Annotated[datetime.date, msgspec.Meta(description="Date of the booking (YYYY-MM-DD)")],
-        party_size: Annotated[int, msgspec.Meta(ge=1, le=20, description="Number of guests, 1 to 20")],
-    ) -> CallToolResult:
-        """Book a table for a date and party size. If the date is full, the person is asked for another."""
-        day = date
-        questions = 0
-        while is_full(day):
-            if not ctx.connection.can_elicit_form():
-                raise ToolError(
-                    f"{day.isoformat()} is fully booked. The next free date is {next_free(day).isoformat()}."
+    async def pay(self, elicitation_id: str) -> bool:
+        """The deposit page was paid (or the provider reported it): book, and tell the client."""
+        deposit = self.deposits.get(elicitation_id)
+        if deposit is None:
+            return False
+        if not deposit.paid:
+            deposit.paid = True
+            if deposit.booking is not None and deposit.booking.status == "deposit_pending":
+                deposit.booking.status = "booked"
+            await self.server.complete_url_elicitation(elicitation_id)
+        return True
+
+    async def authorize(self, elicitation_id: str) -> bool:
+        conn = self.authorizations.pop(elicitation_id, None)
+        if conn is None:
+            return False
+        self.authorized.add(conn)
+        await self.server.complete_url_elicitation(elicitation_id)
+        return True
+
+    def page_url(self, kind: str, elicitation_id: str) -> str | None:
+        if self.pages_url is None:
+            return None
+        return f"{self.pages_url}/{kind}/{urllib.parse.quote(elicitation_id, safe='')}"
+
+    # --- tools -----------------------------------------------------------------------------
+
+    def _register_tools(self) -> None:
+        app = self.server
+
+        @app.tool()
+        async def book_table(
+            ctx: Context,
+            date: Annotated[datetime.date, msgspec.Meta(description="Date of the booking (YYYY-MM-DD)")],
+            party_size: Annotated[int, msgspec.Meta(ge=1, le=20, description="Number of guests, 1 to 20")],
+        ) -> CallToolResult:
+            """Book a table for a date and party size. If the date is full, the person is asked for another."""
+            day = date
+            questions = 0
+            while is_full(day):
+                if not ctx.connection.can_elicit_form():
+                    raise ToolError(
+                        f"{day.isoformat()} is fully booked. The next free date is {next_free(day).isoformat()}."
+                    )
+                if questions == MAX_QUESTIONS:
+                    return outcome(
+                        "not_booked", day, party_size,
+                        f"Not booked: {day.isoformat()} is full too and no more alternatives will be asked for.",
+                    )
+                questions += 1
+                default = next_free(day)
+                answer = await ctx.elicit(
+                    f"{day.isoformat()} is fully booked for a party of {party_size}. "
+                    f"Would you like to try another date? The next free date is {default.isoformat()}.",
+                    date_question_schema(default),
                 )
-            if questions == MAX_QUESTIONS:
-                return outcome(
-                    "not_booked", day, party_size,
-                    f"Not booked: {day.isoformat()} is full too and no more alternatives will be asked for.",
-                )
-            questions += 1
-            default = next_free(day)
-            answer = await ctx.elicit(
-                f"{day.isoformat()} is fully booked for a party of {party_size}. "
-                f"Would you like to try another date? The next free date is {default.isoformat()}.",
-                date_question_schema(default),
+                match answer:
+                    case Accepted(value):
+                        if not value["accept_alternative"]:
+                            return outcome(
+                                "not_booked", day, party_size,
+                                f"Not booked: {day.isoformat()} is full and no other date was wanted.",
+                            )
+                        picked = value.get("date")
+                        day = datetime.date.fromisoformat(picked) if picked else default
+                    case Declined():
+                        return declined(day, party_size)
+                    case Cancelled():
+                        return cancelled(day, party_size)
+            if party_size >= DEPOSIT_PARTY:
+                return await self._deposit(ctx, day, party_size)
+            booking = self.create(day, party_size, "booked")
+            return outcome(
+                "booked", day, party_size,
+                f"Booked a table for {party_size} on {day.isoformat()} (booking {booking.booking_id}).",
+                booking_id=booking.booking_id,
             )
-            match answer:
-                case Accepted(value):
-                    if not value["accept_alternative"]:
-                        return outcome(
-                            "not_booked", day, party_size,
-                            f"Not booked: {day.isoformat()} is full and no other date was wanted.",
-                        )
-                    picked = value.get("date")
-                    day = datetime.date.fromisoformat(picked) if picked else default
-                case Declined():
-                    return outcome(
-                        "declined", day, party_size,
-                        f"Not booked: the person declined to choose another date than {day.isoformat()}.",
+
+        @app.tool()
+        async def confirm_deposit(booking_id: str) -> CallToolResult:
+            """Record that the deposit of a booking was paid (what the payment page's Pay button does)."""
+            booking = self.find(booking_id)
+            if booking.status == "deposit_pending" and booking.deposit_elicitation_id is not None:
+                await self.pay(booking.deposit_elicitation_id)
+            return status_of(booking)
+
+        @app.tool()
+        async def add_to_calendar(ctx: Context, booking_id: str) -> CallToolResult:
+            """Add a booking to the person's calendar (needs a one-time authorization in the browser)."""
+            booking = self.find(booking_id)
+            conn = ctx.connection
+            if conn not in self.authorized:
+                if not conn.can_elicit_url():
+                    raise ToolError(
+                        "Adding to a calendar needs the person to authorize a calendar provider in their browser, "
+                        "and this client cannot open such links (it did not declare URL-mode elicitation)."
                     )
-                case Cancelled():
-                    return outcome(
-                        "cancelled", day, party_size,
-                        "Not booked: the question about another date was cancelled. Try again later.",
-                    )
-        if party_size >= DEPOSIT_PARTY:
-            raise ToolError(deposit_unavailable(ctx, party_size))
-        booking = create(day, party_size, "booked")
-        return outcome(
-            "booked", day, party_size,
-            f"Booked a table for {party_size} on {day.isoformat()} (booking {booking.booking_id}).",
-            booking_id=booking.booking_id,
-        )
+                eid = secrets.token_urlsafe(18)
+                url = self.page_url("authorize", eid)
+                if url is None:
+                    raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
+                step = ctx.url_elicitation(
+                    "Authorize access to your calendar so the booking can be added.", url, elicitation_id=eid
+                )
+                self.authorizations[eid] = conn
+                raise UrlElicitationRequired([step])
+            return outcome(
+                "added", booking.date, booking.party_size,
+                f"Added booking {booking.booking_id} on {booking.date.isoformat()} to the calendar.",
+                booking_id=booking.booking_id,
+            )
 
-    @app.tool()
-    async def confirm_deposit(booking_id: str) -> CallToolResult:
-        """Record that the deposit of a booking was paid (what the payment page's Pay button does)."""
-        booking = find(booking_id)
-        if booking.status == "deposit_pending":
-            booking.status = "booked"
-        return outcome(
-            booking.status, booking.date, booking.party_size,
-            f"Booking {booking.booking_id} is {booking.status.replace('_', ' ')}.",
-            booking_id=booking.booking_id,
-        )
+        @app.tool()
+        async def booking_status(booking_id: str) -> CallToolResult:
+            """The current status of a booking."""
+            return status_of(self.find(booking_id))
 
-    @app.tool()
-    async def add_to_calendar(ctx: Context, booking_id: str) -> CallToolResult:
-        """Add a booking to the person's calendar (needs a one-time authorization in the browser)."""
-        booking = find(booking_id)
-        why = (
-            "calendar authorization pages are not served by this version of the example yet"
-            if ctx.connection.can_elicit_url()
-            else "this client cannot open such links (it did not declare URL-mode elicitation)"
-        )
-        raise ToolError(
-            f"Adding booking {booking.booking_id} to a calendar needs the person to authorize a calendar "
-            f"provider in their browser, and {why}."
-        )
+    async def _deposit(self, ctx: Context, day: datetime.date, party_size: int) -> CallToolResult:
+        if not ctx.connection.can_elicit_url():
+            raise ToolError(
+                f"A deposit is required for a party of {party_size} (8 or more), and this client cannot open "
+                "payment links (it did not declare URL-mode elicitation). No booking was made."
+            )
+        if self.pages_url is None:
+            raise ToolError("A deposit is required, but the payment pages are not available (install minimcp[http]).")
+        eid = secrets.token_urlsafe(18)
+        url = self.page_url("deposit", eid)
+        assert url is not None
+        deposit = self.deposits[eid] = Deposit(day, party_size)
+        try:
+            answer = await ctx.elicit_url(
+                f"A deposit is required for a party of {party_size} on {day.isoformat()}. "
+                "Open the payment page to pay it; nothing about the payment goes through this chat.",
+                url,
+                elicitation_id=eid,
+            )
+        except BaseException:
+            self.deposits.pop(eid, None)
+            raise
+        match answer:
+            case Accepted():
+                status = "booked" if deposit.paid else "deposit_pending"
+                booking = deposit.booking = self.create(day, party_size, status)
+                booking.deposit_elicitation_id = eid
+                text = (
+                    f"Booked a table for {party_size} on {day.isoformat()} (booking {booking.booking_id}); "
+                    + ("the deposit is paid." if deposit.paid else "waiting for the deposit to be paid.")
+                )
+                return outcome(status, day, party_size, text, booking_id=booking.booking_id, elicitation_id=eid)
+            case Declined():
+                self.deposits.pop(eid, None)
+                return declined(day, party_size)
+            case _:
+                self.deposits.pop(eid, None)
+                return cancelled(day, party_size)
 
-    @app.tool()
-    async def booking_status(booking_id: str) -> CallToolResult:
-        """The current status of a booking."""
-        booking = find(booking_id)
-        return outcome(
-            booking.status, booking.date, booking.party_size,
-            f"Booking {booking.booking_id}: {booking.status.replace('_', ' ')}, "
-            f"{booking.party_size} people on {booking.date.isoformat()}.",
-            booking_id=booking.booking_id,
-        )
+    # --- the pages (ASGI) ----------------------------------------------------------------
 
-    return app
+    async def pages(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                    send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        """Two pages: ``/deposit/<id>`` and ``/authorize/<id>``; a plain form POST completes each."""
+        if scope["type"] != "http":
+            return
+        method = scope["method"]
+        parts = scope["path"].strip("/").split("/")
+        if method == "POST":  # drain the (tiny) form body
+            more = True
+            while more:
+                message = await receive()
+                more = bool(message.get("more_body"))
+        if len(parts) != 2 or parts[0] not in ("deposit", "authorize") or method not in ("GET", "POST"):
+            await _html(send, 404, "Not found", "<p>There is nothing here.</p>")
+            return
+        kind, eid = parts[0], urllib.parse.unquote(parts[1])
+        if kind == "deposit":
+            deposit = self.deposits.get(eid)
+            if deposit is None:
+                await _html(send, 404, "Unknown payment", "<p>This payment link is unknown or has expired.</p>")
+                return
+            what = f"a deposit for a party of {deposit.party_size} on {deposit.date.isoformat()}"
+            if method == "POST":
+                await self.pay(eid)
+            if deposit.paid:
+                await _html(send, 200, "Deposit paid", f"<p>Thank you: {html.escape(what)} is paid.</p>"
+                            "<p>You can close this page and return to your assistant.</p>")
+            else:
+                await _html(send, 200, "Pay the deposit", f"<p>You are paying {html.escape(what)}.</p>"
+                            '<form method="post"><button type="submit">Pay deposit</button></form>')
+            return
+        if method == "POST":
+            if await self.authorize(eid):
+                await _html(send, 200, "Calendar authorized",
+                            "<p>Calendar access is authorized. You can close this page.</p>")
+            else:
+                await _html(send, 404, "Unknown request", "<p>This authorization link is unknown or was used.</p>")
+            return
+        if eid not in self.authorizations:
+            await _html(send, 404, "Unknown request", "<p>This authorization link is unknown or was used.</p>")
+            return
+        await _html(send, 200, "Authorize calendar access",
+                    "<p>Allow the booking assistant to add bookings to your calendar?</p>"
+                    '<form method="post"><button type="submit">Authorize</button></form>')
+
+
+def declined(day: datetime.date, party_size: int) -> CallToolResult:
+    return outcome("declined", day, party_size, f"Not booked: the person declined ({day.isoformat()}).")
+
+
+def cancelled(day: datetime.date, party_size: int) -> CallToolResult:
+    return outcome(
+        "cancelled", day, party_size,
+        "Not booked: the question was cancelled or not answered in time. Try again later.",
+    )
+
+
+def status_of(booking: Booking) -> CallToolResult:
+    return outcome(
+        booking.status, booking.date, booking.party_size,
+        f"Booking {booking.booking_id}: {booking.status.replace('_', ' ')}, "
+        f"{booking.party_size} people on {booking.date.isoformat()}.",
+        booking_id=booking.booking_id,
+    )
+
+
+async def _html(send: Callable[[dict[str, Any]], Awaitable[None]], status: int, title: str, body: str) -> None:
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    ).encode()
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(page)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": page})
+
+
+def build(*, elicitation_timeout: float = 300.0) -> BookingApp:
+    """A fresh booking app (server, state and pages)."""
+    return BookingApp(elicitation_timeout=elicitation_timeout)
+
+
+def build_server(*, elicitation_timeout: float = 300.0) -> Server:
+    """Just the MCP server (its pages are not served, so URL-mode steps report they are unavailable)."""
+    return build(elicitation_timeout=elicitation_timeout).server
+
+
+async def serve(args: argparse.Namespace) -> None:
+    booking = build(elicitation_timeout=args.elicitation_timeout)
+    async with anyio.create_task_group() as tg:
+        try:
+            from minimcp.transports.asgi_server import serve_asgi
+
+            port = await tg.start(serve_asgi, booking.pages, args.host, 0)
+        except ImportError:
+            log.warning("pages are not served: install the http extra (pip install minimcp[http])")
+        else:
+            booking.pages_url = f"http://{args.host}:{port}"
+            print(f"pages: {booking.pages_url}/", file=sys.stderr, flush=True)
+        await booking.server.serve_stdio()
+        tg.cancel_scope.cancel()
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--transport", choices=["stdio"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
@@ -207,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
-    build_server(elicitation_timeout=args.elicitation_timeout).run(backend=args.backend)
+    anyio.run(serve, args, backend=args.backend)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ tool is waiting for the person -- up to ``limits.max_request_time``.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import logging
@@ -25,7 +26,7 @@ import anyio
 
 from minimcp import errors, forms, jsonrpc
 from minimcp.config import Limits
-from minimcp.elicitation import Accepted, Cancelled, Declined, action_of
+from minimcp.elicitation import Accepted, Cancelled, Declined, UrlElicitationRequired, action_of
 from minimcp.errors import McpError, UnsupportedVersion
 from minimcp.jsonrpc import Notification, Request
 from minimcp.session import DEFAULT, Session
@@ -35,6 +36,7 @@ from minimcp.types import (
     CallToolParams,
     CallToolResult,
     ClientCapabilities,
+    ElicitationCompleteParams,
     ElicitRequestParams,
     ElicitResult,
     Implementation,
@@ -46,9 +48,18 @@ from minimcp.types import (
     Tool,
     UnsetType,
 )
+from minimcp.urls import UrlInfo, inspect_url
 from minimcp.versions import LATEST, SUPPORTED, is_supported
 
-__all__ = ["Client", "ElicitationRequest", "ElicitationHandler", "connect_stdio"]
+__all__ = [
+    "Client",
+    "ElicitationHandler",
+    "ElicitationRequest",
+    "UrlElicitationRequest",
+    "UrlHandler",
+    "connect_stdio",
+    "open_in_browser",
+]
 
 logger = logging.getLogger("minimcp.client")
 
@@ -73,6 +84,40 @@ class ElicitationRequest:
 ElicitationHandler = Callable[[ElicitationRequest], Awaitable["Accepted[dict[str, Any]] | Declined | Cancelled"]]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class UrlElicitationRequest:
+    """A request to open a URL (URL mode), as the URL handler sees it.
+
+    Show the person :attr:`message`, the full :attr:`url`, and the host apart
+    from it (:attr:`info`), warn when ``info.warning`` is set, and open the page
+    only with their consent (:func:`open_in_browser`). Nothing is fetched by
+    the library.
+
+    Attributes:
+        message: Why the server wants the page opened.
+        url: The full URL, exactly as sent.
+        info: Host (IDNA-decoded), punycode / mixed-script flags, scheme.
+        elicitation_id: The server's id for this step.
+        server_name: Who is asking.
+    """
+
+    message: str
+    url: str
+    info: UrlInfo
+    elicitation_id: str
+    server_name: str
+
+
+UrlHandler = Callable[[UrlElicitationRequest], Awaitable["Accepted[Any] | Declined | Cancelled"]]
+
+
+async def open_in_browser(url: str) -> bool:
+    """Open ``url`` in the system browser (only call this after the person consented)."""
+    import webbrowser
+
+    return await anyio.to_thread.run_sync(webbrowser.open, url)
+
+
 class Client:
     """An MCP client over one transport. Use as an async context manager.
 
@@ -81,7 +126,11 @@ class Client:
         name: ``clientInfo.name``.
         version: ``clientInfo.version``.
         elicitation_handler: Answers form questions; declaring it declares the
-            ``elicitation`` capability.
+            ``elicitation.form`` capability.
+        url_handler: Asks the person's consent to open a URL; declaring it
+            declares ``elicitation.url``.
+        on_elicitation_complete: Called with the id of each URL elicitation the
+            server reports complete.
         fill_defaults: Fill fields the handler left out from the schema's
             defaults before validating and sending.
         protocol_version: The revision to offer (default: the latest).
@@ -95,12 +144,18 @@ class Client:
         name: str = "minimcp-client",
         version: str = "0.1.0",
         elicitation_handler: ElicitationHandler | None = None,
+        url_handler: UrlHandler | None = None,
+        on_elicitation_complete: Callable[[str], None] | None = None,
         fill_defaults: bool = True,
         protocol_version: str = LATEST,
         limits: Limits | None = None,
     ) -> None:
         self.info = Implementation(name=name, version=version)
         self.elicitation_handler = elicitation_handler
+        self.url_handler = url_handler
+        self.on_elicitation_complete = on_elicitation_complete
+        # URL elicitation ids we agreed to open and await completion of (bounded, oldest dropped).
+        self._url_waits: collections.OrderedDict[str, anyio.Event] = collections.OrderedDict()
         self.fill_defaults = fill_defaults
         self.requested_version = protocol_version
         self.limits = limits or Limits()
@@ -113,7 +168,12 @@ class Client:
 
     def capabilities(self) -> ClientCapabilities:
         """What this client declares: only what it has a handler for."""
-        return ClientCapabilities(elicitation={"form": {}} if self.elicitation_handler else UNSET)
+        modes: dict[str, Any] = {}
+        if self.elicitation_handler is not None:
+            modes["form"] = {}
+        if self.url_handler is not None:
+            modes["url"] = {}
+        return ClientCapabilities(elicitation=modes if modes else UNSET)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -199,7 +259,69 @@ class Client:
             arguments=arguments if arguments is not None else UNSET,
             meta=meta if meta is not None else UNSET,
         )
-        return await self.session.request("tools/call", params, result_type=CallToolResult, timeout=timeout)
+        try:
+            return await self.session.request("tools/call", params, result_type=CallToolResult, timeout=timeout)
+        except McpError as exc:
+            if exc.code == errors.URL_ELICITATION_REQUIRED and not isinstance(exc, UrlElicitationRequired):
+                raise UrlElicitationRequired.from_error(exc) from None
+            raise
+
+    async def call_tool_with_consent(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = DEFAULT,
+        completion_timeout: float | None = 600.0,
+        max_rounds: int = 3,
+    ) -> CallToolResult:
+        """Call a tool; on ``-32042``, run the URL steps through the URL handler, then retry.
+
+        For each listed step the URL handler asks the person's consent (and may
+        open the page); the call is retried once every accepted step is reported
+        complete by the server, or -- when a server never reports completion --
+        after ``completion_timeout``.
+
+        Raises:
+            UrlElicitationRequired: the person declined or cancelled a step, or
+                the steps were still required after ``max_rounds`` attempts.
+        """
+        for _ in range(max_rounds):
+            try:
+                return await self.call_tool(name, arguments, timeout=timeout)
+            except UrlElicitationRequired as required:
+                if self.url_handler is None:
+                    raise
+                for item in required.elicitations:
+                    answer = await self._ask_url(item.message, item.url, item.elicitation_id)
+                    if not isinstance(answer, Accepted):
+                        raise
+                for item in required.elicitations:
+                    await self.wait_elicitation_complete(item.elicitation_id, timeout=completion_timeout)
+        return await self.call_tool(name, arguments, timeout=timeout)
+
+    async def wait_elicitation_complete(self, elicitation_id: str, *, timeout: float | None = None) -> bool:
+        """Wait until the server reports URL elicitation ``elicitation_id`` complete.
+
+        Returns ``False`` on timeout (the server may never send the notice: the
+        spec makes it optional), ``True`` once it arrived.
+        """
+        event = self._url_waits.get(elicitation_id)
+        if event is None:
+            event = self._track_url(elicitation_id)
+        if event.is_set():
+            return True
+        with anyio.move_on_after(timeout):
+            await event.wait()
+        return event.is_set()
+
+    def _track_url(self, elicitation_id: str) -> anyio.Event:
+        event = self._url_waits.get(elicitation_id)
+        if event is None:
+            event = self._url_waits[elicitation_id] = anyio.Event()
+            while len(self._url_waits) > self.limits.max_pending_outbound:
+                self._url_waits.popitem(last=False)
+        return event
 
     # --- Dispatcher protocol -----------------------------------------------------------------
 
@@ -211,15 +333,62 @@ class Client:
         raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {request.method}")
 
     def handle_notification(self, session: Session, notification: Notification) -> None:
+        if notification.method == "notifications/elicitation/complete":
+            self._on_complete(notification)
+            return
         logger.debug("notification %s", notification.method)
+
+    def _on_complete(self, notification: Notification) -> None:
+        try:
+            params = jsonrpc.decode_params(notification.params, ElicitationCompleteParams)
+        except McpError:
+            return
+        event = self._url_waits.get(params.elicitation_id)
+        if event is None or event.is_set():
+            logger.debug("completion for unknown or finished elicitation %r ignored", params.elicitation_id)
+            return  # unknown or repeated ids are ignored (spec)
+        event.set()
+        if self.on_elicitation_complete is not None:
+            try:
+                self.on_elicitation_complete(params.elicitation_id)
+            except Exception:
+                logger.exception("on_elicitation_complete callback failed")
+
+    async def _ask_url(self, message: str, url: str, elicitation_id: str) -> Accepted[Any] | Declined | Cancelled:
+        assert self.url_handler is not None
+        request = UrlElicitationRequest(
+            message=message,
+            url=url,
+            info=inspect_url(url),
+            elicitation_id=elicitation_id,
+            server_name=self.server_info.name if self.server_info else "server",
+        )
+        self.session.begin_human_wait()
+        try:
+            answer = await self.url_handler(request)
+        finally:
+            self.session.end_human_wait()
+        if isinstance(answer, Accepted):
+            self._track_url(elicitation_id)
+        return answer
+
+    async def _elicit_url(self, params: ElicitRequestParams) -> ElicitResult:
+        if self.url_handler is None:
+            raise McpError(errors.INVALID_PARAMS, "this client did not declare URL-mode elicitation")
+        if isinstance(params.url, UnsetType) or isinstance(params.elicitation_id, UnsetType):
+            raise McpError(errors.INVALID_PARAMS, "URL-mode elicitation needs url and elicitationId")
+        answer = await self._ask_url(params.message, params.url, params.elicitation_id)
+        return ElicitResult(action=action_of(answer))
 
     async def _elicit(self, request: Request) -> ElicitResult:
         handler = self.elicitation_handler
-        if handler is None:
+        if handler is None and self.url_handler is None:
             raise McpError(errors.METHOD_NOT_FOUND, "this client does not support elicitation")
         params = jsonrpc.decode_params(request.params, ElicitRequestParams)
         if params.mode == "url":
-            raise McpError(errors.INVALID_PARAMS, "this client did not declare URL-mode elicitation")
+            return await self._elicit_url(params)
+        if handler is None:
+            raise McpError(errors.INVALID_PARAMS, "this client did not declare form-mode elicitation")
         if isinstance(params.requested_schema, UnsetType):
             raise McpError(errors.INVALID_PARAMS, "form elicitation without requestedSchema")
         try:

@@ -17,12 +17,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
+from minimcp import errors
+
 __all__ = [
     "Accepted",
     "Answer",
     "Cancelled",
     "Declined",
     "ElicitationUnsupported",
+    "UrlElicitation",
+    "UrlElicitationRequired",
 ]
 
 T = TypeVar("T")
@@ -74,3 +78,48 @@ class ElicitationUnsupported(Exception):
     Uncaught in a tool, the call ends with a tool error result carrying this
     message.
     """
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UrlElicitation:
+    """One URL-mode step: open ``url`` in a browser (after consent) to do what ``message`` says."""
+
+    message: str
+    url: str
+    elicitation_id: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"mode": "url", "elicitationId": self.elicitation_id, "url": self.url, "message": self.message}
+
+
+class UrlElicitationRequired(errors.McpError):
+    """The request cannot go on until the person completes these URL steps (``-32042``).
+
+    A server tool raises it (build the entries with ``ctx.url_elicitation``); a
+    client receives it from ``call_tool`` with :attr:`elicitations` parsed.
+    """
+
+    def __init__(self, elicitations: list[UrlElicitation], message: str | None = None) -> None:
+        text = message or (
+            "this request needs the person to complete "
+            + ("a step" if len(elicitations) == 1 else f"{len(elicitations)} steps")
+            + " in their browser first"
+        )
+        super().__init__(errors.URL_ELICITATION_REQUIRED, text, {"elicitations": [e.to_wire() for e in elicitations]})
+        self.elicitations = elicitations
+
+    @classmethod
+    def from_error(cls, error: errors.McpError) -> UrlElicitationRequired:
+        """Parse a ``-32042`` error from the wire (entries that are not URL mode are skipped)."""
+        items: list[UrlElicitation] = []
+        data = error.data
+        raw = data.get("elicitations") if isinstance(data, dict) else None
+        for item in raw if isinstance(raw, list) else []:
+            if (
+                isinstance(item, dict)
+                and item.get("mode") == "url"
+                and isinstance(item.get("url"), str)
+                and isinstance(item.get("elicitationId"), str)
+            ):
+                items.append(UrlElicitation(str(item.get("message", "")), item["url"], item["elicitationId"]))
+        return cls(items, error.message)

@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 import logging
 import re
+import secrets
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar, overload
@@ -22,7 +23,14 @@ import msgspec
 
 from minimcp import errors, forms, jsonrpc
 from minimcp.config import Limits
-from minimcp.elicitation import Accepted, Cancelled, Declined, ElicitationUnsupported
+from minimcp.elicitation import (
+    Accepted,
+    Cancelled,
+    Declined,
+    ElicitationUnsupported,
+    UrlElicitation,
+    UrlElicitationRequired,
+)
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Notification, Request, RequestId
 from minimcp.session import DEFAULT, Session
@@ -32,6 +40,7 @@ from minimcp.types import (
     AudioContent,
     CallToolResult,
     ClientCapabilities,
+    ElicitationCompleteParams,
     ElicitRequestParams,
     ElicitResult,
     EmbeddedResource,
@@ -49,6 +58,7 @@ from minimcp.types import (
     ToolAnnotations,
     UnsetType,
 )
+from minimcp.urls import InvalidElicitationUrl, check_elicitation_url
 from minimcp.versions import Feature, negotiate, supports
 
 __all__ = ["Context", "Server", "ServerConnection", "ToolError", "tool_result"]
@@ -256,6 +266,8 @@ class Server:
         self._tool_list: list[Tool] = []
         #: Live connections (added at connect, removed when they end).
         self.connections: set[ServerConnection] = set()
+        # URL elicitation id -> the connection that received it (completion goes there only).
+        self._url_owners: dict[str, ServerConnection] = {}
 
     @property
     def name(self) -> str:
@@ -328,6 +340,21 @@ class Server:
     def capabilities(self) -> ServerCapabilities:
         return ServerCapabilities(tools={"listChanged": False} if self._tools else UNSET)
 
+    # URL-mode completion
+
+    async def complete_url_elicitation(self, elicitation_id: str) -> bool:
+        """Signal that URL elicitation ``elicitation_id`` finished (call from anywhere in the server).
+
+        Sends ``notifications/elicitation/complete`` to the one connection that
+        received that elicitation, and to no other. Returns whether a notice was
+        sent: repeating it, an unknown id, or a connection that is gone send
+        nothing.
+        """
+        conn = self._url_owners.pop(elicitation_id, None)
+        if conn is None:
+            return False
+        return await conn._send_complete(elicitation_id)
+
     # serving
 
     async def serve(
@@ -351,6 +378,9 @@ class Server:
                 task_status.started(conn)
         finally:
             self.connections.discard(conn)
+            for eid in conn.url_elicitations:
+                self._url_owners.pop(eid, None)
+            conn.url_elicitations.clear()
 
     async def serve_stdio(self) -> None:
         """Serve one client on this process's stdin/stdout (logs belong on stderr)."""
@@ -375,6 +405,8 @@ class ServerConnection:
         self.client_capabilities = ClientCapabilities()
         self.protocol_version: str | None = None
         self.initialized = False
+        #: URL elicitation ids sent to this connection and not yet completed.
+        self.url_elicitations: set[str] = set()
 
     # Dispatcher protocol
 
@@ -452,8 +484,19 @@ class ServerConnection:
             value = await tool.fn(**kwargs)
         except ToolError as exc:
             return _error_result(str(exc) or f"tool {params.name!r} failed")
-        except (forms.FormValidationError, ElicitationUnsupported) as exc:
+        except (
+            forms.FormValidationError, forms.FormDefinitionError, ElicitationUnsupported, InvalidElicitationUrl
+        ) as exc:
             return _error_result(str(exc))
+        except UrlElicitationRequired as exc:
+            if not self.can_elicit_url():
+                for item in exc.elicitations:
+                    self._forget_url(item.elicitation_id)
+                return _error_result(
+                    f"tool {params.name!r} needs the person to complete a step in their browser, and this client "
+                    "cannot open links (it did not declare URL-mode elicitation)"
+                )
+            raise
         except (errors.RequestTimeout, errors.TooManyPending, errors.RequestCancelled) as exc:
             return _error_result(f"tool {params.name!r} could not finish: {exc.message}")
         except McpError:
@@ -472,6 +515,46 @@ class ServerConnection:
             return False
         # `elicitation: {}` (and every 2025-06-18 client) means form only.
         return not caps or "form" in caps or not supports(version, Feature.ELICITATION_URL)
+
+    def register_url_elicitation(self, elicitation_id: str) -> None:
+        """Bind a URL elicitation id to this connection (completion is sent here only)."""
+        owner = self.server._url_owners.get(elicitation_id)
+        if owner is not None and owner is not self:
+            raise ValueError(f"elicitation id {elicitation_id!r} belongs to another session")
+        if owner is None and len(self.url_elicitations) >= self.server.limits.max_pending_outbound:
+            raise errors.TooManyPending(self.server.limits.max_pending_outbound)
+        self.url_elicitations.add(elicitation_id)
+        self.server._url_owners[elicitation_id] = self
+
+    def _forget_url(self, elicitation_id: str) -> None:
+        self.url_elicitations.discard(elicitation_id)
+        if self.server._url_owners.get(elicitation_id) is self:
+            del self.server._url_owners[elicitation_id]
+
+    async def complete_url_elicitation(self, elicitation_id: str) -> bool:
+        """Like :meth:`Server.complete_url_elicitation`, but only for this connection's own ids.
+
+        Raises:
+            ValueError: the id belongs to another session.
+        """
+        owner = self.server._url_owners.get(elicitation_id)
+        if owner is None:
+            return False
+        if owner is not self:
+            raise ValueError(f"elicitation id {elicitation_id!r} belongs to another session")
+        return await self.server.complete_url_elicitation(elicitation_id)
+
+    async def _send_complete(self, elicitation_id: str) -> bool:
+        self.url_elicitations.discard(elicitation_id)
+        if self.session.closed:
+            return False
+        try:
+            await self.session.notify(
+                "notifications/elicitation/complete", ElicitationCompleteParams(elicitation_id=elicitation_id)
+            )
+        except errors.ConnectionClosed:
+            return False
+        return True
 
     def can_elicit_url(self) -> bool:
         """Whether the client declared URL-mode elicitation (2025-11-25 and later)."""
@@ -620,3 +703,68 @@ class Context:
         if result.action == "decline":
             return Declined()
         return Cancelled("user")
+
+    def url_elicitation(self, message: str, url: str, *, elicitation_id: str | None = None) -> UrlElicitation:
+        """Prepare a URL step for ``raise UrlElicitationRequired([...])`` (the ``-32042`` path).
+
+        Checks the URL, mints an unguessable id (unless given) and binds it to
+        this session, so a later :meth:`Server.complete_url_elicitation` reaches
+        this client only.
+        """
+        self._require_url_mode(message)
+        check_elicitation_url(url)
+        eid = elicitation_id or secrets.token_urlsafe(18)
+        self.connection.register_url_elicitation(eid)
+        return UrlElicitation(message, url, eid)
+
+    def _require_url_mode(self, message: str) -> None:
+        conn = self.connection
+        if not conn.can_elicit_url():
+            who = conn.client_info.name if conn.client_info else "the client"
+            raise ElicitationUnsupported(
+                f"{who} cannot open links (it did not declare URL-mode elicitation"
+                f" on protocol {conn.protocol_version}); cannot ask: {message}"
+            )
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        timeout: float | None = DEFAULT,
+    ) -> Accepted[str] | Declined | Cancelled:
+        """Ask the person to open ``url`` in their browser (URL mode) -- for anything sensitive.
+
+        Payments, third-party sign-in and secrets happen on that page; nothing of
+        it crosses MCP. ``Accepted(elicitation_id)`` means only that the person
+        agreed to open the page, not that they finished there: learn that from
+        your own page or provider, then call :meth:`Server.complete_url_elicitation`.
+
+        Raises:
+            ElicitationUnsupported: the client did not declare URL mode (before sending).
+            InvalidElicitationUrl: not absolute http(s), has user info, or plain http
+                to a non-loopback host (before sending).
+        """
+        self._require_url_mode(message)
+        check_elicitation_url(url)
+        eid = elicitation_id or secrets.token_urlsafe(18)
+        conn = self.connection
+        conn.register_url_elicitation(eid)
+        params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
+        if timeout is DEFAULT:
+            timeout = conn.server.limits.elicitation_timeout
+        try:
+            result = await self.session.request(
+                "elicitation/create", params, result_type=ElicitResult, timeout=timeout, related=self.request_id
+            )
+        except errors.RequestTimeout:
+            conn._forget_url(eid)
+            return Cancelled("timeout")
+        except BaseException:
+            conn._forget_url(eid)
+            raise
+        if result.action == "accept":
+            return Accepted(eid)
+        conn._forget_url(eid)
+        return Declined() if result.action == "decline" else Cancelled("user")

@@ -149,6 +149,7 @@ class Session:
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
         self._finished = anyio.Event()
+        self._close_reason: str | None = None
 
     # --- public state ------------------------------------------------------------------------
 
@@ -210,7 +211,8 @@ class Session:
         if self._pending:
             pending, self._pending = self._pending, {}
             for cell in pending.values():
-                cell.error = ConnectionClosed(f"connection closed while waiting for {cell.method}")
+                reason = self._close_reason or "connection closed"
+                cell.error = ConnectionClosed(f"{reason} while waiting for {cell.method}")
                 cell.event.set()
         # Handlers run in our task group, which is cancelled with the session; the
         # in-flight scopes are cancelled too in case close() runs before that.
@@ -407,6 +409,11 @@ class Session:
                 data = await receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 logger.debug("%s: connection ended", self.name)
+                return
+            except ConnectionClosed as exc:
+                # The transport knows why the connection is over (an HTTP session the server ended, say).
+                logger.debug("%s: connection ended: %s", self.name, exc.message)
+                self._close_reason = exc.message
                 return
             except MessageTooLarge as exc:
                 self.stats.invalid_messages += 1
