@@ -21,7 +21,15 @@ from typing import Any
 
 import anyio
 
-from minimcp import Accepted, Cancelled, Client, Declined, ElicitationRequest
+from minimcp import (
+    Accepted,
+    Cancelled,
+    Client,
+    Declined,
+    ElicitationRequest,
+    UrlElicitationRequest,
+    open_in_browser,
+)
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
 from minimcp.transports.stdio import stdio_client
 from minimcp.transports.trace import TracedTransport
@@ -101,6 +109,41 @@ async def answer_in_terminal(question: ElicitationRequest) -> Answer:
             print(f"   {exc}; please answer again")
 
 
+# --- URL mode: consent, then the browser ------------------------------------------------------
+
+
+def show_url(request: UrlElicitationRequest) -> None:
+    info = request.info
+    print(f"\n?? {request.server_name} asks you to open a page: {request.message}")
+    print(f"   full URL: {request.url}")
+    print(f"   host:     {info.host}" + ("   (WARNING: look-alike host)" if info.warning else ""))
+
+
+async def consent_in_terminal(request: UrlElicitationRequest) -> Answer:
+    show_url(request)
+    choice = (await anyio.to_thread.run_sync(input, "   open it in your browser? [y]es, [n]o, [c]ancel: ")).strip()
+    if choice.lower().startswith("y"):
+        await open_in_browser(request.url)
+        print("   (opened; complete the page in your browser)")
+        return Accepted(None)
+    return Cancelled() if choice.lower().startswith("c") else Declined()
+
+
+async def scripted_consent(request: UrlElicitationRequest) -> Answer:
+    show_url(request)
+    print("   (scripted answer) consent given; the person will use the page in their browser")
+    return Accepted(None)
+
+
+async def press_the_button(url: str) -> None:
+    """What the person does in their browser, done here by a script: submit the page's form."""
+    import httpx
+
+    async with httpx.AsyncClient() as http:
+        response = await http.post(url)
+    print(f"   [browser] POST {url} -> {response.status_code}")
+
+
 # --- the scripted run ------------------------------------------------------------------------
 
 
@@ -125,9 +168,22 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str]) -> N
         ]
     )
     handler = answer_in_terminal if interactive else scripted(answers)
+    url_handler = consent_in_terminal if interactive else scripted_consent
+    opened: list[str] = []
+
+    async def remember(request: UrlElicitationRequest) -> Answer:
+        opened.append(request.url)
+        return await url_handler(request)
+
     async with stdio_client([sys.executable, str(BOOKING), *backend_args]) as transport:
         wire = TracedTransport(transport, trace) if show_trace else transport
-        async with Client(wire, name="minimcp-demo", elicitation_handler=handler) as client:
+        async with Client(
+            wire,
+            name="minimcp-demo",
+            elicitation_handler=handler,
+            url_handler=remember,
+            on_elicitation_complete=lambda eid: print(f"\n** the server reports step {eid[:8]}... complete"),
+        ) as client:
             assert client.server_info is not None
             print(f"Connected to {client.server_info.name} {client.server_info.version} "
                   f"over stdio, protocol {client.protocol_version}")
@@ -150,6 +206,34 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str]) -> N
                 booking_id = first.structured_content["booking_id"]
                 print(f"\n-> booking_status {booking_id}")
                 show("booking_status", await client.call_tool("booking_status", {"booking_id": booking_id}))
+
+            print("\n-> book_table 2025-12-24 for 8 (a deposit is needed: URL mode, the payment happens in a browser)")
+            big = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 8})
+            show("book_table", big)
+            if big.structured_content and big.structured_content.get("status") == "deposit_pending":
+                eid = big.structured_content["elicitation_id"]
+                if not interactive:
+                    await press_the_button(opened[-1])
+                print("   waiting for the server to report the payment complete ...")
+                done = await client.wait_elicitation_complete(eid, timeout=None if interactive else 10)
+                print(f"   complete: {done}")
+                status = await client.call_tool("booking_status", {"booking_id": big.structured_content["booking_id"]})
+                show("booking_status", status)
+
+            if first.structured_content:
+                print("\n-> add_to_calendar (needs a one-time authorization: the server answers -32042)")
+
+                async def authorize_then_wait(request: UrlElicitationRequest) -> Answer:
+                    answer = await remember(request)
+                    if not interactive and isinstance(answer, Accepted):
+                        await press_the_button(request.url)
+                    return answer
+
+                client.url_handler = authorize_then_wait
+                added = await client.call_tool_with_consent(
+                    "add_to_calendar", {"booking_id": first.structured_content["booking_id"]}, completion_timeout=60
+                )
+                show("add_to_calendar", added)
     print("\nDone: the server was shut down and nothing is left pending.")
 
 

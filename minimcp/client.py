@@ -363,13 +363,17 @@ class Client:
             elicitation_id=elicitation_id,
             server_name=self.server_info.name if self.server_info else "server",
         )
+        # Track the id before asking: the page may be completed (and the server
+        # say so) before the person's consent reaches the server.
+        self._track_url(elicitation_id)
+        answer: Accepted[Any] | Declined | Cancelled | None = None
         self.session.begin_human_wait()
         try:
             answer = await self.url_handler(request)
         finally:
             self.session.end_human_wait()
-        if isinstance(answer, Accepted):
-            self._track_url(elicitation_id)
+            if not isinstance(answer, Accepted):
+                self._url_waits.pop(elicitation_id, None)
         return answer
 
     async def _elicit_url(self, params: ElicitRequestParams) -> ElicitResult:

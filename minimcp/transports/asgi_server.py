@@ -59,7 +59,7 @@ async def serve_asgi(
         if _running_backend() == "asyncio":
             import uvicorn
 
-            config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+            config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False, interface="asgi3")
             server = uvicorn.Server(config)
             # Leave the host program's signal handling alone.
             server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
