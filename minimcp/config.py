@@ -33,6 +33,9 @@ class Limits:
         shutdown_timeout: Seconds the stdio client waits for a server to exit at
             each step of close stdin -> terminate -> kill.
         page_size: Items per page of ``tools/list`` and the other list methods.
+        max_subscriptions: Resource subscriptions per session.
+        progress_interval: Minimum seconds between two progress notifications of
+            one request (extra ones are dropped; the final one is always sent).
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -43,6 +46,8 @@ class Limits:
     max_request_time: float = 3600.0
     shutdown_timeout: float = 2.0
     page_size: int = 100
+    max_subscriptions: int = 10_000
+    progress_interval: float = 0.05
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

@@ -9,10 +9,9 @@ handle through which a tool asks the person a question mid-call.
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import inspect
 import logging
-import re
 import secrets
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -33,26 +32,55 @@ from minimcp.elicitation import (
 )
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
+from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
 from minimcp.session import DEFAULT, Session
+from minimcp.tools import (
+    RegisteredTool,
+    ToolError,
+    argument_error,
+    build_tool,
+    error_result,
+    to_result,
+    tool_result,
+)
 from minimcp.transports import Transport
 from minimcp.types import (
     UNSET,
-    AudioContent,
     CallToolResult,
     ClientCapabilities,
+    CompleteParams,
+    CompleteResult,
+    Completion,
+    CreateMessageParams,
+    CreateMessageResult,
     ElicitationCompleteParams,
     ElicitRequestParams,
     ElicitResult,
-    EmbeddedResource,
-    ImageContent,
+    GetPromptParams,
+    GetPromptResult,
     Implementation,
     InitializeParams,
     InitializeResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListRootsResult,
     ListToolsResult,
+    LoggingLevel,
+    LoggingMessageParams,
     PaginatedParams,
     ProgressParams,
-    ResourceLink,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceParams,
+    ResourceTemplate,
+    ResourceUpdatedParams,
+    Root,
+    SamplingMessage,
     ServerCapabilities,
+    SetLevelParams,
     TextContent,
     Tool,
     ToolAnnotations,
@@ -67,26 +95,24 @@ logger = logging.getLogger("minimcp.server")
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
-_CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+LOG_LEVELS: tuple[LoggingLevel, ...] = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+)
+_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+
+#: ``completion/complete`` handler: (ref, argument name, typed value, other arguments) -> suggestions.
+CompletionHandler = Callable[[dict[str, Any], str, str, dict[str, str]], Awaitable[list[str]]]
 
 
-class ToolError(Exception):
-    """Raise from a tool to end the call with a tool error result (``isError: true``).
-
-    The message is shown to the model, so make it say what to do differently.
-    """
-
-
-def tool_result(
-    text: str, structured: Mapping[str, Any] | msgspec.Struct | None = None, *, is_error: bool = False
-) -> CallToolResult:
-    """A tool result with one text block and, optionally, structured content."""
-    sc: dict[str, Any] | UnsetType = UNSET
-    if structured is not None:
-        sc = msgspec.to_builtins(structured)
-    return CallToolResult(
-        content=[TextContent(text=text)], structured_content=sc, is_error=True if is_error else UNSET
-    )
+def _page(items: list[T], cursor: str | UnsetType, size: int) -> tuple[list[T], str | UnsetType]:
+    """One page of ``items`` after an opaque cursor (our cursors are offsets as text)."""
+    start = 0
+    if not isinstance(cursor, UnsetType):
+        start = int(cursor) if cursor.isdigit() else -1
+        if not 0 <= start <= len(items):
+            raise McpError(errors.INVALID_PARAMS, f"invalid cursor {cursor!r}")
+    end = start + size
+    return items[start:end], (str(end) if end < len(items) else UNSET)
 
 
 class _CallToolWire(msgspec.Struct, rename="camel"):
@@ -94,146 +120,6 @@ class _CallToolWire(msgspec.Struct, rename="camel"):
     arguments: msgspec.Raw = jsonrpc.NO_PARAMS
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
 
-
-# --- tools -----------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(slots=True)
-class _RegisteredTool:
-    fn: Callable[..., Awaitable[Any]]
-    definition: Tool
-    args_type: type[msgspec.Struct] | None
-    context_param: str | None
-    param_names: tuple[str, ...]
-    structured: bool
-
-
-_MISSING_FIELD = re.compile(r"Object missing required field `([^`]+)`")
-_UNKNOWN_FIELD = re.compile(r"Object contains unknown field `([^`]+)`")
-_AT_PATH = re.compile(r"^(.*) - at `\$\.?([^`]*)`$")
-
-
-def _argument_error(tool: str, exc: msgspec.ValidationError) -> str:
-    """Turn msgspec's message into one that names the argument."""
-    text = str(exc)
-    m = _AT_PATH.match(text)
-    where = ""
-    if m:
-        text, where = m.group(1), m.group(2)
-    if mm := _MISSING_FIELD.search(text):
-        name = f"{where}.{mm.group(1)}" if where else mm.group(1)
-        return f"Invalid arguments for tool {tool!r}: missing required argument {name!r}"
-    if mm := _UNKNOWN_FIELD.search(text):
-        name = f"{where}.{mm.group(1)}" if where else mm.group(1)
-        return f"Invalid arguments for tool {tool!r}: unknown argument {name!r}"
-    if where:
-        return f"Invalid arguments for tool {tool!r}: argument {where!r}: {text[:1].lower()}{text[1:]}"
-    return f"Invalid arguments for tool {tool!r}: {text}"
-
-
-def _inline_schema(tp: Any) -> dict[str, Any]:
-    """JSON schema of ``tp`` with the top level inlined (MCP wants ``type: object`` at the root)."""
-    (root,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")
-    ref = root.get("$ref")
-    if isinstance(ref, str):
-        name = ref.rsplit("/", 1)[-1]
-        root = dict(components.pop(name))
-    root.pop("title", None)
-    if components:
-        root["$defs"] = components
-    return root
-
-
-def _is_structured_type(tp: Any) -> bool:
-    if tp is None or tp is inspect.Signature.empty:
-        return False
-    origin = typing.get_origin(tp)
-    if origin is typing.Annotated:
-        return _is_structured_type(typing.get_args(tp)[0])
-    if isinstance(tp, type):
-        if issubclass(tp, (CallToolResult, *_CONTENT_TYPES)):
-            return False
-        return (
-            issubclass(tp, msgspec.Struct)
-            or dataclasses.is_dataclass(tp)
-            or typing.is_typeddict(tp)
-        )
-    return False
-
-
-def _build_tool(
-    fn: Callable[..., Awaitable[Any]],
-    *,
-    name: str | None,
-    title: str | None,
-    description: str | None,
-    annotations: ToolAnnotations | None,
-    input_schema: dict[str, Any] | None,
-    output_schema: dict[str, Any] | None,
-    structured: bool | None,
-) -> _RegisteredTool:
-    if not inspect.iscoroutinefunction(fn):
-        raise TypeError(f"tool {fn.__name__!r} must be an async function")
-    tool_name = name or fn.__name__
-    hints = typing.get_type_hints(fn, include_extras=True)
-    sig = inspect.signature(fn)
-    context_param: str | None = None
-    fields: list[tuple[str, Any, Any]] = []
-    for pname, param in sig.parameters.items():
-        ann = hints.get(pname, Any)
-        if ann is Context or (isinstance(ann, type) and issubclass(ann, Context)):
-            context_param = pname
-            continue
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {tool_name!r}: *args / **kwargs parameters are not supported")
-        if param.default is inspect.Parameter.empty:
-            fields.append((pname, ann, msgspec.NODEFAULT))
-        else:
-            fields.append((pname, ann, param.default))
-    args_type: type[msgspec.Struct] | None = None
-    if fields:
-        args_type = msgspec.defstruct(
-            f"{tool_name}_arguments", fields, kw_only=True, forbid_unknown_fields=True
-        )
-    if input_schema is None:
-        if args_type is not None:
-            input_schema = _inline_schema(args_type)
-        else:
-            input_schema = {"type": "object", "additionalProperties": False}
-    ret = hints.get("return", inspect.Signature.empty)
-    is_structured = _is_structured_type(ret) if structured is None else structured
-    if output_schema is None and is_structured and _is_structured_type(ret):
-        output_schema = _inline_schema(ret)
-    doc = description if description is not None else inspect.getdoc(fn)
-    definition = Tool(
-        name=tool_name,
-        input_schema=input_schema,
-        title=title if title is not None else UNSET,
-        description=doc if doc else UNSET,
-        output_schema=output_schema if output_schema is not None else UNSET,
-        annotations=annotations if annotations is not None else UNSET,
-    )
-    return _RegisteredTool(
-        fn, definition, args_type, context_param, tuple(f[0] for f in fields), is_structured
-    )
-
-
-def _to_result(tool: _RegisteredTool, value: Any) -> CallToolResult:
-    if isinstance(value, CallToolResult):
-        return value
-    if value is None:
-        return CallToolResult(content=[])
-    if isinstance(value, str):
-        return CallToolResult(content=[TextContent(text=value)])
-    if isinstance(value, _CONTENT_TYPES):
-        return CallToolResult(content=[value])
-    if isinstance(value, list) and all(isinstance(v, _CONTENT_TYPES) for v in value):
-        return CallToolResult(content=list(value))
-    data = msgspec.to_builtins(value)
-    text = msgspec.json.encode(data).decode()
-    if isinstance(data, dict) and tool.structured:
-        return CallToolResult(content=[TextContent(text=text)], structured_content=data)
-    return CallToolResult(content=[TextContent(text=text)])
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -262,8 +148,14 @@ class Server:
         self.info = Implementation(name=name, version=version, title=title if title else UNSET)
         self.instructions = instructions
         self.limits = limits or Limits()
-        self._tools: dict[str, _RegisteredTool] = {}
+        self._tools: dict[str, RegisteredTool] = {}
         self._tool_list: list[Tool] = []
+        self._resources: dict[str, RegisteredResource] = {}
+        self._templates: list[RegisteredTemplate] = []
+        self._prompts: dict[str, RegisteredPrompt] = {}
+        self._completion: CompletionHandler | None = None
+        #: Called with the connection whenever a client reports its roots changed.
+        self.on_roots_changed: Callable[[ServerConnection], None] | None = None
         #: Live connections (added at connect, removed when they end).
         self.connections: set[ServerConnection] = set()
         # URL elicitation id -> the connection that received it (completion goes there only).
@@ -314,7 +206,7 @@ class Server:
         """
 
         def register(f: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-            t = _build_tool(
+            t = build_tool(
                 f,
                 name=name,
                 title=title,
@@ -323,6 +215,7 @@ class Server:
                 input_schema=input_schema,
                 output_schema=output_schema,
                 structured=structured,
+                context_type=Context,
             )
             if t.definition.name in self._tools:
                 raise ValueError(f"a tool named {t.definition.name!r} is already registered")
@@ -337,8 +230,112 @@ class Server:
         """The registered tool definitions, in registration order."""
         return list(self._tool_list)
 
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool (then call :meth:`notify_list_changed` with ``"tools"``)."""
+        tool = self._tools.pop(name)
+        self._tool_list.remove(tool.definition)
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register an async reader for a fixed resource URI (returns str, bytes or contents)."""
+
+        def register(fn: F) -> F:
+            if uri in self._resources:
+                raise ValueError(f"a resource {uri!r} is already registered")
+            doc = description if description is not None else inspect.getdoc(fn)
+            definition = Resource(
+                uri=uri,
+                name=name or fn.__name__,
+                title=title if title is not None else UNSET,
+                description=doc if doc else UNSET,
+                mime_type=mime_type if mime_type is not None else UNSET,
+            )
+            self._resources[uri] = RegisteredResource(definition, fn)
+            return fn
+
+        return register
+
+    def resource_template(
+        self,
+        uri_template: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register a reader for a URI template; its variables are passed as keyword arguments."""
+
+        def register(fn: F) -> F:
+            doc = description if description is not None else inspect.getdoc(fn)
+            definition = ResourceTemplate(
+                uri_template=uri_template,
+                name=name or fn.__name__,
+                title=title if title is not None else UNSET,
+                description=doc if doc else UNSET,
+                mime_type=mime_type if mime_type is not None else UNSET,
+            )
+            self._templates.append(RegisteredTemplate.create(definition, fn))
+            return fn
+
+        return register
+
+    def prompt(
+        self, *, name: str | None = None, title: str | None = None, description: str | None = None
+    ) -> Callable[[F], F]:
+        """Register an async prompt; its ``str`` parameters are the prompt's arguments."""
+
+        def register(fn: F) -> F:
+            p = build_prompt(fn, name=name, title=title, description=description)
+            if p.definition.name in self._prompts:
+                raise ValueError(f"a prompt named {p.definition.name!r} is already registered")
+            self._prompts[p.definition.name] = p
+            return fn
+
+        return register
+
+    def completion(self, fn: CompletionHandler) -> CompletionHandler:
+        """Register the ``completion/complete`` handler (prompt arguments and template variables)."""
+        self._completion = fn
+        return fn
+
     def capabilities(self) -> ServerCapabilities:
-        return ServerCapabilities(tools={"listChanged": False} if self._tools else UNSET)
+        has_resources = bool(self._resources or self._templates)
+        return ServerCapabilities(
+            tools={"listChanged": True} if self._tools else UNSET,
+            resources={"subscribe": True, "listChanged": True} if has_resources else UNSET,
+            prompts={"listChanged": True} if self._prompts else UNSET,
+            logging={},
+            completions={} if self._completion is not None else UNSET,
+        )
+
+    # notifications to every client
+
+    async def notify_list_changed(self, kind: str) -> None:
+        """Tell every initialized client that the ``kind`` list changed (tools, resources, prompts)."""
+        if kind not in ("tools", "resources", "prompts"):
+            raise ValueError(f"unknown list kind {kind!r}")
+        for conn in list(self.connections):
+            if conn.initialized and not conn.session.closed:
+                with contextlib.suppress(errors.ConnectionClosed):
+                    await conn.session.notify(f"notifications/{kind}/list_changed")
+
+    async def notify_resource_updated(self, uri: str) -> int:
+        """Send ``notifications/resources/updated`` to the clients subscribed to ``uri``; returns how many."""
+        sent = 0
+        for conn in list(self.connections):
+            if uri in conn.subscriptions and not conn.session.closed:
+                with contextlib.suppress(errors.ConnectionClosed):
+                    await conn.session.notify("notifications/resources/updated", ResourceUpdatedParams(uri=uri))
+                    sent += 1
+        return sent
 
     # URL-mode completion
 
@@ -407,6 +404,10 @@ class ServerConnection:
         self.initialized = False
         #: URL elicitation ids sent to this connection and not yet completed.
         self.url_elicitations: set[str] = set()
+        #: Resource URIs this client subscribed to.
+        self.subscriptions: set[str] = set()
+        #: The least severe level this client wants log messages for (``logging/setLevel``).
+        self.log_level: LoggingLevel = "debug"
 
     # Dispatcher protocol
 
@@ -422,13 +423,18 @@ class ServerConnection:
             )
         if method == "tools/call":
             return await self._call_tool(request)
-        if method == "tools/list":
-            return self._list_tools(request)
-        raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
+        return await handler(self, request)
 
     def handle_notification(self, session: Session, notification: Notification) -> None:
         if notification.method == "notifications/initialized":
             self.initialized = True
+        elif notification.method == "notifications/roots/list_changed":
+            callback = self.server.on_roots_changed
+            if callback is not None:
+                callback(self)
 
     # handlers
 
@@ -449,21 +455,89 @@ class ServerConnection:
             instructions=server.instructions if server.instructions else UNSET,
         )
 
-    def _list_tools(self, request: Request) -> ListToolsResult:
+    async def _list_tools(self, request: Request) -> ListToolsResult:
         params = jsonrpc.decode_params(request.params, PaginatedParams)
-        tools = self.server._tool_list
-        start = 0
-        if not isinstance(params.cursor, UnsetType):
-            try:
-                start = int(params.cursor)
-            except ValueError:
-                start = -1
-            if not 0 <= start <= len(tools):
-                raise McpError(errors.INVALID_PARAMS, f"invalid cursor {params.cursor!r}")
-        end = start + self.server.limits.page_size
-        return ListToolsResult(
-            tools=tools[start:end], next_cursor=str(end) if end < len(tools) else UNSET
+        tools, cursor = _page(self.server._tool_list, params.cursor, self.server.limits.page_size)
+        return ListToolsResult(tools=tools, next_cursor=cursor)
+
+    async def _list_resources(self, request: Request) -> ListResourcesResult:
+        params = jsonrpc.decode_params(request.params, PaginatedParams)
+        items = [r.definition for r in self.server._resources.values()]
+        page, cursor = _page(items, params.cursor, self.server.limits.page_size)
+        return ListResourcesResult(resources=page, next_cursor=cursor)
+
+    async def _list_templates(self, request: Request) -> ListResourceTemplatesResult:
+        params = jsonrpc.decode_params(request.params, PaginatedParams)
+        items = [t.definition for t in self.server._templates]
+        page, cursor = _page(items, params.cursor, self.server.limits.page_size)
+        return ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
+
+    async def _read_resource(self, request: Request) -> ReadResourceResult:
+        uri = jsonrpc.decode_params(request.params, ResourceParams).uri
+        fixed = self.server._resources.get(uri)
+        if fixed is not None:
+            value = await fixed.fn()
+            mime = fixed.definition.mime_type
+        else:
+            for template in self.server._templates:
+                variables = template.template.match(uri)
+                if variables is not None:
+                    value = await template.fn(**variables)
+                    mime = template.definition.mime_type
+                    break
+            else:
+                # -32002 is "resource not found" in the handshake-era revisions.
+                raise McpError(-32002, f"Resource not found: {uri}", {"uri": uri})
+        return ReadResourceResult(contents=to_contents(uri, mime if isinstance(mime, str) else None, value))
+
+    async def _subscribe(self, request: Request) -> dict[str, Any]:
+        uri = jsonrpc.decode_params(request.params, ResourceParams).uri
+        if len(self.subscriptions) >= self.server.limits.max_subscriptions and uri not in self.subscriptions:
+            raise McpError(errors.SERVER_BUSY, "too many resource subscriptions on this session")
+        self.subscriptions.add(uri)
+        return _EMPTY
+
+    async def _unsubscribe(self, request: Request) -> dict[str, Any]:
+        self.subscriptions.discard(jsonrpc.decode_params(request.params, ResourceParams).uri)
+        return _EMPTY
+
+    async def _list_prompts(self, request: Request) -> ListPromptsResult:
+        params = jsonrpc.decode_params(request.params, PaginatedParams)
+        items: list[Prompt] = [p.definition for p in self.server._prompts.values()]
+        page, cursor = _page(items, params.cursor, self.server.limits.page_size)
+        return ListPromptsResult(prompts=page, next_cursor=cursor)
+
+    async def _get_prompt(self, request: Request) -> GetPromptResult:
+        params = jsonrpc.decode_params(request.params, GetPromptParams)
+        prompt = self.server._prompts.get(params.name)
+        if prompt is None:
+            raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+        arguments = params.arguments if not isinstance(params.arguments, UnsetType) else {}
+        missing = sorted(prompt.required - arguments.keys())
+        if missing:
+            raise McpError(errors.INVALID_PARAMS, f"prompt {params.name!r} needs argument(s): {', '.join(missing)}")
+        unknown = sorted(arguments.keys() - prompt.names)
+        if unknown:
+            raise McpError(errors.INVALID_PARAMS, f"prompt {params.name!r} has no argument(s): {', '.join(unknown)}")
+        value = await prompt.fn(**arguments)
+        description = prompt.definition.description
+        return to_prompt_result(value, description if isinstance(description, str) else None)
+
+    async def _complete(self, request: Request) -> CompleteResult:
+        params = jsonrpc.decode_params(request.params, CompleteParams)
+        handler = self.server._completion
+        values: list[str] = []
+        if handler is not None:
+            context = params.context.get("arguments", {}) if isinstance(params.context, dict) else {}
+            values = list(await handler(params.ref, params.argument.name, params.argument.value, dict(context)))
+        # The spec caps a completion at 100 values.
+        return CompleteResult(
+            completion=Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
         )
+
+    async def _set_level(self, request: Request) -> dict[str, Any]:
+        self.log_level = jsonrpc.decode_params(request.params, SetLevelParams).level
+        return _EMPTY
 
     async def _call_tool(self, request: Request) -> CallToolResult:
         params = jsonrpc.decode_params(request.params, _CallToolWire)
@@ -475,36 +549,44 @@ class ServerConnection:
             try:
                 args = msgspec.json.decode(params.arguments or b"{}", type=tool.args_type)
             except msgspec.ValidationError as exc:
-                return _error_result(_argument_error(params.name, exc))
+                return error_result(argument_error(params.name, exc))
             for pname in tool.param_names:
                 kwargs[pname] = getattr(args, pname)
+        ctx: Context | None = None
         if tool.context_param is not None:
-            kwargs[tool.context_param] = Context(self, request.id, params.meta)
+            ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta)
+        try:
+            return await self._run_tool(tool, params.name, kwargs)
+        finally:
+            if ctx is not None:
+                ctx.finished = True  # no progress after the call ends
+
+    async def _run_tool(self, tool: RegisteredTool, name: str, kwargs: dict[str, Any]) -> CallToolResult:
         try:
             value = await tool.fn(**kwargs)
         except ToolError as exc:
-            return _error_result(str(exc) or f"tool {params.name!r} failed")
+            return error_result(str(exc) or f"tool {name!r} failed")
         except (
             forms.FormValidationError, forms.FormDefinitionError, ElicitationUnsupported, InvalidElicitationUrl
         ) as exc:
-            return _error_result(str(exc))
+            return error_result(str(exc))
         except UrlElicitationRequired as exc:
             if not self.can_elicit_url():
                 for item in exc.elicitations:
                     self._forget_url(item.elicitation_id)
-                return _error_result(
-                    f"tool {params.name!r} needs the person to complete a step in their browser, and this client "
+                return error_result(
+                    f"tool {name!r} needs the person to complete a step in their browser, and this client "
                     "cannot open links (it did not declare URL-mode elicitation)"
                 )
             raise
         except (errors.RequestTimeout, errors.TooManyPending, errors.RequestCancelled) as exc:
-            return _error_result(f"tool {params.name!r} could not finish: {exc.message}")
+            return error_result(f"tool {name!r} could not finish: {exc.message}")
         except McpError:
             raise
         except Exception:
-            logger.exception("tool %r raised", params.name)
-            return _error_result(f"tool {params.name!r} failed with an internal error")
-        return _to_result(tool, value)
+            logger.exception("tool %r raised", name)
+            return error_result(f"tool {name!r} failed with an internal error")
+        return to_result(tool, value)
 
     # elicitation support used by Context
 
@@ -567,18 +649,28 @@ class ServerConnection:
 
 _EMPTY: dict[str, Any] = {}
 
-
-def _error_result(text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(text=text)], is_error=True)
+_HANDLERS: dict[str, Callable[[ServerConnection, Request], Awaitable[Any]]] = {
+    "tools/list": ServerConnection._list_tools,
+    "resources/list": ServerConnection._list_resources,
+    "resources/templates/list": ServerConnection._list_templates,
+    "resources/read": ServerConnection._read_resource,
+    "resources/subscribe": ServerConnection._subscribe,
+    "resources/unsubscribe": ServerConnection._unsubscribe,
+    "prompts/list": ServerConnection._list_prompts,
+    "prompts/get": ServerConnection._get_prompt,
+    "completion/complete": ServerConnection._complete,
+    "logging/setLevel": ServerConnection._set_level,
+}
 
 
 class Context:
     """What a running tool gets: who is calling, and a way to ask them things.
 
-    One context exists per tool call; do not keep it after the call returns.
+    One context exists per tool call; do not keep it after the call returns
+    (progress reported after that is dropped).
     """
 
-    __slots__ = ("connection", "meta", "request_id")
+    __slots__ = ("_last_progress", "_last_progress_at", "connection", "finished", "meta", "request_id")
 
     def __init__(
         self, connection: ServerConnection, request_id: RequestId, meta: dict[str, Any] | UnsetType
@@ -586,6 +678,9 @@ class Context:
         self.connection = connection
         self.request_id = request_id
         self.meta = meta
+        self.finished = False
+        self._last_progress: float | None = None
+        self._last_progress_at = -1e9
 
     @property
     def session(self) -> Session:
@@ -609,11 +704,26 @@ class Context:
                 return typing.cast("int | str", token)
         return None
 
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send ``notifications/progress`` if the caller asked for progress (else nothing)."""
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send ``notifications/progress`` if the caller asked for it; returns whether it was sent.
+
+        Dropped (not an error): when the caller sent no progress token, when
+        ``progress`` does not increase (the spec wants strictly increasing
+        values), after the call finished, and when it comes sooner than
+        ``limits.progress_interval`` after the previous one -- unless it is the
+        final one (``progress == total``).
+        """
         token = self.progress_token
-        if token is None:
-            return
+        if token is None or self.finished:
+            return False
+        if self._last_progress is not None and progress <= self._last_progress:
+            return False
+        now = anyio.current_time()
+        final = total is not None and progress >= total
+        if not final and now - self._last_progress_at < self.connection.server.limits.progress_interval:
+            return False
+        self._last_progress = progress
+        self._last_progress_at = now
         await self.session.notify(
             "notifications/progress",
             ProgressParams(
@@ -624,6 +734,64 @@ class Context:
             ),
             related=self.request_id,
         )
+        return True
+
+    async def log(self, level: LoggingLevel, data: Any, *, logger: str | None = None) -> bool:
+        """Send ``notifications/message`` to the client if ``level`` passes its ``logging/setLevel``.
+
+        Returns whether it was sent.
+        """
+        if _LEVEL_RANK[level] < _LEVEL_RANK[self.connection.log_level]:
+            return False
+        await self.session.notify(
+            "notifications/message",
+            LoggingMessageParams(level=level, data=data, logger=logger if logger is not None else UNSET),
+            related=self.request_id,
+        )
+        return True
+
+    async def sample(
+        self,
+        messages: list[SamplingMessage] | str,
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        timeout: float | None = DEFAULT,
+    ) -> CreateMessageResult:
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        Raises:
+            ElicitationUnsupported: the client did not declare ``sampling`` (before sending).
+            McpError: the client refused or failed.
+        """
+        if isinstance(self.connection.client_capabilities.sampling, UnsetType):
+            raise ElicitationUnsupported("the client did not declare sampling; it cannot be asked for a completion")
+        if isinstance(messages, str):
+            messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
+        params = CreateMessageParams(
+            messages=messages,
+            max_tokens=max_tokens,
+            system_prompt=system_prompt if system_prompt is not None else UNSET,
+            temperature=temperature if temperature is not None else UNSET,
+        )
+        return await self.session.request(
+            "sampling/createMessage", params, result_type=CreateMessageResult, timeout=timeout,
+            related=self.request_id,
+        )
+
+    async def list_roots(self, *, timeout: float | None = DEFAULT) -> list[Root]:
+        """The client's roots (``roots/list``).
+
+        Raises:
+            ElicitationUnsupported: the client did not declare ``roots`` (before sending).
+        """
+        if isinstance(self.connection.client_capabilities.roots, UnsetType):
+            raise ElicitationUnsupported("the client did not declare roots")
+        result = await self.session.request(
+            "roots/list", result_type=ListRootsResult, timeout=timeout, related=self.request_id
+        )
+        return result.roots
 
     @overload
     async def elicit(

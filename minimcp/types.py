@@ -20,21 +20,46 @@ __all__ = [
     "CallToolResult",
     "CancelledParams",
     "ClientCapabilities",
+    "CompleteParams",
+    "CompleteResult",
+    "Completion",
+    "CompletionArgument",
     "ContentBlock",
+    "CreateMessageParams",
+    "CreateMessageResult",
     "ElicitRequestParams",
     "ElicitResult",
     "ElicitationCompleteParams",
     "EmbeddedResource",
+    "GetPromptParams",
+    "GetPromptResult",
     "ImageContent",
     "Implementation",
     "InitializeParams",
     "InitializeResult",
+    "ListPromptsResult",
+    "ListResourceTemplatesResult",
+    "ListResourcesResult",
+    "ListRootsResult",
     "ListToolsResult",
+    "LoggingLevel",
+    "LoggingMessageParams",
     "PaginatedParams",
     "ProgressParams",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "ReadResourceResult",
+    "Resource",
     "ResourceContents",
     "ResourceLink",
+    "ResourceParams",
+    "ResourceTemplate",
+    "ResourceUpdatedParams",
+    "Root",
+    "SamplingMessage",
     "ServerCapabilities",
+    "SetLevelParams",
     "TextContent",
     "Tool",
     "ToolAnnotations",
@@ -235,4 +260,173 @@ class ProgressParams(_Base, kw_only=True):
     progress: float
     total: float | UnsetType = UNSET
     message: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+# --- resources ---------------------------------------------------------------------------------
+
+class Resource(_Base, kw_only=True):
+    uri: str
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    mime_type: str | UnsetType = UNSET
+    size: int | UnsetType = UNSET
+    annotations: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ResourceTemplate(_Base, kw_only=True):
+    uri_template: str
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    mime_type: str | UnsetType = UNSET
+    annotations: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ListResourcesResult(_Base, kw_only=True):
+    resources: list[Resource]
+    next_cursor: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ListResourceTemplatesResult(_Base, kw_only=True):
+    resource_templates: list[ResourceTemplate]
+    next_cursor: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ResourceParams(_Base, kw_only=True):
+    """Params of ``resources/read``, ``resources/subscribe``, ``resources/unsubscribe``."""
+
+    uri: str
+    meta: Meta = _meta()
+
+
+class ReadResourceResult(_Base, kw_only=True):
+    contents: list[ResourceContents]
+    meta: Meta = _meta()
+
+
+class ResourceUpdatedParams(_Base, kw_only=True):
+    uri: str
+
+
+# --- prompts -----------------------------------------------------------------------------------
+
+class PromptArgument(_Base, kw_only=True):
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    required: bool | UnsetType = UNSET
+
+
+class Prompt(_Base, kw_only=True):
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    arguments: list[PromptArgument] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ListPromptsResult(_Base, kw_only=True):
+    prompts: list[Prompt]
+    next_cursor: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class GetPromptParams(_Base, kw_only=True):
+    name: str
+    arguments: dict[str, str] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class PromptMessage(_Base, kw_only=True):
+    role: Literal["user", "assistant"]
+    content: ContentBlock
+
+
+class GetPromptResult(_Base, kw_only=True):
+    messages: list[PromptMessage]
+    description: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+# --- completion and logging ----------------------------------------------------------------------
+
+class CompletionArgument(_Base, kw_only=True):
+    name: str
+    value: str
+
+
+class CompleteParams(_Base, kw_only=True):
+    ref: dict[str, Any]  # {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}
+    argument: CompletionArgument
+    context: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class Completion(_Base, kw_only=True):
+    values: list[str]
+    total: int | UnsetType = UNSET
+    has_more: bool | UnsetType = UNSET
+
+
+class CompleteResult(_Base, kw_only=True):
+    completion: Completion
+    meta: Meta = _meta()
+
+
+LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+class SetLevelParams(_Base, kw_only=True):
+    level: LoggingLevel
+    meta: Meta = _meta()
+
+
+class LoggingMessageParams(_Base, kw_only=True):
+    level: LoggingLevel
+    data: Any
+    logger: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+# --- sampling and roots --------------------------------------------------------------------------
+
+class SamplingMessage(_Base, kw_only=True):
+    role: Literal["user", "assistant"]
+    content: ContentBlock
+
+
+class CreateMessageParams(_Base, kw_only=True):
+    messages: list[SamplingMessage]
+    max_tokens: int
+    system_prompt: str | UnsetType = UNSET
+    include_context: Literal["none", "thisServer", "allServers"] | UnsetType = UNSET
+    temperature: float | UnsetType = UNSET
+    stop_sequences: list[str] | UnsetType = UNSET
+    model_preferences: dict[str, Any] | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class CreateMessageResult(_Base, kw_only=True):
+    role: Literal["user", "assistant"]
+    content: ContentBlock
+    model: str
+    stop_reason: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class Root(_Base, kw_only=True):
+    uri: str
+    name: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
+class ListRootsResult(_Base, kw_only=True):
+    roots: list[Root]
     meta: Meta = _meta()

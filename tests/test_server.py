@@ -89,7 +89,7 @@ async def test_initialize_echoes_each_supported_version(version: str) -> None:
         result = reply["result"]
         assert result["protocolVersion"] == version
         assert result["serverInfo"] == {"name": "test", "version": "1.2.3"}
-        assert result["capabilities"] == {"tools": {"listChanged": False}}
+        assert result["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
         assert result["instructions"] == "be nice"
         assert conn.protocol_version == version
 
@@ -155,7 +155,7 @@ async def test_client_sees_handshake_results() -> None:
         assert client.server_info is not None and client.server_info.name == "test"
         assert client.protocol_version == "2025-11-25"
         assert client.instructions == "be nice"
-        assert client.server_capabilities.tools == {"listChanged": False}
+        assert client.server_capabilities.tools == {"listChanged": True}
         await client.ping()
         with anyio.fail_after(5):
             while not conn.initialized:

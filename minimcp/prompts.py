@@ -1,0 +1,79 @@
+"""Prompts: templates a client can list and fill in (``prompts/list``, ``prompts/get``).
+
+A prompt is an async function whose ``str`` parameters are the prompt's
+arguments (required unless they have a default). It returns a ``str`` (one
+user message), a :class:`~minimcp.types.PromptMessage`, a list of messages or
+content blocks, or a whole :class:`~minimcp.types.GetPromptResult`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from minimcp.types import (
+    UNSET,
+    AudioContent,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    ResourceLink,
+    TextContent,
+)
+
+__all__ = ["RegisteredPrompt", "build_prompt", "to_prompt_result"]
+
+_CONTENT = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+
+
+@dataclasses.dataclass(slots=True)
+class RegisteredPrompt:
+    definition: Prompt
+    fn: Callable[..., Awaitable[Any]]
+    required: frozenset[str]
+    names: frozenset[str]
+
+
+def build_prompt(
+    fn: Callable[..., Awaitable[Any]], *, name: str | None, title: str | None, description: str | None
+) -> RegisteredPrompt:
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"prompt {fn.__name__!r} must be an async function")
+    arguments: list[PromptArgument] = []
+    required: set[str] = set()
+    for pname, param in inspect.signature(fn).parameters.items():
+        is_required = param.default is inspect.Parameter.empty
+        if is_required:
+            required.add(pname)
+        arguments.append(PromptArgument(name=pname, required=is_required))
+    doc = description if description is not None else inspect.getdoc(fn)
+    definition = Prompt(
+        name=name or fn.__name__,
+        title=title if title is not None else UNSET,
+        description=doc if doc else UNSET,
+        arguments=arguments if arguments else UNSET,
+    )
+    return RegisteredPrompt(definition, fn, frozenset(required), frozenset(a.name for a in arguments))
+
+
+def to_prompt_result(value: Any, description: str | None) -> GetPromptResult:
+    """Turn what a prompt function returned into a ``prompts/get`` result."""
+    if isinstance(value, GetPromptResult):
+        return value
+    items = value if isinstance(value, list) else [value]
+    messages: list[PromptMessage] = []
+    for item in items:
+        if isinstance(item, PromptMessage):
+            messages.append(item)
+        elif isinstance(item, str):
+            messages.append(PromptMessage(role="user", content=TextContent(text=item)))
+        elif isinstance(item, _CONTENT):
+            messages.append(PromptMessage(role="user", content=item))
+        else:
+            raise TypeError(f"a prompt returned {type(item).__name__}; return str, content blocks or PromptMessage")
+    return GetPromptResult(messages=messages, description=description if description else UNSET)

@@ -1,0 +1,520 @@
+"""WebSocket: one JSON-RPC message per text frame, subprotocol ``mcp``.
+
+WebSocket is not an MCP transport in any released revision of the spec; this
+is the de-facto form other SDKs used (a "custom transport" in spec terms).
+The connection behaviour, documented as the spec asks:
+
+* Handshake: an HTTP/1.1 upgrade on ``path`` (default ``/mcp``). The client
+  offers subprotocol ``mcp``. The server selects ``mcp`` when offered, accepts a
+  client that offers no subprotocol at all (plain tools such as ``websocat``),
+  and refuses (400) a client that offers only other subprotocols. A request
+  with an ``Origin`` header is accepted only from an allowed origin (by
+  default a loopback one), else 403. No ``Origin`` header (a non-browser
+  client) is accepted. No extensions are negotiated (no compression).
+* Messages: each text frame (or fragmented text message) is one JSON-RPC
+  message in UTF-8. A binary frame closes the connection with 1003; a message
+  over ``limits.max_message_bytes`` closes it with 1009 as soon as the frame
+  header announces it, so its payload is never buffered.
+* Ping and pong are answered by the protocol core; no keepalive pings are
+  sent. Closing is the normal closing handshake (code 1000); losing the TCP
+  connection ends the session like a close does: pending requests fail with
+  ConnectionClosed and running handlers (tools waiting on a question) are
+  cancelled.
+
+The WebSocket protocol itself comes from the ``websockets`` package's sans-I/O
+core (``ServerProtocol`` / ``ClientProtocol``), driven here over anyio TCP
+streams, so one code path runs on asyncio and on trio. Install it with
+``pip install 'minimcp[ws]'``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from minimcp.config import Limits
+from minimcp.jsonrpc import RequestId
+
+try:
+    from websockets.client import ClientProtocol
+    from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI, NegotiationError
+    from websockets.frames import CloseCode, Frame, Opcode
+    from websockets.http11 import Request, Response
+    from websockets.protocol import CLOSED, OPEN, Protocol
+    from websockets.server import ServerProtocol
+    from websockets.typing import Origin, Subprotocol
+    from websockets.uri import parse_uri
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("the WebSocket transport needs the 'websockets' package: pip install 'minimcp[ws]'") from exc
+
+if TYPE_CHECKING:
+    from minimcp.client import Client
+    from minimcp.server import Server
+
+__all__ = [
+    "SUBPROTOCOL",
+    "WebSocketHandshakeError",
+    "WebSocketTransport",
+    "connect_websocket",
+    "serve_websocket",
+    "websocket_client",
+]
+
+logger = logging.getLogger("minimcp.websocket")
+
+#: The WebSocket subprotocol name for MCP.
+SUBPROTOCOL = "mcp"
+
+_MCP = Subprotocol(SUBPROTOCOL)
+_CHUNK = 65536
+_LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?", re.IGNORECASE)
+
+
+class WebSocketHandshakeError(Exception):
+    """The server refused the WebSocket upgrade, or answered with something else.
+
+    Attributes:
+        status: The HTTP status of the refusal (403 for a refused origin), or
+            ``None`` when there was no valid HTTP response.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class WebSocketTransport:
+    """One open WebSocket connection as a minimcp transport.
+
+    Made by :func:`websocket_client` and :func:`serve_websocket`; not
+    constructed directly. ``receive`` reads the socket itself (the session's
+    read loop is its only caller); a writer task owned by the opener writes,
+    so a cancelled sender can never leave half a frame on the wire, and
+    answering a ping never waits behind a slow send.
+    """
+
+    def __init__(
+        self,
+        stream: anyio.abc.ByteStream,
+        protocol: Protocol,
+        *,
+        close_timeout: float,
+        early_events: Sequence[object] = (),
+    ) -> None:
+        self._stream = stream
+        self._protocol = protocol
+        self._close_timeout = close_timeout
+        self._inbox: deque[bytes] = deque()
+        self._partial: bytearray | None = None
+        self._ended = False  # no more messages will come (close frame, failure or EOF)
+        self._tcp_eof = False
+        self._read_lock = anyio.Lock()
+        # Writer bookkeeping: sends are numbered; the writer reports how far it got.
+        self._queued = 0
+        self._written = 0
+        self._wake = anyio.Event()
+        self._progress = anyio.Event()
+        self._writer_dead = False
+        # The writer outlives the cancellation of its task group, so that the close
+        # frame still goes out when the session is torn down; aclose() stops it.
+        self._writer_scope = anyio.CancelScope(shield=True)
+        self._closing = False
+        self._closed = anyio.Event()
+        self._take_events(early_events)
+        self._wake.set()  # anything the handshake left queued (a pong, a close)
+
+    # --- what the connection negotiated and how it ended -------------------------------------
+
+    @property
+    def subprotocol(self) -> str | None:
+        """The negotiated subprotocol (``"mcp"``, or ``None`` with a lenient peer)."""
+        sub = self._protocol.subprotocol
+        return str(sub) if sub is not None else None
+
+    @property
+    def close_code(self) -> int | None:
+        """The close code the peer sent (1006 if the TCP connection ended without one); ``None`` until closed."""
+        code = self._protocol.close_code
+        return int(code) if code is not None else None
+
+    @property
+    def close_reason(self) -> str | None:
+        """The close reason the peer sent; ``None`` until closed."""
+        return self._protocol.close_reason
+
+    # --- Transport protocol ------------------------------------------------------------------
+
+    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        if self._closing:
+            raise anyio.ClosedResourceError
+        if self._protocol.state is not OPEN or self._writer_dead:
+            raise anyio.BrokenResourceError
+        self._protocol.send_text(message)
+        if not await self._flush():
+            raise anyio.BrokenResourceError
+
+    async def receive(self) -> bytes:
+        while True:
+            if self._inbox:
+                return self._inbox.popleft()
+            if self._ended:
+                raise anyio.EndOfStream
+            if self._closing:
+                raise anyio.ClosedResourceError
+            await self._read_some()
+
+    async def aclose(self) -> None:
+        """Close with code 1000 and finish the closing handshake (at most ``close_timeout`` seconds)."""
+        if self._closing:
+            await self._closed.wait()
+            return
+        self._closing = True
+        proto = self._protocol
+        try:
+            with anyio.move_on_after(self._close_timeout):
+                if proto.state is OPEN:
+                    proto.send_close(CloseCode.NORMAL_CLOSURE)
+                await self._flush()
+                # Wait for the peer's close frame and the end of the TCP stream,
+                # discarding anything else it still sends.
+                while proto.state is not CLOSED and not self._tcp_eof:
+                    await self._read_some()
+                    self._inbox.clear()
+                await self._flush()
+        finally:
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):
+                    await self._stream.aclose()
+                self._writer_dead = True
+                self._writer_scope.cancel()
+                self._notify_progress()
+                self._closed.set()
+
+    # --- reading -----------------------------------------------------------------------------
+
+    async def _read_some(self) -> None:
+        proto = self._protocol
+        async with self._read_lock:
+            if self._tcp_eof:
+                self._ended = True
+                return
+            try:
+                chunk = await self._stream.receive(_CHUNK)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self._tcp_eof = True
+                proto.receive_eof()
+            else:
+                proto.receive_data(chunk)
+            self._take_events(proto.events_received())
+            self._wake.set()  # pongs, close frames, EOF
+
+    def _take_events(self, events: Sequence[object]) -> None:
+        proto = self._protocol
+        for event in events:
+            if not isinstance(event, Frame):
+                continue
+            opcode = event.opcode
+            if opcode is Opcode.TEXT:
+                if event.fin:
+                    self._inbox.append(bytes(event.data))
+                else:
+                    self._partial = bytearray(event.data)
+            elif opcode is Opcode.CONT:
+                # The core rejects stray continuations and counts the whole message
+                # against max_size; a binary message never gets here (failed below).
+                if self._partial is not None:
+                    self._partial += event.data
+                    if event.fin:
+                        self._inbox.append(bytes(self._partial))
+                        self._partial = None
+            elif opcode is Opcode.BINARY:
+                logger.debug("binary frame received; closing with 1003")
+                if proto.state is OPEN:
+                    proto.fail(CloseCode.UNSUPPORTED_DATA, "MCP messages must be text frames")
+                break
+        if proto.state is not OPEN:
+            self._ended = True
+            self._partial = None
+
+    # --- writing -----------------------------------------------------------------------------
+
+    async def _flush(self) -> bool:
+        """Have the writer send all the core has queued; False if the connection is gone."""
+        self._queued += 1
+        target = self._queued
+        self._wake.set()
+        while self._written < target:
+            if self._writer_dead:
+                return False
+            await self._progress.wait()
+        return True
+
+    def _notify_progress(self) -> None:
+        progress, self._progress = self._progress, anyio.Event()
+        progress.set()
+
+    async def _write_loop(self) -> None:
+        proto = self._protocol
+        try:
+            with self._writer_scope:
+                await self._write_forever(proto)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            logger.debug("websocket write failed; the connection is gone")
+        finally:
+            self._writer_dead = True
+            self._notify_progress()
+
+    async def _write_forever(self, proto: Protocol) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            target = self._queued
+            chunks = proto.data_to_send()
+            data = b"".join(chunks)
+            if data:
+                await self._stream.send(data)
+            if b"" in chunks:  # the core asks to half-close the TCP connection
+                with contextlib.suppress(NotImplementedError):  # TLS streams cannot half-close
+                    await self._stream.send_eof()
+            self._written = target
+            self._notify_progress()
+
+
+@contextlib.asynccontextmanager
+async def _running(
+    stream: anyio.abc.ByteStream, protocol: Protocol, close_timeout: float, early_events: Sequence[object]
+) -> AsyncIterator[WebSocketTransport]:
+    transport = WebSocketTransport(stream, protocol, close_timeout=close_timeout, early_events=early_events)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(transport._write_loop)
+        try:
+            yield transport
+        finally:
+            with anyio.CancelScope(shield=True):
+                await transport.aclose()
+            tg.cancel_scope.cancel()
+
+
+async def _handshake(stream: anyio.abc.ByteStream, protocol: Protocol) -> list[object]:
+    """Feed the core until the handshake request/response arrives; return the events so far."""
+    while True:
+        try:
+            chunk = await stream.receive(_CHUNK)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            protocol.receive_eof()
+        else:
+            protocol.receive_data(chunk)
+        events: list[object] = list(protocol.events_received())
+        if events or protocol.handshake_exc is not None:
+            return events
+
+
+async def _write_now(stream: anyio.abc.ByteStream, protocol: Protocol) -> None:
+    chunks = protocol.data_to_send()
+    data = b"".join(chunks)
+    if data:
+        await stream.send(data)
+    if b"" in chunks:
+        with contextlib.suppress(NotImplementedError):
+            await stream.send_eof()
+
+
+# --- server ----------------------------------------------------------------------------------
+
+
+def _select_subprotocol(protocol: ServerProtocol, offered: Sequence[Subprotocol]) -> Subprotocol | None:
+    if _MCP in offered:
+        return _MCP
+    if not offered:
+        return None  # lenient: a plain WebSocket client that names no subprotocol
+    raise NegotiationError(f"unsupported subprotocol; this server speaks {SUBPROTOCOL!r}")
+
+
+async def serve_websocket(
+    server: Server,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    path: str | None = "/mcp",
+    limits: Limits | None = None,
+    allowed_origins: Sequence[str | re.Pattern[str]] | None = None,
+    max_connections: int = 1000,
+    handshake_timeout: float = 10.0,
+    close_timeout: float = 5.0,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``server`` over WebSocket until cancelled; each connection is one session.
+
+    Use ``port = await task_group.start(serve_websocket, server)`` to learn the
+    bound port (with the default ``port=0`` the system picks one).
+
+    Args:
+        server: The MCP server; each connection runs ``server.serve``.
+        host: Interface to listen on (loopback by default).
+        port: TCP port; 0 for any free one.
+        path: The only accepted request path (404 otherwise); ``None`` accepts any.
+        limits: ``max_message_bytes`` per message (default: ``server.limits``).
+        allowed_origins: Origins a browser may connect from (exact strings or
+            compiled patterns matched in full). Default: loopback origins
+            (``http(s)://localhost|127.0.0.1|[::1]`` with any port). A request
+            without ``Origin`` is always accepted.
+        max_connections: Connections served at once; further ones wait in the
+            listen backlog.
+        handshake_timeout: Seconds a client has to complete the upgrade request.
+        close_timeout: Seconds to spend on a closing handshake.
+    """
+    limits = limits or server.limits
+    origins: list[Origin | re.Pattern[str] | None] = [None]
+    if allowed_origins is None:
+        origins.append(_LOOPBACK_ORIGIN)
+    else:
+        origins.extend(o if isinstance(o, re.Pattern) else Origin(o) for o in allowed_origins)
+    slots = anyio.Semaphore(max_connections)
+
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        try:
+            async with stream:
+                protocol = ServerProtocol(
+                    origins=origins,
+                    subprotocols=[_MCP],
+                    select_subprotocol=_select_subprotocol,
+                    max_size=limits.max_message_bytes,
+                )
+                events: list[object] = []
+                with anyio.move_on_after(handshake_timeout) as handshake:
+                    events = await _handshake(stream, protocol)
+                    request = events[0] if events else None
+                    if isinstance(request, Request):
+                        del events[0]
+                        if path is not None and request.path.split("?", 1)[0] != path:
+                            response = protocol.reject(404, "Not Found\n")
+                        else:
+                            response = protocol.accept(request)
+                        protocol.send_response(response)
+                    await _write_now(stream, protocol)
+                if handshake.cancelled_caught or protocol.state is not OPEN:
+                    return  # refused, malformed, or too slow: the stream closes here
+                async with _running(stream, protocol, close_timeout, events) as transport:
+                    await server.serve(transport)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError) as exc:
+            logger.debug("websocket connection lost: %r", exc)
+        except Exception:
+            logger.exception("websocket connection failed")
+        finally:
+            slots.release()
+
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    async with listener, anyio.create_task_group() as tg:
+
+        async def accept_loop(sub: anyio.abc.SocketListener) -> None:
+            while True:
+                await slots.acquire()
+                try:
+                    stream = await sub.accept()
+                except OSError as exc:  # out of descriptors, a reset before accept, ...
+                    slots.release()
+                    logger.warning("websocket accept failed: %s", exc)
+                    await anyio.sleep(0.1)
+                    continue
+                except BaseException:
+                    slots.release()
+                    raise
+                tg.start_soon(handle, stream)
+
+        for sub in listener.listeners:
+            assert isinstance(sub, anyio.abc.SocketListener)
+            tg.start_soon(accept_loop, sub)
+        bound = int(listener.extra(anyio.abc.SocketAttribute.local_port))
+        logger.info("serving MCP over WebSocket on ws://%s:%d%s", host, bound, path or "/")
+        task_status.started(bound)
+
+
+# --- client ----------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def websocket_client(
+    url: str,
+    *,
+    limits: Limits | None = None,
+    headers: Mapping[str, str] | None = None,
+    open_timeout: float = 10.0,
+    close_timeout: float = 5.0,
+) -> AsyncIterator[WebSocketTransport]:
+    """Open a WebSocket to ``url`` (``ws://`` or ``wss://``) offering subprotocol ``mcp``.
+
+    Args:
+        url: The server's WebSocket URL, e.g. ``ws://127.0.0.1:8000/mcp``.
+        limits: ``max_message_bytes`` for incoming messages.
+        headers: Extra handshake headers (``Authorization``, ``Origin``, ...).
+        open_timeout: Seconds for the TCP connection and the upgrade together.
+        close_timeout: Seconds to spend on the closing handshake at exit.
+
+    Raises:
+        WebSocketHandshakeError: the server refused the upgrade (``status``
+            holds the HTTP status) or did not answer with a valid one.
+        OSError: the TCP connection failed.
+    """
+    limits = limits or Limits()
+    try:
+        uri = parse_uri(url)
+    except InvalidURI as exc:
+        raise ValueError(str(exc)) from None
+    with anyio.fail_after(open_timeout):
+        stream: anyio.abc.ByteStream
+        if uri.secure:
+            stream = await anyio.connect_tcp(uri.host, uri.port, tls=True)
+        else:
+            stream = await anyio.connect_tcp(uri.host, uri.port)
+        try:
+            protocol = ClientProtocol(uri, subprotocols=[_MCP], max_size=limits.max_message_bytes)
+            request = protocol.connect()
+            for name, value in (headers or {}).items():
+                request.headers[name] = value
+            protocol.send_request(request)
+            await _write_now(stream, protocol)
+            events = await _handshake(stream, protocol)
+            failure = protocol.handshake_exc
+            if failure is not None:
+                status = failure.response.status_code if isinstance(failure, InvalidStatus) else None
+                message = str(failure)
+                if isinstance(failure, InvalidHandshake) and failure.__cause__ is not None:
+                    message = f"{message}: {failure.__cause__}"
+                raise WebSocketHandshakeError(message, status) from failure
+            if events and isinstance(events[0], Response):
+                events.pop(0)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+            raise
+    async with stream, _running(stream, protocol, close_timeout, events) as transport:
+        yield transport
+
+
+@contextlib.asynccontextmanager
+async def connect_websocket(
+    url: str,
+    *,
+    limits: Limits | None = None,
+    headers: Mapping[str, str] | None = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """Connect to an MCP server over WebSocket and initialize.
+
+    Extra keyword arguments go to :class:`~minimcp.Client`. On exit the
+    connection is closed with the closing handshake.
+    """
+    from minimcp.client import Client
+
+    async with (
+        websocket_client(url, limits=limits, headers=headers) as transport,
+        Client(transport, limits=limits, **client_options) as client,
+    ):
+        yield client
