@@ -18,33 +18,58 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
+import msgspec
 
 from minimcp import errors, forms, jsonrpc
 from minimcp.config import Limits
 from minimcp.elicitation import Accepted, Cancelled, Declined, UrlElicitationRequired, action_of
 from minimcp.errors import McpError, UnsupportedVersion
 from minimcp.jsonrpc import Notification, Request
-from minimcp.session import DEFAULT, Session
+from minimcp.session import DEFAULT, ProgressWatch, Session
 from minimcp.transports import Transport
 from minimcp.types import (
     UNSET,
     CallToolParams,
     CallToolResult,
     ClientCapabilities,
+    CompleteParams,
+    CompleteResult,
+    Completion,
+    CompletionArgument,
+    CreateMessageParams,
+    CreateMessageResult,
     ElicitationCompleteParams,
     ElicitRequestParams,
     ElicitResult,
+    GetPromptParams,
+    GetPromptResult,
     Implementation,
     InitializeParams,
     InitializeResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListRootsResult,
     ListToolsResult,
+    LoggingLevel,
+    LoggingMessageParams,
     PaginatedParams,
+    ProgressParams,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceContents,
+    ResourceParams,
+    ResourceTemplate,
+    Root,
     ServerCapabilities,
+    SetLevelParams,
     Tool,
     UnsetType,
 )
@@ -82,6 +107,7 @@ class ElicitationRequest:
 
 
 ElicitationHandler = Callable[[ElicitationRequest], Awaitable["Accepted[dict[str, Any]] | Declined | Cancelled"]]
+SamplingHandler = Callable[[CreateMessageParams], Awaitable[CreateMessageResult]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -131,6 +157,12 @@ class Client:
             declares ``elicitation.url``.
         on_elicitation_complete: Called with the id of each URL elicitation the
             server reports complete.
+        sampling_handler: Answers ``sampling/createMessage``; declares ``sampling``.
+        roots: The roots to offer (``roots/list``); declares ``roots``. Change
+            them with :meth:`set_roots`.
+        logging_handler: Receives ``notifications/message`` from the server.
+        on_notification: Receives every other server notification as
+            ``(method, params)`` (list changes, resource updates, ...).
         fill_defaults: Fill fields the handler left out from the schema's
             defaults before validating and sending.
         protocol_version: The revision to offer (default: the latest).
@@ -146,6 +178,10 @@ class Client:
         elicitation_handler: ElicitationHandler | None = None,
         url_handler: UrlHandler | None = None,
         on_elicitation_complete: Callable[[str], None] | None = None,
+        sampling_handler: SamplingHandler | None = None,
+        roots: list[Root] | None = None,
+        logging_handler: Callable[[LoggingMessageParams], None] | None = None,
+        on_notification: Callable[[str, Any], None] | None = None,
         fill_defaults: bool = True,
         protocol_version: str = LATEST,
         limits: Limits | None = None,
@@ -154,6 +190,11 @@ class Client:
         self.elicitation_handler = elicitation_handler
         self.url_handler = url_handler
         self.on_elicitation_complete = on_elicitation_complete
+        self.sampling_handler = sampling_handler
+        self.roots = roots
+        self.logging_handler = logging_handler
+        self.on_notification = on_notification
+        self._progress_tokens = itertools.count(1)
         # URL elicitation ids we agreed to open and await completion of (bounded, oldest dropped).
         self._url_waits: collections.OrderedDict[str, anyio.Event] = collections.OrderedDict()
         self.fill_defaults = fill_defaults
@@ -173,7 +214,11 @@ class Client:
             modes["form"] = {}
         if self.url_handler is not None:
             modes["url"] = {}
-        return ClientCapabilities(elicitation=modes if modes else UNSET)
+        return ClientCapabilities(
+            elicitation=modes if modes else UNSET,
+            sampling={} if self.sampling_handler is not None else UNSET,
+            roots={"listChanged": True} if self.roots is not None else UNSET,
+        )
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -228,17 +273,7 @@ class Client:
 
     async def list_tools(self, *, timeout: float | None = DEFAULT) -> list[Tool]:
         """All tools, following ``nextCursor`` pages."""
-        tools: list[Tool] = []
-        cursor: str | UnsetType = UNSET
-        for _ in range(10_000):
-            page = await self.session.request(
-                "tools/list", PaginatedParams(cursor=cursor), result_type=ListToolsResult, timeout=timeout
-            )
-            tools.extend(page.tools)
-            if isinstance(page.next_cursor, UnsetType) or not page.next_cursor:
-                return tools
-            cursor = page.next_cursor
-        raise McpError(errors.INVALID_REQUEST, "server returned more than 10,000 pages of tools")
+        return await self._all_pages("tools/list", "tools", ListToolsResult, timeout)
 
     async def call_tool(
         self,
@@ -247,20 +282,32 @@ class Client:
         *,
         timeout: float | None = DEFAULT,
         meta: dict[str, Any] | None = None,
+        on_progress: Callable[[ProgressParams], None] | None = None,
+        reset_timeout_on_progress: bool = False,
     ) -> CallToolResult:
         """Call a tool. A tool error comes back as a result with ``is_error``.
+
+        With ``on_progress`` the call asks for progress notifications and hands
+        each to the callback; with ``reset_timeout_on_progress`` each one also
+        restarts the timeout (never beyond ``limits.max_request_time``).
 
         Raises:
             McpError: a protocol error (unknown tool: ``-32602``).
             RequestTimeout: no answer in ``timeout`` seconds (the server was told to stop).
         """
+        watch: ProgressWatch | None = None
+        if on_progress is not None or reset_timeout_on_progress:
+            watch = ProgressWatch(f"p{next(self._progress_tokens)}", on_progress, reset_timeout_on_progress)
+            meta = {**(meta or {}), "progressToken": watch.token}
         params = CallToolParams(
             name=name,
             arguments=arguments if arguments is not None else UNSET,
             meta=meta if meta is not None else UNSET,
         )
         try:
-            return await self.session.request("tools/call", params, result_type=CallToolResult, timeout=timeout)
+            return await self.session.request(
+                "tools/call", params, result_type=CallToolResult, timeout=timeout, progress=watch
+            )
         except McpError as exc:
             if exc.code == errors.URL_ELICITATION_REQUIRED and not isinstance(exc, UrlElicitationRequired):
                 raise UrlElicitationRequired.from_error(exc) from None
@@ -300,6 +347,81 @@ class Client:
                     await self.wait_elicitation_complete(item.elicitation_id, timeout=completion_timeout)
         return await self.call_tool(name, arguments, timeout=timeout)
 
+    async def _all_pages(self, method: str, key: str, result_type: Any, timeout: float | None) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | UnsetType = UNSET
+        for _ in range(10_000):
+            page = await self.session.request(
+                method, PaginatedParams(cursor=cursor), result_type=result_type, timeout=timeout
+            )
+            items.extend(getattr(page, key))
+            if isinstance(page.next_cursor, UnsetType) or not page.next_cursor:
+                return items
+            cursor = page.next_cursor
+        raise McpError(errors.INVALID_REQUEST, f"server returned more than 10,000 pages for {method}")
+
+    async def list_resources(self, *, timeout: float | None = DEFAULT) -> list[Resource]:
+        """All resources, following cursors."""
+        return await self._all_pages("resources/list", "resources", ListResourcesResult, timeout)
+
+    async def list_resource_templates(self, *, timeout: float | None = DEFAULT) -> list[ResourceTemplate]:
+        """All resource templates, following cursors."""
+        return await self._all_pages(
+            "resources/templates/list", "resource_templates", ListResourceTemplatesResult, timeout
+        )
+
+    async def read_resource(self, uri: str, *, timeout: float | None = DEFAULT) -> list[ResourceContents]:
+        """The contents of a resource (text in ``.text``, binary base64 in ``.blob``)."""
+        result = await self.session.request(
+            "resources/read", ResourceParams(uri=uri), result_type=ReadResourceResult, timeout=timeout
+        )
+        return result.contents
+
+    async def subscribe(self, uri: str, *, timeout: float | None = DEFAULT) -> None:
+        """Ask for ``notifications/resources/updated`` about ``uri`` (see ``on_notification``)."""
+        await self.session.request("resources/subscribe", ResourceParams(uri=uri), timeout=timeout)
+
+    async def unsubscribe(self, uri: str, *, timeout: float | None = DEFAULT) -> None:
+        await self.session.request("resources/unsubscribe", ResourceParams(uri=uri), timeout=timeout)
+
+    async def list_prompts(self, *, timeout: float | None = DEFAULT) -> list[Prompt]:
+        """All prompts, following cursors."""
+        return await self._all_pages("prompts/list", "prompts", ListPromptsResult, timeout)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = DEFAULT
+    ) -> GetPromptResult:
+        """A prompt filled in with ``arguments``."""
+        params = GetPromptParams(name=name, arguments=arguments if arguments is not None else UNSET)
+        return await self.session.request("prompts/get", params, result_type=GetPromptResult, timeout=timeout)
+
+    async def complete(
+        self,
+        ref: dict[str, Any],
+        argument: str,
+        value: str,
+        *,
+        context: dict[str, str] | None = None,
+        timeout: float | None = DEFAULT,
+    ) -> Completion:
+        """Suggestions for an argument (``ref``: ``{"type": "ref/prompt", "name": ...}`` or a resource ref)."""
+        params = CompleteParams(
+            ref=ref,
+            argument=CompletionArgument(name=argument, value=value),
+            context={"arguments": context} if context else UNSET,
+        )
+        result = await self.session.request("completion/complete", params, result_type=CompleteResult, timeout=timeout)
+        return result.completion
+
+    async def set_logging_level(self, level: LoggingLevel, *, timeout: float | None = DEFAULT) -> None:
+        """Ask the server to send log messages of ``level`` and above."""
+        await self.session.request("logging/setLevel", SetLevelParams(level=level), timeout=timeout)
+
+    async def set_roots(self, roots: list[Root]) -> None:
+        """Change the roots offered and tell the server (``notifications/roots/list_changed``)."""
+        self.roots = list(roots)
+        await self.session.notify("notifications/roots/list_changed")
+
     async def wait_elicitation_complete(self, elicitation_id: str, *, timeout: float | None = None) -> bool:
         """Wait until the server reports URL elicitation ``elicitation_id`` complete.
 
@@ -326,17 +448,37 @@ class Client:
     # --- Dispatcher protocol -----------------------------------------------------------------
 
     async def handle_request(self, session: Session, request: Request) -> Any:
-        if request.method == "ping":
-            return {}
-        if request.method == "elicitation/create":
+        method = request.method
+        if method == "elicitation/create":
             return await self._elicit(request)
-        raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {request.method}")
+        if method == "sampling/createMessage" and self.sampling_handler is not None:
+            params = jsonrpc.decode_params(request.params, CreateMessageParams)
+            return await self.sampling_handler(params)
+        if method == "roots/list" and self.roots is not None:
+            return ListRootsResult(roots=list(self.roots))
+        raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def handle_notification(self, session: Session, notification: Notification) -> None:
-        if notification.method == "notifications/elicitation/complete":
+        method = notification.method
+        if method == "notifications/elicitation/complete":
             self._on_complete(notification)
             return
-        logger.debug("notification %s", notification.method)
+        if method == "notifications/message" and self.logging_handler is not None:
+            try:
+                message = jsonrpc.decode_params(notification.params, LoggingMessageParams)
+            except McpError:
+                return
+            try:
+                self.logging_handler(message)
+            except Exception:
+                logger.exception("logging handler failed")
+            return
+        if self.on_notification is not None:
+            params = msgspec.json.decode(notification.params) if notification.params else {}
+            try:
+                self.on_notification(method, params)
+            except Exception:
+                logger.exception("notification callback failed")
 
     def _on_complete(self, notification: Notification) -> None:
         try:

@@ -35,7 +35,7 @@ import heapq
 import itertools
 import logging
 import math
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar, overload
 
 import anyio
@@ -46,10 +46,10 @@ from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, TooManyPending
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.transports import MessageTooLarge, Transport
-from minimcp.types import CancelledParams
+from minimcp.types import CancelledParams, ProgressParams
 from minimcp.versions import Feature, supports
 
-__all__ = ["DEFAULT", "Dispatcher", "Session", "SessionStats"]
+__all__ = ["DEFAULT", "Dispatcher", "ProgressWatch", "Session", "SessionStats"]
 
 logger = logging.getLogger("minimcp.session")
 T = TypeVar("T")
@@ -95,6 +95,15 @@ class SessionStats:
 
 
 _EMPTY: dict[str, Any] = {}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProgressWatch:
+    """How a request wants its progress notifications handled (see :meth:`Session.request`)."""
+
+    token: int | str
+    callback: Callable[[ProgressParams], None] | None = None
+    reset_timeout: bool = False
 
 
 class _Pending:
@@ -146,6 +155,7 @@ class Session:
         self._timer_wake = anyio.Event()
         self._human_waits = 0
         self._initialize_id: RequestId | None = None
+        self._progress: dict[int | str, tuple[RequestId, _Pending, ProgressWatch]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
         self._finished = anyio.Event()
@@ -245,6 +255,7 @@ class Session:
         result_type: type[T],
         timeout: float | None = ...,
         related: RequestId | None = ...,
+        progress: ProgressWatch | None = ...,
     ) -> T: ...
 
     @overload
@@ -256,6 +267,7 @@ class Session:
         result_type: None = ...,
         timeout: float | None = ...,
         related: RequestId | None = ...,
+        progress: ProgressWatch | None = ...,
     ) -> msgspec.Raw: ...
 
     async def request(
@@ -266,6 +278,7 @@ class Session:
         result_type: type[T] | None = None,
         timeout: float | None = DEFAULT,
         related: RequestId | None = None,
+        progress: ProgressWatch | None = None,
     ) -> T | msgspec.Raw:
         """Send a request and wait for its response.
 
@@ -276,6 +289,10 @@ class Session:
             timeout: Seconds to wait; ``None`` for no limit; default
                 ``limits.request_timeout``.
             related: The inbound request this one is nested in (for routing).
+            progress: Route ``notifications/progress`` carrying ``progress.token``
+                to its callback (put the same token in the params' ``_meta``), and
+                optionally push the deadline back on each one (up to
+                ``limits.max_request_time`` in total).
 
         Raises:
             McpError: the peer answered with an error (its code and message).
@@ -296,10 +313,14 @@ class Session:
         if timeout is not None:
             self._add_deadline(id_, cell, timeout)
         self.stats.requests_sent += 1
+        if progress is not None:
+            self._progress[progress.token] = (id_, cell, progress)
         try:
             await self.send_raw(jsonrpc.encode_request(id_, method, params), related=related)
             await cell.event.wait()
         except BaseException:
+            if progress is not None:
+                self._progress.pop(progress.token, None)
             if self._pending.get(id_) is cell:
                 # Cancelled locally (or the send failed): forget it and tell the peer.
                 del self._pending[id_]
@@ -308,6 +329,8 @@ class Session:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
                     await self._send_cancelled(id_, "cancelled by the requester", related)
             raise
+        if progress is not None:
+            self._progress.pop(progress.token, None)
         if cell.error is not None:
             if isinstance(cell.error, RequestTimeout):
                 await self._send_cancelled(id_, str(cell.error), related)
@@ -471,6 +494,8 @@ class Session:
             self.stats.notifications_received += 1
             if message.method == "notifications/cancelled":
                 self._on_cancelled(message)
+            elif message.method == "notifications/progress" and self._progress:
+                self._on_progress(message)
             else:
                 try:
                     self.dispatcher.handle_notification(self, message)
@@ -498,6 +523,28 @@ class Session:
         else:
             cell.error = error
         cell.event.set()
+
+    def _on_progress(self, message: Notification) -> None:
+        try:
+            params = jsonrpc.decode_params(message.params, ProgressParams)
+        except McpError:
+            return
+        entry = self._progress.get(params.progress_token)
+        if entry is None:
+            return  # progress for a request that is over: ignored
+        id_, cell, watch = entry
+        if watch.reset_timeout and self._pending.get(id_) is cell and cell.deadline != math.inf:
+            now = anyio.current_time()
+            new = min(now + cell.timeout, cell.started + self.limits.max_request_time)
+            if new > cell.deadline:
+                self._forget_deadline(cell)
+                cell.deadline = new
+                self._push_deadline(id_, cell)
+        if watch.callback is not None:
+            try:
+                watch.callback(params)
+            except Exception:
+                logger.exception("%s: progress callback failed", self.name)
 
     def _on_cancelled(self, message: Notification) -> None:
         try:
