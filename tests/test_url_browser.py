@@ -1,0 +1,354 @@
+"""URL mode end to end with a real browser: the deposit of ``examples/booking.py`` paid in Chromium.
+
+Our client spawns the booking example over stdio and books a table for a party of 8; the
+server asks (URL mode) for a deposit, the URL handler accepts and records the URL, and the
+tool answers ``deposit_pending``. A headless Debian ``chromium`` then opens that URL and the
+test clicks "Pay deposit" through the Chrome DevTools Protocol (CDP, over a WebSocket with
+the ``websockets`` library): the page's plain form POST pays, the server sends
+``notifications/elicitation/complete`` for that elicitation id, and the booking is booked.
+
+Runs on asyncio and trio (see ``conftest.py``): the CDP conversation is synchronous
+(``websockets.sync``) and runs in a worker thread (``anyio.to_thread``), so the event loop,
+whichever it is, keeps serving the MCP connection while the browser works.
+
+Chromium is required: without it the test fails and says how to install it
+(``apt-get install -y chromium``). Set ``MINIMCP_SKIP_BROWSER=1`` to skip it explicitly.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import json
+import os
+import pathlib
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+
+from minimcp import Accepted, Client, UrlElicitationRequest
+from minimcp.transports.stdio import stdio_client
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+BOOKING = REPO / "examples" / "booking.py"
+
+TIMEOUT = 120  # seconds for the whole test: two process start-ups, a page load, a form POST
+STEP = 20.0  # seconds for one browser step (a CDP call, a page load)
+
+SKIP_ENV = "MINIMCP_SKIP_BROWSER"
+INSTALL_HINT = (
+    "Chromium is needed for the real-browser URL-mode test (tests/test_url_browser.py) but no "
+    "`chromium` executable was found on PATH. Install it (Debian/Ubuntu, as root): "
+    "`apt-get update && apt-get install -y chromium` -- .ci/run does this when it runs as root. "
+    f"To skip this test deliberately, set {SKIP_ENV}=1."
+)
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-port=0",
+]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def find_chromium() -> str:
+    """The Chromium executable; skip only when asked to, fail loudly when it is missing."""
+    if os.environ.get(SKIP_ENV) == "1":
+        pytest.skip(f"{SKIP_ENV}=1 is set: the real-browser URL-mode test is skipped on request")
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    pytest.fail(INSTALL_HINT, pytrace=False)
+
+
+def child_env() -> dict[str, str]:
+    """Our environment, with the repository importable (the example imports minimcp)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def tail(path: pathlib.Path, chars: int = 3000) -> str:
+    """The end of a (small, local) log file."""
+    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+async def wait_for_line(path: pathlib.Path, prefix: str, process_hint: str) -> str:
+    """Poll a log file until a line starting with ``prefix`` appears; return the rest of it."""
+    with anyio.fail_after(30):
+        while True:
+            for line in tail(path, 1 << 20).splitlines():
+                if line.startswith(prefix):
+                    return line.removeprefix(prefix).strip()
+            await anyio.sleep(0.05)
+    raise AssertionError(f"no {prefix!r} line from {process_hint}")  # pragma: no cover
+
+
+# --- Chromium and the DevTools protocol --------------------------------------------------------
+
+
+class CdpError(Exception):
+    pass
+
+
+class Cdp:
+    """A minimal synchronous CDP client: one browser WebSocket, one flattened page session.
+
+    Use it from a single worker thread; every wait is bounded by ``STEP``.
+    """
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.ids = itertools.count(1)
+        self.events: list[dict[str, Any]] = []
+        self.session_id: str | None = None
+
+    def _recv(self, deadline: float, what: str) -> dict[str, Any]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"CDP: no {what} within {STEP} s")
+        try:
+            message: dict[str, Any] = json.loads(self.ws.recv(timeout=remaining))
+        except TimeoutError:
+            raise TimeoutError(f"CDP: no {what} within {STEP} s") from None
+        return message
+
+    def call(self, method: str, params: dict[str, Any] | None = None, *, browser: bool = False) -> dict[str, Any]:
+        """Send a command (to the page session unless ``browser``) and return its result."""
+        request_id = next(self.ids)
+        message: dict[str, Any] = {"id": request_id, "method": method, "params": params or {}}
+        if not browser and self.session_id is not None:
+            message["sessionId"] = self.session_id
+        self.ws.send(json.dumps(message))
+        deadline = time.monotonic() + STEP
+        while True:
+            reply = self._recv(deadline, f"answer to {method}")
+            if reply.get("id") == request_id:
+                if "error" in reply:
+                    raise CdpError(f"{method}: {reply['error']}")
+                result: dict[str, Any] = reply.get("result", {})
+                return result
+            if "method" in reply:
+                self.events.append(reply)
+
+    def wait_event(self, method: str) -> dict[str, Any]:
+        """The first buffered or incoming event ``method`` of the page session (consumed)."""
+        deadline = time.monotonic() + STEP
+        while True:
+            for i, event in enumerate(self.events):
+                if event["method"] == method and event.get("sessionId") == self.session_id:
+                    del self.events[i]
+                    return event
+            message = self._recv(deadline, f"event {method}")
+            if "method" in message:
+                self.events.append(message)
+
+    def open_page(self) -> None:
+        """A fresh tab, attached as a flattened session, with page events on."""
+        target = self.call("Target.createTarget", {"url": "about:blank"}, browser=True)
+        attached = self.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, browser=True)
+        self.session_id = attached["sessionId"]
+        self.call("Page.enable")
+        self.call("Runtime.enable")
+
+    def evaluate(self, expression: str) -> Any:
+        reply = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in reply:
+            raise CdpError(f"{expression!r} threw: {reply['exceptionDetails']}")
+        return reply["result"].get("value")
+
+    def page_state(self) -> dict[str, str]:
+        return {
+            "url": self.evaluate("location.href"),
+            "title": self.evaluate("document.title"),
+            "text": self.evaluate("document.body ? document.body.innerText : ''"),
+        }
+
+
+def pay_in_browser(browser_ws_url: str, deposit_url: str, screenshot: pathlib.Path) -> dict[str, Any]:
+    """The person's part, in the browser: open the page, click "Pay deposit". Runs in a thread."""
+    from websockets.sync.client import connect
+
+    # Screenshots arrive base64-encoded in one message: allow a few MB.
+    with connect(browser_ws_url, open_timeout=STEP, max_size=64 * 2**20, compression=None) as ws:
+        cdp = Cdp(ws)
+        cdp.open_page()
+        cdp.events.clear()
+        navigated = cdp.call("Page.navigate", {"url": deposit_url})
+        if navigated.get("errorText"):
+            raise CdpError(f"navigation to {deposit_url} failed: {navigated['errorText']}")
+        cdp.wait_event("Page.loadEventFired")
+        before = cdp.page_state()
+        button = cdp.evaluate("document.querySelector('button') && document.querySelector('button').textContent")
+        # The click submits the page's plain HTML form (a POST to the same URL): a new document loads.
+        cdp.events.clear()
+        cdp.evaluate("document.querySelector('button').click()")
+        cdp.wait_event("Page.loadEventFired")
+        after = cdp.page_state()
+        shot = cdp.call("Page.captureScreenshot", {"format": "png"})
+        screenshot.write_bytes(base64.b64decode(shot["data"]))
+        with contextlib.suppress(Exception):
+            cdp.call("Browser.close", browser=True)
+        return {"before": before, "button": button, "after": after}
+
+
+@contextlib.asynccontextmanager
+async def headless_chromium(log_path: pathlib.Path) -> AsyncIterator[str]:
+    """Start headless Chromium with a fresh profile; yield its browser DevTools WebSocket URL.
+
+    Chromium runs in its own process group (it forks zygote, GPU and renderer processes);
+    on the way out the whole group is terminated, then killed, and the profile removed.
+    """
+    executable = find_chromium()
+    profile = pathlib.Path(tempfile.mkdtemp(prefix="minimcp-chromium-"))
+    log = log_path.open("wb")
+    process: anyio.abc.Process | None = None
+    try:
+        process = await anyio.open_process(
+            [executable, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+        port_file = profile / "DevToolsActivePort"
+        with anyio.fail_after(30):
+            while True:
+                if process.returncode is not None:
+                    raise AssertionError(
+                        f"chromium exited with {process.returncode} before DevTools was up; log:\n{tail(log_path)}"
+                    )
+                lines = tail(port_file).splitlines()
+                if len(lines) >= 2 and lines[0].isdigit() and lines[1].startswith("/devtools/browser/"):
+                    break
+                await anyio.sleep(0.05)
+        yield f"ws://127.0.0.1:{int(lines[0])}{lines[1]}"
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process is not None:
+                await stop_process_group(process)
+        log.close()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+async def stop_process_group(process: anyio.abc.Process) -> None:
+    """SIGTERM the group led by ``process`` (ours: start_new_session), wait; then SIGKILL it."""
+    group = process.pid
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, sig)
+        with anyio.move_on_after(5):
+            await process.wait()
+        if process.returncode is not None:
+            break
+    # Helpers of the group that outlived the main process.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        await process.aclose()
+
+
+# --- the test ------------------------------------------------------------------------------------
+
+
+class Person:
+    """A URL handler: agrees to open the page (the test opens it afterwards) and records the request."""
+
+    def __init__(self) -> None:
+        self.seen: list[UrlElicitationRequest] = []
+
+    async def __call__(self, request: UrlElicitationRequest) -> Accepted[None]:
+        self.seen.append(request)
+        return Accepted(None)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(PNG_SIGNATURE), f"not a PNG: {data[:16]!r}"
+    assert data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+async def test_deposit_paid_in_a_real_browser(tmp_path: pathlib.Path) -> None:
+    find_chromium()  # fail (or skip on request) before starting anything
+    try:
+        import websockets.sync.client  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on the environment
+        pytest.fail(
+            "the `websockets` package drives Chromium here (CDP): pip install -e '.[dev]' (or websockets)",
+            pytrace=False,
+        )
+    person = Person()
+    completed: list[str] = []
+    server_log = tmp_path / "booking-stderr.log"
+    screenshot = tmp_path / "deposit-paid.png"
+    with anyio.fail_after(TIMEOUT), server_log.open("wb") as log:
+        async with (
+            stdio_client([sys.executable, str(BOOKING)], env=child_env(), cwd=str(REPO), stderr=log.fileno()) as tr,
+            Client(tr, url_handler=person, on_elicitation_complete=completed.append) as client,
+        ):
+            pages = await wait_for_line(server_log, "pages: ", "examples/booking.py")
+            assert pages.startswith("http://127.0.0.1:") and pages.endswith("/"), pages
+
+            result = await client.call_tool("book_table", {"date": "2026-03-14", "party_size": 8})
+            assert not result.is_error, result.text
+            assert isinstance(result.structured_content, dict)
+            assert result.structured_content["status"] == "deposit_pending"
+            assert result.structured_content["party_size"] == 8
+            booking_id = result.structured_content["booking_id"]
+
+            [request] = person.seen
+            eid = request.elicitation_id
+            assert result.structured_content["elicitation_id"] == eid
+            assert request.url == f"{pages}deposit/{eid}"
+            assert request.info.host == "127.0.0.1" and not request.info.warning
+            assert request.server_name == "booking"
+            assert "deposit" in request.message.lower()
+            assert completed == []
+
+            status = await client.call_tool("booking_status", {"booking_id": booking_id})
+            assert isinstance(status.structured_content, dict)
+            assert status.structured_content["status"] == "deposit_pending"
+
+            async with headless_chromium(tmp_path / "chromium.log") as browser_ws:
+                report = await anyio.to_thread.run_sync(
+                    pay_in_browser, browser_ws, request.url, screenshot, abandon_on_cancel=True
+                )
+                # The page's POST made the server send notifications/elicitation/complete to us.
+                assert await client.wait_elicitation_complete(eid, timeout=STEP), (
+                    f"no notifications/elicitation/complete for {eid}; browser saw {report}; "
+                    f"server log:\n{tail(server_log)}"
+                )
+
+            assert completed == [eid]
+            assert report["button"] == "Pay deposit"
+            assert report["before"]["title"] == "Pay the deposit"
+            assert "party of 8 on 2026-03-14" in report["before"]["text"]
+            assert report["after"]["url"] == request.url  # the form posts back to the same page
+            assert report["after"]["title"] == "Deposit paid", report
+            assert "is paid" in report["after"]["text"]
+
+            status = await client.call_tool("booking_status", {"booking_id": booking_id})
+            assert isinstance(status.structured_content, dict)
+            assert status.structured_content["status"] == "booked"
+
+    data = screenshot.read_bytes()
+    width, height = png_size(data)
+    assert width > 0 and height > 0 and len(data) > 1000
