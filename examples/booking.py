@@ -118,8 +118,10 @@ class BookingApp:
         self.pages_url: str | None = None
         self.bookings: dict[str, Booking] = {}
         self.deposits: dict[str, Deposit] = {}
-        self.authorizations: dict[str, ServerConnection] = {}
+        # authorization page id -> the session to authorize (None: a modern-revision call waiting on it)
+        self.authorizations: dict[str, ServerConnection | None] = {}
         self.authorized: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
+        self.completed_authorizations: set[str] = set()
         self._ids = itertools.count(1)
         self._register_tools()
 
@@ -149,11 +151,13 @@ class BookingApp:
         return True
 
     async def authorize(self, elicitation_id: str) -> bool:
-        conn = self.authorizations.pop(elicitation_id, None)
-        if conn is None:
+        if elicitation_id not in self.authorizations:
             return False
-        self.authorized.add(conn)
-        await self.server.complete_url_elicitation(elicitation_id)
+        conn = self.authorizations.pop(elicitation_id)
+        self.completed_authorizations.add(elicitation_id)
+        if conn is not None:
+            self.authorized.add(conn)
+            await self.server.complete_url_elicitation(elicitation_id)
         return True
 
     def page_url(self, kind: str, elicitation_id: str) -> str | None:
@@ -176,7 +180,7 @@ class BookingApp:
             day = date
             questions = 0
             while is_full(day):
-                if not ctx.connection.can_elicit_form():
+                if not ctx.can_elicit_form():
                     raise ToolError(
                         f"{day.isoformat()} is fully booked. The next free date is {next_free(day).isoformat()}."
                     )
@@ -227,8 +231,10 @@ class BookingApp:
             """Add a booking to the person's calendar (needs a one-time authorization in the browser)."""
             booking = self.find(booking_id)
             conn = ctx.connection
-            if conn not in self.authorized:
-                if not conn.can_elicit_url():
+            if ctx.modern:
+                await self._authorize_modern(ctx)
+            elif conn not in self.authorized:
+                if not ctx.can_elicit_url():
                     raise ToolError(
                         "Adding to a calendar needs the person to authorize a calendar provider in their browser, "
                         "and this client cannot open such links (it did not declare URL-mode elicitation)."
@@ -253,8 +259,31 @@ class BookingApp:
             """The current status of a booking."""
             return status_of(self.find(booking_id))
 
+    async def _authorize_modern(self, ctx: Context) -> None:
+        """2026-07-28 has no -32042: ask with a URL input request until the page was completed."""
+        if not ctx.can_elicit_url():
+            raise ToolError(
+                "Adding to a calendar needs the person to authorize a calendar provider in their browser, "
+                "and this client cannot open such links (it did not declare URL-mode elicitation)."
+            )
+        eid = secrets.token_urlsafe(18)
+        url = self.page_url("authorize", eid)
+        if url is None:
+            raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
+        self.authorizations[eid] = None
+        try:
+            while eid not in self.completed_authorizations:
+                answer = await ctx.elicit_url(
+                    "Authorize access to your calendar so the booking can be added.", url, elicitation_id=eid
+                )
+                if not isinstance(answer, Accepted):
+                    raise ToolError("The calendar was not authorized, so the booking was not added.")
+        finally:
+            self.authorizations.pop(eid, None)
+            self.completed_authorizations.discard(eid)
+
     async def _deposit(self, ctx: Context, day: datetime.date, party_size: int) -> CallToolResult:
-        if not ctx.connection.can_elicit_url():
+        if not ctx.can_elicit_url():
             raise ToolError(
                 f"A deposit is required for a party of {party_size} (8 or more), and this client cannot open "
                 "payment links (it did not declare URL-mode elicitation). No booking was made."
@@ -284,7 +313,8 @@ class BookingApp:
                     f"Booked a table for {party_size} on {day.isoformat()} (booking {booking.booking_id}); "
                     + ("the deposit is paid." if deposit.paid else "waiting for the deposit to be paid.")
                 )
-                return outcome(status, day, party_size, text, booking_id=booking.booking_id, elicitation_id=eid)
+                extra = {} if ctx.modern else {"elicitation_id": eid}  # 2026-07-28 has no elicitationId
+                return outcome(status, day, party_size, text, booking_id=booking.booking_id, **extra)
             case Declined():
                 self.deposits.pop(eid, None)
                 return declined(day, party_size)

@@ -74,10 +74,16 @@ def action_of(answer: Accepted[Any] | Declined | Cancelled) -> Action:
 class ElicitationUnsupported(Exception):
     """The client cannot be asked this way (capability or revision missing).
 
-    Raised by ``ctx.elicit`` / ``ctx.elicit_url`` before anything is sent.
-    Uncaught in a tool, the call ends with a tool error result carrying this
-    message.
+    Raised by ``ctx.elicit`` / ``ctx.elicit_url`` (and ``ctx.sample``,
+    ``ctx.list_roots``) before anything is sent. Uncaught in a tool, the call
+    ends with a tool error result carrying this message -- or, on the modern
+    revision, with error ``-32021`` listing ``required`` capabilities.
     """
+
+    def __init__(self, message: str, *, required: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        #: The capabilities that would have allowed it (``data.requiredCapabilities``).
+        self.required = required
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import logging
 import secrets
+import time
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar, overload
@@ -20,7 +21,7 @@ from typing import Any, TypeVar, overload
 import anyio
 import msgspec
 
-from minimcp import errors, forms, jsonrpc
+from minimcp import capabilities, errors, forms, jsonrpc, modern
 from minimcp.config import Limits
 from minimcp.elicitation import (
     Accepted,
@@ -32,9 +33,11 @@ from minimcp.elicitation import (
 )
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.modern import Envelope, Parking, Question, Run
 from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
 from minimcp.session import DEFAULT, Session
+from minimcp.state import InvalidState, StateSealer, digest
 from minimcp.tools import (
     RegisteredTool,
     ToolError,
@@ -87,7 +90,7 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.urls import InvalidElicitationUrl, check_elicitation_url
-from minimcp.versions import Feature, negotiate, supports
+from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, Feature, negotiate, supports
 
 __all__ = ["Context", "Server", "ServerConnection", "ToolError", "tool_result"]
 
@@ -108,7 +111,7 @@ def _page(items: list[T], cursor: str | UnsetType, size: int) -> tuple[list[T], 
     """One page of ``items`` after an opaque cursor (our cursors are offsets as text)."""
     start = 0
     if not isinstance(cursor, UnsetType):
-        start = int(cursor) if cursor.isdigit() else -1
+        start = int(cursor) if cursor.isascii() and cursor.isdigit() else -1
         if not 0 <= start <= len(items):
             raise McpError(errors.INVALID_PARAMS, f"invalid cursor {cursor!r}")
     end = start + size
@@ -119,6 +122,9 @@ class _CallToolWire(msgspec.Struct, rename="camel"):
     name: str
     arguments: msgspec.Raw = jsonrpc.NO_PARAMS
     meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    # 2026-07-28 multi round-trip requests
+    input_responses: dict[str, Any] | UnsetType | None = UNSET
+    request_state: str | UnsetType = UNSET
 
 
 
@@ -134,6 +140,9 @@ class Server:
         title: Optional display name.
         instructions: Hint text for the client's model.
         limits: Bounds and timeouts for every connection.
+        state_key: Key (32+ bytes) sealing ``requestState`` on the modern revision;
+            random per process when omitted.
+        state_ttl: Seconds a ``requestState`` stays valid.
     """
 
     def __init__(
@@ -144,10 +153,19 @@ class Server:
         title: str | None = None,
         instructions: str | None = None,
         limits: Limits | None = None,
+        state_key: bytes | None = None,
+        state_ttl: float = 600.0,
     ) -> None:
         self.info = Implementation(name=name, version=version, title=title if title else UNSET)
         self.instructions = instructions
         self.limits = limits or Limits()
+        #: Seals ``requestState`` on the modern revision. Give every worker behind a load
+        #: balancer the same ``state_key`` so a retry can replay anywhere.
+        self.sealer = StateSealer(state_key)
+        self.state_ttl = state_ttl
+        #: Tool calls suspended between rounds of the modern revision.
+        self.parking = Parking(self.limits.max_pending_outbound)
+        self._not_replayable: set[str] = set()
         self._tools: dict[str, RegisteredTool] = {}
         self._tool_list: list[Tool] = []
         self._resources: dict[str, RegisteredResource] = {}
@@ -181,6 +199,7 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         structured: bool | None = None,
+        replayable: bool = True,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -194,6 +213,7 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         structured: bool | None = None,
+        replayable: bool = True,
     ) -> Any:
         """Register an async function as a tool.
 
@@ -203,6 +223,10 @@ class Server:
         A return annotation that is a Struct, dataclass or TypedDict makes the
         tool structured: ``outputSchema`` is declared and results carry
         ``structuredContent`` plus a JSON text copy.
+
+        ``replayable=False``: on the modern revision, never run this tool again
+        from the top to rebuild a call whose suspended state is gone (a
+        restart, another worker); such a retry fails cleanly instead.
         """
 
         def register(f: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -221,6 +245,8 @@ class Server:
                 raise ValueError(f"a tool named {t.definition.name!r} is already registered")
             self._tools[t.definition.name] = t
             self._tool_list.append(t.definition)
+            if not replayable:
+                self._not_replayable.add(t.definition.name)
             return f
 
         return register(fn) if fn is not None else register
@@ -408,14 +434,28 @@ class ServerConnection:
         self.subscriptions: set[str] = set()
         #: The least severe level this client wants log messages for (``logging/setLevel``).
         self.log_level: LoggingLevel = "debug"
+        #: ``"legacy"`` (began with initialize), ``"modern"`` (2026-07-28 envelopes), or ``None`` yet.
+        self.era: str | None = None
 
     # Dispatcher protocol
 
     async def handle_request(self, session: Session, request: Request) -> Any:
         method = request.method
+        era = self.era
+        if era is None and method != "initialize" and modern.has_envelope(request.params):
+            era = self._lock_era("modern")
+        if era == "modern":
+            return await self._modern(request)
+        if era == "legacy" and modern.has_envelope(request.params):
+            raise McpError(
+                errors.INVALID_REQUEST,
+                "this connection began with initialize (handshake era); open a new connection for "
+                "requests of protocol 2026-07-28",
+            )
         if method == "ping":
             return _EMPTY
         if method == "initialize":
+            self._lock_era("legacy")
             return self._initialize(request)
         if self.protocol_version is None:
             raise McpError(
@@ -561,17 +601,23 @@ class ServerConnection:
             if ctx is not None:
                 ctx.finished = True  # no progress after the call ends
 
-    async def _run_tool(self, tool: RegisteredTool, name: str, kwargs: dict[str, Any]) -> CallToolResult:
+    async def _run_tool(
+        self, tool: RegisteredTool, name: str, kwargs: dict[str, Any], *, modern_call: bool = False
+    ) -> CallToolResult:
         try:
             value = await tool.fn(**kwargs)
         except ToolError as exc:
             return error_result(str(exc) or f"tool {name!r} failed")
+        except ElicitationUnsupported as exc:
+            if modern_call and exc.required is not None:
+                raise McpError(modern.MISSING_CAPABILITY, str(exc), {"requiredCapabilities": exc.required}) from None
+            return error_result(str(exc))
         except (
-            forms.FormValidationError, forms.FormDefinitionError, ElicitationUnsupported, InvalidElicitationUrl
+            forms.FormValidationError, forms.FormDefinitionError, InvalidElicitationUrl
         ) as exc:
             return error_result(str(exc))
         except UrlElicitationRequired as exc:
-            if not self.can_elicit_url():
+            if not modern_call and not self.can_elicit_url():
                 for item in exc.elicitations:
                     self._forget_url(item.elicitation_id)
                 return error_result(
@@ -588,15 +634,186 @@ class ServerConnection:
             return error_result(f"tool {name!r} failed with an internal error")
         return to_result(tool, value)
 
+    # the modern revision (2026-07-28)
+
+    def _lock_era(self, era: str) -> str:
+        self.era = era
+        if era == "modern":
+            self.session.protocol_version = LATEST_MODERN
+            self.session.answer_ping = False  # ping does not exist on the modern revision
+        return era
+
+    async def _modern(self, request: Request) -> Any:
+        method = request.method
+        if method == "initialize" and not modern.has_envelope(request.params):
+            raise McpError(
+                modern.UNSUPPORTED_VERSION,
+                "this connection speaks protocol 2026-07-28 (no initialize); open a new connection to use "
+                "the handshake",
+                {"supported": list(MODERN), "requested": _requested_version(request.params)},
+            )
+        envelope = modern.read_envelope(request.params)
+        info = self.server.info
+        if method == "server/discover":
+            server = self.server
+            result: dict[str, Any] = {
+                "supportedVersions": [*MODERN, *reversed(SUPPORTED)],
+                "capabilities": msgspec.to_builtins(_modern_capabilities(server.capabilities())),
+            }
+            if server.instructions:
+                result["instructions"] = server.instructions
+            return modern.complete(result, info, cacheable=True)
+        if method == "tools/call":
+            return await self._call_tool_modern(request, envelope)
+        if method in _MODERN_CACHEABLE:
+            return modern.complete(await _HANDLERS[method](self, request), info, cacheable=True)
+        if method == "resources/read":
+            try:
+                value = await self._read_resource(request)
+            except McpError as exc:
+                if exc.code == -32002:  # resource-not-found is -32602 from 2026-07-28 on
+                    raise McpError(errors.INVALID_PARAMS, exc.message, exc.data) from None
+                raise
+            return modern.complete(value, info, cacheable=True)
+        if method in ("prompts/get", "completion/complete"):
+            return modern.complete(await _HANDLERS[method](self, request), info)
+        raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    async def _call_tool_modern(self, request: Request, envelope: Envelope) -> dict[str, Any]:
+        server = self.server
+        params = jsonrpc.decode_params(request.params, _CallToolWire)
+        tool = server._tools.get(params.name)
+        if tool is None:
+            raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        kwargs: dict[str, Any] = {}
+        arguments: Any = {}
+        if tool.args_type is not None:
+            try:
+                args = msgspec.json.decode(params.arguments or b"{}", type=tool.args_type)
+            except msgspec.ValidationError as exc:
+                return modern.complete(error_result(argument_error(params.name, exc)), server.info)
+            for pname in tool.param_names:
+                kwargs[pname] = getattr(args, pname)
+            arguments = msgspec.json.decode(params.arguments or b"{}")
+        binding = {
+            "m": "tools/call",
+            "t": params.name,
+            "a": digest(arguments),
+            "p": envelope.client_info.name if envelope.client_info else None,
+        }
+        responses = params.input_responses
+        if responses is None or (not isinstance(responses, UnsetType) and not all(
+            isinstance(v, dict) for v in responses.values()
+        )):
+            raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
+        inputs: dict[str, Any] = responses if isinstance(responses, dict) else {}
+        run: Run | None = None
+        if isinstance(params.request_state, str):
+            try:
+                state = server.sealer.open(params.request_state, now=time.time(), binding=binding)
+            except InvalidState as exc:
+                logger.info("refused requestState for %r: %s", params.name, exc.reason)
+                raise McpError(
+                    errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
+                ) from None
+            answer = inputs.get(str(state.get("k")))
+            run = server.parking.take(str(state.get("h")))
+            if run is not None:
+                if answer is None:
+                    # The needed answer is missing: ask the same question again.
+                    return self._input_required(run, binding)
+                run.deliver(answer)
+            else:
+                if params.name in server._not_replayable:
+                    raise McpError(
+                        errors.INVALID_PARAMS,
+                        f"this call of {params.name!r} cannot be resumed here (its state is gone and the tool is "
+                        "not replayable); call the tool again",
+                    )
+                recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
+                if answer is not None and isinstance(state.get("q"), str):
+                    recorded.append([state["q"], answer])
+                run = self._start_run(tool, params, kwargs, envelope, request, recorded)
+        else:
+            run = self._start_run(tool, params, kwargs, envelope, request, [])
+        try:
+            kind, value = await run.next_outcome()
+        except BaseException:
+            run.scope.cancel()  # the client gave up on this round: stop the tool
+            raise
+        if kind == "question":
+            server.parking.park(run)
+            return self._input_required(run, binding)
+        if kind == "error":
+            if isinstance(value, UrlElicitationRequired):
+                return self._url_steps_required(value, binding)
+            raise value
+        return modern.complete(value, server.info)
+
+    def _start_run(
+        self,
+        tool: RegisteredTool,
+        params: _CallToolWire,
+        kwargs: dict[str, Any],
+        envelope: Envelope,
+        request: Request,
+        recorded: list[list[Any]],
+    ) -> Run:
+        run = Run(params.name, recorded)
+        ctx: Context | None = None
+        if tool.context_param is not None:
+            ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta, envelope, run)
+        self.session.spawn(self._drive, run, tool, params.name, kwargs, ctx)
+        return run
+
+    async def _drive(
+        self, run: Run, tool: RegisteredTool, name: str, kwargs: dict[str, Any], ctx: Context | None
+    ) -> None:
+        try:
+            with run.scope:
+                try:
+                    result = await self._run_tool(tool, name, kwargs, modern_call=True)
+                except McpError as exc:
+                    run.finish("error", exc)
+                else:
+                    run.finish("done", result)
+        finally:
+            if ctx is not None:
+                ctx.finished = True
+            self.server.parking.discard(run)
+            if not run.finished:
+                run.finish("error", McpError(errors.INTERNAL_ERROR, f"the call of {name!r} was abandoned"))
+
+    def _input_required(self, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
+        question = run.pending
+        assert question is not None
+        key = run.key
+        state = self.server.sealer.seal(
+            {**binding, "h": run.handle, "k": key, "q": question.digest, "ans": run.answers},
+            now=time.time(),
+            ttl=self.server.state_ttl,
+        )
+        result = {"resultType": "input_required", "inputRequests": {key: question.to_wire()}, "requestState": state}
+        return modern.complete(result, self.server.info)
+
+    def _url_steps_required(self, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:
+        # -32042 does not exist on 2026-07-28: the steps become URL input requests, and the
+        # retry simply runs the tool again (it checks for itself whether the steps are done).
+        requests = {
+            f"url{i + 1}": {"method": "elicitation/create",
+                            "params": {"mode": "url", "message": item.message, "url": item.url}}
+            for i, item in enumerate(exc.elicitations)
+        }
+        state = self.server.sealer.seal({**binding, "h": None, "k": None, "ans": []}, now=time.time(),
+                                        ttl=self.server.state_ttl)
+        result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
+        return modern.complete(result, self.server.info)
+
     # elicitation support used by Context
 
     def can_elicit_form(self) -> bool:
-        version = self.protocol_version
-        caps = self.client_capabilities.elicitation
-        if version is None or not supports(version, Feature.ELICITATION) or isinstance(caps, UnsetType):
-            return False
-        # `elicitation: {}` (and every 2025-06-18 client) means form only.
-        return not caps or "form" in caps or not supports(version, Feature.ELICITATION_URL)
+        """Whether this (handshake-era) client declared form elicitation."""
+        return capabilities.can_elicit_form(self.protocol_version, self.client_capabilities)
 
     def register_url_elicitation(self, elicitation_id: str) -> None:
         """Bind a URL elicitation id to this connection (completion is sent here only)."""
@@ -639,15 +856,28 @@ class ServerConnection:
         return True
 
     def can_elicit_url(self) -> bool:
-        """Whether the client declared URL-mode elicitation (2025-11-25 and later)."""
-        version = self.protocol_version
-        caps = self.client_capabilities.elicitation
-        if version is None or not supports(version, Feature.ELICITATION_URL) or isinstance(caps, UnsetType):
-            return False
-        return "url" in caps
+        """Whether this (handshake-era) client declared URL-mode elicitation."""
+        return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
 
 
 _EMPTY: dict[str, Any] = {}
+
+def _requested_version(params: msgspec.Raw) -> Any:
+    try:
+        return msgspec.json.decode(params or b"{}").get("protocolVersion")
+    except (msgspec.DecodeError, AttributeError):
+        return None
+
+
+def _modern_capabilities(caps: ServerCapabilities) -> ServerCapabilities:
+    # 2026-07-28 removed logging/setLevel and resources/subscribe.
+    resources = caps.resources
+    if isinstance(resources, dict):
+        resources = {k: v for k, v in resources.items() if k != "subscribe"}
+    return msgspec.structs.replace(caps, logging=UNSET, resources=resources)
+
+
+_MODERN_CACHEABLE = frozenset({"tools/list", "resources/list", "resources/templates/list", "prompts/list"})
 
 _HANDLERS: dict[str, Callable[[ServerConnection, Request], Awaitable[Any]]] = {
     "tools/list": ServerConnection._list_tools,
@@ -670,14 +900,32 @@ class Context:
     (progress reported after that is dropped).
     """
 
-    __slots__ = ("_last_progress", "_last_progress_at", "connection", "finished", "meta", "request_id")
+    __slots__ = (
+        "_last_progress",
+        "_last_progress_at",
+        "connection",
+        "envelope",
+        "finished",
+        "meta",
+        "request_id",
+        "run",
+    )
 
     def __init__(
-        self, connection: ServerConnection, request_id: RequestId, meta: dict[str, Any] | UnsetType
+        self,
+        connection: ServerConnection,
+        request_id: RequestId,
+        meta: dict[str, Any] | UnsetType,
+        envelope: Envelope | None = None,
+        run: Run | None = None,
     ) -> None:
         self.connection = connection
         self.request_id = request_id
         self.meta = meta
+        #: The request's own envelope on the modern revision (``None`` on the handshake era).
+        self.envelope = envelope
+        #: The multi round-trip run this call executes in (modern revision only).
+        self.run = run
         self.finished = False
         self._last_progress: float | None = None
         self._last_progress_at = -1e9
@@ -687,14 +935,56 @@ class Context:
         return self.connection.session
 
     @property
+    def modern(self) -> bool:
+        """Whether this call is served by the modern (2026-07-28) rules."""
+        return self.envelope is not None
+
+    @property
     def client_info(self) -> Implementation | None:
+        if self.envelope is not None:
+            return self.envelope.client_info
         return self.connection.client_info
 
     @property
+    def client_capabilities(self) -> ClientCapabilities:
+        """The capabilities that apply to this call (this request's, on the modern revision)."""
+        if self.envelope is not None:
+            return self.envelope.capabilities
+        return self.connection.client_capabilities
+
+    @property
     def protocol_version(self) -> str:
+        if self.envelope is not None:
+            return self.envelope.version
         v = self.connection.protocol_version
         assert v is not None
         return v
+
+    def can_elicit_form(self) -> bool:
+        """Whether the person can be asked a form question on this call."""
+        return capabilities.can_elicit_form(self.protocol_version, self.client_capabilities)
+
+    def can_elicit_url(self) -> bool:
+        """Whether the person can be sent to a URL (URL mode) on this call."""
+        return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
+
+    async def _ask(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
+        """Send one question to the client: a nested request, or an input request (modern)."""
+        if self.run is None:
+            return await self.session.request(
+                method, params, result_type=result_type, timeout=timeout, related=self.request_id
+            )
+        answer = await self.run.ask(Question.create(method, params), timeout, self.connection.server.parking)
+        try:
+            return msgspec.convert(answer, result_type)
+        except msgspec.ValidationError as exc:
+            raise McpError(errors.INVALID_PARAMS, f"invalid input response for {method}: {exc}") from None
+
+    def _unsupported(self, kind: str, what: str) -> ElicitationUnsupported:
+        who = self.client_info.name if self.client_info else "the client"
+        return ElicitationUnsupported(
+            f"{who} cannot {what} on protocol {self.protocol_version}", required=modern.required_capability(kind)
+        )
 
     @property
     def progress_token(self) -> int | str | None:
@@ -741,8 +1031,9 @@ class Context:
 
         Returns whether it was sent.
         """
-        if _LEVEL_RANK[level] < _LEVEL_RANK[self.connection.log_level]:
-            return False
+        wanted = self.envelope.log_level if self.envelope is not None else self.connection.log_level
+        if wanted is None or _LEVEL_RANK[level] < _LEVEL_RANK[wanted]:
+            return False  # on the modern revision, no log level in the request means no logs
         await self.session.notify(
             "notifications/message",
             LoggingMessageParams(level=level, data=data, logger=logger if logger is not None else UNSET),
@@ -765,8 +1056,8 @@ class Context:
             ElicitationUnsupported: the client did not declare ``sampling`` (before sending).
             McpError: the client refused or failed.
         """
-        if isinstance(self.connection.client_capabilities.sampling, UnsetType):
-            raise ElicitationUnsupported("the client did not declare sampling; it cannot be asked for a completion")
+        if not capabilities.can_sample(self.client_capabilities):
+            raise self._unsupported("sampling", "be asked for a model completion (it did not declare sampling)")
         if isinstance(messages, str):
             messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
         params = CreateMessageParams(
@@ -775,10 +1066,7 @@ class Context:
             system_prompt=system_prompt if system_prompt is not None else UNSET,
             temperature=temperature if temperature is not None else UNSET,
         )
-        return await self.session.request(
-            "sampling/createMessage", params, result_type=CreateMessageResult, timeout=timeout,
-            related=self.request_id,
-        )
+        return await self._ask("sampling/createMessage", params, CreateMessageResult, timeout)
 
     async def list_roots(self, *, timeout: float | None = DEFAULT) -> list[Root]:
         """The client's roots (``roots/list``).
@@ -786,11 +1074,9 @@ class Context:
         Raises:
             ElicitationUnsupported: the client did not declare ``roots`` (before sending).
         """
-        if isinstance(self.connection.client_capabilities.roots, UnsetType):
-            raise ElicitationUnsupported("the client did not declare roots")
-        result = await self.session.request(
-            "roots/list", result_type=ListRootsResult, timeout=timeout, related=self.request_id
-        )
+        if not capabilities.can_list_roots(self.client_capabilities):
+            raise self._unsupported("roots", "list its roots (it did not declare roots)")
+        result = await self._ask("roots/list", msgspec.UNSET, ListRootsResult, timeout)
         return result.roots
 
     @overload
@@ -844,11 +1130,9 @@ class Context:
         """
         compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)
         conn = self.connection
-        if not conn.can_elicit_form():
-            who = conn.client_info.name if conn.client_info else "the client"
-            raise ElicitationUnsupported(
-                f"{who} cannot answer questions (it did not declare form elicitation"
-                f" on protocol {conn.protocol_version}); cannot ask: {message}"
+        if not self.can_elicit_form():
+            raise self._unsupported(
+                "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
             )
         version = self.protocol_version
         schema = compiled.schema_for(version)
@@ -860,9 +1144,7 @@ class Context:
         if timeout is DEFAULT:
             timeout = conn.server.limits.elicitation_timeout
         try:
-            result = await self.session.request(
-                "elicitation/create", params, result_type=ElicitResult, timeout=timeout, related=self.request_id
-            )
+            result = await self._ask("elicitation/create", params, ElicitResult, timeout)
         except errors.RequestTimeout:
             return Cancelled("timeout")
         if result.action == "accept":
@@ -882,16 +1164,14 @@ class Context:
         self._require_url_mode(message)
         check_elicitation_url(url)
         eid = elicitation_id or secrets.token_urlsafe(18)
-        self.connection.register_url_elicitation(eid)
+        if not self.modern:
+            self.connection.register_url_elicitation(eid)
         return UrlElicitation(message, url, eid)
 
     def _require_url_mode(self, message: str) -> None:
-        conn = self.connection
-        if not conn.can_elicit_url():
-            who = conn.client_info.name if conn.client_info else "the client"
-            raise ElicitationUnsupported(
-                f"{who} cannot open links (it did not declare URL-mode elicitation"
-                f" on protocol {conn.protocol_version}); cannot ask: {message}"
+        if not self.can_elicit_url():
+            raise self._unsupported(
+                "url", f"open links (it did not declare URL-mode elicitation); cannot ask: {message}"
             )
 
     async def elicit_url(
@@ -918,10 +1198,19 @@ class Context:
         check_elicitation_url(url)
         eid = elicitation_id or secrets.token_urlsafe(18)
         conn = self.connection
-        conn.register_url_elicitation(eid)
-        params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
         if timeout is DEFAULT:
             timeout = conn.server.limits.elicitation_timeout
+        if self.modern:
+            # 2026-07-28: no elicitationId on the wire and no completion notice; the id
+            # stays the application's own handle for the step.
+            answer = await self._ask(
+                "elicitation/create", ElicitRequestParams(message=message, mode="url", url=url), ElicitResult, timeout
+            )
+            if answer.action == "accept":
+                return Accepted(eid)
+            return Declined() if answer.action == "decline" else Cancelled("user")
+        conn.register_url_elicitation(eid)
+        params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
         try:
             result = await self.session.request(
                 "elicitation/create", params, result_type=ElicitResult, timeout=timeout, related=self.request_id

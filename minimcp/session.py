@@ -35,7 +35,7 @@ import heapq
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar, overload
 
 import anyio
@@ -155,6 +155,8 @@ class Session:
         self._timer_wake = anyio.Event()
         self._human_waits = 0
         self._initialize_id: RequestId | None = None
+        #: Answer ``ping`` in the read loop (the modern revision has no ping: then it is dispatched).
+        self.answer_ping = True
         self._progress: dict[int | str, tuple[RequestId, _Pending, ProgressWatch]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
@@ -205,6 +207,16 @@ class Session:
                 except Exception:  # pragma: no cover - a transport failing to close is only logged
                     logger.debug("%s: transport close failed", self.name, exc_info=True)
             self._finished.set()
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in the session's task group (cancelled when the session ends).
+
+        Raises:
+            ConnectionClosed: the session is not running.
+        """
+        if self._tg is None or self._closed:
+            raise ConnectionClosed()
+        self._tg.start_soon(fn, *args)
 
     def close(self) -> None:
         """End the session: pending requests fail with ConnectionClosed, handlers are cancelled."""
@@ -484,7 +496,7 @@ class Session:
             self._resolve(message.id, message, None)
         elif type(message) is Request:
             self.stats.requests_received += 1
-            if message.method == "ping":
+            if message.method == "ping" and self.answer_ping:
                 # Answered by the read loop itself: no task, allowed at any time (spec).
                 with contextlib.suppress(ConnectionClosed):
                     await self.send_raw(jsonrpc.encode_result(message.id, _EMPTY), related=message.id)

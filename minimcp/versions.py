@@ -11,8 +11,11 @@ import enum
 
 __all__ = [
     "LATEST",
+    "LATEST_MODERN",
+    "MODERN",
     "SUPPORTED",
     "Feature",
+    "is_modern",
     "is_supported",
     "negotiate",
     "supports",
@@ -22,6 +25,11 @@ __all__ = [
 SUPPORTED: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 #: The revision offered by our client and answered by our server when the peer's is unknown.
 LATEST: str = SUPPORTED[-1]
+#: Revisions without a handshake: every request carries its version and capabilities in
+#: ``_meta``, and questions to the person travel as ``input_required`` results (multi
+#: round-trip requests) instead of nested server-to-client requests.
+MODERN: tuple[str, ...] = ("2026-07-28",)
+LATEST_MODERN: str = MODERN[-1]
 
 
 class Feature(enum.Enum):
@@ -45,6 +53,8 @@ class Feature(enum.Enum):
     ERROR_WITHOUT_ID = "error_without_id"
     #: ``MCP-Protocol-Version`` HTTP header is sent after the handshake.
     PROTOCOL_VERSION_HEADER = "protocol_version_header"
+    #: Streamable HTTP SSE priming event (an ``id`` with empty data) and ``retry`` (SEP-1699).
+    SSE_PRIMING = "sse_priming"
 
 
 # Revision each feature first appeared in (and, for batches, the last one that had it).
@@ -57,6 +67,7 @@ _SINCE: dict[Feature, str] = {
     Feature.AUDIO_CONTENT: "2025-03-26",
     Feature.ERROR_WITHOUT_ID: "2025-11-25",
     Feature.PROTOCOL_VERSION_HEADER: "2025-06-18",
+    Feature.SSE_PRIMING: "2025-11-25",
 }
 _ONLY: dict[Feature, frozenset[str]] = {
     Feature.BATCHES: frozenset({"2025-03-26"}),
@@ -64,8 +75,13 @@ _ONLY: dict[Feature, frozenset[str]] = {
 
 
 def is_supported(version: str) -> bool:
-    """Whether ``version`` is a revision this implementation speaks."""
+    """Whether ``version`` is a handshake-era revision this implementation speaks."""
     return version in SUPPORTED
+
+
+def is_modern(version: str) -> bool:
+    """Whether ``version`` is a modern (no handshake, multi round-trip) revision we speak."""
+    return version in MODERN
 
 
 def negotiate(requested: str) -> str:

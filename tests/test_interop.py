@@ -102,14 +102,12 @@ async def test_official_client_legacy_against_hello_server() -> None:
             assert "name" in texts(result)
 
 
-async def test_official_client_auto_mode_falls_back_to_initialize() -> None:
-    # mode="auto" first probes server/discover (2026-07-28); our server answers it with a
-    # JSON-RPC error (it is not initialized yet), so the client falls back to initialize.
+async def test_official_client_auto_mode_picks_the_modern_revision() -> None:
+    # mode="auto" first probes server/discover (2026-07-28); our server is dual-era and answers
+    # it, so the client stays on the modern revision (no handshake).
     with anyio.fail_after(TIMEOUT):
         async with official_client(HELLO_SERVER, mode="auto") as client:
-            assert client.protocol_version == "2025-11-25"
-            assert client.server_info is not None
-            assert client.server_info.name == "hello"
+            assert client.protocol_version == "2026-07-28"
 
             listed = await client.list_tools()
             assert {tool.name for tool in listed.tools} == {"greet", "add"}
@@ -269,3 +267,35 @@ async def test_our_client_answers_official_elicitation_cancel() -> None:
             result = await client.call_tool("ask_name", {})
     assert not result.is_error
     assert result.text == "cancelled"
+
+
+# --- the official client in its default mode: revision 2026-07-28 (multi round-trip) ------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28"])
+async def test_official_client_default_mode_books_through_input_required(mode: str) -> None:
+    """The same ``await ctx.elicit`` answers the modern client with ``input_required`` rounds."""
+    answers = Recorder(
+        mcp_types.ElicitResult(action="accept", content={"accept_alternative": True, "date": "2025-12-27"}),
+        mcp_types.ElicitResult(action="accept", content={"accept_alternative": True}),
+    )
+    with anyio.fail_after(TIMEOUT):
+        async with official_client(BOOKING_SERVER, mode=mode, elicitation_callback=answers) as client:
+            assert client.protocol_version == "2026-07-28"
+            result = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
+    assert len(answers.questions) == 2  # 12-25 full -> 12-27 full too -> default 12-28
+    check_date_question(answers.questions[0], day="2025-12-25", party_size=2, default="2025-12-26")
+    check_date_question(answers.questions[1], day="2025-12-27", party_size=2, default="2025-12-28")
+    assert not result.is_error, texts(result)
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "booked"
+    assert result.structured_content["date"] == "2025-12-28"
+
+
+async def test_official_client_default_mode_decline_reaches_the_tool() -> None:
+    answers = Recorder(mcp_types.ElicitResult(action="decline"))
+    with anyio.fail_after(TIMEOUT):
+        async with official_client(BOOKING_SERVER, mode="auto", elicitation_callback=answers) as client:
+            result = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "declined"

@@ -1,0 +1,281 @@
+"""Revision 2026-07-28 on the server: per-request envelopes, and one ``ctx.elicit`` for both eras.
+
+On the modern revision there is no handshake: every request carries its
+protocol version, the client's capabilities and (usually) its identity in
+``params._meta``, and a server may not send the client requests of its own.
+A question to the person becomes an ``input_required`` result; the client
+answers by calling again with ``inputResponses`` and the ``requestState`` we
+gave it.
+
+minimcp keeps the tool author's ``await ctx.elicit(...)`` unchanged, anywhere
+in a tool body. The tool runs in a task of its own (a :class:`Run`); when it
+asks, the request being served answers ``input_required`` and the run stays
+suspended -- *parked* under a handle sealed into ``requestState``. The retry
+finds the handle and delivers the answer: the same coroutine goes on, exactly
+as on the handshake era.
+
+When the handle is not here (the process restarted, the retry reached another
+worker, the park expired), the tool is *replayed*: it runs again from the top
+and each ``ctx.elicit`` returns the answer recorded in the sealed state, in
+order, until the first unanswered question. So code that runs before a
+question may run more than once; a tool that must not be replayed is
+registered with ``replayable=False`` and its retries then fail cleanly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import secrets
+from collections import OrderedDict
+from typing import Any
+
+import anyio
+import msgspec
+
+from minimcp import errors
+from minimcp.errors import McpError
+from minimcp.state import digest
+from minimcp.types import ClientCapabilities, Implementation, LoggingLevel, UnsetType
+from minimcp.versions import MODERN, is_modern
+
+__all__ = [
+    "META_CAPABILITIES",
+    "META_CLIENT_INFO",
+    "META_LOG_LEVEL",
+    "META_SERVER_INFO",
+    "META_VERSION",
+    "Envelope",
+    "Parking",
+    "Question",
+    "Run",
+    "complete",
+    "has_envelope",
+    "read_envelope",
+]
+
+logger = logging.getLogger("minimcp.modern")
+
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+MISSING_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
+
+_MARKER = re.compile(re.escape(META_VERSION.encode()))
+_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+
+
+class _MetaOnly(msgspec.Struct):
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+def has_envelope(params: msgspec.Raw) -> bool:
+    """Whether a request's params carry the modern ``_meta`` version key (cheap pre-check first)."""
+    if not params or _MARKER.search(params) is None:  # scans the buffer without copying it
+        return False
+    try:
+        meta = msgspec.json.decode(params, type=_MetaOnly).meta
+    except msgspec.DecodeError:
+        return False
+    return isinstance(meta, dict) and META_VERSION in meta
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Envelope:
+    """What one modern request says about its client."""
+
+    version: str
+    capabilities: ClientCapabilities
+    client_info: Implementation | None
+    log_level: LoggingLevel | None
+
+
+def read_envelope(params: msgspec.Raw) -> Envelope:
+    """Read and check a modern request's ``_meta``.
+
+    Raises:
+        McpError: ``-32602`` naming a missing or malformed key; ``-32022`` with
+            ``supported`` / ``requested`` for a revision we do not serve.
+    """
+    try:
+        meta = msgspec.json.decode(params or b"{}", type=_MetaOnly).meta
+    except msgspec.DecodeError:
+        meta = None
+    if not isinstance(meta, dict):
+        raise McpError(errors.INVALID_PARAMS, "params._meta is required on this protocol revision")
+    for key in (META_VERSION, META_CAPABILITIES):
+        if key not in meta:
+            raise McpError(errors.INVALID_PARAMS, f"params._meta is missing {key!r}")
+    version = meta[META_VERSION]
+    if not isinstance(version, str) or not is_modern(version):
+        raise McpError(
+            UNSUPPORTED_VERSION,
+            f"unsupported protocol version {version!r}",
+            {"supported": list(MODERN), "requested": version},
+        )
+    try:
+        caps = msgspec.convert(meta[META_CAPABILITIES], ClientCapabilities)
+        info_raw = meta.get(META_CLIENT_INFO)
+        info = msgspec.convert(info_raw, Implementation) if info_raw is not None else None
+    except msgspec.ValidationError as exc:
+        raise McpError(errors.INVALID_PARAMS, f"invalid params._meta: {exc}") from None
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in _LEVELS:
+        raise McpError(errors.INVALID_PARAMS, f"unknown log level {level!r}")
+    return Envelope(version, caps, info, level)
+
+
+def complete(result: Any, server_info: Implementation, *, cacheable: bool = False) -> dict[str, Any]:
+    """A result in its modern shape: ``resultType``, ``serverInfo`` in ``_meta``, cache hints."""
+    data: dict[str, Any] = msgspec.to_builtins(result)
+    data.setdefault("resultType", "complete")
+    meta = data.get("_meta")
+    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: msgspec.to_builtins(server_info)}
+    if cacheable:
+        data.setdefault("ttlMs", 0)
+        data.setdefault("cacheScope", "private")
+    return data
+
+
+# --- runs: a tool executing across rounds ----------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Question:
+    """One input request: what the tool asked, ready for the wire."""
+
+    method: str
+    params: dict[str, Any]
+    digest: str
+
+    @classmethod
+    def create(cls, method: str, params: Any) -> Question:
+        wire: dict[str, Any] = msgspec.to_builtins(params)
+        return cls(method, wire, digest({"m": method, "p": wire}))
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"method": self.method, "params": self.params}
+
+
+class Run:
+    """One tool execution that may span several requests (park) or be rebuilt (replay).
+
+    ``recorded`` are ``[digest, answer]`` pairs from the sealed state; they are
+    handed back in order while the tool asks the same questions again.
+    """
+
+    def __init__(self, tool: str, recorded: list[list[Any]]) -> None:
+        self.tool = tool
+        self.handle = secrets.token_urlsafe(12)
+        self.answers: list[list[Any]] = [list(pair) for pair in recorded]
+        self._replay = 0
+        self.pending: Question | None = None
+        self.scope = anyio.CancelScope()
+        self._event = anyio.Event()
+        self._outcome: tuple[str, Any] | None = None
+        self._answer_event: anyio.Event | None = None
+        self._answer: dict[str, Any] | None = None
+        self.finished = False
+
+    @property
+    def key(self) -> str:
+        """The ``inputRequests`` key of the pending question (its ordinal)."""
+        return f"q{len(self.answers) + 1}"
+
+    # tool side
+
+    async def ask(self, question: Question, ttl: float | None, parking: Parking) -> dict[str, Any]:
+        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one."""
+        if self._replay < len(self.answers):
+            recorded_digest, answer = self.answers[self._replay]
+            if recorded_digest == question.digest:
+                self._replay += 1
+                return dict(answer)
+            # The tool asked something else this time: later answers no longer apply.
+            del self.answers[self._replay :]
+        self.pending = question
+        self._answer_event = event = anyio.Event()
+        self._emit(("question", question))
+        with anyio.move_on_after(ttl):
+            await event.wait()
+        if not event.is_set():
+            # Nobody came back in time: the call is abandoned.
+            parking.discard(self)
+            self.scope.cancel()
+            await anyio.lowlevel.checkpoint()
+        answer = self._answer
+        assert answer is not None
+        self._answer = None
+        self.pending = None
+        self.answers.append([question.digest, answer])
+        self._replay = len(self.answers)
+        return answer
+
+    def finish(self, kind: str, value: Any) -> None:
+        self.finished = True
+        self._emit((kind, value))
+
+    def _emit(self, outcome: tuple[str, Any]) -> None:
+        self._outcome = outcome
+        self._event.set()
+
+    # request side
+
+    def deliver(self, answer: dict[str, Any]) -> None:
+        """The retry brought the answer to the pending question."""
+        event = self._answer_event
+        if event is None or event.is_set():  # pragma: no cover - a parked run always waits
+            return
+        self._answer = answer
+        event.set()
+
+    async def next_outcome(self) -> tuple[str, Any]:
+        """Wait until the tool asks its next question or ends."""
+        await self._event.wait()
+        outcome = self._outcome
+        assert outcome is not None
+        self._event = anyio.Event()
+        return outcome
+
+
+class Parking:
+    """Suspended runs by handle, bounded: the oldest are dropped (their retries replay)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._runs: OrderedDict[str, Run] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def park(self, run: Run) -> None:
+        self._runs[run.handle] = run
+        while len(self._runs) > self.limit:
+            _, oldest = self._runs.popitem(last=False)
+            logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
+            oldest.scope.cancel()
+
+    def take(self, handle: str) -> Run | None:
+        return self._runs.pop(handle, None)
+
+    def discard(self, run: Run) -> None:
+        if self._runs.get(run.handle) is run:
+            del self._runs[run.handle]
+
+
+def required_capability(kind: str) -> dict[str, Any]:
+    """``data.requiredCapabilities`` for -32021."""
+    if kind == "url":
+        return {"elicitation": {"url": {}}}
+    if kind == "form":
+        return {"elicitation": {"form": {}}}
+    return {kind: {}}
+
+
+def meta_dict(meta: dict[str, Any] | UnsetType) -> dict[str, Any]:
+    return meta if isinstance(meta, dict) else {}

@@ -1,0 +1,97 @@
+"""Sealed ``requestState`` for multi round-trip requests (revision 2026-07-28), sans-I/O.
+
+The client must echo ``requestState`` byte for byte, and the server must treat
+it as attacker-controlled. We seal it with HMAC-SHA256 under a server key and
+bind it to what it belongs to: the method, the tool (or prompt / resource)
+name, a digest of the arguments, and the client identity where one is known,
+with an expiry. Anything that does not verify -- tampered, expired, replayed
+onto another call, sealed by another key -- is refused with one frozen message
+(the real reason goes to the log only), never a crash and never a silent
+re-ask.
+
+The payload is signed, not encrypted: it holds the answers the person already
+gave to this same client, so the client learns nothing new from it. Do not
+put server secrets in it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from typing import Any
+
+import msgspec
+
+__all__ = ["InvalidState", "StateSealer", "digest"]
+
+_encoder = msgspec.json.Encoder(order="sorted")
+
+
+class InvalidState(Exception):
+    """A ``requestState`` that cannot be trusted; ``reason`` is for the log only."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def digest(value: Any) -> str:
+    """A short stable digest of a JSON-like value (sorted keys, compact)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(_encoder.encode(value)).digest()[:12]).decode().rstrip("=")
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class StateSealer:
+    """Seal and open ``requestState`` tokens with one key (rotation: older keys still open)."""
+
+    def __init__(self, key: bytes | None = None, *, old_keys: tuple[bytes, ...] = (), max_bytes: int = 256 * 1024):
+        if key is not None and len(key) < 32:
+            raise ValueError("a requestState key needs at least 32 bytes")
+        self.key = key if key is not None else secrets.token_bytes(32)
+        self.keys = (self.key, *old_keys)
+        self.max_bytes = max_bytes
+
+    def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
+        body = _encoder.encode({**payload, "exp": int(now + ttl)})
+        mac = hmac.new(self.key, body, hashlib.sha256).digest()
+        return "v1." + _b64(body) + "." + _b64(mac)
+
+    def open(self, token: str, *, now: float, binding: dict[str, Any]) -> dict[str, Any]:
+        """The payload of ``token`` if it verifies and matches ``binding``.
+
+        Raises:
+            InvalidState: with the reason (for the log, not for the wire).
+        """
+        if len(token) > self.max_bytes:
+            raise InvalidState("too large")
+        try:
+            version, body_text, mac_text = token.split(".")
+            body, mac = _unb64(body_text), _unb64(mac_text)
+        except ValueError:
+            raise InvalidState("malformed") from None
+        if version != "v1":
+            raise InvalidState("unknown version")
+        if not any(hmac.compare_digest(hmac.new(k, body, hashlib.sha256).digest(), mac) for k in self.keys):
+            raise InvalidState("bad signature")
+        try:
+            payload = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            raise InvalidState("undecodable") from None
+        if not isinstance(payload, dict):
+            raise InvalidState("not an object")
+        exp = payload.get("exp")
+        if not isinstance(exp, int) or exp < now:
+            raise InvalidState("expired")
+        for name, value in binding.items():
+            if payload.get(name) != value:
+                raise InvalidState(f"bound to another {name}")
+        return payload
