@@ -21,6 +21,12 @@ PURE_MODULES = [
     "forms.py",
     "config.py",
     "elicitation.py",
+    "capabilities.py",
+    "state.py",
+    "urls.py",
+    "tools.py",
+    "resources.py",
+    "prompts.py",
 ]
 #: Event loops, sockets, clocks, threads and processes.
 FORBIDDEN = {"anyio", "trio", "asyncio", "socket", "time", "threading", "subprocess"}
@@ -116,6 +122,7 @@ FEATURE_TABLE: dict[Feature, tuple[bool, bool, bool, bool]] = {
     Feature.ELICITATION_DEFAULTS: (False, False, False, True),
     Feature.ELICITATION_ENUMS: (False, False, False, True),
     Feature.ERROR_WITHOUT_ID: (False, False, False, True),
+    Feature.SSE_PRIMING: (False, False, False, True),
 }
 
 
