@@ -21,12 +21,12 @@ import dataclasses
 import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import anyio
 import msgspec
 
-from minimcp import errors, forms, jsonrpc
+from minimcp import errors, forms, jsonrpc, modern
 from minimcp.config import Limits
 from minimcp.elicitation import Accepted, Cancelled, Declined, UrlElicitationRequired, action_of
 from minimcp.errors import McpError, UnsupportedVersion
@@ -74,7 +74,7 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.urls import UrlInfo, inspect_url
-from minimcp.versions import LATEST, SUPPORTED, is_supported
+from minimcp.versions import LATEST, LATEST_MODERN, SUPPORTED, is_modern, is_supported
 
 __all__ = [
     "Client",
@@ -87,6 +87,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("minimcp.client")
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -104,6 +105,24 @@ class ElicitationRequest:
     form: forms.Form[dict[str, Any]]
     server_name: str
     protocol_version: str
+
+
+class _InputRequest(msgspec.Struct):
+    method: str
+    params: dict[str, Any] = {}
+
+
+class _ResultKind(msgspec.Struct, rename="camel"):
+    result_type: str = "complete"  # absent means complete (older servers)
+    input_requests: dict[str, _InputRequest] | None = None
+    request_state: str | UnsetType = UNSET
+
+
+def _decode_result(raw: msgspec.Raw, result_type: type[T], method: str) -> T:
+    try:
+        return msgspec.json.decode(raw, type=result_type)
+    except msgspec.ValidationError as exc:
+        raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
 
 
 ElicitationHandler = Callable[[ElicitationRequest], Awaitable["Accepted[dict[str, Any]] | Declined | Cancelled"]]
@@ -165,7 +184,13 @@ class Client:
             ``(method, params)`` (list changes, resource updates, ...).
         fill_defaults: Fill fields the handler left out from the schema's
             defaults before validating and sending.
-        protocol_version: The revision to offer (default: the latest).
+        protocol_version: The handshake revision to offer (default: the latest).
+        era: ``"legacy"``: the ``initialize`` handshake (every deployed server speaks
+            it); ``"modern"``: revision 2026-07-28, no handshake, questions come back
+            as ``input_required`` results answered by the same handlers; ``"auto"``:
+            probe with ``server/discover`` and fall back to the handshake.
+        probe_timeout: Seconds the ``auto`` probe waits for an answer.
+        max_rounds: Most ``input_required`` rounds one call may take (modern).
         limits: Bounds and timeouts.
     """
 
@@ -184,6 +209,9 @@ class Client:
         on_notification: Callable[[str, Any], None] | None = None,
         fill_defaults: bool = True,
         protocol_version: str = LATEST,
+        era: Literal["legacy", "modern", "auto"] = "legacy",
+        probe_timeout: float = 5.0,
+        max_rounds: int = 10,
         limits: Limits | None = None,
     ) -> None:
         self.info = Implementation(name=name, version=version)
@@ -199,6 +227,12 @@ class Client:
         self._url_waits: collections.OrderedDict[str, anyio.Event] = collections.OrderedDict()
         self.fill_defaults = fill_defaults
         self.requested_version = protocol_version
+        self.requested_era = era
+        #: The era in use once connected: ``"legacy"`` or ``"modern"``.
+        self.era: str | None = None
+        self.probe_timeout = probe_timeout
+        self.max_rounds = max_rounds
+        self._log_level: LoggingLevel | None = None
         self.limits = limits or Limits()
         self.session = Session(transport, self, limits=self.limits, name=f"client {name}")
         self.server_info: Implementation | None = None
@@ -228,7 +262,7 @@ class Client:
         await tg.start(self.session.run)
         stack.callback(self.session.close)
         try:
-            await self.initialize()
+            await self._connect()
         except BaseException:
             # Leave the task group cleanly, then raise the handshake error itself
             # (not wrapped in an exception group).
@@ -246,6 +280,129 @@ class Client:
         if stack is not None:
             await stack.aclose()
 
+    async def _connect(self) -> None:
+        era = self.requested_era
+        if era == "legacy":
+            await self.initialize()
+            return
+        if era == "modern":
+            self._use_modern(LATEST_MODERN)
+            return
+        # auto: probe; a discover result naming a modern revision means modern, anything else
+        # (an error, silence) means the handshake -- never keyed on one error code.
+        self._use_modern(LATEST_MODERN)
+        try:
+            with anyio.fail_after(self.probe_timeout):
+                found = await self.discover(timeout=None)
+        except (McpError, TimeoutError) as exc:
+            if isinstance(exc, McpError) and exc.code == modern.UNSUPPORTED_VERSION:
+                offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
+                if isinstance(offered, list) and any(is_modern(v) for v in offered if isinstance(v, str)):
+                    raise  # a modern server that speaks none of our modern revisions
+            logger.debug("server/discover probe failed (%s): using the handshake", exc)
+            found = None
+        if found is not None and any(is_modern(v) for v in found.get("supportedVersions", []) if isinstance(v, str)):
+            return
+        self.era = None
+        self.protocol_version = None
+        self.session.protocol_version = None
+        await self.initialize()
+
+    def _use_modern(self, version: str) -> None:
+        self.era = "modern"
+        self.protocol_version = version
+        self.session.protocol_version = version
+        self.session.answer_ping = False
+
+    def _envelope(self, extra: dict[str, Any] | UnsetType | None = None) -> dict[str, Any] | UnsetType:
+        """``params._meta`` for a request: the modern envelope plus ``extra``."""
+        if self.era != "modern":
+            return extra if extra else UNSET
+        meta: dict[str, Any] = {
+            modern.META_VERSION: self.protocol_version,
+            modern.META_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
+            modern.META_CLIENT_INFO: msgspec.to_builtins(self.info),
+        }
+        if self._log_level is not None:
+            meta[modern.META_LOG_LEVEL] = self._log_level
+        if isinstance(extra, dict):
+            meta.update(extra)
+        return meta
+
+    async def discover(self, *, timeout: float | None = DEFAULT) -> dict[str, Any]:
+        """``server/discover`` (revision 2026-07-28): supported versions, capabilities, server info."""
+        raw = await self.session.request("server/discover", {"_meta": self._envelope()}, timeout=timeout)
+        found: dict[str, Any] = msgspec.json.decode(raw)
+        info = (found.get("_meta") or {}).get(modern.META_SERVER_INFO)
+        if isinstance(info, dict):
+            self.server_info = msgspec.convert(info, Implementation)
+        caps = found.get("capabilities")
+        if isinstance(caps, dict):
+            self.server_capabilities = msgspec.convert(caps, ServerCapabilities)
+        if isinstance(found.get("instructions"), str):
+            self.instructions = found["instructions"]
+        return found
+
+    async def _request(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
+        """One request with the envelope applied (modern) and the result checked."""
+        if self.era == "modern":
+            params = msgspec.structs.replace(params, meta=self._envelope(params.meta))
+            raw = await self.session.request(method, params, timeout=timeout)
+            kind = msgspec.json.decode(raw, type=_ResultKind).result_type
+            if kind != "complete":
+                raise McpError(errors.INVALID_REQUEST, f"{method} answered with resultType {kind!r}")
+            return _decode_result(raw, result_type, method)
+        return await self.session.request(method, params, result_type=result_type, timeout=timeout)
+
+    async def _rounds(
+        self, method: str, params: Any, result_type: type[T], timeout: float | None, progress: ProgressWatch | None
+    ) -> T:
+        """A request that may answer ``input_required``: answer the questions and retry (2026-07-28).
+
+        Each retry is a new request (new id) with the same params, ``inputResponses``
+        keyed exactly as asked, and ``requestState`` echoed byte for byte.
+        """
+        if self.era != "modern":
+            return await self.session.request(
+                method, params, result_type=result_type, timeout=timeout, progress=progress
+            )
+        base = msgspec.structs.replace(params, meta=self._envelope(params.meta))
+        current = base
+        pause = 0.05
+        for _ in range(self.max_rounds):
+            raw = await self.session.request(method, current, timeout=timeout, progress=progress)
+            head = msgspec.json.decode(raw, type=_ResultKind)
+            if head.result_type == "complete":
+                return _decode_result(raw, result_type, method)
+            if head.result_type != "input_required":
+                raise McpError(
+                    errors.INVALID_REQUEST, f"{method} answered with unknown resultType {head.result_type!r}"
+                )
+            if not head.input_requests and isinstance(head.request_state, UnsetType):
+                raise McpError(errors.INVALID_REQUEST, f"{method} answered input_required with nothing to answer")
+            responses: dict[str, Any] | UnsetType = UNSET
+            if head.input_requests:
+                responses = {}
+                for key, item in head.input_requests.items():
+                    responses[key] = msgspec.to_builtins(await self._answer_input(item))
+            else:
+                await anyio.sleep(pause)  # state only: the server asks us to come back
+                pause = min(pause * 2, 0.25)
+            current = msgspec.structs.replace(base, input_responses=responses, request_state=head.request_state)
+        raise McpError(errors.INTERNAL_ERROR, f"{method} still needed input after {self.max_rounds} rounds; giving up")
+
+    async def _answer_input(self, item: _InputRequest) -> Any:
+        if item.method == "elicitation/create":
+            params = msgspec.convert(item.params, ElicitRequestParams)
+            return await self._answer_elicitation(params)
+        if item.method == "sampling/createMessage" and self.sampling_handler is not None:
+            return await self.sampling_handler(msgspec.convert(item.params, CreateMessageParams))
+        if item.method == "roots/list" and self.roots is not None:
+            return ListRootsResult(roots=list(self.roots))
+        raise McpError(
+            errors.INVALID_PARAMS, f"the server asked for {item.method!r}, which this client did not declare"
+        )
+
     async def initialize(self) -> InitializeResult:
         """The handshake (done by ``async with``)."""
         params = InitializeParams(
@@ -257,6 +414,7 @@ class Client:
         if not is_supported(result.protocol_version):
             self.session.close()
             raise UnsupportedVersion(result.protocol_version, SUPPORTED)
+        self.era = "legacy"
         self.protocol_version = result.protocol_version
         self.session.protocol_version = result.protocol_version
         self.server_info = result.server_info
@@ -268,7 +426,7 @@ class Client:
     # --- calls -------------------------------------------------------------------------------
 
     async def ping(self, *, timeout: float | None = DEFAULT) -> None:
-        """Round trip to the server."""
+        """Round trip to the server (handshake era; revision 2026-07-28 has no ping)."""
         await self.session.request("ping", timeout=timeout)
 
     async def list_tools(self, *, timeout: float | None = DEFAULT) -> list[Tool]:
@@ -305,9 +463,7 @@ class Client:
             meta=meta if meta is not None else UNSET,
         )
         try:
-            return await self.session.request(
-                "tools/call", params, result_type=CallToolResult, timeout=timeout, progress=watch
-            )
+            return await self._rounds("tools/call", params, CallToolResult, timeout, watch)
         except McpError as exc:
             if exc.code == errors.URL_ELICITATION_REQUIRED and not isinstance(exc, UrlElicitationRequired):
                 raise UrlElicitationRequired.from_error(exc) from None
@@ -351,9 +507,7 @@ class Client:
         items: list[Any] = []
         cursor: str | UnsetType = UNSET
         for _ in range(10_000):
-            page = await self.session.request(
-                method, PaginatedParams(cursor=cursor), result_type=result_type, timeout=timeout
-            )
+            page = await self._request(method, PaginatedParams(cursor=cursor), result_type, timeout)
             items.extend(getattr(page, key))
             if isinstance(page.next_cursor, UnsetType) or not page.next_cursor:
                 return items
@@ -372,9 +526,7 @@ class Client:
 
     async def read_resource(self, uri: str, *, timeout: float | None = DEFAULT) -> list[ResourceContents]:
         """The contents of a resource (text in ``.text``, binary base64 in ``.blob``)."""
-        result = await self.session.request(
-            "resources/read", ResourceParams(uri=uri), result_type=ReadResourceResult, timeout=timeout
-        )
+        result = await self._rounds("resources/read", ResourceParams(uri=uri), ReadResourceResult, timeout, None)
         return result.contents
 
     async def subscribe(self, uri: str, *, timeout: float | None = DEFAULT) -> None:
@@ -393,7 +545,7 @@ class Client:
     ) -> GetPromptResult:
         """A prompt filled in with ``arguments``."""
         params = GetPromptParams(name=name, arguments=arguments if arguments is not None else UNSET)
-        return await self.session.request("prompts/get", params, result_type=GetPromptResult, timeout=timeout)
+        return await self._rounds("prompts/get", params, GetPromptResult, timeout, None)
 
     async def complete(
         self,
@@ -410,11 +562,17 @@ class Client:
             argument=CompletionArgument(name=argument, value=value),
             context={"arguments": context} if context else UNSET,
         )
-        result = await self.session.request("completion/complete", params, result_type=CompleteResult, timeout=timeout)
+        result = await self._request("completion/complete", params, CompleteResult, timeout)
         return result.completion
 
     async def set_logging_level(self, level: LoggingLevel, *, timeout: float | None = DEFAULT) -> None:
-        """Ask the server to send log messages of ``level`` and above."""
+        """Ask the server to send log messages of ``level`` and above.
+
+        On revision 2026-07-28 the level travels in each request's ``_meta`` instead.
+        """
+        if self.era == "modern":
+            self._log_level = level
+            return
         await self.session.request("logging/setLevel", SetLevelParams(level=level), timeout=timeout)
 
     async def set_roots(self, roots: list[Root]) -> None:
@@ -527,10 +685,12 @@ class Client:
         return ElicitResult(action=action_of(answer))
 
     async def _elicit(self, request: Request) -> ElicitResult:
-        handler = self.elicitation_handler
-        if handler is None and self.url_handler is None:
+        if self.elicitation_handler is None and self.url_handler is None:
             raise McpError(errors.METHOD_NOT_FOUND, "this client does not support elicitation")
-        params = jsonrpc.decode_params(request.params, ElicitRequestParams)
+        return await self._answer_elicitation(jsonrpc.decode_params(request.params, ElicitRequestParams))
+
+    async def _answer_elicitation(self, params: ElicitRequestParams) -> ElicitResult:
+        handler = self.elicitation_handler
         if params.mode == "url":
             return await self._elicit_url(params)
         if handler is None:

@@ -161,6 +161,8 @@ class CallToolParams(_Base, kw_only=True):
     name: str
     arguments: dict[str, Any] | UnsetType = UNSET
     meta: Meta = _meta()
+    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    request_state: str | UnsetType = UNSET
 
 
 # --- content -----------------------------------------------------------------------------------
@@ -303,6 +305,8 @@ class ResourceParams(_Base, kw_only=True):
 
     uri: str
     meta: Meta = _meta()
+    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    request_state: str | UnsetType = UNSET
 
 
 class ReadResourceResult(_Base, kw_only=True):
@@ -341,6 +345,8 @@ class GetPromptParams(_Base, kw_only=True):
     name: str
     arguments: dict[str, str] | UnsetType = UNSET
     meta: Meta = _meta()
+    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    request_state: str | UnsetType = UNSET
 
 
 class PromptMessage(_Base, kw_only=True):
