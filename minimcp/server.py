@@ -439,13 +439,15 @@ class ServerConnection:
 
     # Dispatcher protocol
 
-    async def handle_request(self, session: Session, request: Request) -> Any:
+    def handle_request(self, session: Session, request: Request) -> Awaitable[Any]:
+        # A plain function returning the handler's coroutine: one frame less per
+        # in-flight request (it is alive for as long as a tool waits on a person).
         method = request.method
         era = self.era
         if era is None and method != "initialize" and modern.has_envelope(request.params):
             era = self._lock_era("modern")
         if era == "modern":
-            return await self._modern(request)
+            return self._modern(request)
         if era == "legacy" and modern.has_envelope(request.params):
             raise McpError(
                 errors.INVALID_REQUEST,
@@ -453,20 +455,20 @@ class ServerConnection:
                 "requests of protocol 2026-07-28",
             )
         if method == "ping":
-            return _EMPTY
+            return _ready(_EMPTY)
         if method == "initialize":
             self._lock_era("legacy")
-            return self._initialize(request)
+            return _ready(self._initialize(request))
         if self.protocol_version is None:
             raise McpError(
                 errors.INVALID_REQUEST, f"received {method!r} before initialize; send initialize first"
             )
         if method == "tools/call":
-            return await self._call_tool(request)
+            return self._call_tool(request)
         handler = _HANDLERS.get(method)
         if handler is None:
             raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
-        return await handler(self, request)
+        return handler(self, request)
 
     def handle_notification(self, session: Session, notification: Notification) -> None:
         if notification.method == "notifications/initialized":
@@ -579,7 +581,7 @@ class ServerConnection:
         self.log_level = jsonrpc.decode_params(request.params, SetLevelParams).level
         return _EMPTY
 
-    async def _call_tool(self, request: Request) -> CallToolResult:
+    def _call_tool(self, request: Request) -> Awaitable[CallToolResult]:
         params = jsonrpc.decode_params(request.params, _CallToolWire)
         tool = self.server._tools.get(params.name)
         if tool is None:
@@ -589,20 +591,22 @@ class ServerConnection:
             try:
                 args = msgspec.json.decode(params.arguments or b"{}", type=tool.args_type)
             except msgspec.ValidationError as exc:
-                return error_result(argument_error(params.name, exc))
+                return _ready(error_result(argument_error(params.name, exc)))
             for pname in tool.param_names:
                 kwargs[pname] = getattr(args, pname)
         ctx: Context | None = None
         if tool.context_param is not None:
             ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta)
-        try:
-            return await self._run_tool(tool, params.name, kwargs)
-        finally:
-            if ctx is not None:
-                ctx.finished = True  # no progress after the call ends
+        return self._run_tool(tool, params.name, kwargs, ctx)
 
     async def _run_tool(
-        self, tool: RegisteredTool, name: str, kwargs: dict[str, Any], *, modern_call: bool = False
+        self,
+        tool: RegisteredTool,
+        name: str,
+        kwargs: dict[str, Any],
+        ctx: Context | None,
+        *,
+        modern_call: bool = False,
     ) -> CallToolResult:
         try:
             value = await tool.fn(**kwargs)
@@ -632,6 +636,9 @@ class ServerConnection:
         except Exception:
             logger.exception("tool %r raised", name)
             return error_result(f"tool {name!r} failed with an internal error")
+        finally:
+            if ctx is not None:
+                ctx.finished = True  # no progress after the call ends
         return to_result(tool, value)
 
     # the modern revision (2026-07-28)
@@ -772,7 +779,7 @@ class ServerConnection:
         try:
             with run.scope:
                 try:
-                    result = await self._run_tool(tool, name, kwargs, modern_call=True)
+                    result = await self._run_tool(tool, name, kwargs, ctx, modern_call=True)
                 except McpError as exc:
                     run.finish("error", exc)
                 else:
@@ -861,6 +868,11 @@ class ServerConnection:
 
 
 _EMPTY: dict[str, Any] = {}
+
+
+async def _ready(value: T) -> T:
+    """An awaitable of a value that is already known."""
+    return value
 
 def _requested_version(params: msgspec.Raw) -> Any:
     try:
@@ -968,13 +980,16 @@ class Context:
         """Whether the person can be sent to a URL (URL mode) on this call."""
         return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
 
-    async def _ask(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
+    def _ask(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> Awaitable[T]:
         """Send one question to the client: a nested request, or an input request (modern)."""
         if self.run is None:
-            return await self.session.request(
+            return self.session.request(
                 method, params, result_type=result_type, timeout=timeout, related=self.request_id
             )
-        answer = await self.run.ask(Question.create(method, params), timeout, self.connection.server.parking)
+        return self._ask_modern(self.run, method, params, result_type, timeout)
+
+    async def _ask_modern(self, run: Run, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
+        answer = await run.ask(Question.create(method, params), timeout, self.connection.server.parking)
         try:
             return msgspec.convert(answer, result_type)
         except msgspec.ValidationError as exc:

@@ -29,6 +29,7 @@ A :class:`Session` owns a task group. Inside it run the *read loop* and one
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import heapq
@@ -106,19 +107,46 @@ class ProgressWatch:
     reset_timeout: bool = False
 
 
+def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class _Pending:
-    """A one-shot cell: resolves exactly once, with a result or an exception."""
+    """A one-shot cell: resolves exactly once, with a result or an exception.
+
+    The waiter is the cheapest thing each backend offers: a bare future on
+    asyncio (an ``asyncio.Event`` would add a deque of its own per request), a
+    ``trio.Event`` on trio (reached through anyio).
+    """
 
     __slots__ = ("deadline", "error", "event", "method", "result", "started", "timeout")
 
-    def __init__(self, method: str) -> None:
+    def __init__(self, method: str, loop: asyncio.AbstractEventLoop | None) -> None:
         self.method = method
-        self.event = anyio.Event()
+        self.event: Any = loop.create_future() if loop is not None else anyio.Event()
         self.result: msgspec.Raw | None = None
         self.error: McpError | None = None
         self.deadline = math.inf
         self.timeout = 0.0
         self.started = 0.0
+
+    def wake(self) -> None:
+        event = self.event
+        if isinstance(event, asyncio.Future):
+            if not event.done():
+                event.set_result(None)
+        else:
+            event.set()
+
+    async def wait(self) -> None:
+        event = self.event
+        if isinstance(event, asyncio.Future):
+            await event
+        else:
+            await event.wait()
 
 
 class Session:
@@ -147,7 +175,10 @@ class Session:
         #: Negotiated protocol revision, set by the role after the handshake.
         self.protocol_version: str | None = None
         self._pending: dict[RequestId, _Pending] = {}
-        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        # In-flight inbound handlers: a bare asyncio task on asyncio (an anyio task costs about
+        # three times the memory), a cancel scope in our task group on trio. Both have .cancel().
+        self._inflight: dict[RequestId, anyio.CancelScope | asyncio.Task[None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._next_id = 0
         self._deadlines: list[tuple[float, int, RequestId, _Pending]] = []
         self._stale_deadlines = 0
@@ -188,6 +219,7 @@ class Session:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve the connection until it ends or :meth:`close` is called."""
+        self._loop = _running_asyncio_loop()
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -202,6 +234,9 @@ class Session:
             self._close_pending()
             self._tg = None
             with anyio.CancelScope(shield=True):
+                tasks = [t for t in self._inflight.values() if isinstance(t, asyncio.Task)]
+                if tasks:  # bare handler tasks were cancelled by _close_pending: wait for them
+                    await asyncio.wait(tasks)
                 try:
                     await self.transport.aclose()
                 except Exception:  # pragma: no cover - a transport failing to close is only logged
@@ -235,7 +270,7 @@ class Session:
             for cell in pending.values():
                 reason = self._close_reason or "connection closed"
                 cell.error = ConnectionClosed(f"{reason} while waiting for {cell.method}")
-                cell.event.set()
+                cell.wake()
         # Handlers run in our task group, which is cancelled with the session; the
         # in-flight scopes are cancelled too in case close() runs before that.
         for scope in self._inflight.values():
@@ -320,7 +355,7 @@ class Session:
             timeout = self.limits.request_timeout
         id_ = self._next_id
         self._next_id += 1
-        cell = _Pending(method)
+        cell = _Pending(method, self._loop)
         self._pending[id_] = cell
         if timeout is not None:
             self._add_deadline(id_, cell, timeout)
@@ -329,7 +364,7 @@ class Session:
             self._progress[progress.token] = (id_, cell, progress)
         try:
             await self.send_raw(jsonrpc.encode_request(id_, method, params), related=related)
-            await cell.event.wait()
+            await cell.wait()
         except BaseException:
             if progress is not None:
                 self._progress.pop(progress.token, None)
@@ -433,7 +468,7 @@ class Session:
             cell.deadline = math.inf
             self.stats.timeouts += 1
             cell.error = RequestTimeout(cell.method, cell.timeout)
-            cell.event.set()
+            cell.wake()
 
     # --- inbound -----------------------------------------------------------------------------
 
@@ -534,7 +569,7 @@ class Session:
             cell.result = response.result
         else:
             cell.error = error
-        cell.event.set()
+        cell.wake()
 
     def _on_progress(self, message: Notification) -> None:
         try:
@@ -589,10 +624,13 @@ class Session:
             return
         if self._tg is None:  # pragma: no cover - the read loop runs inside the task group
             return
-        scope = anyio.CancelScope()
-        self._inflight[request.id] = scope
         if request.method == "initialize":
             self._initialize_id = request.id
+        if self._loop is not None:
+            self._inflight[request.id] = self._loop.create_task(self._serve_bare(request))
+            return
+        scope = anyio.CancelScope()
+        self._inflight[request.id] = scope
         self._tg.start_soon(self._serve, request, scope)
 
     async def _serve(self, request: Request, scope: anyio.CancelScope) -> None:
@@ -613,6 +651,25 @@ class Session:
         if reply is None or scope.cancel_called:
             return  # cancelled by the peer (no response, per spec) or by shutdown
         with contextlib.suppress(ConnectionClosed):
+            await self.send_raw(reply, related=id_)
+
+    async def _serve_bare(self, request: Request) -> None:
+        """:meth:`_serve` for a bare asyncio task: cancellation arrives as CancelledError."""
+        id_ = request.id
+        try:
+            try:
+                result = await self.dispatcher.handle_request(self, request)
+                reply = jsonrpc.encode_result(id_, result)
+            except McpError as exc:
+                reply = self._error_bytes(id_, exc.code, exc.message, exc.data)
+            except asyncio.CancelledError:
+                return  # cancelled by the peer (no response, per spec) or by shutdown
+            except Exception:
+                logger.exception("%s: handler for %s failed", self.name, request.method)
+                reply = self._error_bytes(id_, errors.INTERNAL_ERROR, "internal error")
+        finally:
+            self._inflight.pop(id_, None)
+        with contextlib.suppress(ConnectionClosed, asyncio.CancelledError):
             await self.send_raw(reply, related=id_)
 
     def _error_bytes(self, id_: RequestId | None, code: int, message: str, data: Any = None) -> bytes:

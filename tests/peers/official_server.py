@@ -1,6 +1,7 @@
 """A peer server written with the official MCP Python SDK (``mcp`` 2.x), for interop tests.
 
-Serves stdio (``python tests/peers/official_server.py``). Tools:
+Serves stdio (``python tests/peers/official_server.py``), or Streamable HTTP on
+``http://127.0.0.1:PORT/mcp`` (``python tests/peers/official_server.py http PORT``). Tools:
 
 - ``add(a: int, b: int) -> int``
 - ``ask_name()``: asks the client for a ``name`` (form elicitation) and returns
@@ -47,4 +48,10 @@ async def ask_name(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run()  # stdio
+    import sys
+
+    if len(sys.argv) >= 3 and sys.argv[1] == "http":
+        # Streamable HTTP on 127.0.0.1:PORT/mcp (used by tests/test_http.py).
+        mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), streamable_http_path="/mcp")
+    else:
+        mcp.run()  # stdio

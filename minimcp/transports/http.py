@@ -1,0 +1,1496 @@
+"""Streamable HTTP (MCP revision 2025-11-25): a bare ASGI 3 server app, and an httpx client transport.
+
+Needs the ``http`` extra (``pip install minimcp[http]``): httpx for the client,
+uvicorn or hypercorn to serve the app. They are imported only when used.
+
+Server: :class:`StreamableHTTPApp`
+----------------------------------
+One endpoint (default ``/mcp``) takes POST, GET and DELETE.
+
+* **POST** carries exactly one JSON-RPC message. A notification or a response
+  is answered ``202 Accepted`` with an empty body. A request is answered with
+  ``text/event-stream``: every message the session sends *for that request*
+  (nested ``elicitation/create``, progress, logs) goes on that stream, then the
+  response, which ends it. The client answers a nested question with a new
+  POST of the response (``202``); the tool's result then arrives on the
+  original stream.
+* **Sessions.** ``initialize`` creates one (``MCP-Session-Id``, random from
+  :mod:`secrets`); every later request must carry it (``400`` without,
+  ``404`` when unknown or ended). Each session is one
+  :meth:`minimcp.Server.serve` running in the app's task group (started by
+  ASGI lifespan, by :meth:`StreamableHTTPApp.run`, or by :func:`serve_http`).
+  DELETE ends a session: its pending questions end and running tools are
+  cancelled. A session with no open stream and no request for
+  ``session_idle_timeout`` seconds is ended the same way. At most
+  ``max_sessions`` live at once (``503`` beyond).
+* **Streams.** Every SSE stream of a session has its own number; event ids are
+  ``<stream>-<seq>``, unique in the session. On clients of 2025-11-25 and later
+  a stream starts with a *priming* event (an id, empty data, and ``retry``).
+  Keep-alive comments go out every ``keepalive_interval`` seconds, so a person
+  may take minutes to answer. Each stream keeps a bounded replay buffer; GET
+  with ``Last-Event-ID`` resumes *that* stream after that event (replaying
+  only its own events). Messages related to no open request (for example
+  ``notifications/elicitation/complete``, server-initiated requests) go to
+  the standalone GET stream when one is open, else wait in its bounded buffer
+  until one opens. Responses never go to the standalone stream.
+* **A dropped connection is not a cancel** (spec 2025-11-25, "SHOULD NOT").
+  When the client's SSE connection for a request drops, the request keeps
+  running; its pending elicitation stays answerable by POST; its later
+  messages and its response are kept in the stream's replay buffer and are
+  delivered when the client resumes with GET + ``Last-Event-ID``. To stop a
+  request the client sends ``notifications/cancelled``. Requests whose client
+  never comes back end with the session (DELETE or idle expiry).
+* **Security.** ``Host`` and ``Origin`` are checked against allow-lists
+  (``403`` otherwise) to stop DNS rebinding. The default allows only
+  ``localhost``, ``127.0.0.1`` and ``[::1]`` on any port, which is right for a
+  server bound to loopback; a server reachable under other names must list
+  them. ``MCP-Protocol-Version`` must be a supported revision (``400``);
+  absent means ``2025-03-26``. Bodies over ``limits.max_message_bytes`` are
+  refused with ``413`` without being buffered. There is no authentication
+  here: put one in front, or keep the server on loopback.
+
+Client: :func:`http_client`
+---------------------------
+A :class:`~minimcp.transports.Transport` for :class:`minimcp.Client`. Each
+message is one POST. A request's answer is read in a task of its own (JSON or
+SSE), feeding every message into :meth:`~StreamableHTTPClientTransport.receive`;
+a stream that ends before the response is resumed with GET +
+``Last-Event-ID`` after the server's ``retry`` delay. An HTTP error for a
+request becomes a JSON-RPC error response for that id, so the pending call
+fails with a clear :class:`~minimcp.McpError` instead of hanging. ``404`` for
+the session ends the connection with :class:`~minimcp.ConnectionClosed`
+(starting a new session is the caller's job). DELETE is sent on close.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import itertools
+import logging
+import secrets
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import anyio
+import anyio.abc
+import msgspec
+
+from minimcp import errors, jsonrpc
+from minimcp.config import Limits
+from minimcp.errors import ConnectionClosed
+from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
+from minimcp.transports import MessageTooLarge
+from minimcp.transports._sse import PING, SSEDecoder, encode_event
+from minimcp.types import CancelledParams
+from minimcp.versions import Feature, is_supported, negotiate, supports
+
+if TYPE_CHECKING:
+    import httpx
+
+    from minimcp.client import Client
+    from minimcp.server import Server, ServerConnection
+
+__all__ = [
+    "DEFAULT_ALLOWED_HOSTS",
+    "DEFAULT_ALLOWED_ORIGINS",
+    "StreamableHTTPApp",
+    "StreamableHTTPClientTransport",
+    "connect_http",
+    "http_client",
+    "serve_http",
+]
+
+logger = logging.getLogger("minimcp.http")
+
+Scope = MutableMapping[str, Any]
+ASGIMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[ASGIMessage]]
+Send = Callable[[ASGIMessage], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: Host names a server bound to loopback answers to (any port).
+DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost:*", "127.0.0.1:*", "[::1]:*")
+#: Browser origins allowed by default: pages served from loopback (any port).
+DEFAULT_ALLOWED_ORIGINS: tuple[str, ...] = tuple(
+    f"{scheme}://{host}" for scheme in ("http", "https") for host in DEFAULT_ALLOWED_HOSTS
+)
+#: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
+ASSUMED_VERSION = "2025-03-26"
+
+_JSON = "application/json"
+_SSE = "text/event-stream"
+
+
+class _Kind(msgspec.Struct):
+    method: Any = msgspec.UNSET
+
+
+class _InitializeVersion(msgspec.Struct, rename="camel"):
+    protocol_version: Any = None
+
+
+_kind_decoder = msgspec.json.Decoder(_Kind)
+
+
+def _is_response(message: bytes) -> bool:
+    try:
+        return _kind_decoder.decode(message).method is msgspec.UNSET
+    except msgspec.DecodeError:  # pragma: no cover - the session only sends what it encoded
+        return False
+
+
+def _is_uint(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also accepts ``"²"``, which ``int`` rejects)."""
+    return text.isascii() and text.isdigit()
+
+
+def _same_id(a: RequestId | None, b: RequestId | None) -> bool:
+    return a == b and type(a) is type(b)
+
+
+def _initialize_version(params: msgspec.Raw) -> str | None:
+    try:
+        value = msgspec.json.decode(params or b"{}", type=_InitializeVersion).protocol_version
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+# --- server: streams ---------------------------------------------------------------------------
+
+
+class _Stream:
+    """One SSE stream of a session: its events, a bounded replay buffer, and who is reading it.
+
+    Events are numbered from 1; event ``n`` has id ``"<key>-<n>"``. The id
+    ``"<key>-0"`` (sent by a priming event) means "before the first event".
+    """
+
+    __slots__ = (
+        "changed",
+        "delivered",
+        "done",
+        "events",
+        "first_seq",
+        "key",
+        "max_events",
+        "next_seq",
+        "owner",
+        "request_id",
+    )
+
+    def __init__(self, key: int, request_id: RequestId | None, max_events: int) -> None:
+        self.key = key
+        self.request_id = request_id
+        self.max_events = max_events
+        self.events: collections.deque[bytes] = collections.deque()
+        self.first_seq = 1  # seq of events[0]
+        self.next_seq = 1
+        self.delivered = 0  # highest seq written to a live connection
+        self.done = False  # the last event (the response) is in the buffer
+        self.owner: object | None = None  # the live connection reading it, if any
+        self.changed = anyio.Event()
+
+    def event_id(self, seq: int) -> str:
+        return f"{self.key}-{seq}"
+
+    def push(self, message: bytes, *, last: bool = False) -> None:
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        self.events.append(encode_event(message, id=self.event_id(seq)))
+        if len(self.events) > self.max_events:
+            self.events.popleft()
+            if self.first_seq > self.delivered:
+                # Expected on the standalone stream while no GET is open; a problem on a request's.
+                logger.log(
+                    logging.WARNING if self.request_id is not None else logging.DEBUG,
+                    "SSE stream %d: replay buffer full (%d events); dropped event %d before it was delivered",
+                    self.key,
+                    self.max_events,
+                    self.first_seq,
+                )
+            self.first_seq += 1
+        if last:
+            self.done = True
+        self.wake()
+
+    def wake(self) -> None:
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    def since(self, cursor: int) -> tuple[list[bytes], int]:
+        """The buffered events after seq ``cursor``, and the seq of the last one."""
+        start = max(cursor + 1, self.first_seq)
+        if start >= self.next_seq:
+            return [], cursor
+        if start > cursor + 1:
+            logger.warning("SSE stream %d: events %d..%d were evicted before delivery", self.key, cursor + 1, start - 1)
+        return list(itertools.islice(self.events, start - self.first_seq, None)), self.next_seq - 1
+
+    @property
+    def fully_delivered(self) -> bool:
+        return self.delivered >= self.next_seq - 1
+
+
+class _SessionTransport:
+    """The server-side transport of one HTTP session: POST bodies in, SSE streams out."""
+
+    def __init__(self, *, max_events: int, max_retained: int) -> None:
+        self._in_send, self._in_recv = anyio.create_memory_object_stream[bytes](64)
+        self.max_events = max_events
+        self.max_retained = max_retained
+        self.standalone = _Stream(0, None, max_events)
+        self.streams: dict[int, _Stream] = {0: self.standalone}
+        self.by_request: dict[RequestId, _Stream] = {}
+        self._retained: collections.deque[int] = collections.deque()
+        self._keys = itertools.count(1)
+        self.closed = False
+
+    # Transport protocol (the session's side)
+
+    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        if related is not None:
+            stream = self.by_request.get(related)
+            if stream is not None and _same_id(stream.request_id, related):
+                last = _is_response(message)
+                stream.push(message, last=last)
+                if last:
+                    del self.by_request[related]
+                    if stream.owner is None:
+                        self.retain(stream)
+                return
+            if _is_response(message):
+                # Its request's stream is gone (the client cancelled it): a response never
+                # goes on the standalone stream.
+                logger.debug("dropped a response for request %r: its stream has ended", related)
+                return
+        self.standalone.push(message)
+
+    async def receive(self) -> bytes:
+        return await self._in_recv.receive()
+
+    async def aclose(self) -> None:
+        self.close()
+        self._in_recv.close()
+
+    # the app's side
+
+    def close(self) -> None:
+        """No more input (the session's receive ends); open streams finish."""
+        if self.closed:
+            return
+        self.closed = True
+        self._in_send.close()
+        for stream in self.streams.values():
+            stream.wake()
+
+    async def deliver(self, body: bytes) -> bool:
+        """Hand one inbound message to the session; False when the session has ended."""
+        try:
+            await self._in_send.send(body)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        return True
+
+    def open_request_stream(self, request_id: RequestId) -> _Stream | None:
+        """A new stream for a POSTed request; None when that id is still open."""
+        if request_id in self.by_request:
+            return None
+        stream = _Stream(next(self._keys), request_id, self.max_events)
+        self.streams[stream.key] = stream
+        self.by_request[request_id] = stream
+        return stream
+
+    def end_request_stream(self, request_id: RequestId) -> None:
+        """The client cancelled the request: no response will come; end its stream."""
+        stream = self.by_request.get(request_id)
+        if stream is None or not _same_id(stream.request_id, request_id):
+            return
+        del self.by_request[request_id]
+        stream.done = True
+        stream.wake()
+        if stream.owner is None:
+            self.retain(stream)
+
+    def retain(self, stream: _Stream) -> None:
+        """Keep a finished stream that its client has not read to the end (bounded)."""
+        if stream.key in self._retained:
+            return
+        self._retained.append(stream.key)
+        while len(self._retained) > self.max_retained:
+            self.streams.pop(self._retained.popleft(), None)
+
+    def drop(self, stream: _Stream) -> None:
+        self.streams.pop(stream.key, None)
+        with contextlib.suppress(ValueError):
+            self._retained.remove(stream.key)
+
+    def find(self, event_id: str) -> tuple[_Stream, int] | None:
+        """The stream an event id belongs to and the seq to resume after."""
+        key, sep, seq = event_id.strip().partition("-")
+        if not sep or not _is_uint(key) or not _is_uint(seq):
+            return None
+        stream = self.streams.get(int(key))
+        if stream is None:
+            return None
+        return stream, int(seq)
+
+
+class _HTTPSession:
+    __slots__ = ("connection", "finished", "id", "last_active", "live", "transport")
+
+    def __init__(self, session_id: str, transport: _SessionTransport) -> None:
+        self.id = session_id
+        self.transport = transport
+        self.connection: ServerConnection | None = None
+        self.last_active = anyio.current_time()
+        self.live = 0  # open SSE connections
+        self.finished = anyio.Event()
+
+    def touch(self) -> None:
+        self.last_active = anyio.current_time()
+
+    @property
+    def version(self) -> str:
+        conn = self.connection
+        return conn.protocol_version if conn is not None and conn.protocol_version else ASSUMED_VERSION
+
+
+# --- server: small HTTP helpers ----------------------------------------------------------------
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = bytes(raw_name).decode("latin-1").lower()
+        value = bytes(raw_value).decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _accepts(accept: str, media: str) -> bool:
+    """Whether an ``Accept`` header lists ``media`` (wildcards count)."""
+    family = media.split("/", 1)[0] + "/*"
+    for part in accept.split(","):
+        media_range, *params = (p.strip().lower() for p in part.split(";"))
+        if media_range in (media, family, "*/*") and "q=0" not in params:
+            return True
+    return False
+
+
+def _matches(value: str, patterns: Collection[str]) -> bool:
+    """``value`` equals a pattern; ``name:*`` also matches ``name`` with any port or none."""
+    for pattern in patterns:
+        if pattern == "*" or value == pattern:
+            return True
+        if pattern.endswith(":*"):
+            base = pattern[:-2]
+            if value == base or (value.startswith(base + ":") and _is_uint(value[len(base) + 1 :])):
+                return True
+    return False
+
+
+def _error_body(code: int, message: str, *, id: RequestId | None = None, version: str | None = None) -> bytes:
+    null_id = not supports(version or ASSUMED_VERSION, Feature.ERROR_WITHOUT_ID)
+    return jsonrpc.encode_error(id, code, message, null_id=null_id)
+
+
+async def _respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    *,
+    content_type: str | None = None,
+    headers: Collection[tuple[bytes, bytes]] = (),
+) -> None:
+    out = list(headers)
+    if content_type is not None:
+        out.append((b"content-type", content_type.encode()))
+    out.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _respond_error(
+    send: Send,
+    status: int,
+    code: int,
+    message: str,
+    *,
+    id: RequestId | None = None,
+    version: str | None = None,
+    headers: Collection[tuple[bytes, bytes]] = (),
+) -> None:
+    body = _error_body(code, message, id=id, version=version)
+    await _respond(send, status, body, content_type=_JSON, headers=headers)
+
+
+# --- server: the app ---------------------------------------------------------------------------
+
+
+class StreamableHTTPApp:
+    """An MCP server as an ASGI 3 application (Streamable HTTP, one endpoint).
+
+    Args:
+        server: The :class:`~minimcp.Server` (tools and handshake). Each HTTP
+            session gets its own connection to it.
+        path: The MCP endpoint; other paths get ``404``.
+        allowed_hosts: ``Host`` header values accepted (``name`` exactly,
+            ``name:*`` for any port, ``"*"`` for any host). Default:
+            :data:`DEFAULT_ALLOWED_HOSTS` (loopback only).
+        allowed_origins: ``Origin`` values accepted when the header is present
+            (``scheme://host`` exactly, ``scheme://host:*`` for any port,
+            ``"*"`` for any). Default: :data:`DEFAULT_ALLOWED_ORIGINS`.
+        session_idle_timeout: Seconds a session without open streams or
+            requests lives on; ``None`` never expires sessions.
+        max_sessions: Live sessions at most (``503`` for more).
+        keepalive_interval: Seconds between keep-alive comments on an idle stream.
+        retry_interval: Seconds a client should wait before reconnecting a
+            dropped stream (the SSE ``retry`` field).
+        replay_buffer: Events each stream keeps for resumption (and messages the
+            standalone stream holds while no GET is open).
+        retained_streams: Finished streams per session kept for a client that
+            has not read them to the end (oldest dropped first).
+        limits: ``max_message_bytes`` bounds a POST body; default: the server's limits.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        path: str = "/mcp",
+        allowed_hosts: Collection[str] | None = None,
+        allowed_origins: Collection[str] | None = None,
+        session_idle_timeout: float | None = 1800.0,
+        max_sessions: int = 10_000,
+        keepalive_interval: float = 15.0,
+        retry_interval: float = 1.0,
+        replay_buffer: int = 256,
+        retained_streams: int = 16,
+        limits: Limits | None = None,
+    ) -> None:
+        self.server = server
+        self.path = path.rstrip("/") or "/"
+        self.allowed_hosts = tuple(
+            h.lower() for h in (DEFAULT_ALLOWED_HOSTS if allowed_hosts is None else allowed_hosts)
+        )
+        self.allowed_origins = tuple(
+            o.lower() for o in (DEFAULT_ALLOWED_ORIGINS if allowed_origins is None else allowed_origins)
+        )
+        self.session_idle_timeout = session_idle_timeout
+        self.max_sessions = max_sessions
+        self.keepalive_interval = keepalive_interval
+        self.retry_ms = max(0, round(retry_interval * 1000))
+        self.replay_buffer = max(1, replay_buffer)
+        self.retained_streams = max(0, retained_streams)
+        self.limits = limits or server.limits
+        self._sessions: dict[str, _HTTPSession] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # --- running -------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._tg is not None
+
+    @property
+    def session_count(self) -> int:
+        return len(self._sessions)
+
+    def session_ids(self) -> list[str]:
+        """Ids of the live sessions."""
+        return list(self._sessions)
+
+    def connection(self, session_id: str) -> ServerConnection | None:
+        """The server connection of a live session (for inspection and tests)."""
+        sess = self._sessions.get(session_id)
+        return sess.connection if sess is not None else None
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Own the sessions' task group until cancelled (ASGI lifespan calls this for you).
+
+        When it ends, every session ends.
+        """
+        if self._tg is not None:
+            raise RuntimeError("this StreamableHTTPApp is already running")
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._expire_idle)
+                task_status.started()
+                await anyio.sleep_forever()
+        finally:
+            self._tg = None
+            self.close()
+
+    def close(self) -> None:
+        """End every session now (their open streams finish; their work is cancelled)."""
+        for sess in list(self._sessions.values()):
+            self._end(sess)
+
+    def end_session(self, session_id: str) -> bool:
+        """End one session, as a DELETE would. False when there is no such session."""
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return False
+        self._end(sess)
+        return True
+
+    def _end(self, sess: _HTTPSession) -> None:
+        if self._sessions.get(sess.id) is sess:
+            del self._sessions[sess.id]
+        sess.transport.close()
+        if sess.connection is not None:
+            sess.connection.session.close()
+
+    async def _expire_idle(self) -> None:
+        idle = self.session_idle_timeout
+        if idle is None:
+            return
+        interval = min(max(idle / 4, 0.05), 30.0)
+        while True:
+            await anyio.sleep(interval)
+            now = anyio.current_time()
+            for sess in list(self._sessions.values()):
+                if sess.live == 0 and now - sess.last_active > idle:
+                    logger.info("MCP session %s expired after %g s idle", sess.id[:8], idle)
+                    self._end(sess)
+
+    async def _run_session(
+        self, sess: _HTTPSession, *, task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            await self.server.serve(sess.transport, task_status=task_status)
+        except Exception:
+            logger.exception("MCP session %s failed", sess.id[:8])
+        finally:
+            if self._sessions.get(sess.id) is sess:
+                del self._sessions[sess.id]
+            await sess.transport.aclose()
+            sess.finished.set()
+
+    async def _new_session(self) -> _HTTPSession | str:
+        tg = self._tg
+        if tg is None:
+            return "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)"
+        if len(self._sessions) >= self.max_sessions:
+            return f"too many sessions (limit {self.max_sessions}); try again later"
+        sid = secrets.token_urlsafe(24)
+        sess = _HTTPSession(sid, _SessionTransport(max_events=self.replay_buffer, max_retained=self.retained_streams))
+        self._sessions[sid] = sess
+        try:
+            sess.connection = await tg.start(self._run_session, sess)
+        except Exception:
+            logger.exception("could not start an MCP session")
+            self._sessions.pop(sid, None)
+            return "could not start the session"
+        return sess
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":  # pragma: no cover - ASGI servers always start with it
+            return
+        if self._tg is not None:
+            # Someone else runs the app (serve_http, or an explicit run()).
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.run)
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            self.close()
+            tg.cancel_scope.cancel()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # --- ASGI ----------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            if kind == "websocket":
+                await receive()
+                await send({"type": "websocket.close", "code": 1008})
+            return
+        path = str(scope.get("path", ""))
+        root = str(scope.get("root_path", ""))
+        if root and path.startswith(root):  # mounted under a prefix by another ASGI app
+            path = path[len(root) :]
+        path = path.rstrip("/") or "/"
+        if path != self.path:
+            await _respond_error(send, 404, errors.INVALID_REQUEST, f"not found; the MCP endpoint is {self.path}")
+            return
+        headers = _headers(scope)
+        host = headers.get("host", "").lower()
+        if "*" not in self.allowed_hosts and not _matches(host, self.allowed_hosts):
+            logger.warning("refused a request for host %r (not in allowed_hosts)", host)
+            await _respond_error(send, 403, errors.INVALID_REQUEST, f"host {host!r} is not allowed")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not _matches(origin.lower(), self.allowed_origins):
+            logger.warning("refused a request from origin %r (not in allowed_origins)", origin)
+            await _respond_error(send, 403, errors.INVALID_REQUEST, f"origin {origin!r} is not allowed")
+            return
+        method = scope.get("method", "GET")
+        if method == "POST":
+            await self._post(headers, receive, send)
+        elif method == "GET":
+            await self._get(headers, receive, send)
+        elif method == "DELETE":
+            await self._delete(headers, send)
+        else:
+            await _respond_error(
+                send,
+                405,
+                errors.INVALID_REQUEST,
+                f"method {method} not allowed; use POST, GET or DELETE",
+                headers=[(b"allow", b"GET, POST, DELETE")],
+            )
+
+    async def _session_of(self, headers: Mapping[str, str], send: Send) -> _HTTPSession | None:
+        """The session a request names; answers the request itself (400/404) when there is none."""
+        sid = headers.get("mcp-session-id")
+        version = headers.get("mcp-protocol-version")
+        if sid is None:
+            await _respond_error(
+                send,
+                400,
+                errors.INVALID_REQUEST,
+                "missing MCP-Session-Id header (send initialize first)",
+                version=version,
+            )
+            return None
+        sess = self._sessions.get(sid)
+        if sess is None:
+            await _respond_error(
+                send, 404, errors.INVALID_REQUEST, "session not found (it ended or expired)", version=version
+            )
+            return None
+        if version is not None and not is_supported(version):
+            await _respond_error(
+                send, 400, errors.INVALID_REQUEST, f"unsupported MCP-Protocol-Version {version!r}", version=sess.version
+            )
+            return None
+        return sess
+
+    async def _read_body(self, headers: Mapping[str, str], receive: Receive, send: Send) -> bytes | None:
+        limit = self.limits.max_message_bytes
+        version = headers.get("mcp-protocol-version")
+        too_large = f"message body exceeds the {limit}-byte limit"
+        length = headers.get("content-length", "")
+        if _is_uint(length) and int(length) > limit:
+            await _respond_error(send, 413, errors.INVALID_REQUEST, too_large, version=version)
+            return None
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            if len(body) > limit:
+                await _respond_error(send, 413, errors.INVALID_REQUEST, too_large, version=version)
+                return None
+            if not message.get("more_body", False):
+                return bytes(body)
+
+    async def _post(self, headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+        version = headers.get("mcp-protocol-version")
+        accept = headers.get("accept", "")
+        if not (_accepts(accept, _JSON) and _accepts(accept, _SSE)):
+            await _respond_error(
+                send, 406, errors.INVALID_REQUEST, f"Accept must list {_JSON} and {_SSE}", version=version
+            )
+            return
+        content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if content_type != _JSON:
+            await _respond_error(send, 415, errors.INVALID_REQUEST, f"Content-Type must be {_JSON}", version=version)
+            return
+        sess: _HTTPSession | None = None
+        if "mcp-session-id" in headers:
+            sess = await self._session_of(headers, send)
+            if sess is None:
+                return
+            version = sess.version
+        body = await self._read_body(headers, receive, send)
+        if body is None:
+            return
+        try:
+            message = jsonrpc.decode(body)
+        except jsonrpc.InvalidMessage as exc:
+            await _respond_error(send, 400, exc.code, exc.message, id=exc.id, version=version)
+            return
+        new = False
+        if sess is None:
+            if not (type(message) is Request and message.method == "initialize"):
+                await _respond_error(
+                    send,
+                    400,
+                    errors.INVALID_REQUEST,
+                    "missing MCP-Session-Id header (send initialize first)",
+                    version=version,
+                )
+                return
+            created = await self._new_session()
+            if isinstance(created, str):
+                await _respond_error(send, 503, errors.SERVER_BUSY, created, version=version)
+                return
+            sess, new = created, True
+        sess.touch()
+        transport = sess.transport
+        if type(message) is Request:
+            stream = transport.open_request_stream(message.id)
+            if stream is None:
+                await _respond_error(
+                    send,
+                    409,
+                    errors.INVALID_REQUEST,
+                    f"request id {message.id!r} is already in use in this session",
+                    id=message.id,
+                    version=version,
+                )
+                return
+            if not await transport.deliver(body):
+                transport.drop(stream)
+                await _respond_error(send, 404, errors.INVALID_REQUEST, "session not found (it ended)", version=version)
+                return
+            if message.method == "initialize":
+                requested = _initialize_version(message.params)
+                stream_version = negotiate(requested) if requested else ASSUMED_VERSION
+            else:
+                stream_version = sess.version
+            extra = [(b"mcp-session-id", sess.id.encode())] if new else []
+            await self._stream(sess, stream, 0, stream_version, receive, send, extra)
+            return
+        if not await transport.deliver(body):
+            await _respond_error(send, 404, errors.INVALID_REQUEST, "session not found (it ended)", version=version)
+            return
+        if type(message) is Notification and message.method == "notifications/cancelled":
+            with contextlib.suppress(errors.McpError):
+                cancelled = jsonrpc.decode_params(message.params, CancelledParams).request_id
+                if not isinstance(cancelled, msgspec.UnsetType):
+                    transport.end_request_stream(cancelled)
+        await _respond(send, 202)
+
+    async def _get(self, headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+        if not _accepts(headers.get("accept", ""), _SSE):
+            await _respond_error(
+                send,
+                406,
+                errors.INVALID_REQUEST,
+                f"Accept must list {_SSE}",
+                version=headers.get("mcp-protocol-version"),
+            )
+            return
+        sess = await self._session_of(headers, send)
+        if sess is None:
+            return
+        sess.touch()
+        last = headers.get("last-event-id")
+        if last:
+            found = sess.transport.find(last)
+            if found is None:
+                await _respond_error(
+                    send,
+                    400,
+                    errors.INVALID_REQUEST,
+                    f"Last-Event-ID {last!r} names no stream of this session that can be resumed",
+                    version=sess.version,
+                )
+                return
+            stream, cursor = found
+        else:
+            stream = sess.transport.standalone
+            cursor = stream.delivered
+        await self._stream(sess, stream, cursor, sess.version, receive, send, [])
+
+    async def _delete(self, headers: Mapping[str, str], send: Send) -> None:
+        sess = await self._session_of(headers, send)
+        if sess is None:
+            return
+        self._end(sess)
+        with anyio.move_on_after(5):
+            await sess.finished.wait()
+        await _respond(send, 204)
+
+    # --- SSE -----------------------------------------------------------------------------------
+
+    async def _stream(
+        self,
+        sess: _HTTPSession,
+        stream: _Stream,
+        cursor: int,
+        version: str,
+        receive: Receive,
+        send: Send,
+        extra_headers: list[tuple[bytes, bytes]],
+    ) -> None:
+        """Answer with ``stream`` as SSE from after ``cursor`` until it is done or the client leaves."""
+        token = object()
+        if stream.owner is not None:
+            stream.wake()  # the connection reading it so far ends
+        stream.owner = token
+        sess.live += 1
+        disconnected = False
+        try:
+            headers = [
+                (b"content-type", _SSE.encode()),
+                (b"cache-control", b"no-cache, no-transform"),
+                (b"x-accel-buffering", b"no"),
+                *extra_headers,
+            ]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            head = b""
+            if supports(version, Feature.SSE_PRIMING):
+                head = encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)
+
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    nonlocal disconnected
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    disconnected = True
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                await self._pump(sess, stream, token, cursor, head, send)
+                tg.cancel_scope.cancel()
+            if not disconnected:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:  # the ASGI server could not write: the client is gone
+            logger.debug("SSE stream %d: client went away", stream.key)
+        finally:
+            sess.live -= 1
+            sess.touch()
+            if stream.owner is token:
+                stream.owner = None
+            if stream.done:
+                if stream.fully_delivered:
+                    sess.transport.drop(stream)
+                else:
+                    sess.transport.retain(stream)
+
+    async def _pump(
+        self, sess: _HTTPSession, stream: _Stream, token: object, cursor: int, head: bytes, send: Send
+    ) -> None:
+        pending = head
+        transport = sess.transport
+        while stream.owner is token:
+            changed = stream.changed
+            batch, cursor_after = stream.since(cursor)
+            if batch or pending:
+                await send({"type": "http.response.body", "body": pending + b"".join(batch), "more_body": True})
+                pending = b""
+                cursor = cursor_after
+                if cursor > stream.delivered:
+                    stream.delivered = cursor
+                continue
+            if stream.done or transport.closed:
+                return
+            with anyio.move_on_after(self.keepalive_interval) as scope:
+                await changed.wait()
+            if scope.cancelled_caught:
+                await send({"type": "http.response.body", "body": PING, "more_body": True})
+
+
+# --- serving -----------------------------------------------------------------------------------
+
+
+def _running_backend() -> str:
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            pass
+        else:
+            return "trio"
+    return "asyncio"
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_http(
+    server: Server | StreamableHTTPApp,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    asgi_server: Literal["uvicorn", "hypercorn"] | None = None,
+    graceful_timeout: float = 2.0,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+    **app_options: Any,
+) -> None:
+    """Serve ``server`` over Streamable HTTP until cancelled.
+
+    Binds ``host:port`` (default 127.0.0.1 and a free port) and reports the
+    bound port through ``task_status``: ``port = await tg.start(serve_http, server)``.
+    Runs uvicorn on asyncio and hypercorn on trio unless ``asgi_server`` says
+    otherwise (uvicorn needs asyncio). ``app_options`` go to
+    :class:`StreamableHTTPApp`; or pass a ready app instead of a server. On
+    cancellation every session ends, then the HTTP server stops (waiting at
+    most ``graceful_timeout`` for connections).
+
+    Binding a non-loopback address needs ``allowed_hosts`` (and usually
+    authentication in front): the default accepts only loopback host names.
+    """
+    if isinstance(server, StreamableHTTPApp):
+        if app_options:
+            raise TypeError("pass app options to StreamableHTTPApp, not serve_http, when giving an app")
+        app = server
+    else:
+        app = StreamableHTTPApp(server, **app_options)
+    backend = _running_backend()
+    kind = asgi_server or ("hypercorn" if backend == "trio" else "uvicorn")
+    if kind not in ("uvicorn", "hypercorn"):
+        raise ValueError(f"asgi_server must be 'uvicorn' or 'hypercorn', not {asgi_server!r}")
+    if kind == "uvicorn" and backend != "asyncio":
+        raise RuntimeError("uvicorn runs on asyncio only; use asgi_server='hypercorn' on trio")
+    sock = _bind(host, port)
+    bound_port = int(sock.getsockname()[1])
+    stop = anyio.Event()
+    shield = anyio.CancelScope(shield=True)
+
+    async def run_server(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with shield:
+            if kind == "uvicorn":
+                await _run_uvicorn(app, sock, stop, graceful_timeout, task_status)
+            else:
+                await _run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            try:
+                await tg.start(run_server)
+                logger.info("MCP server %s on http://%s:%d%s", app.server.name, host, bound_port, app.path)
+                task_status.started(bound_port)
+                await anyio.sleep_forever()
+            finally:
+                app.close()
+                stop.set()
+                shield.deadline = anyio.current_time() + graceful_timeout + 3
+                tg.cancel_scope.cancel()
+    finally:
+        if sock.fileno() != -1:
+            sock.close()
+
+
+async def _run_uvicorn(
+    app: ASGIApp,
+    sock: socket.socket,
+    stop: anyio.Event,
+    graceful_timeout: float,
+    task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        interface="asgi3",
+        ws="none",
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=max(1, round(graceful_timeout)),
+    )
+    http_server = uvicorn.Server(config)
+    ended = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await http_server.serve(sockets=[sock])
+        finally:
+            ended.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        while not http_server.started:
+            if ended.is_set():
+                raise RuntimeError("uvicorn stopped before it started serving")
+            await anyio.sleep(0.01)
+        task_status.started()
+        # Until we are told to stop, or uvicorn stops by itself (it handles SIGINT / SIGTERM).
+        async with anyio.create_task_group() as wait:
+
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                wait.cancel_scope.cancel()
+
+            wait.start_soon(until, stop)
+            wait.start_soon(until, ended)
+        http_server.should_exit = True
+
+
+async def _run_hypercorn(
+    app: ASGIApp,
+    sock: socket.socket,
+    stop: anyio.Event,
+    graceful_timeout: float,
+    backend: str,
+    task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"fd://{sock.detach()}"]
+    config.graceful_timeout = graceful_timeout
+    config.loglevel = "WARNING"
+    config.accesslog = None
+    asgi_app = cast("Any", app)  # hypercorn's ASGI types are TypedDicts; ours are plain mappings
+    if backend == "trio":
+        from hypercorn.trio import serve as trio_serve
+
+        async with anyio.create_task_group() as tg:
+            serve = functools.partial(trio_serve, asgi_app, config, shutdown_trigger=stop.wait, mode="asgi")
+            await tg.start(cast("Any", serve))
+            task_status.started()
+    else:
+        from hypercorn.asyncio import serve as asyncio_serve
+
+        # The socket already listens, so connections made before hypercorn accepts them wait in its backlog.
+        task_status.started()
+        await asyncio_serve(asgi_app, config, shutdown_trigger=stop.wait, mode="asgi")
+
+
+# --- client ------------------------------------------------------------------------------------
+
+
+class _Exchange:
+    """Where one request's answer stands: the stream to resume, and whether it came."""
+
+    __slots__ = ("answered", "last_event_id", "request_id", "retry_ms")
+
+    def __init__(self, request_id: RequestId | None) -> None:
+        self.request_id = request_id
+        self.last_event_id = ""
+        self.retry_ms = 1000
+        self.answered = False
+
+
+_MAX_RESUME_FAILURES = 5
+
+
+class StreamableHTTPClientTransport:
+    """The client side of Streamable HTTP (made by :func:`http_client`).
+
+    Attributes:
+        url: The MCP endpoint.
+        session_id: ``MCP-Session-Id`` the server issued, once known.
+        protocol_version: The negotiated revision, once the initialize result passed through.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        http: httpx.AsyncClient,
+        task_group: anyio.abc.TaskGroup,
+        *,
+        headers: Mapping[str, str] | None,
+        limits: Limits,
+        standalone_stream: bool,
+    ) -> None:
+        self.url = url
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._http = http
+        self._tg = task_group
+        self._extra_headers = dict(headers or {})
+        self._max = limits.max_message_bytes
+        self._want_standalone = standalone_stream
+        self._standalone: anyio.CancelScope | None = None
+        self._in_send, self._in_recv = anyio.create_memory_object_stream[bytes | MessageTooLarge](64)
+        self._requests: dict[RequestId, anyio.CancelScope] = {}
+        self._initialize_id: RequestId | None = None
+        self._fatal: str | None = None
+        self._closed = False
+
+    # --- Transport protocol --------------------------------------------------------------------
+
+    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        if self._closed or self._fatal is not None:
+            raise anyio.ClosedResourceError
+        try:
+            parsed: jsonrpc.Message | None = jsonrpc.decode(message)
+        except jsonrpc.InvalidMessage:
+            parsed = None
+        if type(parsed) is Request:
+            if parsed.method == "initialize":
+                self._initialize_id = parsed.id
+            scope = anyio.CancelScope()
+            self._requests[parsed.id] = scope
+            self._tg.start_soon(self._request, message, parsed.id, scope)
+            return
+        await self._post_one_way(message)
+        if type(parsed) is Notification:
+            if parsed.method == "notifications/cancelled":
+                with contextlib.suppress(errors.McpError):
+                    cancelled = jsonrpc.decode_params(parsed.params, CancelledParams).request_id
+                    if not isinstance(cancelled, msgspec.UnsetType) and cancelled in self._requests:
+                        self._requests[cancelled].cancel()
+            elif parsed.method == "notifications/initialized" and self._want_standalone and self._standalone is None:
+                self._standalone = anyio.CancelScope()
+                self._tg.start_soon(self._standalone_stream, self._standalone)
+
+    async def receive(self) -> bytes:
+        try:
+            item = await self._in_recv.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            if self._fatal is not None:
+                raise ConnectionClosed(self._fatal) from None
+            raise
+        if isinstance(item, MessageTooLarge):
+            raise item
+        return item
+
+    async def aclose(self) -> None:
+        """Stop every exchange and end the session on the server (DELETE)."""
+        if self._closed:
+            return
+        self._closed = True
+        for scope in self._requests.values():
+            scope.cancel()
+        if self._standalone is not None:
+            self._standalone.cancel()
+        self._in_send.close()
+        self._in_recv.close()
+        if self.session_id is not None and self._fatal is None:
+            import httpx
+
+            with anyio.move_on_after(2), contextlib.suppress(httpx.HTTPError):
+                response = await self._http.delete(self.url, headers=self._headers(accept=None))
+                if response.status_code not in (200, 202, 204, 404, 405):
+                    logger.debug("DELETE of the MCP session answered HTTP %d", response.status_code)
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _headers(self, *, accept: str | None, content: bool = False, last_event_id: str = "") -> dict[str, str]:
+        headers = dict(self._extra_headers)
+        if accept is not None:
+            headers["accept"] = accept
+        if content:
+            headers["content-type"] = _JSON
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        if last_event_id:
+            headers["last-event-id"] = last_event_id
+        return headers
+
+    def _note_session(self, response: httpx.Response) -> None:
+        sid = response.headers.get("mcp-session-id")
+        if sid and self.session_id is None:
+            self.session_id = sid
+
+    def _session_gone(self, response: httpx.Response) -> bool:
+        """A 404 for our session: the server ended it. End the connection."""
+        if response.status_code != 404 or self.session_id is None:
+            return False
+        if self._fatal is None:
+            self._fatal = f"the server ended MCP session {self.session_id[:8]}... (HTTP 404); start a new session"
+            logger.warning("%s", self._fatal)
+            self.session_id = None
+            self._in_send.close()
+            for scope in self._requests.values():
+                scope.cancel()
+            if self._standalone is not None:
+                self._standalone.cancel()
+        return True
+
+    async def _feed(self, data: bytes, request_id: RequestId | None) -> bool:
+        """Pass one message to the session; True when it is the response to ``request_id``."""
+        answered = False
+        try:
+            message: jsonrpc.Message | None = jsonrpc.decode(data)
+        except jsonrpc.InvalidMessage:
+            message = None
+        if type(message) is Response or type(message) is ErrorResponse:
+            answered = request_id is not None and _same_id(message.id, request_id)
+            if type(message) is Response and _same_id(message.id, self._initialize_id):
+                self._initialize_id = None
+                version = _initialize_version(message.result)
+                if version:
+                    self.protocol_version = version
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._in_send.send(data)
+        return answered
+
+    async def _fail(self, request_id: RequestId, code: int, message: str) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._in_send.send(jsonrpc.encode_error(request_id, code, message))
+
+    async def _fail_http(self, request_id: RequestId, response: httpx.Response) -> None:
+        body = await _read_bounded(response, 65536)
+        code = errors.INVALID_REQUEST if 400 <= response.status_code < 500 else errors.INTERNAL_ERROR
+        detail = ""
+        if body:
+            try:
+                error = jsonrpc.decode(body)
+            except jsonrpc.InvalidMessage:
+                detail = body[:200].decode("utf-8", "replace").strip()
+            else:
+                if type(error) is ErrorResponse:
+                    code, detail = error.code, error.message
+        reason = response.reason_phrase or "error"
+        text = f"HTTP {response.status_code} {reason} from {self.url}" + (f": {detail}" if detail else "")
+        await self._fail(request_id, code, text)
+
+    async def _post_one_way(self, message: bytes) -> None:
+        """POST a notification or a response (answered 202)."""
+        import httpx
+
+        try:
+            async with self._http.stream(
+                "POST", self.url, content=message, headers=self._headers(accept=f"{_JSON}, {_SSE}", content=True)
+            ) as response:
+                self._note_session(response)
+                if self._session_gone(response):
+                    raise anyio.BrokenResourceError
+                if not 200 <= response.status_code < 300:
+                    body = await _read_bounded(response, 2048)
+                    logger.warning(
+                        "server refused a message with HTTP %d: %s",
+                        response.status_code,
+                        body.decode("utf-8", "replace").strip(),
+                    )
+        except httpx.HTTPError as exc:
+            raise anyio.BrokenResourceError(f"POST to {self.url} failed: {exc!r}") from exc
+
+    async def _request(self, message: bytes, request_id: RequestId, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await self._exchange(message, request_id)
+        except Exception as exc:  # pragma: no cover - a bug here must not hang the caller
+            logger.exception("HTTP exchange for request %r failed", request_id)
+            await self._fail(request_id, errors.INTERNAL_ERROR, f"HTTP transport failed: {exc!r}")
+        finally:
+            if self._requests.get(request_id) is scope:
+                del self._requests[request_id]
+
+    async def _exchange(self, message: bytes, request_id: RequestId) -> None:
+        """POST a request and read its answer, resuming the stream with GET if it drops."""
+        import httpx
+
+        state = _Exchange(request_id)
+        failures = 0
+        first = True
+        while True:
+            progress = False
+            problem = "the stream ended before the response"
+            try:
+                if first:
+                    request = self._http.stream(
+                        "POST",
+                        self.url,
+                        content=message,
+                        headers=self._headers(accept=f"{_JSON}, {_SSE}", content=True),
+                    )
+                else:
+                    request = self._http.stream(
+                        "GET", self.url, headers=self._headers(accept=_SSE, last_event_id=state.last_event_id)
+                    )
+                async with request as response:
+                    if first:
+                        self._note_session(response)
+                    if self._session_gone(response):
+                        return
+                    if not 200 <= response.status_code < 300:
+                        await self._fail_http(request_id, response)
+                        return
+                    media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                    if first and media == _JSON:
+                        body = await _read_bounded(response, self._max)
+                        if len(body) > self._max:
+                            await self._fail(request_id, errors.INVALID_REQUEST, f"response exceeds {self._max} bytes")
+                        elif not await self._feed(body, request_id):
+                            await self._fail(
+                                request_id,
+                                errors.INTERNAL_ERROR,
+                                "the server's JSON answer was not this request's response",
+                            )
+                        return
+                    if media != _SSE:
+                        await self._fail(
+                            request_id, errors.INTERNAL_ERROR, f"unexpected Content-Type {media!r} from {self.url}"
+                        )
+                        return
+                    progress = await self._read_sse(response, state)
+            except httpx.HTTPError as exc:
+                if first and not state.last_event_id:
+                    await self._fail(request_id, errors.CONNECTION_CLOSED, f"POST to {self.url} failed: {exc!r}")
+                    return
+                logger.debug("SSE stream for request %r dropped: %r", request_id, exc)
+                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if state.answered:
+                return
+            if not state.last_event_id:
+                await self._fail(
+                    request_id,
+                    errors.CONNECTION_CLOSED,
+                    "the server closed the stream before answering, and it cannot be resumed (no event id)",
+                )
+                return
+            failures = 0 if progress else failures + 1
+            if failures >= _MAX_RESUME_FAILURES:
+                await self._fail(
+                    request_id,
+                    errors.CONNECTION_CLOSED,
+                    f"the answer stream broke and {failures} attempts to resume it failed (last: {problem})",
+                )
+                return
+            first = False
+            await anyio.sleep(state.retry_ms / 1000)
+
+    async def _read_sse(self, response: httpx.Response, state: _Exchange) -> bool:
+        """Read one SSE connection until the answer or its end; True when anything new came."""
+        decoder = SSEDecoder(self._max)
+        decoder.last_event_id = state.last_event_id
+        progress = False
+        async for chunk in response.aiter_bytes():
+            for event in decoder.feed(chunk):
+                if event.oversized:
+                    progress = True
+                    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        await self._in_send.send(MessageTooLarge(self._max))
+                elif event.event == "message" and event.data:  # empty data: a priming event
+                    progress = True
+                    if await self._feed(event.data, state.request_id):
+                        state.answered = True
+            if decoder.last_event_id != state.last_event_id:
+                progress = True
+                state.last_event_id = decoder.last_event_id
+            if decoder.retry is not None:
+                state.retry_ms = decoder.retry
+            if state.answered:
+                break
+        return progress
+
+    async def _standalone_stream(self, scope: anyio.CancelScope) -> None:
+        """The optional GET stream for server messages unrelated to our requests."""
+        import httpx
+
+        state = _Exchange(None)
+        failures = 0
+        with scope:
+            while not self._closed and self._fatal is None:
+                progress = False
+                try:
+                    async with self._http.stream(
+                        "GET", self.url, headers=self._headers(accept=_SSE, last_event_id=state.last_event_id)
+                    ) as response:
+                        media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                        if response.status_code != 200 or media != _SSE:
+                            # 405 (no GET stream), 404/400 from servers without one: fine, do without.
+                            logger.debug("no standalone SSE stream (HTTP %d)", response.status_code)
+                            return
+                        progress = await self._read_sse(response, state)
+                except httpx.HTTPError as exc:
+                    logger.debug("standalone SSE stream dropped: %r", exc)
+                failures = 0 if progress else failures + 1
+                if failures >= _MAX_RESUME_FAILURES:
+                    return
+                await anyio.sleep(state.retry_ms / 1000)
+
+
+async def _read_bounded(response: httpx.Response, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of a body (one more than allowed tells it was too long)."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            break
+    return bytes(body[: limit + 1])
+
+
+@contextlib.asynccontextmanager
+async def http_client(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    limits: Limits | None = None,
+    standalone_stream: bool = True,
+    timeout: float = 30.0,
+) -> AsyncIterator[StreamableHTTPClientTransport]:
+    """A Streamable HTTP transport to the MCP endpoint ``url``; use with :class:`minimcp.Client`.
+
+    Args:
+        url: The MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
+        headers: Extra headers on every request (``Authorization``, say).
+        limits: ``max_message_bytes`` bounds each message read.
+        standalone_stream: Open the GET stream for server messages after the
+            handshake (servers without one are fine).
+        timeout: Seconds to connect and to send a request. Reading an answer has
+            no HTTP timeout: the session's request timeouts govern it.
+
+    On exit the session is ended on the server (DELETE) and every exchange stops.
+    """
+    import httpx
+
+    limits = limits or Limits()
+    error: BaseException | None = None
+    async with (
+        httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, read=None),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
+            follow_redirects=False,
+        ) as http,
+        anyio.create_task_group() as tg,
+    ):
+        transport = StreamableHTTPClientTransport(
+            url, http, tg, headers=headers, limits=limits, standalone_stream=standalone_stream
+        )
+        try:
+            yield transport
+        except BaseException as exc:
+            # Re-raised below, outside the task group, so it is not wrapped in an exception group.
+            error = exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await transport.aclose()
+            tg.cancel_scope.cancel()
+    if error is not None:
+        raise error
+
+
+@contextlib.asynccontextmanager
+async def connect_http(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    limits: Limits | None = None,
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """Connect a :class:`minimcp.Client` to a Streamable HTTP server and initialize.
+
+    Extra keyword arguments go to :class:`~minimcp.Client`.
+    """
+    from minimcp.client import Client
+
+    async with (
+        http_client(url, headers=headers, limits=limits) as transport,
+        Client(transport, limits=limits, **client_options) as client,
+    ):
+        yield client
