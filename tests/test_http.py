@@ -31,6 +31,7 @@ import pytest
 
 import minimcp
 from minimcp import Limits, Server
+from minimcp.transports import asgi_server
 from minimcp.transports import http as http_mod
 from minimcp.transports._sse import SSEDecoder, encode_event
 from minimcp.transports.http import StreamableHTTPApp, connect_http, http_client, serve_http
@@ -70,12 +71,12 @@ async def serving(
 @contextlib.asynccontextmanager
 async def serving_asgi(app: Any) -> AsyncIterator[str]:
     """Any ASGI app (a mock) on hypercorn at a free port; yields its base URL."""
-    backend = http_mod._running_backend()
-    sock = http_mod._bind("127.0.0.1", 0)
+    backend = asgi_server.running_backend()
+    sock = asgi_server.bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
-        await tg.start(http_mod._run_hypercorn, app, sock, stop, 1.0, backend)
+        await tg.start(asgi_server.run_hypercorn, app, sock, stop, 1.0, backend)
         try:
             yield f"http://127.0.0.1:{port}"
         finally:

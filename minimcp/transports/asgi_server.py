@@ -3,42 +3,151 @@
 minimcp does not hand-write an HTTP server: on asyncio this uses uvicorn, on
 trio hypercorn (both optional extras: ``pip install minimcp[http]``). The
 listening socket is bound here first, so the caller learns the real port even
-when it asked for port 0.
+when it asked for port 0, and connections made before the server accepts wait
+in the backlog. Used by the Streamable HTTP transport and by the example's
+pages.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
 import socket
-from typing import Any
+import sys
+from typing import Any, Literal, cast
 
 import anyio
 import anyio.abc
 
-__all__ = ["serve_asgi"]
+__all__ = ["bind", "run_asgi", "run_hypercorn", "run_uvicorn", "running_backend", "serve_asgi"]
 
 logger = logging.getLogger("minimcp.asgi")
 
 
-def _running_backend() -> str:
+def running_backend() -> str:
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            pass
+        else:
+            return "trio"
+    return "asyncio"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
     try:
-        import asyncio
-
-        asyncio.get_running_loop()
-        return "asyncio"
-    except RuntimeError:
-        return "trio"
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
-    sock.listen(1024)
-    sock.setblocking(False)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
     return sock
+
+
+async def run_uvicorn(
+    app: Any,
+    sock: socket.socket,
+    stop: anyio.Event,
+    graceful_timeout: float,
+    task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        interface="asgi3",
+        ws="none",
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=max(1, round(graceful_timeout)),
+    )
+    http_server = uvicorn.Server(config)
+    ended = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await http_server.serve(sockets=[sock])
+        finally:
+            ended.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        while not http_server.started:
+            if ended.is_set():
+                raise RuntimeError("uvicorn stopped before it started serving")
+            await anyio.sleep(0.01)
+        task_status.started()
+        # Until we are told to stop, or uvicorn stops by itself (it handles SIGINT / SIGTERM).
+        async with anyio.create_task_group() as wait:
+
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                wait.cancel_scope.cancel()
+
+            wait.start_soon(until, stop)
+            wait.start_soon(until, ended)
+        http_server.should_exit = True
+
+
+async def run_hypercorn(
+    app: Any,
+    sock: socket.socket,
+    stop: anyio.Event,
+    graceful_timeout: float,
+    backend: str,
+    task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"fd://{sock.detach()}"]
+    config.graceful_timeout = graceful_timeout
+    config.loglevel = "WARNING"
+    config.accesslog = None
+    asgi_app = cast("Any", app)  # hypercorn's ASGI types are TypedDicts; ours are plain mappings
+    if backend == "trio":
+        from hypercorn.trio import serve as trio_serve
+
+        async with anyio.create_task_group() as tg:
+            serve = functools.partial(trio_serve, asgi_app, config, shutdown_trigger=stop.wait, mode="asgi")
+            await tg.start(cast("Any", serve))
+            task_status.started()
+    else:
+        from hypercorn.asyncio import serve as asyncio_serve
+
+        # The socket already listens, so connections made before hypercorn accepts them wait in its backlog.
+        task_status.started()
+        await asyncio_serve(asgi_app, config, shutdown_trigger=stop.wait, mode="asgi")
+
+
+async def run_asgi(
+    app: Any,
+    sock: socket.socket,
+    stop: anyio.Event,
+    *,
+    asgi_server: Literal["uvicorn", "hypercorn"] | None = None,
+    graceful_timeout: float = 2.0,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` on the listening ``sock`` until ``stop`` is set (uvicorn on asyncio, hypercorn on trio)."""
+    backend = running_backend()
+    kind = asgi_server or ("hypercorn" if backend == "trio" else "uvicorn")
+    if kind not in ("uvicorn", "hypercorn"):
+        raise ValueError(f"asgi_server must be 'uvicorn' or 'hypercorn', not {asgi_server!r}")
+    if kind == "uvicorn" and backend != "asyncio":
+        raise RuntimeError("uvicorn runs on asyncio only; use asgi_server='hypercorn' on trio")
+    if kind == "uvicorn":
+        await run_uvicorn(app, sock, stop, graceful_timeout, task_status)
+    else:
+        await run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status)
 
 
 async def serve_asgi(
@@ -46,6 +155,7 @@ async def serve_asgi(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
+    graceful_timeout: float = 2.0,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` until cancelled; ``await tg.start(serve_asgi, app)`` returns the bound port.
@@ -53,30 +163,23 @@ async def serve_asgi(
     Raises:
         ImportError: the ASGI server for this backend is not installed.
     """
-    sock = _bind(host, port)
-    bound = sock.getsockname()[1]
+    sock = bind(host, port)
+    stop = anyio.Event()
+    shield = anyio.CancelScope(shield=True)
+
+    async def run(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with shield:
+            await run_asgi(app, sock, stop, graceful_timeout=graceful_timeout, task_status=task_status)
+
     try:
-        if _running_backend() == "asyncio":
-            import uvicorn
-
-            config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False, interface="asgi3")
-            server = uvicorn.Server(config)
-            # Leave the host program's signal handling alone.
-            server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
-            task_status.started(bound)
+        async with anyio.create_task_group() as tg:
+            await tg.start(run)
             try:
-                await server.serve(sockets=[sock])
+                task_status.started(int(sock.getsockname()[1]))
+                await anyio.sleep_forever()
             finally:
-                server.should_exit = True
-        else:
-            from hypercorn.config import Config
-            from hypercorn.trio import serve
-
-            hconfig = Config()
-            hconfig.bind = [f"fd://{sock.fileno()}"]
-            hconfig.accesslog = None
-            hconfig.errorlog = logger
-            task_status.started(bound)
-            await serve(app, hconfig, mode="asgi")
+                stop.set()
+                shield.deadline = anyio.current_time() + graceful_timeout + 3
     finally:
-        sock.close()
+        if sock.fileno() != -1:
+            sock.close()

@@ -66,14 +66,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import itertools
 import logging
 import secrets
-import socket
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -85,6 +82,7 @@ from minimcp.errors import ConnectionClosed
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.transports import MessageTooLarge
 from minimcp.transports._sse import PING, SSEDecoder, encode_event
+from minimcp.transports.asgi_server import bind, run_asgi
 from minimcp.types import CancelledParams
 from minimcp.versions import Feature, is_supported, negotiate, supports
 
@@ -906,32 +904,6 @@ class StreamableHTTPApp:
 # --- serving -----------------------------------------------------------------------------------
 
 
-def _running_backend() -> str:
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
-            pass
-        else:
-            return "trio"
-    return "asyncio"
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
 async def serve_http(
     server: Server | StreamableHTTPApp,
     host: str = "127.0.0.1",
@@ -961,23 +933,16 @@ async def serve_http(
         app = server
     else:
         app = StreamableHTTPApp(server, **app_options)
-    backend = _running_backend()
-    kind = asgi_server or ("hypercorn" if backend == "trio" else "uvicorn")
-    if kind not in ("uvicorn", "hypercorn"):
-        raise ValueError(f"asgi_server must be 'uvicorn' or 'hypercorn', not {asgi_server!r}")
-    if kind == "uvicorn" and backend != "asyncio":
-        raise RuntimeError("uvicorn runs on asyncio only; use asgi_server='hypercorn' on trio")
-    sock = _bind(host, port)
+    sock = bind(host, port)
     bound_port = int(sock.getsockname()[1])
     stop = anyio.Event()
     shield = anyio.CancelScope(shield=True)
 
     async def run_server(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         with shield:
-            if kind == "uvicorn":
-                await _run_uvicorn(app, sock, stop, graceful_timeout, task_status)
-            else:
-                await _run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status)
+            await run_asgi(
+                app, sock, stop, asgi_server=asgi_server, graceful_timeout=graceful_timeout, task_status=task_status
+            )
 
     try:
         async with anyio.create_task_group() as tg:
@@ -995,84 +960,6 @@ async def serve_http(
     finally:
         if sock.fileno() != -1:
             sock.close()
-
-
-async def _run_uvicorn(
-    app: ASGIApp,
-    sock: socket.socket,
-    stop: anyio.Event,
-    graceful_timeout: float,
-    task_status: anyio.abc.TaskStatus[None],
-) -> None:
-    import uvicorn
-
-    config = uvicorn.Config(
-        app,
-        lifespan="off",
-        interface="asgi3",
-        ws="none",
-        log_config=None,
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=max(1, round(graceful_timeout)),
-    )
-    http_server = uvicorn.Server(config)
-    ended = anyio.Event()
-
-    async def serve() -> None:
-        try:
-            await http_server.serve(sockets=[sock])
-        finally:
-            ended.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(serve)
-        while not http_server.started:
-            if ended.is_set():
-                raise RuntimeError("uvicorn stopped before it started serving")
-            await anyio.sleep(0.01)
-        task_status.started()
-        # Until we are told to stop, or uvicorn stops by itself (it handles SIGINT / SIGTERM).
-        async with anyio.create_task_group() as wait:
-
-            async def until(event: anyio.Event) -> None:
-                await event.wait()
-                wait.cancel_scope.cancel()
-
-            wait.start_soon(until, stop)
-            wait.start_soon(until, ended)
-        http_server.should_exit = True
-
-
-async def _run_hypercorn(
-    app: ASGIApp,
-    sock: socket.socket,
-    stop: anyio.Event,
-    graceful_timeout: float,
-    backend: str,
-    task_status: anyio.abc.TaskStatus[None],
-) -> None:
-    from hypercorn.config import Config
-
-    config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
-    config.graceful_timeout = graceful_timeout
-    config.loglevel = "WARNING"
-    config.accesslog = None
-    asgi_app = cast("Any", app)  # hypercorn's ASGI types are TypedDicts; ours are plain mappings
-    if backend == "trio":
-        from hypercorn.trio import serve as trio_serve
-
-        async with anyio.create_task_group() as tg:
-            serve = functools.partial(trio_serve, asgi_app, config, shutdown_trigger=stop.wait, mode="asgi")
-            await tg.start(cast("Any", serve))
-            task_status.started()
-    else:
-        from hypercorn.asyncio import serve as asyncio_serve
-
-        # The socket already listens, so connections made before hypercorn accepts them wait in its backlog.
-        task_status.started()
-        await asyncio_serve(asgi_app, config, shutdown_trigger=stop.wait, mode="asgi")
 
 
 # --- client ------------------------------------------------------------------------------------

@@ -1,0 +1,410 @@
+"""The server the official MCP conformance suite is run against.
+
+``@modelcontextprotocol/conformance`` (see ``conformance/run.sh``) acts as a
+client and uses tools, resources and prompts with fixed names; this file
+provides all of them with plain minimcp: content blocks of every kind, a tool
+error, progress, logging, sampling, the three form-elicitation scenarios,
+resources (text, binary, a template, a subscribable one), prompts and
+completion. What the suite checks is described next to each piece.
+
+Run: ``python examples/conformance_server.py --port 3001`` (Streamable HTTP on
+``http://127.0.0.1:3001/mcp``). ``--stdio`` serves stdin/stdout instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import logging
+import struct
+import sys
+import wave
+import zlib
+from typing import Annotated, Any, Literal
+
+import anyio
+import msgspec
+
+from minimcp import Accepted, Cancelled, Context, Declined, RequestTimeout, Server, ToolError, forms
+from minimcp.types import (
+    UNSET,
+    AudioContent,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    ResourceContents,
+    TextContent,
+    UnsetType,
+)
+from minimcp.versions import Feature, supports
+
+log = logging.getLogger("conformance_server")
+
+
+# --- media made here, so the file carries no opaque blobs -------------------------------------------------
+
+
+def _png_1x1_red() -> str:
+    """A 1x1 red PNG, base64."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit, truecolour
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte + one RGB pixel
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    return base64.b64encode(png).decode()
+
+
+def _wav_silence() -> str:
+    """10 ms of 8 kHz mono 16-bit silence as a WAV file, base64."""
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(b"\x00\x00" * 80)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+RED_PIXEL_PNG = _png_1x1_red()
+SILENT_WAV = _wav_silence()
+
+
+# --- forms -------------------------------------------------------------------------------------------------
+
+
+class UserInfo(msgspec.Struct):
+    """tools-call-elicitation: two required strings."""
+
+    username: Annotated[str, msgspec.Meta(description="User's response")]
+    email: Annotated[str, msgspec.Meta(description="User's email address")]
+
+
+class Defaults(msgspec.Struct):
+    """SEP-1034: a default for every primitive type."""
+
+    name: Annotated[str, msgspec.Meta(description="User name")] = "John Doe"
+    age: Annotated[int, msgspec.Meta(description="User age")] = 30
+    score: Annotated[float, msgspec.Meta(description="User score")] = 95.5
+    status: Annotated[Literal["active", "inactive", "pending"], msgspec.Meta(description="User status")] = "active"
+    verified: Annotated[bool, msgspec.Meta(description="Verification status")] = True
+
+
+# SEP-1330: all five enum shapes. The legacy ``enum`` + ``enumNames`` shape is written out by hand because
+# minimcp renders every titled select as ``oneOf`` on 2025-11-25 (see _elicit_schema_as_given below).
+ENUMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {
+            "type": "string",
+            "description": "Pick one (untitled)",
+            "enum": ["option1", "option2", "option3"],
+        },
+        "titledSingle": {
+            "type": "string",
+            "description": "Pick one (titled)",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "description": "Pick one (legacy titled)",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "description": "Pick any (untitled)",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "description": "Pick any (titled)",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
+
+
+def describe(answer: Accepted[Any] | Declined | Cancelled) -> str:
+    """``action=..., content=...`` for a tool's text result."""
+    if isinstance(answer, Accepted):
+        return f"action=accept, content={msgspec.json.encode(answer.value).decode()}"
+    if isinstance(answer, Declined):
+        return "action=decline"
+    return f"action=cancel ({answer.reason})"
+
+
+async def _elicit_schema_as_given(
+    ctx: Context, message: str, schema: dict[str, Any]
+) -> Accepted[dict[str, Any]] | Declined | Cancelled:
+    """Ask with ``schema`` sent exactly as written (``ctx.elicit`` re-renders it).
+
+    Same duties as ``ctx.elicit``: the schema is checked against the restricted
+    form schema, the client's capability is checked before sending, and an
+    accepted answer is validated before the tool sees it.
+    """
+    form = forms.compile_form(schema)  # refuses what the restricted schema cannot express
+    conn = ctx.connection
+    if not conn.can_elicit_form():
+        raise ToolError("this client did not declare form elicitation; cannot ask: " + message)
+    version = ctx.protocol_version
+    params = ElicitRequestParams(
+        message=message,
+        mode="form" if supports(version, Feature.ELICITATION_URL) else UNSET,
+        requested_schema=schema,
+    )
+    try:
+        result = await ctx.session.request(
+            "elicitation/create",
+            params,
+            result_type=ElicitResult,
+            timeout=conn.server.limits.elicitation_timeout,
+            related=ctx.request_id,
+        )
+    except RequestTimeout:
+        return Cancelled("timeout")
+    if result.action == "accept":
+        return Accepted(form.build({} if isinstance(result.content, UnsetType) else result.content))
+    return Declined() if result.action == "decline" else Cancelled("user")
+
+
+# --- the server --------------------------------------------------------------------------------------------
+
+
+def build_server() -> Server:
+    """The conformance server (no state shared between connections)."""
+    app = Server("minimcp-conformance-server", "1.0.0", instructions="Tools for the MCP conformance suite.")
+
+    @app.tool()
+    async def test_simple_text() -> str:
+        """Returns one text block."""
+        return "This is a simple text response for testing."
+
+    @app.tool()
+    async def test_image_content() -> ImageContent:
+        """Returns one image block (a 1x1 red PNG)."""
+        return ImageContent(data=RED_PIXEL_PNG, mime_type="image/png")
+
+    @app.tool()
+    async def test_audio_content() -> AudioContent:
+        """Returns one audio block (a short silent WAV)."""
+        return AudioContent(data=SILENT_WAV, mime_type="audio/wav")
+
+    @app.tool()
+    async def test_embedded_resource() -> EmbeddedResource:
+        """Returns one embedded text resource."""
+        return EmbeddedResource(
+            resource=ResourceContents(
+                uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."
+            )
+        )
+
+    @app.tool()
+    async def test_multiple_content_types() -> list[TextContent | ImageContent | EmbeddedResource]:
+        """Returns text, image and embedded-resource blocks together."""
+        return [
+            TextContent(text="Multiple content types test:"),
+            ImageContent(data=RED_PIXEL_PNG, mime_type="image/png"),
+            EmbeddedResource(
+                resource=ResourceContents(
+                    uri="test://mixed-content-resource",
+                    mime_type="application/json",
+                    text='{"test":"data","value":123}',
+                )
+            ),
+        ]
+
+    @app.tool()
+    async def test_error_handling() -> str:
+        """Always fails with a tool error (isError: true)."""
+        raise ToolError("This tool intentionally returns an error for testing")
+
+    @app.tool()
+    async def test_tool_with_progress(ctx: Context) -> str:
+        """Reports progress 0, 50 and 100 of 100, about 50 ms apart."""
+        # Slightly over 50 ms apart: minimcp drops progress sent sooner than limits.progress_interval (0.05 s).
+        await ctx.report_progress(0, 100, "started")
+        await anyio.sleep(0.06)
+        await ctx.report_progress(50, 100, "half way")
+        await anyio.sleep(0.06)
+        await ctx.report_progress(100, 100, "done")
+        return "Progress test completed"
+
+    @app.tool()
+    async def test_tool_with_logging(ctx: Context) -> str:
+        """Sends three info log messages about 50 ms apart while it runs."""
+        await ctx.log("info", "Tool execution started", logger="conformance")
+        await anyio.sleep(0.05)
+        await ctx.log("info", "Tool processing data", logger="conformance")
+        await anyio.sleep(0.05)
+        await ctx.log("info", "Tool execution completed", logger="conformance")
+        return "Logging test completed"
+
+    @app.tool()
+    async def test_sampling(
+        ctx: Context, prompt: Annotated[str, msgspec.Meta(description="The prompt to send to the LLM")]
+    ) -> str:
+        """Asks the client's model to answer a prompt (sampling/createMessage)."""
+        result: CreateMessageResult = await ctx.sample(prompt, max_tokens=100)
+        text = result.content.text if isinstance(result.content, TextContent) else f"<{type(result.content).__name__}>"
+        return f"LLM response: {text}"
+
+    @app.tool()
+    async def test_elicitation(
+        ctx: Context, message: Annotated[str, msgspec.Meta(description="The message to show the user")]
+    ) -> str:
+        """Asks the user for a username and an email address."""
+        answer = await ctx.elicit(message, UserInfo)
+        if isinstance(answer, Accepted):
+            content = {"username": answer.value.username, "email": answer.value.email}
+            return f"User response: action=accept, content={msgspec.json.encode(content).decode()}"
+        return f"User response: {describe(answer)}"
+
+    @app.tool()
+    async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+        """Asks a form whose every field has a default (SEP-1034)."""
+        answer = await ctx.elicit("Please confirm or change these values", Defaults)
+        if isinstance(answer, Accepted):
+            return f"Elicitation completed: action=accept, content={msgspec.json.encode(answer.value).decode()}"
+        return f"Elicitation completed: {describe(answer)}"
+
+    @app.tool()
+    async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+        """Asks a form with all five enum shapes (SEP-1330)."""
+        answer = await _elicit_schema_as_given(ctx, "Please make your selections", ENUMS_SCHEMA)
+        return f"Elicitation completed: {describe(answer)}"
+
+    @app.tool(
+        description="Tool with JSON Schema 2020-12 features",
+        input_schema={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+                }
+            },
+            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "additionalProperties": False,
+        },
+    )
+    async def json_schema_2020_12_tool(name: str | None = None, address: dict[str, str] | None = None) -> str:
+        where = ", ".join(v for v in (address or {}).values())
+        return f"Hello {name or 'nobody'}" + (f" from {where}" if where else "")
+
+    @app.tool()
+    async def test_reconnection() -> str:
+        """Finishes after a short pause (SSE polling, SEP-1699)."""
+        await anyio.sleep(0.1)
+        return "Reconnection test completed successfully"
+
+    # resources
+
+    @app.resource("test://static-text", name="static-text", mime_type="text/plain")
+    async def static_text() -> str:
+        """A fixed text resource."""
+        return "This is the content of the static text resource."
+
+    @app.resource("test://static-binary", name="static-binary", mime_type="image/png")
+    async def static_binary() -> bytes:
+        """A fixed binary resource (a 1x1 red PNG)."""
+        return base64.b64decode(RED_PIXEL_PNG)
+
+    @app.resource("test://watched-resource", name="watched-resource", mime_type="text/plain")
+    async def watched_resource() -> str:
+        """A resource clients may subscribe to."""
+        return "This resource can be watched for changes."
+
+    @app.resource_template("test://template/{id}/data", name="template-data", mime_type="application/json")
+    async def template_data(id: str) -> str:
+        """JSON data for any id."""
+        return msgspec.json.encode({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}).decode()
+
+    # prompts
+
+    @app.prompt()
+    async def test_simple_prompt() -> str:
+        """A prompt without arguments."""
+        return "This is a simple prompt for testing."
+
+    @app.prompt()
+    async def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+        """A prompt with two required arguments, arg1 and arg2."""
+        return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+    @app.prompt()
+    async def test_prompt_with_embedded_resource(resourceUri: str) -> list[PromptMessage]:  # the wire name
+        """A prompt that embeds the resource named by resourceUri."""
+        return [
+            PromptMessage(
+                role="user",
+                content=EmbeddedResource(
+                    resource=ResourceContents(
+                        uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."
+                    )
+                ),
+            ),
+            PromptMessage(role="user", content=TextContent(text="Please process the embedded resource above.")),
+        ]
+
+    @app.prompt()
+    async def test_prompt_with_image() -> list[PromptMessage]:
+        """A prompt with an image."""
+        return [
+            PromptMessage(role="user", content=ImageContent(data=RED_PIXEL_PNG, mime_type="image/png")),
+            PromptMessage(role="user", content=TextContent(text="Please analyze the image above.")),
+        ]
+
+    # completion
+
+    @app.completion
+    async def complete(ref: dict[str, Any], argument: str, value: str, context: dict[str, str]) -> list[str]:
+        """Suggestions for test_prompt_with_arguments' arguments and the template's id."""
+        if ref.get("type") == "ref/prompt" and ref.get("name") == "test_prompt_with_arguments":
+            options = ["paris", "park", "party", "test", "testing"]
+        elif ref.get("type") == "ref/resource" and argument == "id":
+            options = ["1", "2", "3", "123"]
+        else:
+            options = []
+        return [o for o in options if o.startswith(value)]
+
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=3001, help="port (default 3001)")
+    parser.add_argument("--stdio", action="store_true", help="serve stdin/stdout instead of HTTP")
+    parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    app = build_server()
+    if args.stdio:
+        app.run(backend=args.backend)
+        return
+    from minimcp.transports.http import serve_http
+
+    log.info("serving http://%s:%d/mcp", args.host, args.port)
+    anyio.run(serve_http, app, args.host, args.port, backend=args.backend)
+
+
+if __name__ == "__main__":
+    main()
