@@ -65,12 +65,8 @@ async def elicitation_defaults(url: str) -> None:
             fill_defaults=True,
         ) as client,
     ):
-        # The mock (TS SDK) sends its question on the standalone GET stream and silently drops it when
-        # that stream is not open yet. minimcp's transport opens the GET in the background after the
-        # handshake, so give it a moment to be established before the call (see the report on
-        # http_client: the handshake should wait for the GET stream).
-        await client.list_tools()
-        await anyio.sleep(0.3)
+        # The mock (TS SDK) sends its question on the standalone GET stream and drops it when that
+        # stream is not open; http_client opens the GET right after the handshake and waits for it.
         result = await client.call_tool("test_client_elicitation_defaults", {})
         log.info("test_client_elicitation_defaults: %s", _text(result))
 
@@ -81,10 +77,9 @@ async def sse_retry(url: str) -> None:
     The transport must wait the stream's ``retry`` delay and resume with a GET
     carrying ``Last-Event-ID``; the result arrives on that stream.
     """
-    # No standalone GET stream here: the mock answers *any* GET with the pending tool result, so a
-    # standalone GET that happens to reach it after the tools/call POST would be taken for the
-    # reconnection (too early, without Last-Event-ID). The resumption under test is the request's
-    # own GET, which the transport makes whether or not a standalone stream is open.
+    # No standalone GET stream here: this mock answers *any* GET with the pending tool result, so
+    # it would take a standalone GET for the reconnection under test (the request's own GET with
+    # Last-Event-ID, which the transport makes either way).
     async with (
         http_client(url, standalone_stream=False) as transport,
         Client(transport, name="minimcp-conformance-client") as client,

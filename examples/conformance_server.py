@@ -26,21 +26,16 @@ from typing import Annotated, Any, Literal
 import anyio
 import msgspec
 
-from minimcp import Accepted, Cancelled, Context, Declined, RequestTimeout, Server, ToolError, forms
+from minimcp import Accepted, Cancelled, Context, Declined, Server, ToolError
 from minimcp.types import (
-    UNSET,
     AudioContent,
     CreateMessageResult,
-    ElicitRequestParams,
-    ElicitResult,
     EmbeddedResource,
     ImageContent,
     PromptMessage,
     ResourceContents,
     TextContent,
-    UnsetType,
 )
-from minimcp.versions import Feature, supports
 
 log = logging.getLogger("conformance_server")
 
@@ -96,8 +91,8 @@ class Defaults(msgspec.Struct):
     verified: Annotated[bool, msgspec.Meta(description="Verification status")] = True
 
 
-# SEP-1330: all five enum shapes. The legacy ``enum`` + ``enumNames`` shape is written out by hand because
-# minimcp renders every titled select as ``oneOf`` on 2025-11-25 (see _elicit_schema_as_given below).
+# SEP-1330: all five enum shapes, as a raw schema (sent to 2025-11-25 clients as written, so the
+# deprecated legacy ``enum`` + ``enumNames`` shape survives).
 ENUMS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -148,40 +143,6 @@ def describe(answer: Accepted[Any] | Declined | Cancelled) -> str:
     if isinstance(answer, Declined):
         return "action=decline"
     return f"action=cancel ({answer.reason})"
-
-
-async def _elicit_schema_as_given(
-    ctx: Context, message: str, schema: dict[str, Any]
-) -> Accepted[dict[str, Any]] | Declined | Cancelled:
-    """Ask with ``schema`` sent exactly as written (``ctx.elicit`` re-renders it).
-
-    Same duties as ``ctx.elicit``: the schema is checked against the restricted
-    form schema, the client's capability is checked before sending, and an
-    accepted answer is validated before the tool sees it.
-    """
-    form = forms.compile_form(schema)  # refuses what the restricted schema cannot express
-    conn = ctx.connection
-    if not conn.can_elicit_form():
-        raise ToolError("this client did not declare form elicitation; cannot ask: " + message)
-    version = ctx.protocol_version
-    params = ElicitRequestParams(
-        message=message,
-        mode="form" if supports(version, Feature.ELICITATION_URL) else UNSET,
-        requested_schema=schema,
-    )
-    try:
-        result = await ctx.session.request(
-            "elicitation/create",
-            params,
-            result_type=ElicitResult,
-            timeout=conn.server.limits.elicitation_timeout,
-            related=ctx.request_id,
-        )
-    except RequestTimeout:
-        return Cancelled("timeout")
-    if result.action == "accept":
-        return Accepted(form.build({} if isinstance(result.content, UnsetType) else result.content))
-    return Declined() if result.action == "decline" else Cancelled("user")
 
 
 # --- the server --------------------------------------------------------------------------------------------
@@ -287,7 +248,7 @@ def build_server() -> Server:
     @app.tool()
     async def test_elicitation_sep1330_enums(ctx: Context) -> str:
         """Asks a form with all five enum shapes (SEP-1330)."""
-        answer = await _elicit_schema_as_given(ctx, "Please make your selections", ENUMS_SCHEMA)
+        answer = await ctx.elicit("Please make your selections", ENUMS_SCHEMA)
         return f"Elicitation completed: {describe(answer)}"
 
     @app.tool(

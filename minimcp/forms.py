@@ -48,6 +48,7 @@ Decisions
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime
 import enum
@@ -403,14 +404,19 @@ class Form(Generic[T]):
         schema: The canonical 2025-11-25 ``requestedSchema`` (for :func:`parse_schema`: the schema as given).
     """
 
-    __slots__ = ("_make", "fields", "schema")
+    __slots__ = ("_given", "_make", "fields", "schema")
 
     def __init__(
         self, fields: tuple[FormField, ...], make: Callable[[dict[str, Any]], T], schema: dict[str, Any] | None = None
     ) -> None:
-        """Wrap ``fields``; ``make`` turns a validated answer into the typed value."""
+        """Wrap ``fields``; ``make`` turns a validated answer into the typed value.
+
+        A ``schema`` given here (a raw schema the author wrote, already checked) is what
+        :meth:`schema_for` sends to 2025-11-25 and later clients, word for word.
+        """
         self.fields = fields
         self._make = make
+        self._given = schema is not None
         self.schema = schema if schema is not None else _render_schema(fields, _CANONICAL)
 
     def __repr__(self) -> str:
@@ -428,6 +434,8 @@ class Form(Generic[T]):
         Raises:
             FormDefinitionError: The revision has no elicitation, or cannot express a field (a multi-select).
         """
+        if self._given and supports(version, Feature.ELICITATION_ENUMS):
+            return copy.deepcopy(self.schema)  # an author's raw schema goes out as written
         return _render_schema(self.fields, version)
 
     def validate(self, content: object) -> dict[str, Any]:
@@ -833,7 +841,7 @@ def compile_form(form_type: Any, *, allow_sensitive: Collection[str] = ()) -> Fo
         if unknown := allowed - {f.name for f in fields}:
             raise FormDefinitionError(None, f"allow_sensitive names {sorted(unknown)}, not fields of the schema")
         _guard(fields, allowed)
-        return Form(fields, dict)
+        return Form(fields, dict, copy.deepcopy(dict(form_type)))
     key = (form_type, allowed)
     if (form := _CACHE.get(key)) is None:
         form = _CACHE[key] = _compile_type(form_type, allowed)

@@ -1039,7 +1039,12 @@ class StreamableHTTPClientTransport:
                         self._requests[cancelled].cancel()
             elif parsed.method == "notifications/initialized" and self._want_standalone and self._standalone is None:
                 self._standalone = anyio.CancelScope()
-                self._tg.start_soon(self._standalone_stream, self._standalone)
+                ready = anyio.Event()
+                self._tg.start_soon(self._standalone_stream, self._standalone, ready)
+                # Some servers route a handler's requests to the GET stream and drop them when
+                # none is open: let it open (or be refused) before the first call goes out.
+                with anyio.move_on_after(_STANDALONE_WAIT):
+                    await ready.wait()
 
     async def receive(self) -> bytes:
         try:
@@ -1275,8 +1280,17 @@ class StreamableHTTPClientTransport:
                 break
         return progress
 
-    async def _standalone_stream(self, scope: anyio.CancelScope) -> None:
-        """The optional GET stream for server messages unrelated to our requests."""
+    async def _standalone_stream(self, scope: anyio.CancelScope, ready: anyio.Event) -> None:
+        """The optional GET stream for server messages unrelated to our requests.
+
+        ``ready`` is set once the first GET got its response headers, or failed.
+        """
+        try:
+            await self._standalone_loop(scope, ready)
+        finally:
+            ready.set()
+
+    async def _standalone_loop(self, scope: anyio.CancelScope, ready: anyio.Event) -> None:
         import httpx
 
         state = _Exchange(None)
@@ -1288,6 +1302,7 @@ class StreamableHTTPClientTransport:
                     async with self._http.stream(
                         "GET", self.url, headers=self._headers(accept=_SSE, last_event_id=state.last_event_id)
                     ) as response:
+                        ready.set()
                         media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
                         if response.status_code != 200 or media != _SSE:
                             # 405 (no GET stream), 404/400 from servers without one: fine, do without.
@@ -1300,6 +1315,10 @@ class StreamableHTTPClientTransport:
                 if failures >= _MAX_RESUME_FAILURES:
                     return
                 await anyio.sleep(state.retry_ms / 1000)
+
+
+#: Seconds to let the standalone GET stream open before the first request after initialize.
+_STANDALONE_WAIT = 2.0
 
 
 async def _read_bounded(response: httpx.Response, limit: int) -> bytes:
