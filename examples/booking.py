@@ -6,7 +6,9 @@ mode), and finishes the same call with the answer; a deposit for large parties
 and a calendar authorization happen in the person's browser (URL mode), on two
 small pages this example serves itself on 127.0.0.1.
 
-Run: ``python examples/booking.py`` (stdio). ``--elicitation-timeout SECONDS``
+Run: ``python examples/booking.py`` (stdio), or ``--transport http|ws`` with ``--host``
+(default 127.0.0.1) and ``--port`` (its address is announced on stderr as ``mcp: URL``).
+``--elicitation-timeout SECONDS``
 sets how long one question waits for the person (default 300). The pages need
 the ``http`` extra (``pip install minimcp[http]``); their address is announced
 on stderr as ``pages: http://127.0.0.1:PORT/``.
@@ -266,11 +268,12 @@ class BookingApp:
                 "Adding to a calendar needs the person to authorize a calendar provider in their browser, "
                 "and this client cannot open such links (it did not declare URL-mode elicitation)."
             )
-        eid = secrets.token_urlsafe(18)
+        # The same id in every round and replay of this call, so the page stays the same one.
+        eid = f"{ctx.call_id}-auth"
         url = self.page_url("authorize", eid)
         if url is None:
             raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
-        self.authorizations[eid] = None
+        self.authorizations.setdefault(eid, None)
         try:
             while eid not in self.completed_authorizations:
                 answer = await ctx.elicit_url(
@@ -290,10 +293,10 @@ class BookingApp:
             )
         if self.pages_url is None:
             raise ToolError("A deposit is required, but the payment pages are not available (install minimcp[http]).")
-        eid = secrets.token_urlsafe(18)
+        eid = f"{ctx.call_id}-deposit"  # stable across rounds and replays of this call
         url = self.page_url("deposit", eid)
         assert url is not None
-        deposit = self.deposits[eid] = Deposit(day, party_size)
+        deposit = self.deposits.setdefault(eid, Deposit(day, party_size))
         try:
             answer = await ctx.elicit_url(
                 f"A deposit is required for a party of {party_size} on {day.isoformat()}. "
@@ -327,6 +330,14 @@ class BookingApp:
     async def pages(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
                     send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         """Two pages: ``/deposit/<id>`` and ``/authorize/<id>``; a plain form POST completes each."""
+        if scope["type"] == "lifespan":  # nothing to set up, but the ASGI server waits for the answers
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
         if scope["type"] != "http":
             return
         method = scope["method"]
@@ -422,13 +433,26 @@ async def serve(args: argparse.Namespace) -> None:
         else:
             booking.pages_url = f"http://{args.host}:{port}"
             print(f"pages: {booking.pages_url}/", file=sys.stderr, flush=True)
-        await booking.server.serve_stdio()
+        if args.transport == "stdio":
+            await booking.server.serve_stdio()
+        elif args.transport == "http":
+            from minimcp.transports.http import serve_http
+
+            mcp_port = await tg.start(serve_http, booking.server, args.host, args.port)
+            print(f"mcp: http://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
+            await anyio.sleep_forever()
+        else:
+            from minimcp.transports.websocket import serve_websocket
+
+            mcp_port = await tg.start(serve_websocket, booking.server, args.host, args.port)
+            print(f"mcp: ws://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
+            await anyio.sleep_forever()
         tg.cancel_scope.cancel()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--transport", choices=["stdio"], default="stdio")
+    parser.add_argument("--transport", choices=["stdio", "http", "ws"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--elicitation-timeout", type=float, default=300.0, metavar="SECONDS")

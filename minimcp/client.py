@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -297,8 +298,8 @@ class Client:
         except (McpError, TimeoutError) as exc:
             if isinstance(exc, McpError) and exc.code == modern.UNSUPPORTED_VERSION:
                 offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
-                if isinstance(offered, list) and any(is_modern(v) for v in offered if isinstance(v, str)):
-                    raise  # a modern server that speaks none of our modern revisions
+                if isinstance(offered, list) and offered and not any(v in SUPPORTED for v in offered):
+                    raise  # a modern-only server that speaks none of our revisions: no handshake to fall to
             logger.debug("server/discover probe failed (%s): using the handshake", exc)
             found = None
         if found is not None and any(is_modern(v) for v in found.get("supportedVersions", []) if isinstance(v, str)):
@@ -369,7 +370,7 @@ class Client:
         base = msgspec.structs.replace(params, meta=self._envelope(params.meta))
         current = base
         pause = 0.05
-        for _ in range(self.max_rounds):
+        for round_ in range(1, self.max_rounds + 1):
             raw = await self.session.request(method, current, timeout=timeout, progress=progress)
             head = msgspec.json.decode(raw, type=_ResultKind)
             if head.result_type == "complete":
@@ -378,6 +379,8 @@ class Client:
                 raise McpError(
                     errors.INVALID_REQUEST, f"{method} answered with unknown resultType {head.result_type!r}"
                 )
+            if round_ == self.max_rounds:
+                break  # do not ask the person questions whose answers would never be sent
             if not head.input_requests and isinstance(head.request_state, UnsetType):
                 raise McpError(errors.INVALID_REQUEST, f"{method} answered input_required with nothing to answer")
             responses: dict[str, Any] | UnsetType = UNSET
@@ -607,6 +610,8 @@ class Client:
 
     async def handle_request(self, session: Session, request: Request) -> Any:
         method = request.method
+        if method == "ping":  # a ping with params (the session answers bare ones itself)
+            return {}
         if method == "elicitation/create":
             return await self._elicit(request)
         if method == "sampling/createMessage" and self.sampling_handler is not None:
@@ -654,7 +659,9 @@ class Client:
             except Exception:
                 logger.exception("on_elicitation_complete callback failed")
 
-    async def _ask_url(self, message: str, url: str, elicitation_id: str) -> Accepted[Any] | Declined | Cancelled:
+    async def _ask_url(
+        self, message: str, url: str, elicitation_id: str, *, track: bool = True
+    ) -> Accepted[Any] | Declined | Cancelled:
         assert self.url_handler is not None
         request = UrlElicitationRequest(
             message=message,
@@ -665,7 +672,8 @@ class Client:
         )
         # Track the id before asking: the page may be completed (and the server
         # say so) before the person's consent reaches the server.
-        self._track_url(elicitation_id)
+        if track:
+            self._track_url(elicitation_id)
         answer: Accepted[Any] | Declined | Cancelled | None = None
         self.session.begin_human_wait()
         try:
@@ -679,8 +687,14 @@ class Client:
     async def _elicit_url(self, params: ElicitRequestParams) -> ElicitResult:
         if self.url_handler is None:
             raise McpError(errors.INVALID_PARAMS, "this client did not declare URL-mode elicitation")
-        if isinstance(params.url, UnsetType) or isinstance(params.elicitation_id, UnsetType):
-            raise McpError(errors.INVALID_PARAMS, "URL-mode elicitation needs url and elicitationId")
+        if isinstance(params.url, UnsetType):
+            raise McpError(errors.INVALID_PARAMS, "URL-mode elicitation needs a url")
+        if isinstance(params.elicitation_id, UnsetType):
+            if self.era != "modern":
+                raise McpError(errors.INVALID_PARAMS, "URL-mode elicitation needs an elicitationId")
+            # 2026-07-28 has no elicitationId (and no completion notice): a local one for the handler.
+            answer = await self._ask_url(params.message, params.url, f"local-{secrets.token_urlsafe(9)}", track=False)
+            return ElicitResult(action=action_of(answer))
         answer = await self._ask_url(params.message, params.url, params.elicitation_id)
         return ElicitResult(action=action_of(answer))
 

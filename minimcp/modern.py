@@ -155,7 +155,7 @@ class Question:
 
     @classmethod
     def create(cls, method: str, params: Any) -> Question:
-        wire: dict[str, Any] = msgspec.to_builtins(params)
+        wire: dict[str, Any] = {} if params is msgspec.UNSET else msgspec.to_builtins(params)
         return cls(method, wire, digest({"m": method, "p": wire}))
 
     def to_wire(self) -> dict[str, Any]:
@@ -169,9 +169,13 @@ class Run:
     handed back in order while the tool asks the same questions again.
     """
 
-    def __init__(self, tool: str, recorded: list[list[Any]]) -> None:
+    def __init__(self, tool: str, recorded: list[list[Any]], call_id: str | None = None) -> None:
         self.tool = tool
         self.handle = secrets.token_urlsafe(12)
+        #: Stable across every round and replay of this one call (carried in the sealed state).
+        self.call_id = call_id or secrets.token_urlsafe(12)
+        #: The tool's context, when it takes one (its envelope follows each round's request).
+        self.context: Any = None
         self.answers: list[list[Any]] = [list(pair) for pair in recorded]
         self._replay = 0
         self.pending: Question | None = None

@@ -726,8 +726,13 @@ class ServerConnection:
             answer = inputs.get(str(state.get("k")))
             run = server.parking.take(str(state.get("h")))
             if run is not None:
+                if run.context is not None:
+                    # Capabilities, identity and log level come from this request only.
+                    run.context.envelope = envelope
+                    run.context.request_id = request.id
                 if answer is None:
-                    # The needed answer is missing: ask the same question again.
+                    # The needed answer is missing: ask the same question again, still parked.
+                    server.parking.park(run)
                     return self._input_required(run, binding)
                 run.deliver(answer)
             else:
@@ -740,7 +745,10 @@ class ServerConnection:
                 recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
                 if answer is not None and isinstance(state.get("q"), str):
                     recorded.append([state["q"], answer])
-                run = self._start_run(tool, params, kwargs, envelope, request, recorded)
+                call_id = state.get("c")
+                run = self._start_run(
+                    tool, params, kwargs, envelope, request, recorded, call_id if isinstance(call_id, str) else None
+                )
         else:
             run = self._start_run(tool, params, kwargs, envelope, request, [])
         try:
@@ -765,11 +773,13 @@ class ServerConnection:
         envelope: Envelope,
         request: Request,
         recorded: list[list[Any]],
+        call_id: str | None = None,
     ) -> Run:
-        run = Run(params.name, recorded)
+        run = Run(params.name, recorded, call_id)
         ctx: Context | None = None
         if tool.context_param is not None:
             ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta, envelope, run)
+            run.context = ctx
         self.session.spawn(self._drive, run, tool, params.name, kwargs, ctx)
         return run
 
@@ -796,7 +806,7 @@ class ServerConnection:
         assert question is not None
         key = run.key
         state = self.server.sealer.seal(
-            {**binding, "h": run.handle, "k": key, "q": question.digest, "ans": run.answers},
+            {**binding, "h": run.handle, "k": key, "q": question.digest, "ans": run.answers, "c": run.call_id},
             now=time.time(),
             ttl=self.server.state_ttl,
         )
@@ -882,11 +892,14 @@ def _requested_version(params: msgspec.Raw) -> Any:
 
 
 def _modern_capabilities(caps: ServerCapabilities) -> ServerCapabilities:
-    # 2026-07-28 removed logging/setLevel and resources/subscribe.
-    resources = caps.resources
-    if isinstance(resources, dict):
-        resources = {k: v for k, v in resources.items() if k != "subscribe"}
-    return msgspec.structs.replace(caps, logging=UNSET, resources=resources)
+    # 2026-07-28 removed logging/setLevel and resources/subscribe, and list changes travel only
+    # through subscriptions/listen, which we do not offer: so no subscribe / listChanged either.
+    def plain(value: dict[str, Any] | UnsetType) -> dict[str, Any] | UnsetType:
+        return {} if isinstance(value, dict) else value
+
+    return msgspec.structs.replace(
+        caps, logging=UNSET, resources=plain(caps.resources), prompts=plain(caps.prompts), tools=plain(caps.tools)
+    )
 
 
 _MODERN_CACHEABLE = frozenset({"tools/list", "resources/list", "resources/templates/list", "prompts/list"})
@@ -913,6 +926,7 @@ class Context:
     """
 
     __slots__ = (
+        "_call_id",
         "_last_progress",
         "_last_progress_at",
         "connection",
@@ -939,6 +953,7 @@ class Context:
         #: The multi round-trip run this call executes in (modern revision only).
         self.run = run
         self.finished = False
+        self._call_id: str | None = None
         self._last_progress: float | None = None
         self._last_progress_at = -1e9
 
@@ -950,6 +965,19 @@ class Context:
     def modern(self) -> bool:
         """Whether this call is served by the modern (2026-07-28) rules."""
         return self.envelope is not None
+
+    @property
+    def call_id(self) -> str:
+        """An unguessable id of this tool call, the same in every round and replay of it.
+
+        Derive ids of things the call creates from it (a payment page, say), so
+        that a replayed call finds them again instead of making new ones.
+        """
+        if self.run is not None:
+            return self.run.call_id
+        if self._call_id is None:
+            self._call_id = secrets.token_urlsafe(12)
+        return self._call_id
 
     @property
     def client_info(self) -> Implementation | None:
@@ -989,6 +1017,8 @@ class Context:
         return self._ask_modern(self.run, method, params, result_type, timeout)
 
     async def _ask_modern(self, run: Run, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
+        if timeout is DEFAULT:
+            timeout = self.connection.server.limits.elicitation_timeout  # how long the call stays parked
         answer = await run.ask(Question.create(method, params), timeout, self.connection.server.parking)
         try:
             return msgspec.convert(answer, result_type)

@@ -531,7 +531,7 @@ class Session:
             self._resolve(message.id, message, None)
         elif type(message) is Request:
             self.stats.requests_received += 1
-            if message.method == "ping" and self.answer_ping:
+            if message.method == "ping" and self.answer_ping and not message.params:
                 # Answered by the read loop itself: no task, allowed at any time (spec).
                 with contextlib.suppress(ConnectionClosed):
                     await self.send_raw(jsonrpc.encode_result(message.id, _EMPTY), related=message.id)

@@ -61,7 +61,7 @@ class StateSealer:
         self.max_bytes = max_bytes
 
     def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
-        body = _encoder.encode({**payload, "exp": int(now + ttl)})
+        body = _encoder.encode({**payload, "exp": round(now + ttl, 3)})
         mac = hmac.new(self.key, body, hashlib.sha256).digest()
         return "v1." + _b64(body) + "." + _b64(mac)
 
@@ -78,6 +78,8 @@ class StateSealer:
             body, mac = _unb64(body_text), _unb64(mac_text)
         except ValueError:
             raise InvalidState("malformed") from None
+        if _b64(body) != body_text or _b64(mac) != mac_text:
+            raise InvalidState("not canonical base64")  # the echo must be byte for byte
         if version != "v1":
             raise InvalidState("unknown version")
         if not any(hmac.compare_digest(hmac.new(k, body, hashlib.sha256).digest(), mac) for k in self.keys):
@@ -89,7 +91,7 @@ class StateSealer:
         if not isinstance(payload, dict):
             raise InvalidState("not an object")
         exp = payload.get("exp")
-        if not isinstance(exp, int) or exp < now:
+        if not isinstance(exp, (int, float)) or isinstance(exp, bool) or exp < now:
             raise InvalidState("expired")
         for name, value in binding.items():
             if payload.get(name) != value:

@@ -164,6 +164,7 @@ async def serve_asgi(
         ImportError: the ASGI server for this backend is not installed.
     """
     sock = bind(host, port)
+    bound = int(sock.getsockname()[1])  # before hypercorn takes the socket over
     stop = anyio.Event()
     shield = anyio.CancelScope(shield=True)
 
@@ -175,7 +176,7 @@ async def serve_asgi(
         async with anyio.create_task_group() as tg:
             await tg.start(run)
             try:
-                task_status.started(int(sock.getsockname()[1]))
+                task_status.started(bound)
                 await anyio.sleep_forever()
             finally:
                 stop.set()

@@ -1,0 +1,727 @@
+"""The command-line client: ``python -m minimcp`` (or the installed ``minimcp`` command).
+
+::
+
+    minimcp tools   TARGET                          list the server's tools
+    minimcp call    TARGET TOOL [key=value ...]     call a tool, print its result
+    minimcp connect TARGET                          an interactive session
+
+``TARGET`` is a command that starts a server over stdio (one argument, split like a
+shell would: ``"python examples/booking.py"``), an ``http(s)://`` URL (Streamable
+HTTP) or a ``ws(s)://`` URL (WebSocket).
+
+``key=value`` arguments are parsed as JSON when they are valid JSON (``2``, ``true``,
+``{"a": 1}``), else taken as strings; when the tool's input schema says a parameter
+is a string, the text is kept as typed (``name=42`` sends ``"42"``). ``--json
+'{...}'`` gives the arguments as one JSON object (``key=value`` pairs override it).
+
+When the server asks a question mid-call (elicitation), it is asked in the terminal;
+without one (stdin is not a TTY) questions are declined with a note on stderr,
+unless ``--answers '{"field": value}'`` or ``--accept-defaults`` answer them, and
+URL requests are declined unless ``--accept-urls`` consents. Nothing waits for a
+person who is not there.
+
+Results go to stdout; logs, progress, notes and ``--trace`` to stderr.
+
+Exit status: 0 success; 1 the tool returned an error result; 2 a usage, connection
+or protocol error; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import logging
+import shlex
+import sys
+import typing
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Literal
+
+import anyio
+
+from minimcp import __version__
+from minimcp.cli_render import (
+    Console,
+    LineReader,
+    Progress,
+    Questions,
+    Scripted,
+    describe_tool,
+    format_log,
+    format_result,
+    format_trace,
+    result_json,
+    server_banner,
+)
+from minimcp.client import Client
+from minimcp.config import Limits
+from minimcp.elicitation import UrlElicitationRequired
+from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedVersion
+from minimcp.transports import Transport
+from minimcp.transports.trace import TracedTransport
+from minimcp.types import CallToolResult, LoggingLevel, LoggingMessageParams, Tool, UnsetType
+
+__all__ = ["CliError", "Target", "build_parser", "main", "parse_arguments", "parse_target"]
+
+logger = logging.getLogger("minimcp.cli")
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_FAILURE = 2
+EXIT_INTERRUPTED = 130
+
+URL_STEP_WAIT = 600  # seconds to wait for the server to report consented browser steps complete
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class CliError(Exception):
+    """A problem to report in one line, with exit status 2."""
+
+
+# --- targets and arguments -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Target:
+    """Where the server is: a command to spawn (stdio), or a URL."""
+
+    kind: Literal["stdio", "http", "ws"]
+    command: tuple[str, ...] = ()
+    url: str = ""
+
+    def describe(self) -> str:
+        return shlex.join(self.command) if self.kind == "stdio" else self.url
+
+
+def parse_target(text: str) -> Target:
+    """``http(s)://`` -> Streamable HTTP, ``ws(s)://`` -> WebSocket, else a command split with shlex."""
+    stripped = text.strip()
+    lower = stripped.lower()
+    if lower.startswith(("http://", "https://")):
+        return Target("http", url=stripped)
+    if lower.startswith(("ws://", "wss://")):
+        return Target("ws", url=stripped)
+    try:
+        command = shlex.split(stripped)
+    except ValueError as exc:
+        raise CliError(f"cannot split the server command {text!r}: {exc}") from None
+    if not command:
+        raise CliError("the target is empty: give a server command, an http(s):// URL or a ws(s):// URL")
+    return Target("stdio", command=tuple(command))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Argument:
+    """One ``key=value`` argument: the text as typed and its JSON reading."""
+
+    key: str
+    text: str
+    value: Any
+
+
+def parse_value(text: str) -> Any:
+    """JSON when ``text`` is valid JSON, else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_pairs(pairs: Sequence[str]) -> list[Argument]:
+    out: list[Argument] = []
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"argument {pair!r} is not key=value (use --json for a JSON object)")
+        out.append(Argument(key, text, parse_value(text)))
+    return out
+
+
+def parse_json_object(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"--json is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CliError("--json must be a JSON object, like '{\"a\": 1}'")
+    return value
+
+
+_JSON_KINDS: dict[type, tuple[str, ...]] = {
+    bool: ("boolean",),
+    int: ("integer", "number"),
+    float: ("number",),
+    str: ("string",),
+    type(None): ("null",),
+    list: ("array",),
+    dict: ("object",),
+}
+
+
+def _allowed_types(schema: Any) -> set[str]:
+    if not isinstance(schema, dict):
+        return set()
+    kinds: set[str] = set()
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        kinds.add(kind)
+    elif isinstance(kind, list):
+        kinds.update(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            for sub in schema[key]:
+                kinds |= _allowed_types(sub)
+    return kinds
+
+
+def parse_arguments(pairs: Sequence[Argument], base: dict[str, Any], tool: Tool | None = None) -> dict[str, Any]:
+    """The call's arguments: ``base`` (from ``--json``), then each pair.
+
+    A pair's JSON reading is used unless the tool's schema says the parameter takes a
+    string and not the JSON value's type; then the text is kept as typed.
+    """
+    props: dict[str, Any] = {}
+    if tool is not None and isinstance(tool.input_schema.get("properties"), dict):
+        props = tool.input_schema["properties"]
+    arguments = dict(base)
+    for arg in pairs:
+        value = arg.value
+        allowed = _allowed_types(props.get(arg.key))
+        if not isinstance(value, str) and "string" in allowed and not set(_JSON_KINDS.get(type(value), ())) & allowed:
+            value = arg.text
+        arguments[arg.key] = value
+    return arguments
+
+
+# --- the command line ----------------------------------------------------------------------------------------
+
+
+def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """Options accepted before and after the command (after it, they only apply when given)."""
+
+    def default(value: Any) -> Any:
+        return value if top else argparse.SUPPRESS
+
+    group = parser.add_argument_group("common options")
+    group.add_argument("--trace", action="store_true", default=default(False),
+                       help="print every wire message to stderr (-> sent, <- received), compact JSON")
+    group.add_argument("--trace-pretty", action="store_true", default=default(False),
+                       help="like --trace, with indented JSON and a one-line summary")
+    group.add_argument("--answers", metavar="JSON", default=default(None),
+                       help="answer the server's questions without asking, from this JSON object of "
+                            "field values (fields not given take their defaults)")
+    group.add_argument("--accept-defaults", action="store_true", default=default(False),
+                       help="answer the server's questions without asking, with their defaults")
+    group.add_argument("--accept-urls", action="store_true", default=default(False),
+                       help="consent to URL requests without asking (the URL is printed; no browser is opened)")
+    group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(60.0),
+                       help="seconds to wait for each response (paused while you answer); 0: no limit")
+    group.add_argument("--log-level", choices=LOG_LEVELS, default=default(None),
+                       help="ask the server to send log messages from this level up (shown on stderr)")
+    group.add_argument("-H", "--header", action="append", metavar="'NAME: VALUE'", default=default([]),
+                       help="an extra HTTP header for http(s):// and ws(s):// targets (repeatable)")
+    group.add_argument("--backend", choices=("asyncio", "trio"), default=default("asyncio"),
+                       help="the event loop to run on")
+    group.add_argument("--no-color", action="store_true", default=default(False), help="no ANSI colours")
+    group.add_argument("-v", "--verbose", action="store_true", default=default(False),
+                       help="debug logging of minimcp itself, and tracebacks on errors")  # fmt: skip
+
+
+EPILOG = """\
+examples:
+  minimcp tools "python examples/booking.py"
+  minimcp call "python examples/booking.py" book_table date=2025-12-25 party_size=2
+  minimcp call http://127.0.0.1:8000/mcp add --json '{"a": 1, "b": 2}'
+  minimcp connect ws://127.0.0.1:8000/mcp
+
+questions from the server (elicitation), in a terminal:
+  enter or a answers the form, d declines, c cancels; then at each field
+  enter keeps the default (shown, or prefilled for editing), !d declines,
+  !c cancels, ctrl-D cancels. A bad value is explained and asked again.
+  Requests to open a URL show the full URL, the host apart (decoded from
+  punycode, with a warning for look-alike hosts); y opens the browser,
+  n declines, c cancels.
+
+without a terminal (stdin is not a TTY) nothing waits for a person:
+  questions are declined with a note on stderr, unless --answers and/or
+  --accept-defaults answer them; URL requests are declined unless
+  --accept-urls consents.
+
+results go to stdout; logs, progress, notes and --trace to stderr.
+exit status: 0 success, 1 the tool returned an error result,
+  2 usage, connection or protocol error, 130 interrupted.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    target_help = (
+        "the server: a command to spawn over stdio, as one argument (\"python examples/booking.py\"), "
+        "an http(s):// URL (Streamable HTTP) or a ws(s):// URL (WebSocket)"
+    )
+    parser = argparse.ArgumentParser(
+        prog="minimcp",
+        description="A command-line MCP client: list tools, call them, answer the server's questions.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"minimcp {__version__}")
+    _add_common(parser, top=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    tools = commands.add_parser(
+        "tools", help="list the server's tools", description="List the server's tools.", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tools.add_argument("target", metavar="TARGET", help=target_help)
+    tools.add_argument("--schema", action="store_true", help="also print each tool's full input schema")
+    _add_common(tools, top=False)
+
+    call = commands.add_parser(
+        "call",
+        help="call a tool and print its result",
+        description="Call a tool and print its result.\n\nkey=value is parsed as JSON when it is valid JSON, else "
+        "taken as a string\n(kept as typed when the tool's schema says the parameter is a string).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    call.add_argument("target", metavar="TARGET", help=target_help)
+    call.add_argument("tool", metavar="TOOL", help="the tool's name")
+    call.add_argument("pairs", metavar="key=value", nargs="*", help="the tool's arguments")
+    call.add_argument("--json", metavar="OBJECT", help="the arguments as one JSON object (key=value pairs override)")
+    call.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                      help="text: the result's content (default); json: the whole result as JSON")  # fmt: skip
+    _add_common(call, top=False)
+
+    connect = commands.add_parser(
+        "connect",
+        help="an interactive session: list tools, call them",
+        description="An interactive session. Commands: call TOOL key=value ..., tools, help, quit.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    connect.add_argument("target", metavar="TARGET", help=target_help)
+    _add_common(connect, top=False)
+    return parser
+
+
+@dataclasses.dataclass(slots=True)
+class Options:
+    """Everything a run needs, checked before connecting."""
+
+    command: str
+    target: Target
+    trace: Literal["off", "compact", "pretty"]
+    scripted: Scripted
+    timeout: float | None
+    log_level: str | None
+    headers: dict[str, str]
+    backend: str
+    color: bool | None
+    verbose: bool
+    args: argparse.Namespace
+    call_pairs: list[Argument] = dataclasses.field(default_factory=list)
+    call_base: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The handshake completed (errors after it are the server's answers, not connection failures).
+    connected: bool = False
+
+
+def _headers(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise CliError(f"header {item!r} is not 'Name: value'")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    answers: dict[str, Any] | None = None
+    if args.answers is not None:
+        try:
+            answers = json.loads(args.answers)
+        except ValueError as exc:
+            raise CliError(f"--answers is not valid JSON: {exc}") from None
+        if not isinstance(answers, dict):
+            raise CliError("--answers must be a JSON object of field values, like '{\"date\": \"2025-12-26\"}'")
+    timeout = args.timeout if args.timeout and args.timeout > 0 else None
+    options = Options(
+        command=args.command,
+        target=parse_target(args.target),
+        trace="pretty" if args.trace_pretty else "compact" if args.trace else "off",
+        scripted=Scripted(answers=answers, accept_defaults=args.accept_defaults, accept_urls=args.accept_urls),
+        timeout=timeout,
+        log_level=args.log_level,
+        headers=_headers(args.header),
+        backend=args.backend,
+        color=False if args.no_color else None,
+        verbose=args.verbose,
+        args=args,
+    )
+    if args.command == "call":
+        options.call_base = parse_json_object(args.json)
+        options.call_pairs = parse_pairs(args.pairs)
+    return options
+
+
+# --- connecting ----------------------------------------------------------------------------------------------
+
+
+def _transport_for(options: Options, limits: Limits) -> contextlib.AbstractAsyncContextManager[Transport]:
+    """The transport's context manager (imports the HTTP and WebSocket transports only when needed)."""
+    target = options.target
+    headers = options.headers or None
+    if target.kind == "stdio":
+        from minimcp.transports.stdio import stdio_client
+
+        return stdio_client(target.command, limits=limits)
+    if target.kind == "http":
+        try:
+            from minimcp.transports.http import http_client
+        except ImportError as exc:
+            raise CliError(f"http(s):// targets need the http extra (pip install 'minimcp[http]'): {exc}") from None
+        return http_client(target.url, headers=headers, limits=limits)
+    try:
+        from minimcp.transports.websocket import websocket_client
+    except ImportError as exc:
+        raise CliError(f"ws(s):// targets need the ws extra (pip install 'minimcp[ws]'): {exc}") from None
+    return websocket_client(target.url, limits=limits, headers=headers)
+
+
+@contextlib.asynccontextmanager
+async def open_transport(options: Options, limits: Limits) -> AsyncIterator[Transport]:
+    """Open the transport to the target; failures to start or reach it become :class:`CliError`."""
+    target = options.target
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            transport = await stack.enter_async_context(_transport_for(options, limits))
+        except (FileNotFoundError, PermissionError) as exc:
+            if target.kind != "stdio":
+                raise
+            raise CliError(f"cannot start the server command {target.command[0]!r}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise CliError(f"invalid URL {target.url!r}: {exc}") from None
+        yield transport
+
+
+@contextlib.asynccontextmanager
+async def connect(options: Options, console: Console, questions: Questions) -> AsyncIterator[Client]:
+    limits = Limits(request_timeout=options.timeout)
+    err_style = console.err_style
+
+    def trace(direction: str, data: bytes) -> None:
+        console.note(format_trace(direction, data, err_style, pretty=options.trace == "pretty"))
+
+    def log(params: LoggingMessageParams) -> None:
+        console.note(format_log(params, err_style))
+
+    def notified(method: str, params: Any) -> None:
+        if (options.command == "connect" or options.verbose) and method.endswith("/list_changed"):
+            what = method.removeprefix("notifications/").removesuffix("/list_changed")
+            console.note(err_style.dim(f"(the server's {what} list changed)"))
+
+    def completed(elicitation_id: str) -> None:
+        short = elicitation_id if len(elicitation_id) <= 12 else elicitation_id[:12] + "..."
+        console.note(err_style.green(f"{err_style.glyph('✓', 'ok')} the server reports browser step {short} complete"))
+
+    async with open_transport(options, limits) as raw:
+        transport: Transport = raw if options.trace == "off" else TracedTransport(raw, trace)
+        async with Client(
+            transport,
+            name="minimcp-cli",
+            version=__version__,
+            elicitation_handler=questions.elicit,
+            url_handler=questions.consent,
+            on_elicitation_complete=completed,
+            logging_handler=log,
+            on_notification=notified,
+            limits=limits,
+        ) as client:
+            options.connected = True
+            if options.log_level is not None:
+                if isinstance(client.server_capabilities.logging, UnsetType):
+                    console.note(err_style.dim("(the server does not offer logging; --log-level ignored)"))
+                else:
+                    await client.set_logging_level(typing.cast("LoggingLevel", options.log_level))
+            yield client
+
+
+# --- commands ------------------------------------------------------------------------------------------------
+
+
+async def _tool_named(client: Client, name: str) -> tuple[Tool | None, list[Tool]]:
+    try:
+        tools = await client.list_tools()
+    except McpError as exc:
+        if isinstance(exc, ConnectionClosed):
+            raise
+        return None, []
+    return next((t for t in tools if t.name == name), None), tools
+
+
+async def call_tool(
+    client: Client, questions: Questions, console: Console, name: str, arguments: dict[str, Any]
+) -> CallToolResult:
+    """Call with a progress display; on -32042, take the browser steps (with consent) and call again."""
+    progress = Progress(console)
+    try:
+        try:
+            result = await client.call_tool(
+                name, arguments, on_progress=progress.update, reset_timeout_on_progress=True
+            )
+            await questions.settled()
+            return result
+        except UrlElicitationRequired as required:
+            if not (questions.interactive or questions.scripted.accept_urls):
+                raise _url_steps_error(required, "stdin is not a terminal; consent with --accept-urls") from None
+            console.note(console.err_style.dim(
+                "(the server needs steps in your browser first: asking, then waiting up to "
+                f"{URL_STEP_WAIT // 60} minutes for the server to report them done)"
+            ))  # fmt: skip
+            try:
+                result = await client.call_tool_with_consent(name, arguments, completion_timeout=URL_STEP_WAIT)
+                await questions.settled()
+                return result
+            except UrlElicitationRequired as again:
+                raise _url_steps_error(again, "not all steps were agreed to or completed") from None
+    finally:
+        progress.finish()
+
+
+def _url_steps_error(required: UrlElicitationRequired, why: str) -> CliError:
+    steps = "; ".join(f"{e.message} <{e.url}>" for e in required.elicitations) or required.message
+    return CliError(f"the server needs steps in a browser first ({why}): {steps}")
+
+
+def print_result(console: Console, result: CallToolResult, output: str) -> int:
+    if output == "json":
+        console.result(result_json(result))
+    else:
+        text = format_result(result)
+        if text:
+            console.result(text)
+    if result.is_error is True:
+        console.note(console.err_style.red("minimcp: the tool returned an error result"))
+        return EXIT_TOOL_ERROR
+    return EXIT_OK
+
+
+async def cmd_tools(client: Client, options: Options, console: Console) -> int:
+    tools = await client.list_tools()
+    if not tools:
+        console.result("(the server has no tools)")
+    for tool in tools:
+        console.result("\n".join(describe_tool(tool, full=options.args.schema)))
+    return EXIT_OK
+
+
+async def cmd_call(client: Client, options: Options, console: Console, questions: Questions) -> int:
+    name = options.args.tool
+    tool, tools = await _tool_named(client, name)
+    arguments = parse_arguments(options.call_pairs, options.call_base, tool)
+    try:
+        result = await call_tool(client, questions, console, name, arguments)
+    except McpError as exc:
+        if tools and tool is None and not isinstance(exc, ConnectionClosed):
+            known = ", ".join(t.name for t in tools)
+            raise CliError(f"the server refused the call ({exc.code}): {exc.message}; its tools: {known}") from None
+        raise
+    return print_result(console, result, options.args.output)
+
+
+CONNECT_HELP = """\
+Commands:
+  call TOOL key=value ...   call a tool (values are JSON when valid JSON, else text;
+                            a {...} argument is a JSON object of arguments)
+  TOOL key=value ...        the same, when TOOL is one of the server's tools
+  tools [-v]                list the tools (-v: with input schemas)
+  ping                      check the connection
+  help                      this help
+  quit                      leave (also: exit, ctrl-D)"""
+
+
+async def cmd_connect(client: Client, options: Options, console: Console, questions: Questions) -> int:
+    info = client.server_info
+    transport = {"stdio": "stdio", "http": "Streamable HTTP", "ws": "WebSocket"}[options.target.kind]
+    if info is not None:
+        title = None if isinstance(info.title, UnsetType) else info.title
+        console.result(server_banner(info.name, info.version, title, transport, client.protocol_version))
+    if client.instructions:
+        console.result("Instructions: " + client.instructions)
+    tools = await client.list_tools()
+    console.result(f"Tools ({len(tools)}):")
+    for tool in tools:
+        console.result("  " + "\n  ".join(describe_tool(tool)))
+    console.result("Type 'help' for commands.")
+    reader = questions.reader or LineReader(console.err, use_input=False, console=console)
+    prompt = "minimcp> " if questions.interactive else ""
+    status = EXIT_OK
+    closed = False
+
+    async def loop(scope: anyio.CancelScope) -> None:
+        nonlocal tools, status
+        while True:
+            line = await reader.read(prompt, history=True)
+            if line is None:
+                break
+            try:
+                words = shlex.split(line)
+            except ValueError as exc:
+                console.note(f"cannot split that line: {exc}")
+                continue
+            if not words:
+                continue
+            command, rest = words[0], words[1:]
+            if command in ("quit", "exit", "q"):
+                break
+            if command in ("help", "?"):
+                console.result(CONNECT_HELP)
+                continue
+            try:
+                if command == "tools":
+                    tools = await client.list_tools()
+                    for tool in tools:
+                        console.result("\n".join(describe_tool(tool, full="-v" in rest)))
+                elif command == "ping":
+                    await client.ping()
+                    console.result("pong")
+                elif command == "call" or command in {t.name for t in tools}:
+                    if command == "call":
+                        if not rest:
+                            console.note("usage: call TOOL key=value ...")
+                            continue
+                        command, rest = rest[0], rest[1:]
+                    objects = [w for w in rest if w.startswith("{")]
+                    base: dict[str, Any] = {}
+                    for text in objects:
+                        base.update(parse_json_object(text))
+                    pairs = parse_pairs([w for w in rest if not w.startswith("{")])
+                    arguments = parse_arguments(pairs, base, next((t for t in tools if t.name == command), None))
+                    result = await call_tool(client, questions, console, command, arguments)
+                    print_result(console, result, "text")
+                else:
+                    console.note(f"unknown command {command!r}; type 'help'")
+            except CliError as exc:
+                console.note(console.err_style.red(f"error: {exc}"))
+            except ConnectionClosed:
+                raise
+            except McpError as exc:
+                console.note(console.err_style.red(f"error {exc.code}: {exc.message}"))
+        scope.cancel()
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        nonlocal closed, status
+        await client.session.wait_closed()
+        closed = True
+        status = EXIT_FAILURE
+        scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(loop, tg.cancel_scope)
+        tg.start_soon(watch, tg.cancel_scope)
+    if closed:
+        raise CliError("the server closed the connection")
+    return status
+
+
+# --- running -------------------------------------------------------------------------------------------------
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_error(exc: BaseException, options: Options) -> str | None:
+    """A one-line message for an error that ends the run with status 2 (``None``: not ours to explain)."""
+    where = options.target.describe()
+    if isinstance(exc, CliError):
+        return str(exc)
+    if isinstance(exc, UnsupportedVersion):
+        return f"{where}: {exc.message}"
+    if isinstance(exc, ConnectionClosed):
+        return f"{where}: the connection closed ({exc.message}); is it an MCP server?"
+    if isinstance(exc, RequestTimeout):
+        return f"{where}: {exc.message} (raise --timeout to wait longer)"
+    if isinstance(exc, McpError) and not options.connected:
+        return f"cannot connect to {where}: {exc.message}"
+    if isinstance(exc, McpError):
+        return f"{where}: the server answered with error {exc.code}: {exc.message}"
+    if isinstance(exc, OSError):
+        return f"cannot connect to {where}: {exc.strerror or exc}"
+    name = type(exc).__name__
+    if name == "WebSocketHandshakeError" or type(exc).__module__.startswith(("httpx", "httpcore")):
+        return f"cannot connect to {where}: {exc or name}"
+    return None
+
+
+async def run(options: Options) -> int:
+    console = Console(color=options.color)
+    interactive = sys.stdin.isatty()
+    reader = LineReader(console.ui, console=console) if interactive else None
+    questions = Questions(console, reader, options.scripted)
+    try:
+        async with connect(options, console, questions) as client:
+            if options.command == "tools":
+                return await cmd_tools(client, options, console)
+            if options.command == "call":
+                return await cmd_call(client, options, console, questions)
+            return await cmd_connect(client, options, console, questions)
+    except Exception as exc:
+        leaf = _leaf(exc)
+        message = describe_error(leaf, options)
+        if message is None or options.verbose:
+            logger.error("failed", exc_info=leaf)
+        console.note(console.err_style.red(f"minimcp: error: {message or f'{type(leaf).__name__}: {leaf}'}"))
+        return EXIT_FAILURE
+
+
+def _restore_terminal() -> Callable[[], None]:
+    """Save the terminal's settings; the returned function puts them back (a read may be cut short)."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except Exception:
+        return lambda: None
+
+    def restore() -> None:
+        with contextlib.suppress(Exception):
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+    return restore
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_FAILURE
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="minimcp: %(name)s: %(message)s",
+    )
+    try:
+        options = options_from(args)
+    except CliError as exc:
+        parser.exit(EXIT_FAILURE, f"minimcp: error: {exc}\n")
+    restore = _restore_terminal() if sys.stdin.isatty() else (lambda: None)
+    try:
+        return anyio.run(run, options, backend=options.backend)
+    except KeyboardInterrupt:
+        restore()
+        sys.stderr.write("\nminimcp: interrupted\n")
+        return EXIT_INTERRUPTED
+    finally:
+        restore()
