@@ -33,6 +33,7 @@ from minimcp.elicitation import Accepted, Cancelled, Declined, UrlElicitationReq
 from minimcp.errors import McpError, UnsupportedVersion
 from minimcp.jsonrpc import Notification, Request
 from minimcp.session import DEFAULT, ProgressWatch, Session
+from minimcp.trace import WireTrace
 from minimcp.transports import Transport
 from minimcp.types import (
     UNSET,
@@ -193,6 +194,7 @@ class Client:
         probe_timeout: Seconds the ``auto`` probe waits for an answer.
         max_rounds: Most ``input_required`` rounds one call may take (modern).
         limits: Bounds and timeouts.
+        trace: Record every message (see :mod:`minimcp.trace`).
     """
 
     def __init__(
@@ -214,6 +216,7 @@ class Client:
         probe_timeout: float = 5.0,
         max_rounds: int = 10,
         limits: Limits | None = None,
+        trace: WireTrace | None = None,
     ) -> None:
         self.info = Implementation(name=name, version=version)
         self.elicitation_handler = elicitation_handler
@@ -236,6 +239,7 @@ class Client:
         self._log_level: LoggingLevel | None = None
         self.limits = limits or Limits()
         self.session = Session(transport, self, limits=self.limits, name=f"client {name}")
+        self.session.trace = trace
         self.server_info: Implementation | None = None
         self.server_capabilities = ServerCapabilities()
         self.instructions: str | None = None

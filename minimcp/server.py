@@ -33,6 +33,7 @@ from minimcp.elicitation import (
 )
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.metrics import ElicitationMetrics
 from minimcp.modern import Envelope, Parking, Question, Run
 from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
@@ -47,6 +48,7 @@ from minimcp.tools import (
     to_result,
     tool_result,
 )
+from minimcp.trace import WireTrace
 from minimcp.transports import Transport
 from minimcp.types import (
     UNSET,
@@ -143,6 +145,7 @@ class Server:
         state_key: Key (32+ bytes) sealing ``requestState`` on the modern revision;
             random per process when omitted.
         state_ttl: Seconds a ``requestState`` stays valid.
+        trace: Record every message of every connection (see :mod:`minimcp.trace`).
     """
 
     def __init__(
@@ -155,16 +158,20 @@ class Server:
         limits: Limits | None = None,
         state_key: bytes | None = None,
         state_ttl: float = 600.0,
+        trace: WireTrace | None = None,
     ) -> None:
         self.info = Implementation(name=name, version=version, title=title if title else UNSET)
         self.instructions = instructions
         self.limits = limits or Limits()
+        self.trace = trace
         #: Seals ``requestState`` on the modern revision. Give every worker behind a load
         #: balancer the same ``state_key`` so a retry can replay anywhere.
         self.sealer = StateSealer(state_key)
         self.state_ttl = state_ttl
         #: Tool calls suspended between rounds of the modern revision.
         self.parking = Parking(self.limits.max_pending_outbound)
+        #: Elicitation counters per tool (see :mod:`minimcp.metrics`).
+        self.metrics = ElicitationMetrics()
         self._not_replayable: set[str] = set()
         self._tools: dict[str, RegisteredTool] = {}
         self._tool_list: list[Tool] = []
@@ -393,6 +400,7 @@ class Server:
         """
         conn = ServerConnection(self)
         session = Session(transport, conn, limits=self.limits, name=f"server {self.name}")
+        session.trace = self.trace
         conn.session = session
         self.connections.add(conn)
         try:
@@ -596,7 +604,7 @@ class ServerConnection:
                 kwargs[pname] = getattr(args, pname)
         ctx: Context | None = None
         if tool.context_param is not None:
-            ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta)
+            ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta, tool=params.name)
         return self._run_tool(tool, params.name, kwargs, ctx)
 
     async def _run_tool(
@@ -778,7 +786,9 @@ class ServerConnection:
         run = Run(params.name, recorded, call_id)
         ctx: Context | None = None
         if tool.context_param is not None:
-            ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta, envelope, run)
+            ctx = kwargs[tool.context_param] = Context(
+                self, request.id, params.meta, envelope, run, tool=params.name
+            )
             run.context = ctx
         self.session.spawn(self._drive, run, tool, params.name, kwargs, ctx)
         return run
@@ -926,6 +936,7 @@ class Context:
     """
 
     __slots__ = (
+        "_asked_at",
         "_call_id",
         "_last_progress",
         "_last_progress_at",
@@ -935,6 +946,7 @@ class Context:
         "meta",
         "request_id",
         "run",
+        "tool",
     )
 
     def __init__(
@@ -944,8 +956,12 @@ class Context:
         meta: dict[str, Any] | UnsetType,
         envelope: Envelope | None = None,
         run: Run | None = None,
+        *,
+        tool: str = "",
     ) -> None:
         self.connection = connection
+        #: The name of the tool being called.
+        self.tool = tool
         self.request_id = request_id
         self.meta = meta
         #: The request's own envelope on the modern revision (``None`` on the handshake era).
@@ -954,6 +970,7 @@ class Context:
         self.run = run
         self.finished = False
         self._call_id: str | None = None
+        self._asked_at = 0.0
         self._last_progress: float | None = None
         self._last_progress_at = -1e9
 
@@ -1176,6 +1193,7 @@ class Context:
         compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)
         conn = self.connection
         if not self.can_elicit_form():
+            conn.server.metrics.unsupported(self.tool, "form")
             raise self._unsupported(
                 "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
             )
@@ -1188,16 +1206,40 @@ class Context:
         )
         if timeout is DEFAULT:
             timeout = conn.server.limits.elicitation_timeout
-        try:
-            result = await self._ask("elicitation/create", params, ElicitResult, timeout)
-        except errors.RequestTimeout:
+        result = await self._measured("elicitation/create", params, timeout)
+        if result is None:
             return Cancelled("timeout")
         if result.action == "accept":
             content = result.content if not isinstance(result.content, UnsetType) else {}
-            return Accepted(compiled.build(content))
-        if result.action == "decline":
-            return Declined()
-        return Cancelled("user")
+            try:
+                value = compiled.build(content)
+            except forms.FormValidationError:
+                self._outcome("invalid_answer")
+                raise
+            self._outcome("accepted")
+            return Accepted(value)
+        self._outcome("declined" if result.action == "decline" else "cancelled")
+        return Declined() if result.action == "decline" else Cancelled("user")
+
+    async def _measured(self, method: str, params: Any, timeout: float | None) -> ElicitResult | None:
+        """Ask, with the metrics kept: the answer, or ``None`` on timeout."""
+        metrics = self.connection.server.metrics
+        metrics.started(self.tool)
+        self._asked_at = anyio.current_time()
+        try:
+            return await self._ask(method, params, ElicitResult, timeout)
+        except errors.RequestTimeout:
+            self._outcome("timed_out")
+            return None
+        except BaseException:
+            self._outcome("failed")
+            raise
+
+    def _outcome(self, outcome: str) -> None:
+        info = self.client_info
+        self.connection.server.metrics.finished(
+            self.tool, outcome, anyio.current_time() - self._asked_at, info.name if info else None
+        )
 
     def url_elicitation(self, message: str, url: str, *, elicitation_id: str | None = None) -> UrlElicitation:
         """Prepare a URL step for ``raise UrlElicitationRequired([...])`` (the ``-32042`` path).
@@ -1215,6 +1257,7 @@ class Context:
 
     def _require_url_mode(self, message: str) -> None:
         if not self.can_elicit_url():
+            self.connection.server.metrics.unsupported(self.tool, "url")
             raise self._unsupported(
                 "url", f"open links (it did not declare URL-mode elicitation); cannot ask: {message}"
             )
@@ -1248,25 +1291,20 @@ class Context:
         if self.modern:
             # 2026-07-28: no elicitationId on the wire and no completion notice; the id
             # stays the application's own handle for the step.
-            answer = await self._ask(
-                "elicitation/create", ElicitRequestParams(message=message, mode="url", url=url), ElicitResult, timeout
-            )
-            if answer.action == "accept":
-                return Accepted(eid)
-            return Declined() if answer.action == "decline" else Cancelled("user")
-        conn.register_url_elicitation(eid)
-        params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
+            params = ElicitRequestParams(message=message, mode="url", url=url)
+        else:
+            conn.register_url_elicitation(eid)
+            params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
         try:
-            result = await self.session.request(
-                "elicitation/create", params, result_type=ElicitResult, timeout=timeout, related=self.request_id
-            )
-        except errors.RequestTimeout:
-            conn._forget_url(eid)
-            return Cancelled("timeout")
+            result = await self._measured("elicitation/create", params, timeout)
         except BaseException:
             conn._forget_url(eid)
             raise
-        if result.action == "accept":
+        if result is not None and result.action == "accept":
+            self._outcome("accepted")
             return Accepted(eid)
         conn._forget_url(eid)
+        if result is None:
+            return Cancelled("timeout")
+        self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")

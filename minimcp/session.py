@@ -46,6 +46,7 @@ from minimcp import errors, jsonrpc
 from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, TooManyPending
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
+from minimcp.trace import WireTrace
 from minimcp.transports import MessageTooLarge, Transport
 from minimcp.types import CancelledParams, ProgressParams
 from minimcp.versions import Feature, supports
@@ -188,6 +189,8 @@ class Session:
         self._initialize_id: RequestId | None = None
         #: Answer ``ping`` in the read loop (the modern revision has no ping: then it is dispatched).
         self.answer_ping = True
+        #: Opt-in wire trace (see :class:`minimcp.trace.WireTrace`); ``None``: off.
+        self.trace: WireTrace | None = None
         self._progress: dict[int | str, tuple[RequestId, _Pending, ProgressWatch]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
@@ -284,6 +287,8 @@ class Session:
         """Send an already encoded message (raises ConnectionClosed if the pipe is gone)."""
         if self._closed:
             raise ConnectionClosed()
+        if self.trace is not None:
+            self.trace.record(self.name, "send", message)
         try:
             await self.transport.send(message, related=related)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
@@ -489,6 +494,8 @@ class Session:
                 self.stats.invalid_messages += 1
                 await self._send_error(None, errors.INVALID_REQUEST, str(exc))
                 continue
+            if self.trace is not None:
+                self.trace.record(self.name, "receive", data)
             await self._on_bytes(data)
 
     async def _on_bytes(self, data: bytes) -> None:

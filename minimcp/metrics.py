@@ -1,0 +1,210 @@
+"""Elicitation metrics: do the questions to people work? (sans-I/O counters)
+
+Per server and per tool: elicitations started, accepted, declined, cancelled,
+timed out, answers that failed validation, and fallbacks because the client
+lacked the capability (form and URL apart); a gauge of pending questions; a
+histogram of how long each one waited for the person. Clients that answer in
+implausibly short time -- typically an automatic decline that never showed the
+question to anyone -- are counted per client name.
+
+Recording costs a few integer increments per elicitation. Read it with
+:meth:`ElicitationMetrics.snapshot` (plain dicts) or
+:func:`prometheus_text` (the Prometheus text exposition format), or serve it
+with :class:`MetricsRoute` in front of an ASGI app.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+__all__ = ["BUCKETS", "ElicitationMetrics", "MetricsRoute", "ToolMetrics", "prometheus_text"]
+
+#: Upper bounds (seconds) of the wait-time histogram buckets; the last bucket is +Inf.
+BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+_OUTCOMES = ("accepted", "declined", "cancelled", "timed_out", "invalid_answer", "failed")
+
+
+@dataclasses.dataclass(slots=True)
+class ToolMetrics:
+    """Counters of one tool (or of the whole server)."""
+
+    started: int = 0
+    accepted: int = 0
+    declined: int = 0
+    cancelled: int = 0
+    timed_out: int = 0
+    invalid_answer: int = 0
+    failed: int = 0
+    unsupported_form: int = 0
+    unsupported_url: int = 0
+    pending: int = 0
+    wait_buckets: list[int] = dataclasses.field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
+    wait_sum: float = 0.0
+    wait_count: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["wait_buckets"] = dict(zip([*map(str, BUCKETS), "+Inf"], self.wait_buckets, strict=True))
+        return data
+
+
+class ElicitationMetrics:
+    """All elicitation counters of one server.
+
+    Args:
+        fast_answer_threshold: An answer (any action) arriving sooner than this
+            many seconds after the question was sent is counted as implausibly
+            fast for that client name.
+    """
+
+    def __init__(self, fast_answer_threshold: float = 0.2) -> None:
+        self.fast_answer_threshold = fast_answer_threshold
+        self.total = ToolMetrics()
+        self.tools: dict[str, ToolMetrics] = {}
+        #: client name -> [answers, implausibly fast answers]
+        self.clients: dict[str, list[int]] = {}
+
+    def _both(self, tool: str) -> tuple[ToolMetrics, ToolMetrics]:
+        per = self.tools.get(tool)
+        if per is None:
+            per = self.tools[tool] = ToolMetrics()
+        return self.total, per
+
+    def started(self, tool: str) -> None:
+        for m in self._both(tool):
+            m.started += 1
+            m.pending += 1
+
+    def unsupported(self, tool: str, mode: str) -> None:
+        """The client could not be asked (``mode`` ``"form"`` or ``"url"``): a fallback."""
+        for m in self._both(tool):
+            if mode == "url":
+                m.unsupported_url += 1
+            else:
+                m.unsupported_form += 1
+
+    def finished(self, tool: str, outcome: str, waited: float, client: str | None) -> None:
+        """One question ended: ``outcome`` is one of accepted, declined, cancelled, timed_out,
+        invalid_answer, failed (connection lost, parent cancelled)."""
+        if outcome not in _OUTCOMES:
+            raise ValueError(f"unknown outcome {outcome!r}")
+        slot = bisect.bisect_left(BUCKETS, waited)
+        for m in self._both(tool):
+            m.pending -= 1
+            setattr(m, outcome, getattr(m, outcome) + 1)
+            m.wait_buckets[slot] += 1
+            m.wait_sum += waited
+            m.wait_count += 1
+        if client is not None and outcome not in ("timed_out", "failed"):
+            counts = self.clients.get(client)
+            if counts is None:
+                counts = self.clients[client] = [0, 0]
+            counts[0] += 1
+            if waited < self.fast_answer_threshold:
+                counts[1] += 1
+
+    def fast_answer_clients(self, min_answers: int = 5, share: float = 0.8) -> list[str]:
+        """Client names whose answers are mostly implausibly fast (likely never shown to a person)."""
+        return sorted(
+            name for name, (answers, fast) in self.clients.items() if answers >= min_answers and fast / answers >= share
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything as plain data (cheap: copies a few integers per tool)."""
+        return {
+            "total": self.total.as_dict(),
+            "tools": {name: m.as_dict() for name, m in self.tools.items()},
+            "clients": {name: {"answers": a, "fast_answers": f} for name, (a, f) in self.clients.items()},
+            "fast_answer_clients": self.fast_answer_clients(),
+        }
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def prometheus_text(metrics: ElicitationMetrics, sessions: Iterable[Any] = ()) -> str:
+    """The Prometheus text exposition format of ``metrics`` (and of the given sessions' counters)."""
+    out: list[str] = []
+    counters = [
+        ("started", "Elicitations started"),
+        ("accepted", "Elicitations accepted"),
+        ("declined", "Elicitations declined"),
+        ("cancelled", "Elicitations cancelled by the person"),
+        ("timed_out", "Elicitations that timed out"),
+        ("invalid_answer", "Accepted answers that failed validation"),
+        ("failed", "Elicitations ended by a lost connection or a cancelled call"),
+        ("unsupported_form", "Form questions not asked: client lacks form elicitation"),
+        ("unsupported_url", "URL questions not asked: client lacks URL elicitation"),
+    ]
+    for field, help_text in counters:
+        name = f"minimcp_elicitations_{field}_total"
+        out.append(f"# HELP {name} {help_text}.")
+        out.append(f"# TYPE {name} counter")
+        for tool, m in sorted(metrics.tools.items()):
+            out.append(f'{name}{{tool="{_label(tool)}"}} {getattr(m, field)}')
+    out.append("# HELP minimcp_elicitations_pending Questions waiting for a person now.")
+    out.append("# TYPE minimcp_elicitations_pending gauge")
+    for tool, m in sorted(metrics.tools.items()):
+        out.append(f'minimcp_elicitations_pending{{tool="{_label(tool)}"}} {m.pending}')
+    out.append("# HELP minimcp_elicitation_wait_seconds How long each question waited for the person.")
+    out.append("# TYPE minimcp_elicitation_wait_seconds histogram")
+    for tool, m in sorted(metrics.tools.items()):
+        label = _label(tool)
+        running = 0
+        for bound, count in zip([*map(str, BUCKETS), "+Inf"], m.wait_buckets, strict=True):
+            running += count
+            out.append(f'minimcp_elicitation_wait_seconds_bucket{{tool="{label}",le="{bound}"}} {running}')
+        out.append(f'minimcp_elicitation_wait_seconds_sum{{tool="{label}"}} {m.wait_sum}')
+        out.append(f'minimcp_elicitation_wait_seconds_count{{tool="{label}"}} {m.wait_count}')
+    out.append("# HELP minimcp_client_fast_answers_total Answers sooner than the plausibility threshold.")
+    out.append("# TYPE minimcp_client_fast_answers_total counter")
+    for client, (_, fast) in sorted(metrics.clients.items()):
+        out.append(f'minimcp_client_fast_answers_total{{client="{_label(client)}"}} {fast}')
+    stats = [s.stats for s in sessions]
+    for field, help_text in (
+        ("unknown_responses", "Responses with unknown, late or duplicate ids (dropped)"),
+        ("timeouts", "Requests that timed out"),
+        ("cancelled_by_peer", "Inbound requests cancelled by the peer"),
+        ("invalid_messages", "Messages refused as invalid"),
+    ):
+        name = f"minimcp_session_{field}_total"
+        out.append(f"# HELP {name} {help_text}, over live sessions.")
+        out.append(f"# TYPE {name} counter")
+        out.append(f"{name} {sum(getattr(s, field) for s in stats)}")
+    return "\n".join(out) + "\n"
+
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+class MetricsRoute:
+    """ASGI middleware: ``GET <path>`` answers the Prometheus text; everything else goes to ``app``.
+
+    Args:
+        app: The ASGI app to wrap (a Streamable HTTP app, say).
+        server: The :class:`~minimcp.server.Server` whose metrics to expose.
+        path: Where to serve them.
+    """
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], server: Any, path: str = "/metrics"):
+        self.app = app
+        self.server = server
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") == "http" and scope.get("path") == self.path and scope.get("method") == "GET":
+            sessions = [conn.session for conn in self.server.connections]
+            body = prometheus_text(self.server.metrics, sessions).encode()
+            headers = [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
+                       (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
