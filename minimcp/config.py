@@ -23,6 +23,8 @@ class Limits:
         max_pending_outbound: Requests we sent and still await, per session
             (``tools/call`` on a client; ``elicitation/create`` and friends on a
             server). One more raises :class:`~minimcp.errors.TooManyPending`.
+        max_pending_total: Pending outbound requests across all sessions of one
+            server. One more raises :class:`~minimcp.errors.TooManyPending`.
         max_inflight_inbound: Requests from the peer being handled at once, per
             session. One more is answered at once with a ``-32003`` error.
         request_timeout: Default seconds to wait for a response to a request we
@@ -40,6 +42,7 @@ class Limits:
 
     max_message_bytes: int = 4 * 1024 * 1024
     max_pending_outbound: int = 200_000
+    max_pending_total: int = 1_000_000
     max_inflight_inbound: int = 200_000
     request_timeout: float | None = 60.0
     elicitation_timeout: float | None = 300.0

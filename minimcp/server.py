@@ -37,7 +37,7 @@ from minimcp.metrics import ElicitationMetrics
 from minimcp.modern import Envelope, Parking, Question, Run
 from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
-from minimcp.session import DEFAULT, Session
+from minimcp.session import DEFAULT, PendingBudget, Session
 from minimcp.state import InvalidState, StateSealer, digest
 from minimcp.tools import (
     RegisteredTool,
@@ -164,6 +164,8 @@ class Server:
         self.instructions = instructions
         self.limits = limits or Limits()
         self.trace = trace
+        #: Pending requests to clients, across all connections (``limits.max_pending_total``).
+        self.budget = PendingBudget(self.limits.max_pending_total)
         #: Seals ``requestState`` on the modern revision. Give every worker behind a load
         #: balancer the same ``state_key`` so a retry can replay anywhere.
         self.sealer = StateSealer(state_key)
@@ -399,7 +401,7 @@ class Server:
         the :class:`ServerConnection` once the session is running.
         """
         conn = ServerConnection(self)
-        session = Session(transport, conn, limits=self.limits, name=f"server {self.name}")
+        session = Session(transport, conn, limits=self.limits, name=f"server {self.name}", budget=self.budget)
         session.trace = self.trace
         conn.session = session
         self.connections.add(conn)

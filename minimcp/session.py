@@ -51,7 +51,7 @@ from minimcp.transports import MessageTooLarge, Transport
 from minimcp.types import CancelledParams, ProgressParams
 from minimcp.versions import Feature, supports
 
-__all__ = ["DEFAULT", "Dispatcher", "ProgressWatch", "Session", "SessionStats"]
+__all__ = ["DEFAULT", "Dispatcher", "PendingBudget", "ProgressWatch", "Session", "SessionStats"]
 
 logger = logging.getLogger("minimcp.session")
 T = TypeVar("T")
@@ -115,6 +115,16 @@ def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
+class PendingBudget:
+    """A bound on pending requests shared by several sessions (a whole server's)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+
 class _Pending:
     """A one-shot cell: resolves exactly once, with a result or an exception.
 
@@ -167,11 +177,14 @@ class Session:
         *,
         limits: Limits | None = None,
         name: str = "session",
+        budget: PendingBudget | None = None,
     ) -> None:
         self.transport = transport
         self.dispatcher = dispatcher
         self.limits = limits or Limits()
         self.name = name
+        #: Pending requests across every session sharing this budget (one server's).
+        self.budget = budget if budget is not None else PendingBudget(self.limits.max_pending_total)
         self.stats = SessionStats()
         #: Negotiated protocol revision, set by the role after the handshake.
         self.protocol_version: str | None = None
@@ -270,6 +283,7 @@ class Session:
         self._closed = True
         if self._pending:
             pending, self._pending = self._pending, {}
+            self.budget.used -= len(pending)
             for cell in pending.values():
                 reason = self._close_reason or "connection closed"
                 cell.error = ConnectionClosed(f"{reason} while waiting for {cell.method}")
@@ -356,12 +370,16 @@ class Session:
             raise ConnectionClosed()
         if len(self._pending) >= self.limits.max_pending_outbound:
             raise TooManyPending(self.limits.max_pending_outbound)
+        budget = self.budget
+        if budget.used >= budget.limit:
+            raise TooManyPending(budget.limit)
         if timeout is DEFAULT:
             timeout = self.limits.request_timeout
         id_ = self._next_id
         self._next_id += 1
         cell = _Pending(method, self._loop)
         self._pending[id_] = cell
+        budget.used += 1
         if timeout is not None:
             self._add_deadline(id_, cell, timeout)
         self.stats.requests_sent += 1
@@ -376,6 +394,7 @@ class Session:
             if self._pending.get(id_) is cell:
                 # Cancelled locally (or the send failed): forget it and tell the peer.
                 del self._pending[id_]
+                self.budget.used -= 1
                 self._forget_deadline(cell)
                 self.stats.cancelled_by_us += 1
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
@@ -470,6 +489,7 @@ class Session:
                 heapq.heappush(heap, (cell.deadline, next(self._seq), id_, cell))
                 continue
             del self._pending[id_]
+            self.budget.used -= 1
             cell.deadline = math.inf
             self.stats.timeouts += 1
             cell.error = RequestTimeout(cell.method, cell.timeout)
@@ -566,6 +586,8 @@ class Session:
 
     def _resolve(self, id_: RequestId, response: Response | None, error: McpError | None) -> None:
         cell = self._pending.pop(id_, None)
+        if cell is not None:
+            self.budget.used -= 1
         if cell is None:
             # Unknown, late (after a timeout or cancel), or a duplicate: harmless.
             self.stats.unknown_responses += 1

@@ -400,3 +400,41 @@ async def test_human_wait_pauses_request_clocks() -> None:
         raw = await session.request("m", timeout=0.05)
         assert msgspec.json.decode(raw) == {"late": True}
         tg.cancel_scope.cancel()
+
+
+async def test_pending_budget_is_shared_and_always_given_back() -> None:
+    """A server-wide bound across sessions; every exit path (answer, timeout, cancel, close) returns its slot."""
+    from minimcp.session import PendingBudget
+
+    budget = PendingBudget(3)
+    a1, b1 = memory_pair()
+    a2, b2 = memory_pair()
+    s1 = Session(a1, Recorder(), budget=budget)
+    s2 = Session(a2, Recorder(), budget=budget)
+    p1, p2 = RawPeer(b1), RawPeer(b2)
+    async with anyio.create_task_group() as tg:
+        await tg.start(s1.run)
+        await tg.start(s2.run)
+        tg.start_soon(s1.request, "m")
+        tg.start_soon(s1.request, "m")
+        await p1.recv()
+        await p1.recv()
+        with pytest.raises(RequestTimeout):
+            await s2.request("slow", timeout=0.01)  # times out: its slot comes back
+        assert [(await p2.recv())["method"] for _ in range(2)] == ["slow", "notifications/cancelled"]
+        tg.start_soon(s2.request, "m")
+        answered = await p2.recv()
+        assert budget.used == 3
+        with pytest.raises(TooManyPending):
+            await s2.request("one too many")
+        await p2.send({"jsonrpc": "2.0", "id": answered["id"], "result": {}})
+        with anyio.fail_after(5):
+            while budget.used != 2:
+                await anyio.sleep(0.01)
+        with anyio.move_on_after(0.05):
+            await s2.request("cancelled locally", timeout=None)
+        assert budget.used == 2
+        s1.close()
+        await s1.wait_closed()
+        assert budget.used == 0
+        tg.cancel_scope.cancel()

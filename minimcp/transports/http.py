@@ -1,4 +1,4 @@
-"""Streamable HTTP (MCP revision 2025-11-25): a bare ASGI 3 server app, and an httpx client transport.
+"""Streamable HTTP (revisions 2025-11-25 and 2026-07-28): a bare ASGI 3 server app, and an httpx client transport.
 
 Needs the ``http`` extra (``pip install minimcp[http]``): httpx for the client,
 uvicorn or hypercorn to serve the app. They are imported only when used.
@@ -49,6 +49,35 @@ One endpoint (default ``/mcp``) takes POST, GET and DELETE.
   refused with ``413`` without being buffered. There is no authentication
   here: put one in front, or keep the server on loopback.
 
+The modern leg (revision 2026-07-28)
+------------------------------------
+The same endpoint serves revision 2026-07-28 beside the handshake era,
+chosen per POST: a POST whose ``MCP-Protocol-Version`` header is not a
+handshake-era revision, or whose body carries the per-request ``_meta``
+envelope, is served *statelessly*.
+
+* **No sessions.** Nothing is minted, an ``Mcp-Session-Id`` sent along is
+  ignored, GET and DELETE with a modern version header get ``405``.
+* **One exchange per POST.** The request is answered on that POST's response:
+  plain JSON, or SSE (``X-Accel-Buffering: no``) when the request sends
+  progress or log notifications before its answer. A notification is
+  answered ``202`` and dropped (the revision defines none on HTTP).
+* **Headers mirror the body** (:mod:`minimcp.transports._headers`):
+  ``MCP-Protocol-Version`` = the body's ``_meta`` version, ``Mcp-Method`` =
+  ``method``, ``Mcp-Name`` = ``params.name`` / ``params.uri`` on
+  ``tools/call`` / ``prompts/get`` / ``resources/read``, and ``Mcp-Param-*``
+  for ``x-mcp-header`` tool arguments; missing or different -> ``400`` with
+  ``-32020``. Errors map to statuses: ``-32700`` ``-32600`` ``-32602``
+  ``-32020`` ``-32021`` ``-32022`` -> 400, ``-32601`` -> 404, others 200.
+* **A disconnect is a cancel** (the 2026-07-28 rule): closing the response
+  stream cancels the request's handler, and so the tool round it drives.
+* **Parked calls outlive their POST.** Every modern request is handled by
+  one long-lived connection of the app (a :class:`~minimcp.server.ServerConnection`
+  over an inert transport, started with the app), whose task group hosts the
+  tool runs: a tool waiting for ``inputResponses`` stays parked between
+  POSTs, and the retry -- on any connection -- resumes it. Requests are
+  given app-unique internal ids, so clients reusing ids never collide.
+
 Client: :func:`http_client`
 ---------------------------
 A :class:`~minimcp.transports.Transport` for :class:`minimcp.Client`. Each
@@ -60,6 +89,18 @@ request becomes a JSON-RPC error response for that id, so the pending call
 fails with a clear :class:`~minimcp.McpError` instead of hanging. ``404`` for
 the session ends the connection with :class:`~minimcp.ConnectionClosed`
 (starting a new session is the caller's job). DELETE is sent on close.
+
+The era follows the messages: a request whose ``params._meta`` carries the
+modern envelope (what :class:`minimcp.Client` sends with ``era="modern"``, and
+its ``"auto"`` probe) goes out the 2026-07-28 way -- ``MCP-Protocol-Version``
+from the body, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers, no
+session id, no GET stream, no DELETE, no resumption -- and cancelling it
+closes its POST instead of sending ``notifications/cancelled``. ``tools/list``
+results are read for ``x-mcp-header`` annotations (a tool whose annotations
+break the rules is dropped from the list, as the revision requires of HTTP
+clients). For the era probe (a first ``server/discover``), ``401`` / ``403`` /
+``5xx`` are not evidence of a handshake-era server: they end the connection
+instead of failing the probe.
 """
 
 from __future__ import annotations
@@ -76,21 +117,24 @@ import anyio
 import anyio.abc
 import msgspec
 
-from minimcp import errors, jsonrpc
+from minimcp import errors, jsonrpc, modern
 from minimcp.config import Limits
-from minimcp.errors import ConnectionClosed
+from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.transports import MessageTooLarge
+from minimcp.transports import _headers as mcp_headers
 from minimcp.transports._sse import PING, SSEDecoder, encode_event
 from minimcp.transports.asgi_server import bind, run_asgi
 from minimcp.types import CancelledParams
-from minimcp.versions import Feature, is_supported, negotiate, supports
+from minimcp.versions import LATEST_MODERN, Feature, is_supported, negotiate, supports
 
 if TYPE_CHECKING:
     import httpx
 
     from minimcp.client import Client
     from minimcp.server import Server, ServerConnection
+    from minimcp.session import Session
+    from minimcp.types import Tool
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
@@ -156,6 +200,40 @@ def _initialize_version(params: msgspec.Raw) -> str | None:
     except msgspec.DecodeError:
         return None
     return value if isinstance(value, str) else None
+
+
+def _is_modern_header(version: str | None) -> bool:
+    """An ``MCP-Protocol-Version`` that asks for the stateless leg: present and not a handshake-era revision."""
+    return version is not None and not is_supported(version.strip(" \t"))
+
+
+def _claims_modern(message: jsonrpc.Message) -> bool:
+    """A request or notification whose params carry the 2026-07-28 ``_meta`` envelope."""
+    return (type(message) is Request or type(message) is Notification) and modern.has_envelope(message.params)
+
+
+#: Error codes a modern POST answers with HTTP 400 (-32601 gets 404; others 200).
+_MODERN_BAD_REQUEST = frozenset(
+    {
+        errors.PARSE_ERROR,
+        errors.INVALID_REQUEST,
+        errors.INVALID_PARAMS,
+        mcp_headers.HEADER_MISMATCH,
+        modern.MISSING_CAPABILITY,
+        modern.UNSUPPORTED_VERSION,
+    }
+)
+
+
+def _modern_status(code: int) -> int:
+    """The HTTP status of a modern error response with JSON-RPC error ``code``."""
+    if code in _MODERN_BAD_REQUEST:
+        return 400
+    return 404 if code == errors.METHOD_NOT_FOUND else 200
+
+
+#: Error codes that only a 2026-07-28 server sends: on an era probe they mean "modern".
+_MODERN_ONLY_CODES = frozenset({mcp_headers.HEADER_MISMATCH, modern.MISSING_CAPABILITY, modern.UNSUPPORTED_VERSION})
 
 
 # --- server: streams ---------------------------------------------------------------------------
@@ -360,6 +438,46 @@ class _HTTPSession:
         return conn.protocol_version if conn is not None and conn.protocol_version else ASSUMED_VERSION
 
 
+class _ModernTransport:
+    """The inert transport under an app's modern connection.
+
+    Nothing arrives on it (each POST hands its request to the connection
+    directly); what the connection sends for a request (progress, log
+    messages) goes to that request's POST, found by the request's internal id,
+    and is dropped when that POST has ended.
+    """
+
+    def __init__(self) -> None:
+        self.routes: dict[RequestId, anyio.abc.ObjectSendStream[bytes]] = {}
+        self._closed = anyio.Event()
+
+    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        out = self.routes.get(related) if related is not None else None
+        if out is None:
+            return  # nothing travels on modern HTTP outside a request's own response
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await out.send(message)
+
+    async def receive(self) -> bytes:
+        await self._closed.wait()
+        raise anyio.EndOfStream
+
+    async def aclose(self) -> None:
+        self._closed.set()
+
+
+class _ModernHost:
+    """The one connection serving every 2026-07-28 POST of an app (started with the app)."""
+
+    __slots__ = ("connection", "ids", "session", "transport")
+
+    def __init__(self, connection: ServerConnection, session: Session, transport: _ModernTransport) -> None:
+        self.connection = connection
+        self.session = session
+        self.transport = transport
+        self.ids = itertools.count(1)
+
+
 # --- server: small HTTP helpers ----------------------------------------------------------------
 
 
@@ -490,6 +608,9 @@ class StreamableHTTPApp:
         self.limits = limits or server.limits
         self._sessions: dict[str, _HTTPSession] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._modern: _ModernHost | None = None
+        # tool name -> (its definition, its x-mcp-header annotations), recomputed when the definition changes
+        self._annotations: dict[str, tuple[Tool, tuple[mcp_headers.ParamHeader, ...]]] = {}
 
     # --- running -------------------------------------------------------------------------------
 
@@ -510,6 +631,11 @@ class StreamableHTTPApp:
         sess = self._sessions.get(session_id)
         return sess.connection if sess is not None else None
 
+    @property
+    def modern_connection(self) -> ServerConnection | None:
+        """The connection serving revision 2026-07-28 requests while the app runs (for inspection and tests)."""
+        return self._modern.connection if self._modern is not None else None
+
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Own the sessions' task group until cancelled (ASGI lifespan calls this for you).
 
@@ -520,17 +646,42 @@ class StreamableHTTPApp:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                self._modern = await self._start_modern(tg)
                 tg.start_soon(self._expire_idle)
                 task_status.started()
                 await anyio.sleep_forever()
         finally:
             self._tg = None
             self.close()
+            self._modern = None
+
+    async def _start_modern(self, tg: anyio.abc.TaskGroup) -> _ModernHost:
+        """The connection that serves every 2026-07-28 POST; its task group hosts parked tool calls."""
+        from minimcp.server import ServerConnection
+        from minimcp.session import Session
+
+        transport = _ModernTransport()
+        conn = ServerConnection(self.server)
+        session = Session(transport, conn, limits=self.server.limits, name=f"server {self.server.name} (HTTP 2026-07-28)")
+        conn.session = session
+        # Locked to the modern revision from the start (what a first enveloped request would do), so
+        # that an enveloped initialize is -32601 and a request without the envelope -32602.
+        conn.era = "modern"
+        session.protocol_version = LATEST_MODERN
+        session.answer_ping = False
+        await tg.start(session.run)
+        return _ModernHost(conn, session, transport)
 
     def close(self) -> None:
-        """End every session now (their open streams finish; their work is cancelled)."""
+        """End every session now (their open streams finish; their work is cancelled).
+
+        Tool calls of revision 2026-07-28 parked between rounds end too (their
+        retries replay, see :mod:`minimcp.modern`).
+        """
         for sess in list(self._sessions.values()):
             self._end(sess)
+        if self._modern is not None:
+            self._modern.session.close()
 
     def end_session(self, session_id: str) -> bool:
         """End one session, as a DELETE would. False when there is no such session."""
@@ -640,6 +791,15 @@ class StreamableHTTPApp:
             await _respond_error(send, 403, errors.INVALID_REQUEST, f"origin {origin!r} is not allowed")
             return
         method = scope.get("method", "GET")
+        if method in ("GET", "DELETE") and _is_modern_header(headers.get("mcp-protocol-version")):
+            await _respond_error(
+                send,
+                405,
+                errors.INVALID_REQUEST,
+                f"method {method} not allowed on protocol 2026-07-28 (no sessions, no GET stream); use POST",
+                headers=[(b"allow", b"POST")],
+            )
+            return
         if method == "POST":
             await self._post(headers, receive, send)
         elif method == "GET":
@@ -713,6 +873,9 @@ class StreamableHTTPApp:
         if content_type != _JSON:
             await _respond_error(send, 415, errors.INVALID_REQUEST, f"Content-Type must be {_JSON}", version=version)
             return
+        if _is_modern_header(version):
+            await self._post_modern(headers, receive, send)
+            return
         sess: _HTTPSession | None = None
         if "mcp-session-id" in headers:
             sess = await self._session_of(headers, send)
@@ -728,6 +891,9 @@ class StreamableHTTPApp:
             await _respond_error(send, 400, exc.code, exc.message, id=exc.id, version=version)
             return
         new = False
+        if sess is None and _claims_modern(message):
+            await self._modern_message(headers, message, receive, send)
+            return
         if sess is None:
             if not (type(message) is Request and message.method == "initialize"):
                 await _respond_error(
