@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import anyio
@@ -412,17 +413,22 @@ async def test_pending_budget_is_shared_and_always_given_back() -> None:
     s1 = Session(a1, Recorder(), budget=budget)
     s2 = Session(a2, Recorder(), budget=budget)
     p1, p2 = RawPeer(b1), RawPeer(b2)
+
+    async def waiting(session: Session) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await session.request("m")
+
     async with anyio.create_task_group() as tg:
         await tg.start(s1.run)
         await tg.start(s2.run)
-        tg.start_soon(s1.request, "m")
-        tg.start_soon(s1.request, "m")
+        tg.start_soon(waiting, s1)
+        tg.start_soon(waiting, s1)
         await p1.recv()
         await p1.recv()
         with pytest.raises(RequestTimeout):
             await s2.request("slow", timeout=0.01)  # times out: its slot comes back
         assert [(await p2.recv())["method"] for _ in range(2)] == ["slow", "notifications/cancelled"]
-        tg.start_soon(s2.request, "m")
+        tg.start_soon(waiting, s2)
         answered = await p2.recv()
         assert budget.used == 3
         with pytest.raises(TooManyPending):
