@@ -129,15 +129,18 @@ class _Pending:
     """A one-shot cell: resolves exactly once, with a result or an exception.
 
     The waiter is the cheapest thing each backend offers: a bare future on
-    asyncio (an ``asyncio.Event`` would add a deque of its own per request), a
-    ``trio.Event`` on trio (reached through anyio).
+    asyncio (an ``asyncio.Event`` would add a deque of its own per request); on
+    trio, the waiting task itself, parked with ``wait_task_rescheduled`` (a
+    ``trio.Event`` would add a parking lot per request).
     """
 
-    __slots__ = ("deadline", "error", "event", "method", "result", "started", "timeout")
+    __slots__ = ("deadline", "done", "error", "event", "method", "result", "started", "timeout")
 
     def __init__(self, method: str, loop: asyncio.AbstractEventLoop | None) -> None:
         self.method = method
-        self.event: Any = loop.create_future() if loop is not None else anyio.Event()
+        # asyncio: the future; trio: None until a task waits, then that task.
+        self.event: Any = loop.create_future() if loop is not None else None
+        self.done = False
         self.result: msgspec.Raw | None = None
         self.error: McpError | None = None
         self.deadline = math.inf
@@ -145,19 +148,38 @@ class _Pending:
         self.started = 0.0
 
     def wake(self) -> None:
+        if self.done:
+            return
+        self.done = True
         event = self.event
         if isinstance(event, asyncio.Future):
-            if not event.done():
-                event.set_result(None)
-        else:
-            event.set()
+            event.set_result(None)
+        elif event is not None:
+            self.event = None
+            _trio().lowlevel.reschedule(event)
 
     async def wait(self) -> None:
         event = self.event
         if isinstance(event, asyncio.Future):
             await event
-        else:
-            await event.wait()
+            return
+        trio = _trio()
+        if self.done:
+            await trio.lowlevel.checkpoint()
+            return
+        self.event = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> Any:
+            self.event = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+
+def _trio() -> Any:
+    import trio  # only ever reached when running on trio
+
+    return trio
 
 
 class Session:
