@@ -109,6 +109,19 @@ _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 CompletionHandler = Callable[[dict[str, Any], str, str, dict[str, str]], Awaitable[list[str]]]
 
 
+def _described(
+    fn: Callable[..., Any], name: str | None, title: str | None, description: str | None, mime_type: str | None
+) -> dict[str, Any]:
+    """The descriptive fields of a resource or template (the docstring is the default description)."""
+    doc = description if description is not None else inspect.getdoc(fn)
+    return {
+        "name": name or fn.__name__,
+        "title": title if title is not None else UNSET,
+        "description": doc if doc else UNSET,
+        "mime_type": mime_type if mime_type is not None else UNSET,
+    }
+
+
 def _page(items: list[T], cursor: str | UnsetType, size: int) -> tuple[list[T], str | UnsetType]:
     """One page of ``items`` after an opaque cursor (our cursors are offsets as text)."""
     start = 0
@@ -284,14 +297,7 @@ class Server:
         def register(fn: F) -> F:
             if uri in self._resources:
                 raise ValueError(f"a resource {uri!r} is already registered")
-            doc = description if description is not None else inspect.getdoc(fn)
-            definition = Resource(
-                uri=uri,
-                name=name or fn.__name__,
-                title=title if title is not None else UNSET,
-                description=doc if doc else UNSET,
-                mime_type=mime_type if mime_type is not None else UNSET,
-            )
+            definition = Resource(uri=uri, **_described(fn, name, title, description, mime_type))
             self._resources[uri] = RegisteredResource(definition, fn)
             return fn
 
@@ -309,13 +315,8 @@ class Server:
         """Register a reader for a URI template; its variables are passed as keyword arguments."""
 
         def register(fn: F) -> F:
-            doc = description if description is not None else inspect.getdoc(fn)
             definition = ResourceTemplate(
-                uri_template=uri_template,
-                name=name or fn.__name__,
-                title=title if title is not None else UNSET,
-                description=doc if doc else UNSET,
-                mime_type=mime_type if mime_type is not None else UNSET,
+                uri_template=uri_template, **_described(fn, name, title, description, mime_type)
             )
             self._templates.append(RegisteredTemplate.create(definition, fn))
             return fn
