@@ -1209,9 +1209,17 @@ class Context:
         )
         if timeout is DEFAULT:
             timeout = conn.server.limits.elicitation_timeout
-        result = await self._measured("elicitation/create", params, timeout)
-        if result is None:
+        # The await is inline (not in a helper coroutine): one frame less for every
+        # question that waits on a person.
+        self._started()
+        try:
+            result = await self._ask("elicitation/create", params, ElicitResult, timeout)
+        except errors.RequestTimeout:
+            self._outcome("timed_out")
             return Cancelled("timeout")
+        except BaseException:
+            self._outcome("failed")
+            raise
         if result.action == "accept":
             content = result.content if not isinstance(result.content, UnsetType) else {}
             try:
@@ -1224,19 +1232,9 @@ class Context:
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")
 
-    async def _measured(self, method: str, params: Any, timeout: float | None) -> ElicitResult | None:
-        """Ask, with the metrics kept: the answer, or ``None`` on timeout."""
-        metrics = self.connection.server.metrics
-        metrics.started(self.tool)
+    def _started(self) -> None:
+        self.connection.server.metrics.started(self.tool)
         self._asked_at = anyio.current_time()
-        try:
-            return await self._ask(method, params, ElicitResult, timeout)
-        except errors.RequestTimeout:
-            self._outcome("timed_out")
-            return None
-        except BaseException:
-            self._outcome("failed")
-            raise
 
     def _outcome(self, outcome: str) -> None:
         info = self.client_info
@@ -1298,16 +1296,20 @@ class Context:
         else:
             conn.register_url_elicitation(eid)
             params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
+        self._started()
         try:
-            result = await self._measured("elicitation/create", params, timeout)
+            result = await self._ask("elicitation/create", params, ElicitResult, timeout)
+        except errors.RequestTimeout:
+            conn._forget_url(eid)
+            self._outcome("timed_out")
+            return Cancelled("timeout")
         except BaseException:
             conn._forget_url(eid)
+            self._outcome("failed")
             raise
-        if result is not None and result.action == "accept":
+        if result.action == "accept":
             self._outcome("accepted")
             return Accepted(eid)
         conn._forget_url(eid)
-        if result is None:
-            return Cancelled("timeout")
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")

@@ -706,17 +706,21 @@ class Session:
 
     async def _serve_bare(self, request: Request) -> None:
         """:meth:`_serve` for a bare asyncio task: cancellation arrives as CancelledError."""
-        id_ = request.id
+        id_, method = request.id, request.method
         try:
             try:
-                result = await self.dispatcher.handle_request(self, request)
+                handling = self.dispatcher.handle_request(self, request)
+                # The request (and the raw message bytes its params point into) is not kept
+                # alive while the handler waits, perhaps for minutes, on a person.
+                del request
+                result = await handling
                 reply = jsonrpc.encode_result(id_, result)
             except McpError as exc:
                 reply = self._error_bytes(id_, exc.code, exc.message, exc.data)
             except asyncio.CancelledError:
                 return  # cancelled by the peer (no response, per spec) or by shutdown
             except Exception:
-                logger.exception("%s: handler for %s failed", self.name, request.method)
+                logger.exception("%s: handler for %s failed", self.name, method)
                 reply = self._error_bytes(id_, errors.INTERNAL_ERROR, "internal error")
         finally:
             self._inflight.pop(id_, None)
