@@ -153,7 +153,8 @@ class _Pending:
         self.done = True
         event = self.event
         if isinstance(event, asyncio.Future):
-            event.set_result(None)
+            if not event.done():  # a cancelled waiter cancels its future too
+                event.set_result(None)
         elif event is not None:
             self.event = None
             _trio().lowlevel.reschedule(event)
