@@ -123,7 +123,7 @@ class _ResultKind(msgspec.Struct, rename="camel"):
 def _decode_result(raw: msgspec.Raw, result_type: type[T], method: str) -> T:
     try:
         return msgspec.json.decode(raw, type=result_type)
-    except msgspec.ValidationError as exc:
+    except msgspec.DecodeError as exc:  # the wrong shape, or bytes that are not valid UTF-8
         raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
 
 
@@ -353,7 +353,7 @@ class Client:
         if self.era == "modern":
             params = msgspec.structs.replace(params, meta=self._envelope(params.meta))
             raw = await self.session.request(method, params, timeout=timeout)
-            kind = msgspec.json.decode(raw, type=_ResultKind).result_type
+            kind = _decode_result(raw, _ResultKind, method).result_type
             if kind != "complete":
                 raise McpError(errors.INVALID_REQUEST, f"{method} answered with resultType {kind!r}")
             return _decode_result(raw, result_type, method)
@@ -376,7 +376,7 @@ class Client:
         pause = 0.05
         for round_ in range(1, self.max_rounds + 1):
             raw = await self.session.request(method, current, timeout=timeout, progress=progress)
-            head = msgspec.json.decode(raw, type=_ResultKind)
+            head = _decode_result(raw, _ResultKind, method)
             if head.result_type == "complete":
                 return _decode_result(raw, result_type, method)
             if head.result_type != "input_required":

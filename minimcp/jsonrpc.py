@@ -162,6 +162,8 @@ def decode(data: bytes | bytearray | memoryview | str) -> Message:
         raise InvalidMessage(errors.PARSE_ERROR, f"parse error: {exc}") from None
     except RecursionError:
         raise InvalidMessage(errors.INVALID_REQUEST, "message is nested too deeply") from None
+    except UnicodeError:  # a str holding lone surrogates cannot be UTF-8
+        raise InvalidMessage(errors.PARSE_ERROR, "parse error: the text is not valid Unicode") from None
     return _classify(env)
 
 
@@ -243,7 +245,7 @@ def decode_params(raw: msgspec.Raw, type: type[T]) -> T:
         return msgspec.json.decode(raw if raw else b"{}", type=type)
     except msgspec.ValidationError as exc:
         raise errors.McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
-    except msgspec.DecodeError as exc:  # pragma: no cover - envelope decode already parsed these bytes
+    except msgspec.DecodeError as exc:  # e.g. bytes inside params that are not valid UTF-8
         raise errors.McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
 
 

@@ -601,7 +601,7 @@ class ServerConnection:
         if tool.args_type is not None:
             try:
                 args = msgspec.json.decode(params.arguments or b"{}", type=tool.args_type)
-            except msgspec.ValidationError as exc:
+            except msgspec.DecodeError as exc:  # a validation error, or bytes that are not valid UTF-8
                 return _ready(error_result(argument_error(params.name, exc)))
             for pname in tool.param_names:
                 kwargs[pname] = getattr(args, pname)
@@ -708,7 +708,7 @@ class ServerConnection:
         if tool.args_type is not None:
             try:
                 args = msgspec.json.decode(params.arguments or b"{}", type=tool.args_type)
-            except msgspec.ValidationError as exc:
+            except msgspec.DecodeError as exc:
                 return modern.complete(error_result(argument_error(params.name, exc)), server.info)
             for pname in tool.param_names:
                 kwargs[pname] = getattr(args, pname)

@@ -434,7 +434,7 @@ class Session:
             return cell.result
         try:
             return msgspec.json.decode(cell.result, type=result_type)
-        except msgspec.ValidationError as exc:
+        except msgspec.DecodeError as exc:  # the wrong shape, or bytes that are not valid UTF-8
             raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
 
     async def _send_cancelled(self, id_: RequestId, reason: str, related: RequestId | None) -> None:

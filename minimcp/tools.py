@@ -73,7 +73,7 @@ _UNKNOWN_FIELD = re.compile(r"Object contains unknown field `([^`]+)`")
 _AT_PATH = re.compile(r"^(.*) - at `\$\.?([^`]*)`$")
 
 
-def argument_error(tool: str, exc: msgspec.ValidationError) -> str:
+def argument_error(tool: str, exc: msgspec.DecodeError) -> str:
     """Turn msgspec's message into one that names the argument."""
     text = str(exc)
     m = _AT_PATH.match(text)

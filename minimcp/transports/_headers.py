@@ -26,7 +26,7 @@ import binascii
 import dataclasses
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -77,8 +77,12 @@ def decode_value(raw: str) -> str | None:
     value = raw.strip(" \t")
     if not _is_sentinel(value):
         return value if value == "" or _PLAIN.fullmatch(value) else None
+    payload = value[len(_PREFIX) : -len(_SUFFIX)].encode("ascii", "replace")
     try:
-        return base64.b64decode(value[len(_PREFIX) : -len(_SUFFIX)], validate=True).decode("utf-8")
+        decoded = base64.b64decode(payload, validate=True)
+        if base64.b64encode(decoded) != payload:  # only the canonical form (exact padding)
+            return None
+        return decoded.decode("utf-8")
     except (binascii.Error, ValueError):  # bad alphabet or padding, or not UTF-8
         return None
 
@@ -192,8 +196,14 @@ def _same(header: str, body: Any) -> bool:
 class _Fields(msgspec.Struct):
     name: Any = None
     uri: Any = None
-    arguments: Any = None
+    arguments: msgspec.Raw = msgspec.Raw()  # decoded only for a tool with x-mcp-header annotations
     meta: Any = msgspec.field(default=None, name="_meta")
+
+    def argument_values(self) -> Any:
+        try:
+            return msgspec.json.decode(self.arguments) if self.arguments else None
+        except msgspec.DecodeError:
+            return None
 
 
 def _fields(params: bytes) -> _Fields:
@@ -223,9 +233,10 @@ def request_headers(
         value = getattr(fields, source)
         if isinstance(value, str):
             headers["mcp-name"] = encode_value(value)
-    if method == "tools/call" and annotations and isinstance(fields.name, str):
-        for item in annotations.get(fields.name, ()):
-            text = _as_text(_argument(fields.arguments, item.path))
+    if method == "tools/call" and annotations and isinstance(fields.name, str) and fields.name in annotations:
+        arguments = fields.argument_values()
+        for item in annotations[fields.name]:
+            text = _as_text(_argument(arguments, item.path))
             if text is not None:
                 headers[item.header] = encode_value(text)
     return headers
@@ -235,12 +246,15 @@ def request_headers(
 
 
 def header_problem(
-    headers: Mapping[str, str], method: str, params: bytes, annotations: tuple[ParamHeader, ...] = ()
+    headers: Mapping[str, str],
+    method: str,
+    params: bytes,
+    annotations: Callable[[str], tuple[ParamHeader, ...]] | None = None,
 ) -> str | None:
     """What is wrong with a modern POST's metadata headers (``None``: they match the body).
 
-    ``headers`` has lower-case names. ``annotations`` are the called tool's
-    ``x-mcp-header`` annotations (``tools/call`` only).
+    ``headers`` has lower-case names. ``annotations(tool_name)`` gives a tool's
+    ``x-mcp-header`` annotations (asked for ``tools/call`` only).
     """
     raw_method = headers.get("mcp-method")
     if raw_method is None:
@@ -270,8 +284,12 @@ def header_problem(
                 return "Mcp-Name header is malformed (invalid characters or base64)"
             if value != expected:
                 return f"Mcp-Name header {value!r} does not match the body's params.{source} {expected!r}"
-    for item in annotations:
-        body = _argument(fields.arguments, item.path)
+    called: tuple[ParamHeader, ...] = ()
+    if method == "tools/call" and annotations is not None and isinstance(fields.name, str):
+        called = annotations(fields.name)
+    arguments = fields.argument_values() if called else None
+    for item in called:
+        body = _argument(arguments, item.path)
         raw = headers.get(item.header)
         if body is None:
             if raw is not None:

@@ -126,7 +126,7 @@ from minimcp.transports import _headers as mcp_headers
 from minimcp.transports._sse import PING, SSEDecoder, encode_event
 from minimcp.transports.asgi_server import bind, run_asgi
 from minimcp.types import CancelledParams
-from minimcp.versions import LATEST_MODERN, Feature, is_supported, negotiate, supports
+from minimcp.versions import LATEST_MODERN, Feature, is_modern, is_supported, negotiate, supports
 
 if TYPE_CHECKING:
     import httpx
@@ -202,9 +202,18 @@ def _initialize_version(params: msgspec.Raw) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _is_modern_header(version: str | None) -> bool:
-    """An ``MCP-Protocol-Version`` that asks for the stateless leg: present and not a handshake-era revision."""
-    return version is not None and not is_supported(version.strip(" \t"))
+def _wants_modern(headers: Mapping[str, str]) -> bool:
+    """Whether the headers ask for the stateless (2026-07-28) leg.
+
+    Yes for a modern ``MCP-Protocol-Version``; also for any other value that is
+    not a handshake-era revision unless the request names a session (then the
+    session answers it: ``400``, unsupported version).
+    """
+    version = headers.get("mcp-protocol-version")
+    if version is None:
+        return False
+    version = version.strip(" \t")
+    return is_modern(version) or (not is_supported(version) and "mcp-session-id" not in headers)
 
 
 def _claims_modern(message: jsonrpc.Message) -> bool:
@@ -547,6 +556,13 @@ async def _respond_error(
     await _respond(send, status, body, content_type=_JSON, headers=headers)
 
 
+async def _respond_modern_error(
+    send: Send, id: RequestId | None, code: int, message: str, data: Any = msgspec.UNSET, *, status: int | None = None
+) -> None:
+    body = jsonrpc.encode_error(id, code, message, data)
+    await _respond(send, status if status is not None else _modern_status(code), body, content_type=_JSON)
+
+
 # --- server: the app ---------------------------------------------------------------------------
 
 
@@ -662,7 +678,8 @@ class StreamableHTTPApp:
 
         transport = _ModernTransport()
         conn = ServerConnection(self.server)
-        session = Session(transport, conn, limits=self.server.limits, name=f"server {self.server.name} (HTTP 2026-07-28)")
+        name = f"server {self.server.name} (HTTP 2026-07-28)"
+        session = Session(transport, conn, limits=self.server.limits, name=name)
         conn.session = session
         # Locked to the modern revision from the start (what a first enveloped request would do), so
         # that an enveloped initialize is -32601 and a request without the envelope -32602.
@@ -791,7 +808,7 @@ class StreamableHTTPApp:
             await _respond_error(send, 403, errors.INVALID_REQUEST, f"origin {origin!r} is not allowed")
             return
         method = scope.get("method", "GET")
-        if method in ("GET", "DELETE") and _is_modern_header(headers.get("mcp-protocol-version")):
+        if method in ("GET", "DELETE") and _wants_modern(headers):
             await _respond_error(
                 send,
                 405,
@@ -873,7 +890,7 @@ class StreamableHTTPApp:
         if content_type != _JSON:
             await _respond_error(send, 415, errors.INVALID_REQUEST, f"Content-Type must be {_JSON}", version=version)
             return
-        if _is_modern_header(version):
+        if _wants_modern(headers):
             await self._post_modern(headers, receive, send)
             return
         sess: _HTTPSession | None = None
@@ -985,6 +1002,146 @@ class StreamableHTTPApp:
         with anyio.move_on_after(5):
             await sess.finished.wait()
         await _respond(send, 204)
+
+    # --- the modern leg (2026-07-28) --------------------------------------------------------------
+
+    async def _post_modern(self, headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+        """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored."""
+        body = await self._read_body(headers, receive, send)
+        if body is None:
+            return
+        try:
+            message = jsonrpc.decode(body)
+        except jsonrpc.InvalidMessage as exc:
+            await _respond_modern_error(send, exc.id, exc.code, exc.message)
+            return
+        await self._modern_message(headers, message, receive, send)
+
+    async def _modern_message(
+        self, headers: Mapping[str, str], message: jsonrpc.Message, receive: Receive, send: Send
+    ) -> None:
+        if type(message) is not Request and type(message) is not Notification:
+            await _respond_modern_error(
+                send,
+                None,
+                errors.INVALID_REQUEST,
+                "a POST carries one request or notification on protocol 2026-07-28, never a response",
+            )
+            return
+        problem = mcp_headers.header_problem(headers, message.method, message.params, self._tool_annotations)
+        if problem is not None:
+            request_id = message.id if type(message) is Request else None
+            await _respond_modern_error(send, request_id, mcp_headers.HEADER_MISMATCH, f"Header mismatch: {problem}")
+            return
+        if type(message) is Request:
+            await self._modern_request(message, receive, send)
+        else:  # This revision defines no client notifications on HTTP (cancelling is closing the stream).
+            await _respond(send, 202)
+
+    def _tool_annotations(self, name: str) -> tuple[mcp_headers.ParamHeader, ...]:
+        """The ``x-mcp-header`` annotations of tool ``name`` (none for an unknown tool)."""
+        registered = self.server._tools.get(name)
+        if registered is None:
+            return ()
+        definition = registered.definition
+        cached = self._annotations.get(name)
+        if cached is not None and cached[0] is definition:
+            return cached[1]
+        try:
+            found = mcp_headers.param_headers(definition.input_schema)
+        except ValueError as exc:
+            logger.warning("tool %r: ignoring its x-mcp-header annotations: %s", name, exc)
+            found = ()
+        self._annotations[name] = (definition, found)
+        return found
+
+    async def _modern_request(self, message: Request, receive: Receive, send: Send) -> None:
+        """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first."""
+        host = self._modern
+        if host is None:
+            await _respond_modern_error(
+                send,
+                message.id,
+                errors.SERVER_BUSY,
+                "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)",
+                status=503,
+            )
+            return
+        # An app-unique id: clients of a stateless server all number their requests from 1.
+        internal = next(host.ids)
+        out, notes = anyio.create_memory_object_stream[bytes](16)
+        host.transport.routes[internal] = out
+        final: list[tuple[int, bytes]] = []
+
+        async def handle() -> None:
+            try:
+                request = Request(id=internal, method=message.method, params=message.params)
+                result = await host.connection.handle_request(host.session, request)
+                final.append((200, jsonrpc.encode_result(message.id, result)))
+            except McpError as exc:
+                data = msgspec.UNSET if exc.data is None else exc.data
+                reply = jsonrpc.encode_error(message.id, exc.code, exc.message, data)
+                final.append((_modern_status(exc.code), reply))
+            except Exception:
+                logger.exception("handler for %s failed", message.method)
+                final.append((200, jsonrpc.encode_error(message.id, errors.INTERNAL_ERROR, "internal error")))
+            finally:
+                # Nothing more reaches this POST: the reply (if any) goes after what is queued.
+                host.transport.routes.pop(internal, None)
+                out.close()
+
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    # The client closing the response stream IS the cancellation (2026-07-28).
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                tg.start_soon(handle)
+                await self._answer_modern(notes, final, send)
+                tg.cancel_scope.cancel()
+        except OSError:  # the ASGI server could not write: the client is gone
+            logger.debug("modern request %r: client went away", message.id)
+        finally:
+            host.transport.routes.pop(internal, None)
+            notes.close()
+
+    async def _answer_modern(
+        self, notes: anyio.abc.ObjectReceiveStream[bytes], final: list[tuple[int, bytes]], send: Send
+    ) -> None:
+        """Plain JSON when the answer comes first; else SSE: the notifications, then the answer.
+
+        A request that stays silent for ``keepalive_interval`` also switches to
+        SSE, so that keep-alive comments can hold the connection open.
+        """
+        streaming = False
+        while True:
+            note: bytes | None = None
+            with anyio.move_on_after(self.keepalive_interval):
+                try:
+                    note = await notes.receive()
+                except anyio.EndOfStream:
+                    break
+            if not streaming:
+                streaming = True
+                headers = [
+                    (b"content-type", _SSE.encode()),
+                    (b"cache-control", b"no-cache, no-transform"),
+                    (b"x-accel-buffering", b"no"),
+                ]
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+            chunk = PING if note is None else encode_event(note)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if not streaming:
+            if final:
+                status, reply = final[0]
+                await _respond(send, status, reply, content_type=_JSON)
+            return
+        tail = encode_event(final[0][1]) if final else b""
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
 
     # --- SSE -----------------------------------------------------------------------------------
 
@@ -1132,18 +1289,47 @@ async def serve_http(
 
 
 class _Exchange:
-    """Where one request's answer stands: the stream to resume, and whether it came."""
+    """Where one request's answer stands: the stream to resume, and whether it came.
 
-    __slots__ = ("answered", "last_event_id", "request_id", "retry_ms")
+    ``transform`` rewrites the request's response before the session sees it
+    (``tools/list`` on the modern leg drops tools with invalid ``x-mcp-header``).
+    """
 
-    def __init__(self, request_id: RequestId | None) -> None:
+    __slots__ = ("answered", "last_event_id", "request_id", "retry_ms", "transform")
+
+    def __init__(self, request_id: RequestId | None, transform: Callable[[bytes], bytes] | None = None) -> None:
         self.request_id = request_id
         self.last_event_id = ""
         self.retry_ms = 1000
         self.answered = False
+        self.transform = transform
+
+
+class _ModernCall:
+    """What the transport knows about one 2026-07-28 request it sends."""
+
+    __slots__ = ("headers", "method", "probe")
+
+    def __init__(self, headers: dict[str, str], method: str, probe: bool) -> None:
+        self.headers = headers
+        self.method = method
+        #: The era probe (the first request, a server/discover): 401/403/5xx end the connection.
+        self.probe = probe
 
 
 _MAX_RESUME_FAILURES = 5
+
+
+class _NamedTool(msgspec.Struct):
+    name: str = ""
+
+
+class _ToolList(msgspec.Struct):
+    tools: list[_NamedTool] = []
+
+
+class _ToolNames(msgspec.Struct):
+    result: _ToolList = msgspec.field(default_factory=_ToolList)
 
 
 class StreamableHTTPClientTransport:
@@ -1153,6 +1339,8 @@ class StreamableHTTPClientTransport:
         url: The MCP endpoint.
         session_id: ``MCP-Session-Id`` the server issued, once known.
         protocol_version: The negotiated revision, once the initialize result passed through.
+        era: ``"modern"`` once a request with the 2026-07-28 envelope went out,
+            ``"legacy"`` once ``initialize`` did; ``None`` before either.
     """
 
     def __init__(
@@ -1179,6 +1367,13 @@ class StreamableHTTPClientTransport:
         self._initialize_id: RequestId | None = None
         self._fatal: str | None = None
         self._closed = False
+        self.era: str | None = None
+        self._sent_request = False
+        # In-flight 2026-07-28 requests (cancelled by closing their POST, never by a notification).
+        self._modern_calls: set[RequestId] = set()
+        self._modern_version = LATEST_MODERN
+        # tool name -> its x-mcp-header annotations, from the latest modern tools/list
+        self._tool_headers: dict[str, tuple[mcp_headers.ParamHeader, ...]] = {}
 
     # --- Transport protocol --------------------------------------------------------------------
 
@@ -1190,19 +1385,34 @@ class StreamableHTTPClientTransport:
         except jsonrpc.InvalidMessage:
             parsed = None
         if type(parsed) is Request:
+            call: _ModernCall | None = None
             if parsed.method == "initialize":
                 self._initialize_id = parsed.id
+                self.era = "legacy"
+            elif modern.has_envelope(parsed.params):
+                call = self._modern_call(parsed)
+            self._sent_request = True
             scope = anyio.CancelScope()
             self._requests[parsed.id] = scope
-            self._tg.start_soon(self._request, message, parsed.id, scope)
+            self._tg.start_soon(self._request, message, parsed.id, scope, call)
             return
-        await self._post_one_way(message)
+        cancelled: RequestId | None = None
+        if type(parsed) is Notification and parsed.method == "notifications/cancelled":
+            cancelled = self._cancelled_id(parsed)
+            if cancelled is not None and (cancelled in self._modern_calls or self.era == "modern"):
+                # 2026-07-28 over HTTP: closing the request's POST is the cancellation; nothing is sent.
+                running = self._requests.get(cancelled)
+                if running is not None:
+                    running.cancel()
+                return
+        extra: dict[str, str] = {}
+        if self.era == "modern" and type(parsed) is Notification:
+            extra = {"mcp-protocol-version": self._modern_version, "mcp-method": parsed.method}
+        await self._post_one_way(message, extra)
         if type(parsed) is Notification:
             if parsed.method == "notifications/cancelled":
-                with contextlib.suppress(errors.McpError):
-                    cancelled = jsonrpc.decode_params(parsed.params, CancelledParams).request_id
-                    if not isinstance(cancelled, msgspec.UnsetType) and cancelled in self._requests:
-                        self._requests[cancelled].cancel()
+                if cancelled is not None and cancelled in self._requests:
+                    self._requests[cancelled].cancel()
             elif parsed.method == "notifications/initialized" and self._want_standalone and self._standalone is None:
                 self._standalone = anyio.CancelScope()
                 ready = anyio.Event()
@@ -1211,6 +1421,26 @@ class StreamableHTTPClientTransport:
                 # none is open: let it open (or be refused) before the first call goes out.
                 with anyio.move_on_after(_STANDALONE_WAIT):
                     await ready.wait()
+
+    def _modern_call(self, request: Request) -> _ModernCall:
+        """Headers and flags for a request carrying the 2026-07-28 envelope."""
+        headers = mcp_headers.request_headers(request.method, request.params, self._tool_headers)
+        version = headers.get("mcp-protocol-version")
+        if version is not None:
+            self._modern_version = version
+        if self.era is None:
+            self.era = "modern"
+        probe = not self._sent_request and request.method == "server/discover"
+        self._modern_calls.add(request.id)
+        return _ModernCall(headers, request.method, probe)
+
+    @staticmethod
+    def _cancelled_id(notification: Notification) -> RequestId | None:
+        with contextlib.suppress(errors.McpError):
+            cancelled = jsonrpc.decode_params(notification.params, CancelledParams).request_id
+            if not isinstance(cancelled, msgspec.UnsetType):
+                return cancelled
+        return None
 
     async def receive(self) -> bytes:
         try:
@@ -1278,7 +1508,9 @@ class StreamableHTTPClientTransport:
                 self._standalone.cancel()
         return True
 
-    async def _feed(self, data: bytes, request_id: RequestId | None) -> bool:
+    async def _feed(
+        self, data: bytes, request_id: RequestId | None, transform: Callable[[bytes], bytes] | None = None
+    ) -> bool:
         """Pass one message to the session; True when it is the response to ``request_id``."""
         answered = False
         try:
@@ -1287,6 +1519,8 @@ class StreamableHTTPClientTransport:
             message = None
         if type(message) is Response or type(message) is ErrorResponse:
             answered = request_id is not None and _same_id(message.id, request_id)
+            if answered and transform is not None and type(message) is Response:
+                data = transform(data)
             if type(message) is Response and _same_id(message.id, self._initialize_id):
                 self._initialize_id = None
                 version = _initialize_version(message.result)
@@ -1316,14 +1550,15 @@ class StreamableHTTPClientTransport:
         text = f"HTTP {response.status_code} {reason} from {self.url}" + (f": {detail}" if detail else "")
         await self._fail(request_id, code, text)
 
-    async def _post_one_way(self, message: bytes) -> None:
+    async def _post_one_way(self, message: bytes, extra_headers: Mapping[str, str] | None = None) -> None:
         """POST a notification or a response (answered 202)."""
         import httpx
 
+        headers = self._headers(accept=f"{_JSON}, {_SSE}", content=True)
+        if extra_headers:
+            headers.update(extra_headers)
         try:
-            async with self._http.stream(
-                "POST", self.url, content=message, headers=self._headers(accept=f"{_JSON}, {_SSE}", content=True)
-            ) as response:
+            async with self._http.stream("POST", self.url, content=message, headers=headers) as response:
                 self._note_session(response)
                 if self._session_gone(response):
                     raise anyio.BrokenResourceError
@@ -1337,16 +1572,136 @@ class StreamableHTTPClientTransport:
         except httpx.HTTPError as exc:
             raise anyio.BrokenResourceError(f"POST to {self.url} failed: {exc!r}") from exc
 
-    async def _request(self, message: bytes, request_id: RequestId, scope: anyio.CancelScope) -> None:
+    async def _request(
+        self, message: bytes, request_id: RequestId, scope: anyio.CancelScope, call: _ModernCall | None = None
+    ) -> None:
         try:
             with scope:
-                await self._exchange(message, request_id)
+                if call is None:
+                    await self._exchange(message, request_id)
+                else:
+                    await self._exchange_modern(message, request_id, call)
         except Exception as exc:  # pragma: no cover - a bug here must not hang the caller
             logger.exception("HTTP exchange for request %r failed", request_id)
             await self._fail(request_id, errors.INTERNAL_ERROR, f"HTTP transport failed: {exc!r}")
         finally:
             if self._requests.get(request_id) is scope:
                 del self._requests[request_id]
+            self._modern_calls.discard(request_id)
+
+    # --- the modern leg (2026-07-28) ------------------------------------------------------------
+
+    async def _exchange_modern(self, message: bytes, request_id: RequestId, call: _ModernCall) -> None:
+        """POST one 2026-07-28 request and read its answer (JSON or SSE); no session, no resumption."""
+        import httpx
+
+        headers = {**self._extra_headers, "accept": f"{_JSON}, {_SSE}", "content-type": _JSON, **call.headers}
+        transform = self._read_tools if call.method == "tools/list" else None
+        try:
+            async with self._http.stream("POST", self.url, content=message, headers=headers) as response:
+                if not 200 <= response.status_code < 300:
+                    await self._fail_modern_http(request_id, response, call)
+                    return
+                media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                if media == _JSON:
+                    body = await _read_bounded(response, self._max)
+                    if len(body) > self._max:
+                        await self._fail(request_id, errors.INVALID_REQUEST, f"response exceeds {self._max} bytes")
+                    elif not await self._feed(body, request_id, transform):
+                        problem = "the server's JSON answer was not this request's response"
+                        await self._fail(request_id, errors.INTERNAL_ERROR, problem)
+                    return
+                if media != _SSE:
+                    await self._fail(
+                        request_id, errors.INTERNAL_ERROR, f"unexpected Content-Type {media!r} from {self.url}"
+                    )
+                    return
+                state = _Exchange(request_id, transform)
+                await self._read_sse(response, state)
+                if state.answered:
+                    return
+                problem = "the server closed the stream before answering"
+        except httpx.HTTPError as exc:
+            if call.probe:
+                self._end(f"the era probe (server/discover) to {self.url} failed: {exc!r}")
+                return
+            problem = f"POST to {self.url} failed: {exc!r}"
+        # Streams of this revision cannot be resumed: the request is lost (call again).
+        await self._fail(request_id, errors.CONNECTION_CLOSED, problem)
+
+    async def _fail_modern_http(self, request_id: RequestId, response: httpx.Response, call: _ModernCall) -> None:
+        """A modern request answered with an HTTP error: the server's JSON-RPC error, kept whole."""
+        status = response.status_code
+        body = await _read_bounded(response, 65536)
+        error: ErrorResponse | None = None
+        with contextlib.suppress(jsonrpc.InvalidMessage):
+            decoded = jsonrpc.decode(body) if body else None
+            if type(decoded) is ErrorResponse:
+                error = decoded
+        if call.probe and (status in (401, 403) or status >= 500) and error is None:
+            # Not evidence of the protocol era (authorization, an outage): do not fall back to initialize.
+            reason = response.reason_phrase or "error"
+            self._end(f"the era probe (server/discover) to {self.url} was answered HTTP {status} {reason}")
+            return
+        if error is not None:
+            data = msgspec.UNSET if error.data is None else error.data
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._in_send.send(jsonrpc.encode_error(request_id, error.code, error.message, data))
+            return
+        detail = body[:200].decode("utf-8", "replace").strip()
+        code = errors.INVALID_REQUEST if 400 <= status < 500 else errors.INTERNAL_ERROR
+        text = f"HTTP {status} {response.reason_phrase or 'error'} from {self.url}" + (f": {detail}" if detail else "")
+        await self._fail(request_id, code, text)
+
+    def _end(self, reason: str) -> None:
+        """End the connection: the session's receive raises ConnectionClosed(reason)."""
+        if self._fatal is None:
+            self._fatal = reason
+            logger.warning("%s", reason)
+            self._in_send.close()
+            for scope in self._requests.values():
+                scope.cancel()
+
+    def _read_tools(self, data: bytes) -> bytes:
+        """Learn ``x-mcp-header`` annotations from a ``tools/list`` response; drop tools whose are invalid."""
+        if b"x-mcp-header" not in data:
+            if not self._tool_headers:
+                return data
+            try:
+                listed = msgspec.json.decode(data, type=_ToolNames).result.tools
+            except msgspec.DecodeError:
+                return data
+            for tool in listed:
+                self._tool_headers.pop(tool.name, None)
+            return data
+        try:
+            message = msgspec.json.decode(data)
+            tools = message["result"]["tools"]
+            if not isinstance(tools, list):
+                return data
+        except (msgspec.DecodeError, KeyError, TypeError):
+            return data
+        kept: list[Any] = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                kept.append(tool)
+                continue
+            try:
+                found = mcp_headers.param_headers(tool.get("inputSchema"))
+            except ValueError as exc:
+                logger.warning("dropped tool %r from tools/list: invalid x-mcp-header (%s)", name, exc)
+                self._tool_headers.pop(name, None)
+                continue
+            if found:
+                self._tool_headers[name] = found
+            else:
+                self._tool_headers.pop(name, None)
+            kept.append(tool)
+        if len(kept) == len(tools):
+            return data
+        message["result"]["tools"] = kept
+        return msgspec.json.encode(message)
 
     async def _exchange(self, message: bytes, request_id: RequestId) -> None:
         """POST a request and read its answer, resuming the stream with GET if it drops."""
@@ -1435,7 +1790,7 @@ class StreamableHTTPClientTransport:
                         await self._in_send.send(MessageTooLarge(self._max))
                 elif event.event == "message" and event.data:  # empty data: a priming event
                     progress = True
-                    if await self._feed(event.data, state.request_id):
+                    if await self._feed(event.data, state.request_id, state.transform):
                         state.answered = True
             if decoder.last_event_id != state.last_event_id:
                 progress = True
