@@ -8,20 +8,27 @@ with ``MCP_CONFORMANCE_SCENARIO`` naming the scenario (``CONFORMANCE_BACKEND=tri
 trio). This program plays the
 part a real application would: connect with :class:`minimcp.Client` over
 Streamable HTTP, do what the scenario asks, and exit 0 (non-zero on error).
+
+The pre-release harness (0.2.0-alpha) also sets ``MCP_CONFORMANCE_PROTOCOL_VERSION``; for
+revision 2026-07-28 scenarios the client runs with ``era="auto"`` (a ``server/discover`` probe
+over modern HTTP, which these mocks answer), and ``MCP_CONFORMANCE_CONTEXT`` may carry the
+tool calls to make (``http-custom-headers``).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
 from minimcp import Accepted, Client, ElicitationRequest
 from minimcp.transports.http import http_client
+from minimcp.versions import is_modern
 
 log = logging.getLogger("conformance.client")
 
@@ -38,7 +45,7 @@ async def initialize(url: str) -> None:
 
 async def tools_call(url: str) -> None:
     """List the tools, then call add_numbers."""
-    async with http_client(url) as transport, Client(transport, name="minimcp-conformance-client") as client:
+    async with http_client(url) as transport, modern_client(transport) as client:
         tools = await client.list_tools()
         log.info("tools: %s", [t.name for t in tools])
         result = await client.call_tool("add_numbers", {"a": 5, "b": 3})
@@ -88,11 +95,101 @@ async def sse_retry(url: str) -> None:
         log.info("test_reconnection: %s", _text(result))
 
 
+# --- revision 2026-07-28 (the alpha harness's draft scenarios) --------------------------------
+
+
+def era() -> Literal["legacy", "auto"]:
+    """``auto`` (probe with server/discover) when the harness targets a modern revision."""
+    return "auto" if is_modern(os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "")) else "legacy"
+
+
+def modern_client(transport: Any, **options: Any) -> Client:
+    return Client(transport, name="minimcp-conformance-client", era=era(), **options)
+
+
+async def mrtr_request_state(url: str) -> None:
+    """SEP-2322: answer input_required rounds; a call made between two rounds stays clean."""
+
+    async def confirm(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
+        log.info("input request: %s", request.message)
+        if "no state" not in request.message:
+            # Another call while this flow waits for its answer: it must carry none of the
+            # flow's inputResponses / requestState.
+            result = await client.call_tool("test_mrtr_unrelated", {})
+            log.info("test_mrtr_unrelated (between rounds): %s", _text(result))
+        return Accepted({"confirmed": True})
+
+    async with http_client(url) as transport, modern_client(transport, elicitation_handler=confirm) as client:
+        log.info("era %s, tools %s", client.era, [t.name for t in await client.list_tools()])
+        for name in ("test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_no_result_type"):
+            result = await client.call_tool(name, {})
+            log.info("%s: %s", name, _text(result))
+
+
+async def request_metadata(url: str) -> None:
+    """SEP-2575: the per-request _meta and MCP-Protocol-Version (the mock refuses the first request)."""
+    async with http_client(url) as transport, modern_client(transport) as client:
+        log.info("era %s, tools %s", client.era, [t.name for t in await client.list_tools()])
+
+
+def _sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Placeholder values for a tool's required arguments."""
+    samples = {"string": "test", "integer": 1, "number": 1.5, "boolean": True}
+    properties = schema.get("properties") or {}
+    return {
+        name: samples.get(str((properties.get(name) or {}).get("type")), "test")
+        for name in schema.get("required") or []
+    }
+
+
+async def standard_headers(url: str) -> None:
+    """SEP-2243: Mcp-Method on every POST, Mcp-Name on tools/call, resources/read, prompts/get."""
+    async with http_client(url) as transport, modern_client(transport) as client:
+        for tool in await client.list_tools():
+            await client.call_tool(tool.name, _sample_arguments(tool.input_schema))
+        for resource in await client.list_resources():
+            await client.read_resource(resource.uri)
+        for prompt in await client.list_prompts():
+            await client.get_prompt(prompt.name, {a.name: "test" for a in prompt.arguments or [] if a.required})
+
+
+async def custom_headers(url: str) -> None:
+    """SEP-2243: x-mcp-header arguments mirrored as Mcp-Param-* (the calls come in MCP_CONFORMANCE_CONTEXT)."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    async with http_client(url) as transport, modern_client(transport) as client:
+        log.info("tools %s", [t.name for t in await client.list_tools()])  # learns the annotations
+        for call in context.get("toolCalls", []):
+            result = await client.call_tool(call["name"], call.get("arguments") or {})
+            log.info("%s: %s", call["name"], _text(result))
+
+
+async def invalid_tool_headers(url: str) -> None:
+    """SEP-2243: tools with invalid x-mcp-header annotations are dropped from tools/list; call the rest."""
+    async with http_client(url) as transport, modern_client(transport) as client:
+        tools = await client.list_tools()
+        log.info("usable tools: %s", [t.name for t in tools])
+        for tool in tools:
+            await client.call_tool(tool.name, _sample_arguments(tool.input_schema))
+
+
+async def ref_no_deref(url: str) -> None:
+    """SEP-2106: list a tool whose schema $refs a network URL; nothing is fetched (minimcp never dereferences)."""
+    async with http_client(url) as transport, modern_client(transport) as client:
+        for tool in await client.list_tools():
+            log.info("tool %s: schema keys %s", tool.name, sorted(tool.input_schema))
+
+
 SCENARIOS: dict[str, Callable[[str], Awaitable[None]]] = {
     "initialize": initialize,
     "tools_call": tools_call,
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "sse-retry": sse_retry,
+    "sep-2322-client-request-state": mrtr_request_state,
+    "request-metadata": request_metadata,
+    "http-standard-headers": standard_headers,
+    "http-custom-headers": custom_headers,
+    "http-invalid-tool-headers": invalid_tool_headers,
+    "json-schema-ref-no-deref": ref_no_deref,
 }
 
 

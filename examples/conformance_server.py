@@ -7,6 +7,12 @@ error, progress, logging, sampling, the three form-elicitation scenarios,
 resources (text, binary, a template, a subscribable one), prompts and
 completion. What the suite checks is described next to each piece.
 
+The same server answers the pre-release suite of revision 2026-07-28
+(``--suite draft``, 0.2.0-alpha): its ``test_input_required_result_*`` tools
+ask with the very same ``ctx.elicit`` / ``ctx.sample`` / ``ctx.list_roots``
+(which become ``input_required`` rounds on that revision), and a few
+diagnostic tools serve ``server-stateless`` and the header scenarios.
+
 Run: ``python examples/conformance_server.py --port 3001`` (Streamable HTTP on
 ``http://127.0.0.1:3001/mcp``). ``--stdio`` serves stdin/stdout instead.
 """
@@ -136,6 +142,11 @@ ENUMS_SCHEMA: dict[str, Any] = {
 }
 
 
+NAME_FORM: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+COLOR_FORM: dict[str, Any] = {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}
+CONFIRM_FORM: dict[str, Any] = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
 def describe(answer: Accepted[Any] | Declined | Cancelled) -> str:
     """``action=..., content=...`` for a tool's text result."""
     if isinstance(answer, Accepted):
@@ -253,28 +264,150 @@ def build_server() -> Server:
 
     @app.tool(
         description="Tool with JSON Schema 2020-12 features",
+        # SEP-1613 ($schema, $defs, additionalProperties survive) and SEP-2106 (the rest of the
+        # 2020-12 vocabulary survives too: $anchor, allOf / anyOf, if / then / else).
         input_schema={
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
             "$defs": {
                 "address": {
+                    "$anchor": "addressDef",
                     "type": "object",
                     "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
                 }
             },
-            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
             "additionalProperties": False,
         },
     )
-    async def json_schema_2020_12_tool(name: str | None = None, address: dict[str, str] | None = None) -> str:
+    async def json_schema_2020_12_tool(
+        name: str | None = None,
+        address: dict[str, str] | None = None,
+        contactMethod: str | None = None,  # the wire name
+        phone: str | None = None,
+        email: str | None = None,
+    ) -> str:
         where = ", ".join(v for v in (address or {}).values())
-        return f"Hello {name or 'nobody'}" + (f" from {where}" if where else "")
+        reach = phone if contactMethod == "phone" else email
+        return f"Hello {name or 'nobody'}" + (f" from {where}" if where else "") + (f", at {reach}" if reach else "")
 
     @app.tool()
     async def test_reconnection() -> str:
         """Finishes after a short pause (SSE polling, SEP-1699)."""
         await anyio.sleep(0.1)
         return "Reconnection test completed successfully"
+
+    # --- revision 2026-07-28 (the draft suite): multi round-trip requests (SEP-2322) -------------
+
+    @app.tool()
+    async def test_input_required_result_elicitation(ctx: Context) -> str:
+        """Asks for a name (an elicitation input request), then greets."""
+        answer = await ctx.elicit("What is your name?", NAME_FORM)
+        if isinstance(answer, Accepted):
+            return f"Hello, {answer.value['name']}!"
+        return f"No name given ({describe(answer)})"
+
+    @app.tool()
+    async def test_input_required_result_sampling(ctx: Context) -> str:
+        """Asks the client's model a question (a sampling input request)."""
+        result = await ctx.sample("What is the capital of France?", max_tokens=100)
+        text = result.content.text if isinstance(result.content, TextContent) else f"<{type(result.content).__name__}>"
+        return f"The model said: {text}"
+
+    @app.tool()
+    async def test_input_required_result_list_roots(ctx: Context) -> str:
+        """Asks for the client's roots (a roots/list input request)."""
+        roots = await ctx.list_roots()
+        return "Roots: " + ", ".join(root.uri for root in roots)
+
+    @app.tool()
+    async def test_input_required_result_request_state(ctx: Context) -> str:
+        """Asks for a confirmation; the answer comes back with the (sealed) requestState."""
+        answer = await ctx.elicit("Please confirm", CONFIRM_FORM)
+        ok = isinstance(answer, Accepted) and answer.value["ok"] is True
+        return f"state-ok: confirmed={ok}"
+
+    @app.tool()
+    async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+        """Needs a name, a model-written greeting and the roots (asked one after the other)."""
+        name = await ctx.elicit("What is your name?", NAME_FORM)
+        greeting = await ctx.sample("Generate a greeting", max_tokens=50)
+        roots = await ctx.list_roots()
+        who = name.value["name"] if isinstance(name, Accepted) else "nobody"
+        said = greeting.content.text if isinstance(greeting.content, TextContent) else "?"
+        return f"{said} {who} ({len(roots)} roots)"
+
+    @app.tool()
+    async def test_input_required_result_multi_round(ctx: Context) -> str:
+        """Two questions in two rounds: a name, then a colour."""
+        name = await ctx.elicit("Step 1: What is your name?", NAME_FORM)
+        color = await ctx.elicit("Step 2: What is your favorite color?", COLOR_FORM)
+        who = name.value["name"] if isinstance(name, Accepted) else "?"
+        favourite = color.value["color"] if isinstance(color, Accepted) else "?"
+        return f"{who} likes {favourite}"
+
+    @app.tool()
+    async def test_input_required_result_tampered_state(ctx: Context) -> str:
+        """Asks for a confirmation; a retry with altered requestState is refused (-32602)."""
+        answer = await ctx.elicit("Please confirm", CONFIRM_FORM)
+        return f"confirmed: {describe(answer)}"
+
+    @app.tool()
+    async def test_input_required_result_capabilities(ctx: Context) -> str:
+        """Asks only what the request's client capabilities allow: a form, else the model."""
+        if ctx.can_elicit_form():
+            return f"asked the person: {describe(await ctx.elicit('What is your name?', NAME_FORM))}"
+        result = await ctx.sample("What is your name?", max_tokens=20)
+        text = result.content.text if isinstance(result.content, TextContent) else "?"
+        return f"asked the model: {text}"
+
+    @app.prompt()
+    async def test_input_required_result_prompt() -> str:
+        """A prompt (minimcp prompts cannot ask questions yet, so this one never does)."""
+        return "Write about the context the person gave."
+
+    # --- revision 2026-07-28: server-stateless (SEP-2575) and header (SEP-2243) diagnostics -------
+
+    @app.tool()
+    async def test_missing_capability(ctx: Context) -> str:
+        """Needs sampling: without it in the request's capabilities, -32021 (HTTP 400)."""
+        result = await ctx.sample("Say hello", max_tokens=10)
+        return result.content.text if isinstance(result.content, TextContent) else "?"
+
+    @app.tool()
+    async def test_streaming_elicitation(ctx: Context) -> str:
+        """Asks a question: on 2026-07-28 an input_required result, never a request on the stream."""
+        return f"answered: {describe(await ctx.elicit('What is your name?', NAME_FORM))}"
+
+    @app.tool()
+    async def test_logging_tool(ctx: Context) -> str:
+        """Logs, but only when the request asked for a log level (2026-07-28: ``_meta`` logLevel)."""
+        sent = await ctx.log("info", "test_logging_tool ran", logger="conformance")
+        return f"logged={sent}"
+
+    @app.tool(
+        description="Mirrors its region argument into the Mcp-Param-Region header (x-mcp-header)",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"},
+                "query": {"type": "string", "description": "What to run"},
+            },
+            "required": ["region"],
+        },
+    )
+    async def test_custom_header(region: str, query: str = "") -> str:
+        return f"ran {query!r} in {region}"
 
     # resources
 
