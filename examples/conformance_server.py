@@ -311,8 +311,8 @@ def build_server() -> Server:
 
     @app.tool()
     async def test_input_required_result_elicitation(ctx: Context) -> str:
-        """Asks for a name (an elicitation input request), then greets."""
-        answer = await ctx.elicit("What is your name?", NAME_FORM)
+        """Asks for a name (an elicitation input request, under the key the suite expects), then greets."""
+        answer = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
         if isinstance(answer, Accepted):
             return f"Hello, {answer.value['name']}!"
         return f"No name given ({describe(answer)})"

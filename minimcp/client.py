@@ -30,7 +30,7 @@ import msgspec
 from minimcp import errors, forms, jsonrpc, modern
 from minimcp.config import Limits
 from minimcp.elicitation import Accepted, Cancelled, Declined, UrlElicitationRequired, action_of
-from minimcp.errors import McpError, UnsupportedVersion
+from minimcp.errors import ConnectionClosed, McpError, UnsupportedVersion
 from minimcp.jsonrpc import Notification, Request
 from minimcp.session import DEFAULT, ProgressWatch, Session
 from minimcp.trace import WireTrace
@@ -118,6 +118,12 @@ class _ResultKind(msgspec.Struct, rename="camel"):
     result_type: str = "complete"  # absent means complete (older servers)
     input_requests: dict[str, _InputRequest] | None = None
     request_state: str | UnsetType = UNSET
+
+
+def _supported(exc: McpError) -> list[str]:
+    """``data.supported`` of a -32022 error (the revisions the server speaks)."""
+    offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
+    return [v for v in offered if isinstance(v, str)] if isinstance(offered, list) else []
 
 
 def _decode_result(raw: msgspec.Raw, result_type: type[T], method: str) -> T:
@@ -296,18 +302,30 @@ class Client:
         # auto: probe; a discover result naming a modern revision means modern, anything else
         # (an error, silence) means the handshake -- never keyed on one error code.
         self._use_modern(LATEST_MODERN)
-        try:
-            with anyio.fail_after(self.probe_timeout):
-                found = await self.discover(timeout=None)
-        except (McpError, TimeoutError) as exc:
-            if isinstance(exc, McpError) and exc.code == modern.UNSUPPORTED_VERSION:
-                offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
-                if isinstance(offered, list) and offered and not any(v in SUPPORTED for v in offered):
-                    raise  # a modern-only server that speaks none of our revisions: no handshake to fall to
-            logger.debug("server/discover probe failed (%s): using the handshake", exc)
-            found = None
-        if found is not None and any(is_modern(v) for v in found.get("supportedVersions", []) if isinstance(v, str)):
-            return
+        for attempt in range(2):
+            try:
+                with anyio.fail_after(self.probe_timeout):
+                    found = await self.discover(timeout=None)
+            except ConnectionClosed:
+                raise  # the transport is gone (an HTTP 401/403/5xx, say): not evidence of an era
+            except (McpError, TimeoutError) as exc:
+                if isinstance(exc, McpError):
+                    if exc.code in (modern.HEADER_MISMATCH, modern.MISSING_CAPABILITY):
+                        return  # errors only a modern server gives: it is one
+                    if exc.code == modern.UNSUPPORTED_VERSION:
+                        offered = _supported(exc)
+                        mutual = [v for v in offered if is_modern(v)]
+                        if mutual and attempt == 0:
+                            self._use_modern(mutual[-1])  # re-probe once with a revision we share
+                            continue
+                        if offered and not any(v in SUPPORTED for v in offered):
+                            raise  # a modern-only server speaking none of our revisions: no handshake
+                logger.debug("server/discover probe failed (%s): using the handshake", exc)
+                found = None
+            versions = found.get("supportedVersions", []) if found is not None else []
+            if any(is_modern(v) for v in versions if isinstance(v, str)):
+                return
+            break
         self.era = None
         self.protocol_version = None
         self.session.protocol_version = None
@@ -351,8 +369,7 @@ class Client:
     async def _request(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
         """One request with the envelope applied (modern) and the result checked."""
         if self.era == "modern":
-            params = msgspec.structs.replace(params, meta=self._envelope(params.meta))
-            raw = await self.session.request(method, params, timeout=timeout)
+            raw = await self._modern_request(method, params, timeout, None)
             kind = _decode_result(raw, _ResultKind, method).result_type
             if kind != "complete":
                 raise McpError(errors.INVALID_REQUEST, f"{method} answered with resultType {kind!r}")
@@ -371,11 +388,10 @@ class Client:
             return await self.session.request(
                 method, params, result_type=result_type, timeout=timeout, progress=progress
             )
-        base = msgspec.structs.replace(params, meta=self._envelope(params.meta))
-        current = base
+        current = params
         pause = 0.05
         for round_ in range(1, self.max_rounds + 1):
-            raw = await self.session.request(method, current, timeout=timeout, progress=progress)
+            raw = await self._modern_request(method, current, timeout, progress)
             head = _decode_result(raw, _ResultKind, method)
             if head.result_type == "complete":
                 return _decode_result(raw, result_type, method)
@@ -395,8 +411,23 @@ class Client:
             else:
                 await anyio.sleep(pause)  # state only: the server asks us to come back
                 pause = min(pause * 2, 0.25)
-            current = msgspec.structs.replace(base, input_responses=responses, request_state=head.request_state)
+            current = msgspec.structs.replace(params, input_responses=responses, request_state=head.request_state)
         raise McpError(errors.INTERNAL_ERROR, f"{method} still needed input after {self.max_rounds} rounds; giving up")
+
+    async def _modern_request(
+        self, method: str, params: Any, timeout: float | None, progress: ProgressWatch | None
+    ) -> msgspec.Raw:
+        """One modern request (envelope applied); on -32022 naming a revision we share, once more with it."""
+        for attempt in range(2):
+            enveloped = msgspec.structs.replace(params, meta=self._envelope(params.meta))
+            try:
+                return await self.session.request(method, enveloped, timeout=timeout, progress=progress)
+            except McpError as exc:
+                mutual = [v for v in _supported(exc) if is_modern(v)] if exc.code == modern.UNSUPPORTED_VERSION else []
+                if attempt or not mutual:
+                    raise
+                self._use_modern(mutual[-1])
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _answer_input(self, item: _InputRequest) -> Any:
         if item.method == "elicitation/create":

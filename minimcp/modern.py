@@ -63,6 +63,7 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
+HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
@@ -152,11 +153,13 @@ class Question:
     method: str
     params: dict[str, Any]
     digest: str
+    #: The ``inputRequests`` key the author chose (``None``: numbered ``q1``, ``q2``, ...).
+    key: str | None = None
 
     @classmethod
-    def create(cls, method: str, params: Any) -> Question:
+    def create(cls, method: str, params: Any, key: str | None = None) -> Question:
         wire: dict[str, Any] = {} if params is msgspec.UNSET else msgspec.to_builtins(params)
-        return cls(method, wire, digest({"m": method, "p": wire}))
+        return cls(method, wire, digest({"m": method, "p": wire}), key)
 
     def to_wire(self) -> dict[str, Any]:
         return {"method": self.method, "params": self.params}
@@ -169,8 +172,17 @@ class Run:
     handed back in order while the tool asks the same questions again.
     """
 
-    def __init__(self, tool: str, recorded: list[list[Any]], call_id: str | None = None) -> None:
+    def __init__(
+        self,
+        tool: str,
+        recorded: list[list[Any]],
+        call_id: str | None = None,
+        offered: dict[str, Any] | None = None,
+    ) -> None:
         self.tool = tool
+        #: Answers the client sent by key before being asked (a first call with inputResponses).
+        self.offered = dict(offered) if offered else {}
+        self._keys: set[str] = set()
         self.handle = secrets.token_urlsafe(12)
         #: Stable across every round and replay of this one call (carried in the sealed state).
         self.call_id = call_id or secrets.token_urlsafe(12)
@@ -188,13 +200,24 @@ class Run:
 
     @property
     def key(self) -> str:
-        """The ``inputRequests`` key of the pending question (its ordinal)."""
+        """The ``inputRequests`` key of the pending question: the author's, or its ordinal."""
+        pending = self.pending
+        if pending is not None and pending.key is not None:
+            return pending.key
         return f"q{len(self.answers) + 1}"
 
     # tool side
 
     async def ask(self, question: Question, ttl: float | None, parking: Parking) -> dict[str, Any]:
-        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one."""
+        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
+
+        Raises:
+            ValueError: the tool used the same ``key`` for two questions of one call.
+        """
+        if question.key is not None:
+            if question.key in self._keys:
+                raise ValueError(f"the key {question.key!r} names two questions of one call")
+            self._keys.add(question.key)
         if self._replay < len(self.answers):
             recorded_digest, answer = self.answers[self._replay]
             if recorded_digest == question.digest:
@@ -202,6 +225,12 @@ class Run:
                 return dict(answer)
             # The tool asked something else this time: later answers no longer apply.
             del self.answers[self._replay :]
+        offered = self.offered.pop(question.key, None) if question.key is not None else None
+        if isinstance(offered, dict):
+            # The client answered this key before it was asked (first call with inputResponses).
+            self.answers.append([question.digest, offered])
+            self._replay = len(self.answers)
+            return dict(offered)
         self.pending = question
         self._answer_event = event = anyio.Event()
         self._emit(("question", question))

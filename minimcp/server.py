@@ -278,6 +278,11 @@ class Server:
         """The registered tool definitions, in registration order."""
         return list(self._tool_list)
 
+    def tool_definition(self, name: str) -> Tool | None:
+        """The definition of tool ``name``, or ``None``."""
+        registered = self._tools.get(name)
+        return registered.definition if registered is not None else None
+
     def remove_tool(self, name: str) -> None:
         """Unregister a tool (then call :meth:`notify_list_changed` with ``"tools"``)."""
         tool = self._tools.pop(name)
@@ -456,7 +461,7 @@ class ServerConnection:
         method = request.method
         era = self.era
         if era is None and method != "initialize" and modern.has_envelope(request.params):
-            era = self._lock_era("modern")
+            era = self.lock_era("modern")
         if era == "modern":
             return self._modern(request)
         if era == "legacy" and modern.has_envelope(request.params):
@@ -468,7 +473,7 @@ class ServerConnection:
         if method == "ping":
             return _ready(_EMPTY)
         if method == "initialize":
-            self._lock_era("legacy")
+            self.lock_era("legacy")
             return _ready(self._initialize(request))
         if self.protocol_version is None:
             raise McpError(
@@ -654,7 +659,8 @@ class ServerConnection:
 
     # the modern revision (2026-07-28)
 
-    def _lock_era(self, era: str) -> str:
+    def lock_era(self, era: str) -> str:
+        """Serve this connection by the rules of ``era`` (``"legacy"`` or ``"modern"``) from now on."""
         self.era = era
         if era == "modern":
             self.session.protocol_version = LATEST_MODERN
@@ -761,7 +767,8 @@ class ServerConnection:
                     tool, params, kwargs, envelope, request, recorded, call_id if isinstance(call_id, str) else None
                 )
         else:
-            run = self._start_run(tool, params, kwargs, envelope, request, [])
+            # A first call may carry answers to questions the tool asks by name (key=...).
+            run = self._start_run(tool, params, kwargs, envelope, request, [], offered=inputs)
         try:
             kind, value = await run.next_outcome()
         except BaseException:
@@ -785,8 +792,10 @@ class ServerConnection:
         request: Request,
         recorded: list[list[Any]],
         call_id: str | None = None,
+        *,
+        offered: dict[str, Any] | None = None,
     ) -> Run:
-        run = Run(params.name, recorded, call_id)
+        run = Run(params.name, recorded, call_id, offered)
         ctx: Context | None = None
         if tool.context_param is not None:
             ctx = kwargs[tool.context_param] = Context(
@@ -1028,18 +1037,22 @@ class Context:
         """Whether the person can be sent to a URL (URL mode) on this call."""
         return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
 
-    def _ask(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> Awaitable[T]:
+    def _ask(
+        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None = None
+    ) -> Awaitable[T]:
         """Send one question to the client: a nested request, or an input request (modern)."""
         if self.run is None:
             return self.session.request(
                 method, params, result_type=result_type, timeout=timeout, related=self.request_id
             )
-        return self._ask_modern(self.run, method, params, result_type, timeout)
+        return self._ask_modern(self.run, method, params, result_type, timeout, key)
 
-    async def _ask_modern(self, run: Run, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
+    async def _ask_modern(
+        self, run: Run, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
+    ) -> T:
         if timeout is DEFAULT:
             timeout = self.connection.server.limits.elicitation_timeout  # how long the call stays parked
-        answer = await run.ask(Question.create(method, params), timeout, self.connection.server.parking)
+        answer = await run.ask(Question.create(method, params, key), timeout, self.connection.server.parking)
         try:
             return msgspec.convert(answer, result_type)
         except msgspec.ValidationError as exc:
@@ -1114,6 +1127,7 @@ class Context:
         system_prompt: str | None = None,
         temperature: float | None = None,
         timeout: float | None = DEFAULT,
+        key: str | None = None,
     ) -> CreateMessageResult:
         """Ask the client's model for a completion (``sampling/createMessage``).
 
@@ -1131,9 +1145,9 @@ class Context:
             system_prompt=system_prompt if system_prompt is not None else UNSET,
             temperature=temperature if temperature is not None else UNSET,
         )
-        return await self._ask("sampling/createMessage", params, CreateMessageResult, timeout)
+        return await self._ask("sampling/createMessage", params, CreateMessageResult, timeout, key)
 
-    async def list_roots(self, *, timeout: float | None = DEFAULT) -> list[Root]:
+    async def list_roots(self, *, timeout: float | None = DEFAULT, key: str | None = None) -> list[Root]:
         """The client's roots (``roots/list``).
 
         Raises:
@@ -1141,7 +1155,7 @@ class Context:
         """
         if not capabilities.can_list_roots(self.client_capabilities):
             raise self._unsupported("roots", "list its roots (it did not declare roots)")
-        result = await self._ask("roots/list", msgspec.UNSET, ListRootsResult, timeout)
+        result = await self._ask("roots/list", msgspec.UNSET, ListRootsResult, timeout, key)
         return result.roots
 
     @overload
@@ -1152,6 +1166,7 @@ class Context:
         *,
         timeout: float | None = ...,
         allow_sensitive: Collection[str] = ...,
+        key: str | None = ...,
     ) -> Accepted[T] | Declined | Cancelled: ...
 
     @overload
@@ -1162,6 +1177,7 @@ class Context:
         *,
         timeout: float | None = ...,
         allow_sensitive: Collection[str] = ...,
+        key: str | None = ...,
     ) -> Accepted[dict[str, Any]] | Declined | Cancelled: ...
 
     async def elicit(
@@ -1171,6 +1187,7 @@ class Context:
         *,
         timeout: float | None = DEFAULT,
         allow_sensitive: Collection[str] = (),
+        key: str | None = None,
     ) -> Accepted[Any] | Declined | Cancelled:
         """Ask the person a question through the client (form mode) and wait for the answer.
 
@@ -1182,6 +1199,9 @@ class Context:
                 On timeout the client is sent ``notifications/cancelled`` and
                 the answer is ``Cancelled("timeout")``.
             allow_sensitive: Field names exempt from the secret-name guard.
+            key: On revision 2026-07-28, the ``inputRequests`` key of this question
+                (default ``q1``, ``q2``, ...); unique within one call. A client may
+                then answer it by that key even in its first request.
 
         Returns:
             ``Accepted(value)`` with the validated, typed value; ``Declined()``;
@@ -1213,7 +1233,7 @@ class Context:
         # question that waits on a person.
         self._started()
         try:
-            result = await self._ask("elicitation/create", params, ElicitResult, timeout)
+            result = await self._ask("elicitation/create", params, ElicitResult, timeout, key)
         except errors.RequestTimeout:
             self._outcome("timed_out")
             return Cancelled("timeout")
@@ -1270,6 +1290,7 @@ class Context:
         *,
         elicitation_id: str | None = None,
         timeout: float | None = DEFAULT,
+        key: str | None = None,
     ) -> Accepted[str] | Declined | Cancelled:
         """Ask the person to open ``url`` in their browser (URL mode) -- for anything sensitive.
 
@@ -1298,7 +1319,7 @@ class Context:
             params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
         self._started()
         try:
-            result = await self._ask("elicitation/create", params, ElicitResult, timeout)
+            result = await self._ask("elicitation/create", params, ElicitResult, timeout, key)
         except errors.RequestTimeout:
             conn._forget_url(eid)
             self._outcome("timed_out")

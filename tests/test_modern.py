@@ -1690,3 +1690,67 @@ async def test_official_client_modern_books_not_booked_after_three_questions() -
     assert result.structured_content is not None
     assert result.structured_content["status"] == "not_booked"
     assert result.structured_content["date"] == "2025-12-27"
+
+
+# --- named questions, first-round answers, -32022 retries ----------------------------------------
+
+
+async def test_named_question_key_and_first_round_answer() -> None:
+    """``ctx.elicit(..., key=...)`` names the input request; a first call may answer it by that key."""
+    app = minimcp.server.Server("named")
+
+    @app.tool()
+    async def greet(ctx: minimcp.server.Context) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}},
+                                  key="user_name")
+        return f"hello {answer.value['name']}" if isinstance(answer, Accepted) else "no"
+
+    @app.tool()
+    async def twice(ctx: minimcp.server.Context) -> str:
+        schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+        await ctx.elicit("a", schema, key="same")
+        await ctx.elicit("b", schema, key="same")
+        return "unreachable"
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    async with raw_client(app) as (peer, _):
+        first = await peer.request(1, "tools/call", {"name": "greet", "_meta": meta})
+        assert list(first["result"]["inputRequests"]) == ["user_name"]
+        answered = await peer.request(2, "tools/call", {
+            "name": "greet", "_meta": meta,
+            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}}})
+        assert answered["result"]["resultType"] == "complete"
+        assert answered["result"]["content"][0]["text"] == "hello Ada"
+        dup_first = await peer.request(3, "tools/call", {"name": "twice", "_meta": meta})
+        state = dup_first["result"]["requestState"]
+        dup = await peer.request(4, "tools/call", {
+            "name": "twice", "_meta": meta, "requestState": state,
+            "inputResponses": {"same": {"action": "accept", "content": {"x": "1"}}}})
+        assert dup["result"]["isError"] is True  # the same key for two questions is the author's bug
+
+
+async def test_modern_client_retries_once_with_a_shared_revision_on_32022() -> None:
+    """-32022 listing a modern revision we speak: the request is sent once more with it."""
+    from minimcp import Client, memory_pair
+
+    a, b = memory_pair()
+    peer = RawPeer(b)
+    seen: list[dict[str, Any]] = []
+
+    async def fake_server() -> None:
+        first = await peer.recv()
+        seen.append(first)
+        await peer.send({"jsonrpc": "2.0", "id": first["id"], "error": {
+            "code": -32022, "message": "unsupported", "data": {"supported": ["2026-07-28"], "requested": "x"}}})
+        second = await peer.recv()
+        seen.append(second)
+        await peer.send({"jsonrpc": "2.0", "id": second["id"], "result": {"resultType": "complete", "tools": []}})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(fake_server)
+        async with Client(a, era="modern") as client:
+            assert await client.list_tools() == []
+        tg.cancel_scope.cancel()
+    assert len(seen) == 2 and seen[0]["id"] != seen[1]["id"]
+    assert seen[1]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"

@@ -683,9 +683,7 @@ class StreamableHTTPApp:
         conn.session = session
         # Locked to the modern revision from the start (what a first enveloped request would do), so
         # that an enveloped initialize is -32601 and a request without the envelope -32602.
-        conn.era = "modern"
-        session.protocol_version = LATEST_MODERN
-        session.answer_ping = False
+        conn.lock_era("modern")
         await tg.start(session.run)
         return _ModernHost(conn, session, transport)
 
@@ -1040,10 +1038,9 @@ class StreamableHTTPApp:
 
     def _tool_annotations(self, name: str) -> tuple[mcp_headers.ParamHeader, ...]:
         """The ``x-mcp-header`` annotations of tool ``name`` (none for an unknown tool)."""
-        registered = self.server._tools.get(name)
-        if registered is None:
+        definition = self.server.tool_definition(name)
+        if definition is None:
             return ()
-        definition = registered.definition
         cached = self._annotations.get(name)
         if cached is not None and cached[0] is definition:
             return cached[1]
