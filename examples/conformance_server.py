@@ -97,6 +97,13 @@ class Defaults(msgspec.Struct):
     verified: Annotated[bool, msgspec.Meta(description="Verification status")] = True
 
 
+CONTEXT_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"context": {"type": "string", "description": "Context for the prompt"}},
+    "required": ["context"],
+}
+
+
 # SEP-1330: all five enum shapes, as a raw schema (sent to 2025-11-25 clients as written, so the
 # deprecated legacy ``enum`` + ``enumNames`` shape survives).
 ENUMS_SCHEMA: dict[str, Any] = {
@@ -372,9 +379,11 @@ def build_server() -> Server:
         return f"asked the model: {text}"
 
     @app.prompt()
-    async def test_input_required_result_prompt() -> str:
-        """A prompt (minimcp prompts cannot ask questions yet, so this one never does)."""
-        return "Write about the context the person gave."
+    async def test_input_required_result_prompt(ctx: Context) -> str:
+        """A prompt that first asks the person for some context (an input request on prompts/get)."""
+        answer = await ctx.elicit("What context should the prompt use?", CONTEXT_FORM)
+        given = answer.value["context"] if isinstance(answer, Accepted) else "none"
+        return f"Write about this context: {given}"
 
     # --- revision 2026-07-28: server-stateless (SEP-2575) and header (SEP-2243) diagnostics -------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -37,16 +38,29 @@ class RegisteredPrompt:
     fn: Callable[..., Awaitable[Any]]
     required: frozenset[str]
     names: frozenset[str]
+    #: The parameter that receives the call's Context (it can ask the person, like a tool).
+    context_param: str | None = None
 
 
 def build_prompt(
-    fn: Callable[..., Awaitable[Any]], *, name: str | None, title: str | None, description: str | None
+    fn: Callable[..., Awaitable[Any]],
+    *,
+    name: str | None,
+    title: str | None,
+    description: str | None,
+    context_type: type | None = None,
 ) -> RegisteredPrompt:
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"prompt {fn.__name__!r} must be an async function")
     arguments: list[PromptArgument] = []
     required: set[str] = set()
+    context_param: str | None = None
+    hints = typing.get_type_hints(fn) if context_type is not None else {}
     for pname, param in inspect.signature(fn).parameters.items():
+        hint = hints.get(pname)
+        if context_type is not None and isinstance(hint, type) and issubclass(hint, context_type):
+            context_param = pname
+            continue
         is_required = param.default is inspect.Parameter.empty
         if is_required:
             required.add(pname)
@@ -58,7 +72,9 @@ def build_prompt(
         description=doc if doc else UNSET,
         arguments=arguments if arguments else UNSET,
     )
-    return RegisteredPrompt(definition, fn, frozenset(required), frozenset(a.name for a in arguments))
+    return RegisteredPrompt(
+        definition, fn, frozenset(required), frozenset(a.name for a in arguments), context_param
+    )
 
 
 def to_prompt_result(value: Any, description: str | None) -> GetPromptResult:

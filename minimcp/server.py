@@ -334,7 +334,7 @@ class Server:
         """Register an async prompt; its ``str`` parameters are the prompt's arguments."""
 
         def register(fn: F) -> F:
-            p = build_prompt(fn, name=name, title=title, description=description)
+            p = build_prompt(fn, name=name, title=title, description=description, context_type=Context)
             if p.definition.name in self._prompts:
                 raise ValueError(f"a prompt named {p.definition.name!r} is already registered")
             self._prompts[p.definition.name] = p
@@ -565,8 +565,7 @@ class ServerConnection:
         page, cursor = _page(items, params.cursor, self.server.limits.page_size)
         return ListPromptsResult(prompts=page, next_cursor=cursor)
 
-    async def _get_prompt(self, request: Request) -> GetPromptResult:
-        params = jsonrpc.decode_params(request.params, GetPromptParams)
+    def _prompt_and_arguments(self, params: GetPromptParams) -> tuple[RegisteredPrompt, dict[str, str]]:
         prompt = self.server._prompts.get(params.name)
         if prompt is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {params.name}")
@@ -577,7 +576,29 @@ class ServerConnection:
         unknown = sorted(arguments.keys() - prompt.names)
         if unknown:
             raise McpError(errors.INVALID_PARAMS, f"prompt {params.name!r} has no argument(s): {', '.join(unknown)}")
-        value = await prompt.fn(**arguments)
+        return prompt, arguments
+
+    async def _get_prompt(self, request: Request) -> GetPromptResult:
+        params = jsonrpc.decode_params(request.params, GetPromptParams)
+        prompt, arguments = self._prompt_and_arguments(params)
+        ctx = Context(self, request.id, params.meta, tool=params.name) if prompt.context_param else None
+        return await self._prompt_result(prompt, arguments, ctx)
+
+    async def _prompt_result(
+        self, prompt: RegisteredPrompt, arguments: dict[str, str], ctx: Context | None
+    ) -> GetPromptResult:
+        kwargs: dict[str, Any] = dict(arguments)
+        if prompt.context_param is not None:
+            kwargs[prompt.context_param] = ctx
+        try:
+            value = await prompt.fn(**kwargs)
+        except ElicitationUnsupported as exc:
+            if ctx is not None and ctx.modern and exc.required is not None:
+                raise McpError(modern.MISSING_CAPABILITY, str(exc), {"requiredCapabilities": exc.required}) from None
+            raise McpError(errors.INVALID_PARAMS, str(exc)) from None
+        finally:
+            if ctx is not None:
+                ctx.finished = True
         description = prompt.definition.description
         return to_prompt_result(value, description if isinstance(description, str) else None)
 
@@ -699,7 +720,9 @@ class ServerConnection:
                     raise McpError(errors.INVALID_PARAMS, exc.message, exc.data) from None
                 raise
             return modern.complete(value, info, cacheable=True)
-        if method in ("prompts/get", "completion/complete"):
+        if method == "prompts/get":
+            return await self._get_prompt_modern(request, envelope)
+        if method == "completion/complete":
             return modern.complete(await _HANDLERS[method](self, request), info)
         raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
 
@@ -719,9 +742,52 @@ class ServerConnection:
             for pname in tool.param_names:
                 kwargs[pname] = getattr(args, pname)
             arguments = msgspec.json.decode(params.arguments or b"{}")
+        name, context_param = params.name, tool.context_param
+
+        def body(ctx: Context | None) -> Awaitable[Any]:
+            call = dict(kwargs)
+            if context_param is not None:
+                call[context_param] = ctx
+            return self._run_tool(tool, name, call, ctx, modern_call=True)
+
+        return await self._rounds(
+            request, envelope, "tools/call", name, arguments, params, context_param is not None, body
+        )
+
+    async def _get_prompt_modern(self, request: Request, envelope: Envelope) -> dict[str, Any]:
+        params = jsonrpc.decode_params(request.params, GetPromptParams)
+        prompt, arguments = self._prompt_and_arguments(params)
+        return await self._rounds(
+            request,
+            envelope,
+            "prompts/get",
+            params.name,
+            arguments,
+            params,
+            prompt.context_param is not None,
+            lambda ctx: self._prompt_result(prompt, arguments, ctx),
+        )
+
+    async def _rounds(
+        self,
+        request: Request,
+        envelope: Envelope,
+        method: str,
+        name: str,
+        arguments: Any,
+        params: Any,
+        wants_context: bool,
+        body: Callable[[Context | None], Awaitable[Any]],
+    ) -> dict[str, Any]:
+        """Serve one round of a multi round-trip request (tools/call, prompts/get) on 2026-07-28.
+
+        A new call starts ``body`` in a :class:`Run`; a retry resumes the parked run
+        named in its ``requestState``, or replays ``body`` with the recorded answers.
+        """
+        server = self.server
         binding = {
-            "m": "tools/call",
-            "t": params.name,
+            "m": method,
+            "t": name,
             "a": digest(arguments),
             "p": envelope.client_info.name if envelope.client_info else None,
         }
@@ -731,12 +797,11 @@ class ServerConnection:
         )):
             raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
         inputs: dict[str, Any] = responses if isinstance(responses, dict) else {}
-        run: Run | None = None
         if isinstance(params.request_state, str):
             try:
                 state = server.sealer.open(params.request_state, now=time.time(), binding=binding)
             except InvalidState as exc:
-                logger.info("refused requestState for %r: %s", params.name, exc.reason)
+                logger.info("refused requestState for %r: %s", name, exc.reason)
                 raise McpError(
                     errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
                 ) from None
@@ -753,10 +818,10 @@ class ServerConnection:
                     return self._input_required(run, binding)
                 run.deliver(answer)
             else:
-                if params.name in server._not_replayable:
+                if method == "tools/call" and name in server._not_replayable:
                     raise McpError(
                         errors.INVALID_PARAMS,
-                        f"this call of {params.name!r} cannot be resumed here (its state is gone and the tool is "
+                        f"this call of {name!r} cannot be resumed here (its state is gone and the tool is "
                         "not replayable); call the tool again",
                     )
                 recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
@@ -764,15 +829,16 @@ class ServerConnection:
                     recorded.append([state["q"], answer])
                 call_id = state.get("c")
                 run = self._start_run(
-                    tool, params, kwargs, envelope, request, recorded, call_id if isinstance(call_id, str) else None
+                    name, envelope, request, params.meta, wants_context, body, recorded,
+                    call_id if isinstance(call_id, str) else None,
                 )
         else:
-            # A first call may carry answers to questions the tool asks by name (key=...).
-            run = self._start_run(tool, params, kwargs, envelope, request, [], offered=inputs)
+            # A first call may carry answers to questions asked by name (key=...).
+            run = self._start_run(name, envelope, request, params.meta, wants_context, body, [], offered=inputs)
         try:
             kind, value = await run.next_outcome()
         except BaseException:
-            run.scope.cancel()  # the client gave up on this round: stop the tool
+            run.scope.cancel()  # the client gave up on this round: stop the call
             raise
         if kind == "question":
             server.parking.park(run)
@@ -785,33 +851,31 @@ class ServerConnection:
 
     def _start_run(
         self,
-        tool: RegisteredTool,
-        params: _CallToolWire,
-        kwargs: dict[str, Any],
+        name: str,
         envelope: Envelope,
         request: Request,
+        meta: dict[str, Any] | UnsetType,
+        wants_context: bool,
+        body: Callable[[Context | None], Awaitable[Any]],
         recorded: list[list[Any]],
         call_id: str | None = None,
         *,
         offered: dict[str, Any] | None = None,
     ) -> Run:
-        run = Run(params.name, recorded, call_id, offered)
+        run = Run(name, recorded, call_id, offered)
         ctx: Context | None = None
-        if tool.context_param is not None:
-            ctx = kwargs[tool.context_param] = Context(
-                self, request.id, params.meta, envelope, run, tool=params.name
-            )
-            run.context = ctx
-        self.session.spawn(self._drive, run, tool, params.name, kwargs, ctx)
+        if wants_context:
+            ctx = run.context = Context(self, request.id, meta, envelope, run, tool=name)
+        self.session.spawn(self._drive, run, name, body, ctx)
         return run
 
     async def _drive(
-        self, run: Run, tool: RegisteredTool, name: str, kwargs: dict[str, Any], ctx: Context | None
+        self, run: Run, name: str, body: Callable[[Context | None], Awaitable[Any]], ctx: Context | None
     ) -> None:
         try:
             with run.scope:
                 try:
-                    result = await self._run_tool(tool, name, kwargs, ctx, modern_call=True)
+                    result = await body(ctx)
                 except McpError as exc:
                     run.finish("error", exc)
                 else:

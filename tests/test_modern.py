@@ -1754,3 +1754,26 @@ async def test_modern_client_retries_once_with_a_shared_revision_on_32022() -> N
         tg.cancel_scope.cancel()
     assert len(seen) == 2 and seen[0]["id"] != seen[1]["id"]
     assert seen[1]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+
+
+async def test_a_prompt_can_ask_on_both_eras() -> None:
+    """A prompt taking a Context asks with the same ctx.elicit: nested on legacy, input_required on modern."""
+    app = minimcp.server.Server("prompts")
+    schema = {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}
+
+    @app.prompt()
+    async def essay(ctx: minimcp.server.Context, tone: str = "plain") -> str:
+        answer = await ctx.elicit("Which topic?", schema)
+        topic = answer.value["topic"] if isinstance(answer, Accepted) else "nothing"
+        return f"Write a {tone} essay about {topic}."
+
+    assert [a.name for a in app._prompts["essay"].definition.arguments] == ["tone"]  # type: ignore[union-attr]
+
+    async def answer(question: ElicitationRequest) -> Any:
+        return Accepted({"topic": "tides"})
+
+    for era in ("legacy", "modern"):
+        async with connected(app, era=era, elicitation_handler=answer) as (client, _):
+            result = await client.get_prompt("essay", {"tone": "calm"})
+            assert result.messages[0].content.text == "Write a calm essay about tides."  # type: ignore[union-attr]
+            assert client.era == era
