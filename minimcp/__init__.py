@@ -11,6 +11,7 @@ from minimcp.client import UrlElicitationRequest as UrlElicitationRequest
 from minimcp.client import connect_stdio as connect_stdio
 from minimcp.client import open_in_browser as open_in_browser
 from minimcp.config import Limits as Limits
+from minimcp.context import Context as Context
 from minimcp.elicitation import Accepted as Accepted
 from minimcp.elicitation import Cancelled as Cancelled
 from minimcp.elicitation import Declined as Declined
@@ -26,7 +27,6 @@ from minimcp.forms import FormDefinitionError as FormDefinitionError
 from minimcp.forms import FormValidationError as FormValidationError
 from minimcp.forms import check_form as check_form
 from minimcp.forms import compile_form as compile_form
-from minimcp.server import Context as Context
 from minimcp.server import Server as Server
 from minimcp.server import ToolError as ToolError
 from minimcp.server import tool_result as tool_result

@@ -12,10 +12,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import secrets
 import time
-import typing
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, overload
 
 import anyio
@@ -23,21 +21,18 @@ import msgspec
 
 from minimcp import capabilities, errors, forms, jsonrpc, modern
 from minimcp.config import Limits
+from minimcp.context import Context
 from minimcp.elicitation import (
-    Accepted,
-    Cancelled,
-    Declined,
     ElicitationUnsupported,
-    UrlElicitation,
     UrlElicitationRequired,
 )
 from minimcp.errors import McpError
-from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.jsonrpc import Notification, Request
 from minimcp.metrics import ElicitationMetrics
-from minimcp.modern import Envelope, Parking, Question, Run
+from minimcp.modern import Envelope, Parking, Run
 from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
-from minimcp.session import DEFAULT, PendingBudget, Session
+from minimcp.session import PendingBudget, Session
 from minimcp.state import InvalidState, StateSealer, digest
 from minimcp.tools import (
     RegisteredTool,
@@ -57,11 +52,7 @@ from minimcp.types import (
     CompleteParams,
     CompleteResult,
     Completion,
-    CreateMessageParams,
-    CreateMessageResult,
     ElicitationCompleteParams,
-    ElicitRequestParams,
-    ElicitResult,
     GetPromptParams,
     GetPromptResult,
     Implementation,
@@ -70,40 +61,29 @@ from minimcp.types import (
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
-    ListRootsResult,
     ListToolsResult,
     LoggingLevel,
-    LoggingMessageParams,
     PaginatedParams,
-    ProgressParams,
     Prompt,
     ReadResourceResult,
     Resource,
     ResourceParams,
     ResourceTemplate,
     ResourceUpdatedParams,
-    Root,
-    SamplingMessage,
     ServerCapabilities,
     SetLevelParams,
-    TextContent,
     Tool,
     ToolAnnotations,
     UnsetType,
 )
-from minimcp.urls import InvalidElicitationUrl, check_elicitation_url
-from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, Feature, negotiate, supports
+from minimcp.urls import InvalidElicitationUrl
+from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, negotiate
 
 __all__ = ["Context", "Server", "ServerConnection", "ToolError", "tool_result"]
 
 logger = logging.getLogger("minimcp.server")
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
-LOG_LEVELS: tuple[LoggingLevel, ...] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-)
-_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 #: ``completion/complete`` handler: (ref, argument name, typed value, other arguments) -> suggestions.
 CompletionHandler = Callable[[dict[str, Any], str, str, dict[str, str]], Awaitable[list[str]]]
@@ -1002,399 +982,3 @@ _HANDLERS: dict[str, Callable[[ServerConnection, Request], Awaitable[Any]]] = {
     "completion/complete": ServerConnection._complete,
     "logging/setLevel": ServerConnection._set_level,
 }
-
-
-class Context:
-    """What a running tool gets: who is calling, and a way to ask them things.
-
-    One context exists per tool call; do not keep it after the call returns
-    (progress reported after that is dropped).
-    """
-
-    __slots__ = (
-        "_asked_at",
-        "_call_id",
-        "_last_progress",
-        "_last_progress_at",
-        "connection",
-        "envelope",
-        "finished",
-        "meta",
-        "request_id",
-        "run",
-        "tool",
-    )
-
-    def __init__(
-        self,
-        connection: ServerConnection,
-        request_id: RequestId,
-        meta: dict[str, Any] | UnsetType,
-        envelope: Envelope | None = None,
-        run: Run | None = None,
-        *,
-        tool: str = "",
-    ) -> None:
-        self.connection = connection
-        #: The name of the tool being called.
-        self.tool = tool
-        self.request_id = request_id
-        self.meta = meta
-        #: The request's own envelope on the modern revision (``None`` on the handshake era).
-        self.envelope = envelope
-        #: The multi round-trip run this call executes in (modern revision only).
-        self.run = run
-        self.finished = False
-        self._call_id: str | None = None
-        self._asked_at = 0.0
-        self._last_progress: float | None = None
-        self._last_progress_at = -1e9
-
-    @property
-    def session(self) -> Session:
-        return self.connection.session
-
-    @property
-    def modern(self) -> bool:
-        """Whether this call is served by the modern (2026-07-28) rules."""
-        return self.envelope is not None
-
-    @property
-    def call_id(self) -> str:
-        """An unguessable id of this tool call, the same in every round and replay of it.
-
-        Derive ids of things the call creates from it (a payment page, say), so
-        that a replayed call finds them again instead of making new ones.
-        """
-        if self.run is not None:
-            return self.run.call_id
-        if self._call_id is None:
-            self._call_id = secrets.token_urlsafe(12)
-        return self._call_id
-
-    @property
-    def client_info(self) -> Implementation | None:
-        if self.envelope is not None:
-            return self.envelope.client_info
-        return self.connection.client_info
-
-    @property
-    def client_capabilities(self) -> ClientCapabilities:
-        """The capabilities that apply to this call (this request's, on the modern revision)."""
-        if self.envelope is not None:
-            return self.envelope.capabilities
-        return self.connection.client_capabilities
-
-    @property
-    def protocol_version(self) -> str:
-        if self.envelope is not None:
-            return self.envelope.version
-        v = self.connection.protocol_version
-        assert v is not None
-        return v
-
-    def can_elicit_form(self) -> bool:
-        """Whether the person can be asked a form question on this call."""
-        return capabilities.can_elicit_form(self.protocol_version, self.client_capabilities)
-
-    def can_elicit_url(self) -> bool:
-        """Whether the person can be sent to a URL (URL mode) on this call."""
-        return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
-
-    def _ask(
-        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None = None
-    ) -> Awaitable[T]:
-        """Send one question to the client: a nested request, or an input request (modern)."""
-        if self.run is None:
-            return self.session.request(
-                method, params, result_type=result_type, timeout=timeout, related=self.request_id
-            )
-        return self._ask_modern(self.run, method, params, result_type, timeout, key)
-
-    async def _ask_modern(
-        self, run: Run, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
-    ) -> T:
-        if timeout is DEFAULT:
-            timeout = self.connection.server.limits.elicitation_timeout  # how long the call stays parked
-        answer = await run.ask(Question.create(method, params, key), timeout, self.connection.server.parking)
-        try:
-            return msgspec.convert(answer, result_type)
-        except msgspec.ValidationError as exc:
-            raise McpError(errors.INVALID_PARAMS, f"invalid input response for {method}: {exc}") from None
-
-    def _unsupported(self, kind: str, what: str) -> ElicitationUnsupported:
-        who = self.client_info.name if self.client_info else "the client"
-        return ElicitationUnsupported(
-            f"{who} cannot {what} on protocol {self.protocol_version}", required=modern.required_capability(kind)
-        )
-
-    @property
-    def progress_token(self) -> int | str | None:
-        if isinstance(self.meta, dict):
-            token = self.meta.get("progressToken")
-            if type(token) in (int, str):
-                return typing.cast("int | str", token)
-        return None
-
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
-        """Send ``notifications/progress`` if the caller asked for it; returns whether it was sent.
-
-        Dropped (not an error): when the caller sent no progress token, when
-        ``progress`` does not increase (the spec wants strictly increasing
-        values), after the call finished, and when it comes sooner than
-        ``limits.progress_interval`` after the previous one -- unless it is the
-        final one (``progress == total``).
-        """
-        token = self.progress_token
-        if token is None or self.finished:
-            return False
-        if self._last_progress is not None and progress <= self._last_progress:
-            return False
-        now = anyio.current_time()
-        final = total is not None and progress >= total
-        if not final and now - self._last_progress_at < self.connection.server.limits.progress_interval:
-            return False
-        self._last_progress = progress
-        self._last_progress_at = now
-        await self.session.notify(
-            "notifications/progress",
-            ProgressParams(
-                progress_token=token,
-                progress=progress,
-                total=total if total is not None else UNSET,
-                message=message if message is not None else UNSET,
-            ),
-            related=self.request_id,
-        )
-        return True
-
-    async def log(self, level: LoggingLevel, data: Any, *, logger: str | None = None) -> bool:
-        """Send ``notifications/message`` to the client if ``level`` passes its ``logging/setLevel``.
-
-        Returns whether it was sent.
-        """
-        wanted = self.envelope.log_level if self.envelope is not None else self.connection.log_level
-        if wanted is None or _LEVEL_RANK[level] < _LEVEL_RANK[wanted]:
-            return False  # on the modern revision, no log level in the request means no logs
-        await self.session.notify(
-            "notifications/message",
-            LoggingMessageParams(level=level, data=data, logger=logger if logger is not None else UNSET),
-            related=self.request_id,
-        )
-        return True
-
-    async def sample(
-        self,
-        messages: list[SamplingMessage] | str,
-        *,
-        max_tokens: int,
-        system_prompt: str | None = None,
-        temperature: float | None = None,
-        timeout: float | None = DEFAULT,
-        key: str | None = None,
-    ) -> CreateMessageResult:
-        """Ask the client's model for a completion (``sampling/createMessage``).
-
-        Raises:
-            ElicitationUnsupported: the client did not declare ``sampling`` (before sending).
-            McpError: the client refused or failed.
-        """
-        if not capabilities.can_sample(self.client_capabilities):
-            raise self._unsupported("sampling", "be asked for a model completion (it did not declare sampling)")
-        if isinstance(messages, str):
-            messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
-        params = CreateMessageParams(
-            messages=messages,
-            max_tokens=max_tokens,
-            system_prompt=system_prompt if system_prompt is not None else UNSET,
-            temperature=temperature if temperature is not None else UNSET,
-        )
-        return await self._ask("sampling/createMessage", params, CreateMessageResult, timeout, key)
-
-    async def list_roots(self, *, timeout: float | None = DEFAULT, key: str | None = None) -> list[Root]:
-        """The client's roots (``roots/list``).
-
-        Raises:
-            ElicitationUnsupported: the client did not declare ``roots`` (before sending).
-        """
-        if not capabilities.can_list_roots(self.client_capabilities):
-            raise self._unsupported("roots", "list its roots (it did not declare roots)")
-        result = await self._ask("roots/list", msgspec.UNSET, ListRootsResult, timeout, key)
-        return result.roots
-
-    @overload
-    async def elicit(
-        self,
-        message: str,
-        form: type[T],
-        *,
-        timeout: float | None = ...,
-        allow_sensitive: Collection[str] = ...,
-        key: str | None = ...,
-    ) -> Accepted[T] | Declined | Cancelled: ...
-
-    @overload
-    async def elicit(
-        self,
-        message: str,
-        form: Mapping[str, Any],
-        *,
-        timeout: float | None = ...,
-        allow_sensitive: Collection[str] = ...,
-        key: str | None = ...,
-    ) -> Accepted[dict[str, Any]] | Declined | Cancelled: ...
-
-    async def elicit(
-        self,
-        message: str,
-        form: Any,
-        *,
-        timeout: float | None = DEFAULT,
-        allow_sensitive: Collection[str] = (),
-        key: str | None = None,
-    ) -> Accepted[Any] | Declined | Cancelled:
-        """Ask the person a question through the client (form mode) and wait for the answer.
-
-        Args:
-            message: The question, shown to the person.
-            form: A msgspec Struct, dataclass or TypedDict of flat primitive
-                fields, or a raw restricted JSON schema dict.
-            timeout: Seconds to wait (default ``limits.elicitation_timeout``).
-                On timeout the client is sent ``notifications/cancelled`` and
-                the answer is ``Cancelled("timeout")``.
-            allow_sensitive: Field names exempt from the secret-name guard.
-            key: On revision 2026-07-28, the ``inputRequests`` key of this question
-                (default ``q1``, ``q2``, ...); unique within one call. A client may
-                then answer it by that key even in its first request.
-
-        Returns:
-            ``Accepted(value)`` with the validated, typed value; ``Declined()``;
-            or ``Cancelled(reason)``.
-
-        Raises:
-            forms.FormDefinitionError: the form cannot be expressed (before sending).
-            ElicitationUnsupported: the client did not declare form elicitation
-                (before sending).
-            forms.FormValidationError: the client's answer breaks the schema.
-        """
-        compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)
-        conn = self.connection
-        if not self.can_elicit_form():
-            conn.server.metrics.unsupported(self.tool, "form")
-            raise self._unsupported(
-                "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
-            )
-        version = self.protocol_version
-        schema = compiled.schema_for(version)
-        params = ElicitRequestParams(
-            message=message,
-            mode="form" if supports(version, Feature.ELICITATION_URL) else UNSET,
-            requested_schema=schema,
-        )
-        if timeout is DEFAULT:
-            timeout = conn.server.limits.elicitation_timeout
-        # The await is inline (not in a helper coroutine): one frame less for every
-        # question that waits on a person.
-        self._started()
-        try:
-            result = await self._ask("elicitation/create", params, ElicitResult, timeout, key)
-        except errors.RequestTimeout:
-            self._outcome("timed_out")
-            return Cancelled("timeout")
-        except BaseException:
-            self._outcome("failed")
-            raise
-        if result.action == "accept":
-            content = result.content if not isinstance(result.content, UnsetType) else {}
-            try:
-                value = compiled.build(content)
-            except forms.FormValidationError:
-                self._outcome("invalid_answer")
-                raise
-            self._outcome("accepted")
-            return Accepted(value)
-        self._outcome("declined" if result.action == "decline" else "cancelled")
-        return Declined() if result.action == "decline" else Cancelled("user")
-
-    def _started(self) -> None:
-        self.connection.server.metrics.started(self.tool)
-        self._asked_at = anyio.current_time()
-
-    def _outcome(self, outcome: str) -> None:
-        info = self.client_info
-        self.connection.server.metrics.finished(
-            self.tool, outcome, anyio.current_time() - self._asked_at, info.name if info else None
-        )
-
-    def url_elicitation(self, message: str, url: str, *, elicitation_id: str | None = None) -> UrlElicitation:
-        """Prepare a URL step for ``raise UrlElicitationRequired([...])`` (the ``-32042`` path).
-
-        Checks the URL, mints an unguessable id (unless given) and binds it to
-        this session, so a later :meth:`Server.complete_url_elicitation` reaches
-        this client only.
-        """
-        self._require_url_mode(message)
-        check_elicitation_url(url)
-        eid = elicitation_id or secrets.token_urlsafe(18)
-        if not self.modern:
-            self.connection.register_url_elicitation(eid)
-        return UrlElicitation(message, url, eid)
-
-    def _require_url_mode(self, message: str) -> None:
-        if not self.can_elicit_url():
-            self.connection.server.metrics.unsupported(self.tool, "url")
-            raise self._unsupported(
-                "url", f"open links (it did not declare URL-mode elicitation); cannot ask: {message}"
-            )
-
-    async def elicit_url(
-        self,
-        message: str,
-        url: str,
-        *,
-        elicitation_id: str | None = None,
-        timeout: float | None = DEFAULT,
-        key: str | None = None,
-    ) -> Accepted[str] | Declined | Cancelled:
-        """Ask the person to open ``url`` in their browser (URL mode) -- for anything sensitive.
-
-        Payments, third-party sign-in and secrets happen on that page; nothing of
-        it crosses MCP. ``Accepted(elicitation_id)`` means only that the person
-        agreed to open the page, not that they finished there: learn that from
-        your own page or provider, then call :meth:`Server.complete_url_elicitation`.
-
-        Raises:
-            ElicitationUnsupported: the client did not declare URL mode (before sending).
-            InvalidElicitationUrl: not absolute http(s), has user info, or plain http
-                to a non-loopback host (before sending).
-        """
-        self._require_url_mode(message)
-        check_elicitation_url(url)
-        eid = elicitation_id or secrets.token_urlsafe(18)
-        conn = self.connection
-        if timeout is DEFAULT:
-            timeout = conn.server.limits.elicitation_timeout
-        if self.modern:
-            # 2026-07-28: no elicitationId on the wire and no completion notice; the id
-            # stays the application's own handle for the step.
-            params = ElicitRequestParams(message=message, mode="url", url=url)
-        else:
-            conn.register_url_elicitation(eid)
-            params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
-        self._started()
-        try:
-            result = await self._ask("elicitation/create", params, ElicitResult, timeout, key)
-        except errors.RequestTimeout:
-            conn._forget_url(eid)
-            self._outcome("timed_out")
-            return Cancelled("timeout")
-        except BaseException:
-            conn._forget_url(eid)
-            self._outcome("failed")
-            raise
-        if result.action == "accept":
-            self._outcome("accepted")
-            return Accepted(eid)
-        conn._forget_url(eid)
-        self._outcome("declined" if result.action == "decline" else "cancelled")
-        return Declined() if result.action == "decline" else Cancelled("user")
