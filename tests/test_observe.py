@@ -234,3 +234,24 @@ async def test_wire_trace_to_a_file_and_off_by_default(tmp_path: pathlib.Path) -
         "initialize", "notifications/initialized", "ping",
     ]
     assert all(r["session"] == "client minimcp-client" for r in records)
+
+
+async def test_http_app_serves_metrics_when_asked() -> None:
+    """``StreamableHTTPApp(metrics_path="/metrics")``: the Prometheus text on GET, with the host checks."""
+    httpx = pytest.importorskip("httpx")
+    from minimcp.transports.http import StreamableHTTPApp, serve_http
+
+    app = make_server()
+    app.metrics.started("ask")
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(serve_http, StreamableHTTPApp(app, metrics_path="/metrics"))
+        async with httpx.AsyncClient() as http:
+            ok = await http.get(f"http://127.0.0.1:{port}/metrics")
+            assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/plain")
+            assert 'minimcp_elicitations_started_total{tool="ask"} 1' in ok.text
+            assert (await http.post(f"http://127.0.0.1:{port}/metrics")).status_code == 405
+            foreign = await http.get(f"http://127.0.0.1:{port}/metrics", headers={"host": "evil.example"})
+            assert foreign.status_code == 403
+        tg.cancel_scope.cancel()
+    plain = StreamableHTTPApp(app)
+    assert plain.metrics_path is None

@@ -590,6 +590,9 @@ class StreamableHTTPApp:
         retained_streams: Finished streams per session kept for a client that
             has not read them to the end (oldest dropped first).
         limits: ``max_message_bytes`` bounds a POST body; default: the server's limits.
+        metrics_path: Serve the server's elicitation metrics (Prometheus text) on
+            ``GET`` at this path (e.g. ``"/metrics"``); ``None``: no such route. The
+            ``Host`` / ``Origin`` checks apply to it as to the MCP endpoint.
     """
 
     def __init__(
@@ -606,9 +609,11 @@ class StreamableHTTPApp:
         replay_buffer: int = 256,
         retained_streams: int = 16,
         limits: Limits | None = None,
+        metrics_path: str | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
+        self.metrics_path = (metrics_path.rstrip("/") or "/") if metrics_path else None
         self.allowed_hosts = tuple(
             h.lower() for h in (DEFAULT_ALLOWED_HOSTS if allowed_hosts is None else allowed_hosts)
         )
@@ -791,7 +796,8 @@ class StreamableHTTPApp:
         if root and path.startswith(root):  # mounted under a prefix by another ASGI app
             path = path[len(root) :]
         path = path.rstrip("/") or "/"
-        if path != self.path:
+        metrics = path == self.metrics_path
+        if path != self.path and not metrics:
             await _respond_error(send, 404, errors.INVALID_REQUEST, f"not found; the MCP endpoint is {self.path}")
             return
         headers = _headers(scope)
@@ -806,6 +812,16 @@ class StreamableHTTPApp:
             await _respond_error(send, 403, errors.INVALID_REQUEST, f"origin {origin!r} is not allowed")
             return
         method = scope.get("method", "GET")
+        if metrics:
+            if method != "GET":
+                await _respond_error(send, 405, errors.INVALID_REQUEST, "the metrics route answers GET only")
+                return
+            from minimcp.metrics import prometheus_text
+
+            sessions = [conn.session for conn in self.server.connections]
+            body = prometheus_text(self.server.metrics, sessions).encode()
+            await _respond(send, 200, body, content_type="text/plain; version=0.0.4; charset=utf-8")
+            return
         if method in ("GET", "DELETE") and _wants_modern(headers):
             await _respond_error(
                 send,
