@@ -33,6 +33,7 @@ import anyio
 import msgspec
 
 from minimcp import Accepted, Cancelled, Context, Declined, Server, ToolError
+from minimcp.context import Elicit, ListRoots, Sample
 from minimcp.types import (
     AudioContent,
     CreateMessageResult,
@@ -346,10 +347,13 @@ def build_server() -> Server:
 
     @app.tool()
     async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
-        """Needs a name, a model-written greeting and the roots (asked one after the other)."""
-        name = await ctx.elicit("What is your name?", NAME_FORM)
-        greeting = await ctx.sample("Generate a greeting", max_tokens=50)
-        roots = await ctx.list_roots()
+        """Needs a name, a model-written greeting and the roots, asked all at once (one round)."""
+        got = await ctx.gather(
+            user_name=Elicit("What is your name?", NAME_FORM),
+            greeting=Sample("Generate a greeting", max_tokens=50),
+            client_roots=ListRoots(),
+        )
+        name, greeting, roots = got["user_name"], got["greeting"], got["client_roots"]
         who = name.value["name"] if isinstance(name, Accepted) else "nobody"
         said = greeting.content.text if isinstance(greeting.content, TextContent) else "?"
         return f"{said} {who} ({len(roots)} roots)"

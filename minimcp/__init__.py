@@ -12,6 +12,9 @@ from minimcp.client import connect_stdio as connect_stdio
 from minimcp.client import open_in_browser as open_in_browser
 from minimcp.config import Limits as Limits
 from minimcp.context import Context as Context
+from minimcp.context import Elicit as Elicit
+from minimcp.context import ListRoots as ListRoots
+from minimcp.context import Sample as Sample
 from minimcp.elicitation import Accepted as Accepted
 from minimcp.elicitation import Cancelled as Cancelled
 from minimcp.elicitation import Declined as Declined
@@ -42,14 +45,17 @@ __all__ = [
     "ConnectionClosed",
     "Context",
     "Declined",
+    "Elicit",
     "ElicitationRequest",
     "ElicitationUnsupported",
     "FormDefinitionError",
     "FormValidationError",
     "InvalidElicitationUrl",
     "Limits",
+    "ListRoots",
     "McpError",
     "RequestTimeout",
+    "Sample",
     "Server",
     "ToolError",
     "TooManyPending",

@@ -8,6 +8,7 @@ on the handshake era, and becomes an ``input_required`` round on revision
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import typing
 from collections.abc import Awaitable, Collection, Mapping
@@ -45,7 +46,7 @@ from minimcp.versions import Feature, supports
 if TYPE_CHECKING:
     from minimcp.server import ServerConnection
 
-__all__ = ["LOG_LEVELS", "Context"]
+__all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
 
 T = TypeVar("T")
 
@@ -53,6 +54,28 @@ LOG_LEVELS: tuple[LoggingLevel, ...] = (
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
 )
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Elicit:
+    """A form question for :meth:`Context.gather` (like ``ctx.elicit(message, form)``)."""
+
+    message: str
+    form: Any
+    allow_sensitive: Collection[str] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sample:
+    """A model completion for :meth:`Context.gather` (like ``ctx.sample(...)``)."""
+
+    messages: list[SamplingMessage] | str
+    max_tokens: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListRoots:
+    """The client's roots, for :meth:`Context.gather` (like ``ctx.list_roots()``)."""
 
 
 class Context:
@@ -250,17 +273,30 @@ class Context:
             ElicitationUnsupported: the client did not declare ``sampling`` (before sending).
             McpError: the client refused or failed.
         """
+        params = self._sample_params(messages, max_tokens, system_prompt, temperature)
+        return await self._ask("sampling/createMessage", params, CreateMessageResult, timeout, key)
+
+    def _sample_params(
+        self,
+        messages: list[SamplingMessage] | str,
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+    ) -> CreateMessageParams:
         if not capabilities.can_sample(self.client_capabilities):
             raise self._unsupported("sampling", "be asked for a model completion (it did not declare sampling)")
         if isinstance(messages, str):
             messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
-        params = CreateMessageParams(
+        return CreateMessageParams(
             messages=messages,
             max_tokens=max_tokens,
             system_prompt=system_prompt if system_prompt is not None else UNSET,
             temperature=temperature if temperature is not None else UNSET,
         )
-        return await self._ask("sampling/createMessage", params, CreateMessageResult, timeout, key)
+
+    def _require_roots(self) -> None:
+        if not capabilities.can_list_roots(self.client_capabilities):
+            raise self._unsupported("roots", "list its roots (it did not declare roots)")
 
     async def list_roots(self, *, timeout: float | None = DEFAULT, key: str | None = None) -> list[Root]:
         """The client's roots (``roots/list``).
@@ -268,8 +304,7 @@ class Context:
         Raises:
             ElicitationUnsupported: the client did not declare ``roots`` (before sending).
         """
-        if not capabilities.can_list_roots(self.client_capabilities):
-            raise self._unsupported("roots", "list its roots (it did not declare roots)")
+        self._require_roots()
         result = await self._ask("roots/list", msgspec.UNSET, ListRootsResult, timeout, key)
         return result.roots
 
@@ -328,22 +363,9 @@ class Context:
                 (before sending).
             forms.FormValidationError: the client's answer breaks the schema.
         """
-        compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)
-        conn = self.connection
-        if not self.can_elicit_form():
-            conn.server.metrics.unsupported(self.tool, "form")
-            raise self._unsupported(
-                "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
-            )
-        version = self.protocol_version
-        schema = compiled.schema_for(version)
-        params = ElicitRequestParams(
-            message=message,
-            mode="form" if supports(version, Feature.ELICITATION_URL) else UNSET,
-            requested_schema=schema,
-        )
+        params, compiled = self._form_question(message, form, allow_sensitive)
         if timeout is DEFAULT:
-            timeout = conn.server.limits.elicitation_timeout
+            timeout = self.connection.server.limits.elicitation_timeout
         # The await is inline (not in a helper coroutine): one frame less for every
         # question that waits on a person.
         self._started()
@@ -355,6 +377,28 @@ class Context:
         except BaseException:
             self._outcome("failed")
             raise
+        return self._form_answer(compiled, result)
+
+    def _form_question(
+        self, message: str, form: Any, allow_sensitive: Collection[str]
+    ) -> tuple[ElicitRequestParams, forms.Form[Any]]:
+        """The ``elicitation/create`` params of a form question (checks first, nothing sent)."""
+        compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)
+        if not self.can_elicit_form():
+            self.connection.server.metrics.unsupported(self.tool, "form")
+            raise self._unsupported(
+                "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
+            )
+        version = self.protocol_version
+        params = ElicitRequestParams(
+            message=message,
+            mode="form" if supports(version, Feature.ELICITATION_URL) else UNSET,
+            requested_schema=compiled.schema_for(version),
+        )
+        return params, compiled
+
+    def _form_answer(self, compiled: forms.Form[Any], result: ElicitResult) -> Accepted[Any] | Declined | Cancelled:
+        """The answer to a form question, validated (and counted)."""
         if result.action == "accept":
             content = result.content if not isinstance(result.content, UnsetType) else {}
             try:
@@ -366,6 +410,62 @@ class Context:
             return Accepted(value)
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")
+
+    async def gather(
+        self, *, timeout: float | None = DEFAULT, **questions: Elicit | Sample | ListRoots
+    ) -> dict[str, Any]:
+        """Ask several things at once: ``await ctx.gather(name=Elicit(...), greeting=Sample(...))``.
+
+        On revision 2026-07-28 they travel in ONE ``input_required`` round (the
+        keyword names are the ``inputRequests`` keys); on the handshake era they
+        are nested requests sent concurrently. Returns the answers by name: an
+        :class:`Elicit` gives ``Accepted`` / ``Declined`` / ``Cancelled``, a
+        :class:`Sample` a ``CreateMessageResult``, :class:`ListRoots` a list of roots.
+        """
+        if timeout is DEFAULT:
+            timeout = self.connection.server.limits.elicitation_timeout
+        answers: dict[str, Any] = {}
+        run = self.run
+        if run is None:
+
+            async def one(name: str, spec: Elicit | Sample | ListRoots) -> None:
+                if isinstance(spec, Elicit):
+                    answers[name] = await self.elicit(
+                        spec.message, spec.form, timeout=timeout, allow_sensitive=spec.allow_sensitive
+                    )
+                elif isinstance(spec, Sample):
+                    answers[name] = await self.sample(spec.messages, max_tokens=spec.max_tokens, timeout=timeout)
+                else:
+                    answers[name] = await self.list_roots(timeout=timeout)
+
+            async with anyio.create_task_group() as tg:
+                for name, spec in questions.items():
+                    tg.start_soon(one, name, spec)
+            return {name: answers[name] for name in questions}
+        prepared: list[tuple[str, Question, Any]] = []
+        for name, spec in questions.items():
+            if isinstance(spec, Elicit):
+                params, compiled = self._form_question(spec.message, spec.form, spec.allow_sensitive)
+                prepared.append((name, Question.create("elicitation/create", params, name), compiled))
+            elif isinstance(spec, Sample):
+                params_s = self._sample_params(spec.messages, spec.max_tokens, None, None)
+                prepared.append((name, Question.create("sampling/createMessage", params_s, name), None))
+            else:
+                self._require_roots()
+                prepared.append((name, Question.create("roots/list", msgspec.UNSET, name), None))
+        self._started()
+        raw = await run.ask_many([q for _, q, _ in prepared], timeout, self.connection.server.parking)
+        try:
+            for (name, question, compiled), answer in zip(prepared, raw, strict=True):
+                if question.method == "elicitation/create":
+                    answers[name] = self._form_answer(compiled, msgspec.convert(answer, ElicitResult))
+                elif question.method == "sampling/createMessage":
+                    answers[name] = msgspec.convert(answer, CreateMessageResult)
+                else:
+                    answers[name] = msgspec.convert(answer, ListRootsResult).roots
+        except msgspec.ValidationError as exc:
+            raise McpError(errors.INVALID_PARAMS, f"invalid input response: {exc}") from None
+        return answers
 
     def _started(self) -> None:
         self.connection.server.metrics.started(self.tool)

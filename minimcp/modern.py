@@ -29,6 +29,7 @@ import logging
 import re
 import secrets
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -190,64 +191,74 @@ class Run:
         self.context: Any = None
         self.answers: list[list[Any]] = [list(pair) for pair in recorded]
         self._replay = 0
-        self.pending: Question | None = None
+        #: The questions of the current round, and their ``inputRequests`` keys.
+        self.pending: list[Question] = []
+        self.pending_keys: list[str] = []
         self.scope = anyio.CancelScope()
         self._event = anyio.Event()
         self._outcome: tuple[str, Any] | None = None
         self._answer_event: anyio.Event | None = None
-        self._answer: dict[str, Any] | None = None
+        self._answers: dict[str, Any] | None = None
         self.finished = False
-
-    @property
-    def key(self) -> str:
-        """The ``inputRequests`` key of the pending question: the author's, or its ordinal."""
-        pending = self.pending
-        if pending is not None and pending.key is not None:
-            return pending.key
-        return f"q{len(self.answers) + 1}"
 
     # tool side
 
     async def ask(self, question: Question, ttl: float | None, parking: Parking) -> dict[str, Any]:
-        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
+        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one."""
+        return (await self.ask_many([question], ttl, parking))[0]
+
+    async def ask_many(self, questions: list[Question], ttl: float | None, parking: Parking) -> list[dict[str, Any]]:
+        """Several questions in one round (``ctx.gather``): recorded answers first, then wait for the rest.
 
         Raises:
             ValueError: the tool used the same ``key`` for two questions of one call.
         """
-        if question.key is not None:
-            if question.key in self._keys:
-                raise ValueError(f"the key {question.key!r} names two questions of one call")
-            self._keys.add(question.key)
-        if self._replay < len(self.answers):
-            recorded_digest, answer = self.answers[self._replay]
-            if recorded_digest == question.digest:
-                self._replay += 1
-                return dict(answer)
-            # The tool asked something else this time: later answers no longer apply.
-            del self.answers[self._replay :]
-        offered = self.offered.pop(question.key, None) if question.key is not None else None
-        if isinstance(offered, dict):
-            # The client answered this key before it was asked (first call with inputResponses).
-            self.answers.append([question.digest, offered])
+        for question in questions:
+            if question.key is not None:
+                if question.key in self._keys:
+                    raise ValueError(f"the key {question.key!r} names two questions of one call")
+                self._keys.add(question.key)
+        results: list[dict[str, Any] | None] = [None] * len(questions)
+        need: list[int] = []
+        for i, question in enumerate(questions):
+            if not need and self._replay < len(self.answers):
+                recorded_digest, answer = self.answers[self._replay]
+                if recorded_digest == question.digest:
+                    self._replay += 1
+                    results[i] = dict(answer)
+                    continue
+                # The tool asked something else this time: later answers no longer apply.
+                del self.answers[self._replay :]
+            offered = self.offered.pop(question.key, None) if question.key is not None else None
+            if isinstance(offered, dict) and not need:
+                # The client answered this key before it was asked (first call with inputResponses).
+                self.answers.append([question.digest, offered])
+                self._replay = len(self.answers)
+                results[i] = dict(offered)
+                continue
+            need.append(i)
+        if need:
+            first = len(self.answers) + 1
+            self.pending = [questions[i] for i in need]
+            self.pending_keys = [q.key or f"q{first + n}" for n, q in enumerate(self.pending)]
+            self._answer_event = event = anyio.Event()
+            self._emit(("question", self.pending))
+            with anyio.move_on_after(ttl):
+                await event.wait()
+            if not event.is_set():
+                # Nobody came back in time: the call is abandoned.
+                parking.discard(self)
+                self.scope.cancel()
+                await anyio.lowlevel.checkpoint()
+            answers = self._answers
+            assert answers is not None
+            for i, key in zip(need, self.pending_keys, strict=True):
+                results[i] = answer = answers[key]
+                self.answers.append([questions[i].digest, answer])
+            self._answers = None
+            self.pending, self.pending_keys = [], []
             self._replay = len(self.answers)
-            return dict(offered)
-        self.pending = question
-        self._answer_event = event = anyio.Event()
-        self._emit(("question", question))
-        with anyio.move_on_after(ttl):
-            await event.wait()
-        if not event.is_set():
-            # Nobody came back in time: the call is abandoned.
-            parking.discard(self)
-            self.scope.cancel()
-            await anyio.lowlevel.checkpoint()
-        answer = self._answer
-        assert answer is not None
-        self._answer = None
-        self.pending = None
-        self.answers.append([question.digest, answer])
-        self._replay = len(self.answers)
-        return answer
+        return [r if r is not None else {} for r in results]
 
     def finish(self, kind: str, value: Any) -> None:
         self.finished = True
@@ -259,12 +270,16 @@ class Run:
 
     # request side
 
-    def deliver(self, answer: dict[str, Any]) -> None:
-        """The retry brought the answer to the pending question."""
+    def missing(self, responses: Mapping[str, Any]) -> bool:
+        """Whether ``responses`` lack an answer to one of the pending questions."""
+        return any(not isinstance(responses.get(key), dict) for key in self.pending_keys)
+
+    def deliver(self, responses: Mapping[str, Any]) -> None:
+        """The retry brought the answers to the pending questions (see :meth:`missing`)."""
         event = self._answer_event
         if event is None or event.is_set():  # pragma: no cover - a parked run always waits
             return
-        self._answer = answer
+        self._answers = {key: responses[key] for key in self.pending_keys}
         event.set()
 
     async def next_outcome(self) -> tuple[str, Any]:

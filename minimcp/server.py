@@ -785,18 +785,18 @@ class ServerConnection:
                 raise McpError(
                     errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
                 ) from None
-            answer = inputs.get(str(state.get("k")))
+            keys = [str(k) for k in state.get("ks", [])]
             run = server.parking.take(str(state.get("h")))
             if run is not None:
                 if run.context is not None:
                     # Capabilities, identity and log level come from this request only.
                     run.context.envelope = envelope
                     run.context.request_id = request.id
-                if answer is None:
-                    # The needed answer is missing: ask the same question again, still parked.
+                if run.missing(inputs):
+                    # A needed answer is missing: ask the same questions again, still parked.
                     server.parking.park(run)
                     return self._input_required(run, binding)
-                run.deliver(answer)
+                run.deliver(inputs)
             else:
                 if method == "tools/call" and name in server._not_replayable:
                     raise McpError(
@@ -805,8 +805,9 @@ class ServerConnection:
                         "not replayable); call the tool again",
                     )
                 recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
-                if answer is not None and isinstance(state.get("q"), str):
-                    recorded.append([state["q"], answer])
+                digests = state.get("qs", [])
+                if keys and isinstance(digests, list) and all(isinstance(inputs.get(k), dict) for k in keys):
+                    recorded.extend([d, inputs[k]] for k, d in zip(keys, digests, strict=False))
                 call_id = state.get("c")
                 run = self._start_run(
                     name, envelope, request, params.meta, wants_context, body, recorded,
@@ -868,15 +869,21 @@ class ServerConnection:
                 run.finish("error", McpError(errors.INTERNAL_ERROR, f"the call of {name!r} was abandoned"))
 
     def _input_required(self, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
-        question = run.pending
-        assert question is not None
-        key = run.key
+        keys, questions = run.pending_keys, run.pending
         state = self.server.sealer.seal(
-            {**binding, "h": run.handle, "k": key, "q": question.digest, "ans": run.answers, "c": run.call_id},
+            {
+                **binding,
+                "h": run.handle,
+                "ks": keys,
+                "qs": [q.digest for q in questions],
+                "ans": run.answers,
+                "c": run.call_id,
+            },
             now=time.time(),
             ttl=self.server.state_ttl,
         )
-        result = {"resultType": "input_required", "inputRequests": {key: question.to_wire()}, "requestState": state}
+        requests = {key: q.to_wire() for key, q in zip(keys, questions, strict=True)}
+        result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
         return modern.complete(result, self.server.info)
 
     def _url_steps_required(self, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:
@@ -887,7 +894,7 @@ class ServerConnection:
                             "params": {"mode": "url", "message": item.message, "url": item.url}}
             for i, item in enumerate(exc.elicitations)
         }
-        state = self.server.sealer.seal({**binding, "h": None, "k": None, "ans": []}, now=time.time(),
+        state = self.server.sealer.seal({**binding, "h": None, "ks": [], "ans": []}, now=time.time(),
                                         ttl=self.server.state_ttl)
         result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
         return modern.complete(result, self.server.info)

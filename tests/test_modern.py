@@ -1777,3 +1777,50 @@ async def test_a_prompt_can_ask_on_both_eras() -> None:
             result = await client.get_prompt("essay", {"tone": "calm"})
             assert result.messages[0].content.text == "Write a calm essay about tides."  # type: ignore[union-attr]
             assert client.era == era
+
+
+async def test_gather_asks_several_things_in_one_round_on_both_eras() -> None:
+    """``ctx.gather``: one input_required round with every question (modern); concurrent nested requests (legacy)."""
+    from minimcp import Elicit, ListRoots, Sample
+    from minimcp.types import Root
+
+    app = minimcp.server.Server("gather")
+    form = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    starts: list[int] = []
+
+    @app.tool()
+    async def welcome(ctx: minimcp.server.Context) -> str:
+        starts.append(1)
+        got = await ctx.gather(
+            user_name=Elicit("Name?", form), greeting=Sample("Greet", max_tokens=5), where=ListRoots()
+        )
+        name = got["user_name"].value["name"] if isinstance(got["user_name"], Accepted) else "?"
+        return f"{got['greeting'].content.text} {name} at {got['where'][0].uri}"
+
+    async def answer(question: ElicitationRequest) -> Any:
+        return Accepted({"name": "Ada"})
+
+    async def model(params: CreateMessageParams) -> CreateMessageResult:
+        return CreateMessageResult(role="assistant", content=TextContent(text="Hi"), model="m")
+
+    roots = [Root(uri="file:///home")]
+    for era in ("legacy", "modern"):
+        starts.clear()
+        async with connected(app, era=era, elicitation_handler=answer, sampling_handler=model, roots=roots) as (
+            client,
+            _,
+        ):
+            result = await client.call_tool("welcome")
+            assert result.text == "Hi Ada at file:///home"
+        assert starts == [1]  # parked, not replayed: the body ran once
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}, "roots": {}}}
+    async with raw_client(app) as (peer, _):
+        first = await peer.request(1, "tools/call", {"name": "welcome", "_meta": meta})
+        assert sorted(first["result"]["inputRequests"]) == ["greeting", "user_name", "where"]
+        partial = await peer.request(2, "tools/call", {
+            "name": "welcome", "_meta": meta, "requestState": first["result"]["requestState"],
+            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Bo"}}}})
+        # one answer missing: the same three questions again
+        assert sorted(partial["result"]["inputRequests"]) == ["greeting", "user_name", "where"]
