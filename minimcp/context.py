@@ -224,7 +224,7 @@ class Context:
             return False
         if self._last_progress is not None and progress <= self._last_progress:
             return False
-        now = anyio.current_time()
+        now = self.session.now()
         final = total is not None and progress >= total
         if not final and now - self._last_progress_at < self.connection.server.limits.progress_interval:
             return False
@@ -469,12 +469,12 @@ class Context:
 
     def _started(self) -> None:
         self.connection.server.metrics.started(self.tool)
-        self._asked_at = anyio.current_time()
+        self._asked_at = self.session.now()
 
     def _outcome(self, outcome: str) -> None:
         info = self.client_info
         self.connection.server.metrics.finished(
-            self.tool, outcome, anyio.current_time() - self._asked_at, info.name if info else None
+            self.tool, outcome, self.session.now() - self._asked_at, info.name if info else None
         )
 
     def url_elicitation(self, message: str, url: str, *, elicitation_id: str | None = None) -> UrlElicitation:

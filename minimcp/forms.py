@@ -404,7 +404,7 @@ class Form(Generic[T]):
         schema: The canonical 2025-11-25 ``requestedSchema`` (for :func:`parse_schema`: the schema as given).
     """
 
-    __slots__ = ("_given", "_make", "fields", "schema")
+    __slots__ = ("_given", "_make", "_rendered", "fields", "schema")
 
     def __init__(
         self, fields: tuple[FormField, ...], make: Callable[[dict[str, Any]], T], schema: dict[str, Any] | None = None
@@ -418,6 +418,7 @@ class Form(Generic[T]):
         self._make = make
         self._given = schema is not None
         self.schema = schema if schema is not None else _render_schema(fields, _CANONICAL)
+        self._rendered: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         return f"Form({[f.name for f in self.fields]})"
@@ -429,14 +430,20 @@ class Form(Generic[T]):
             version: The negotiated revision, e.g. ``"2025-06-18"``.
 
         Returns:
-            A fresh schema dict in that revision's shape.
+            The schema in that revision's shape, rendered once per revision and then shared
+            (treat it as read-only).
 
         Raises:
             FormDefinitionError: The revision has no elicitation, or cannot express a field (a multi-select).
         """
-        if self._given and supports(version, Feature.ELICITATION_ENUMS):
-            return copy.deepcopy(self.schema)  # an author's raw schema goes out as written
-        return _render_schema(self.fields, version)
+        rendered = self._rendered.get(version)
+        if rendered is None:
+            if self._given and supports(version, Feature.ELICITATION_ENUMS):
+                rendered = copy.deepcopy(self.schema)  # an author's raw schema goes out as written
+            else:
+                rendered = _render_schema(self.fields, version)
+            self._rendered[version] = rendered
+        return rendered
 
     def validate(self, content: object) -> dict[str, Any]:
         """Validate the ``content`` of an accepted answer (server side).
