@@ -1,0 +1,807 @@
+"""The raw driver: one JSON-RPC client that drives every benchmark server the same way.
+
+It speaks the 2025-11-25 handshake, calls the ``ask`` tool, answers each
+``elicitation/create`` (at once, or after parking all of them), and checks that
+every result carries the answer given to its own question. Nothing of minimcp
+is imported: the same bytes go to minimcp, the official SDK and the floor.
+
+Wires: ``stdio`` (the server is a child process; newline-delimited JSON),
+``ws`` (one message per text frame, subprotocol ``mcp``) and ``http``
+(Streamable HTTP: one POST per message, SSE responses, via httpx).
+
+    python benchmarks/driver.py pending   --server minimcp --backend asyncio -n 10000 --fills 3
+    python benchmarks/driver.py roundtrip --server official --wire stdio -c 100 --seconds 3
+    python benchmarks/driver.py sessions  --server minimcp --wire ws --sessions 1000 --per 10
+    python benchmarks/driver.py idle      --server minimcp --wire http --sessions 1000
+
+Each command prints one JSON object (the figures) on stdout. The driver runs
+on uvloop when it is installed (``--loop asyncio`` to use the stock loop), so
+it is never the slowest side; its CPU use is reported next to the server's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+HERE = Path(__file__).resolve().parent
+SERVERS = HERE / "servers"
+PROTOCOL = "2025-11-25"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# --- wire messages -----------------------------------------------------------------------------
+
+
+class Incoming(msgspec.Struct):
+    id: int | str | None = None
+    method: str | None = None
+    params: msgspec.Raw = msgspec.Raw()
+    result: msgspec.Raw = msgspec.Raw()
+    error: msgspec.Raw = msgspec.Raw()
+
+
+class ElicitParams(msgspec.Struct):
+    message: str
+
+
+class TextBlock(msgspec.Struct):
+    type: str
+    text: str = ""
+
+
+class ToolResult(msgspec.Struct, rename="camel"):
+    content: list[TextBlock] = []
+    is_error: bool = False
+
+
+encode = msgspec.json.Encoder().encode
+decode_incoming = msgspec.json.Decoder(Incoming).decode
+decode_elicit = msgspec.json.Decoder(ElicitParams).decode
+decode_tool_result = msgspec.json.Decoder(ToolResult).decode
+
+PREFIX = "Answer for call "
+
+
+def server_command(server: str, wire: str, backend: str, trace: bool = False) -> list[str]:
+    """How to start one benchmark server."""
+    py = sys.executable
+    if server == "floor":
+        if wire != "stdio":
+            raise SystemExit("the floor serves stdio only")
+        if backend == "trio":
+            cmd = [py, str(SERVERS / "floor_trio.py")]
+        else:
+            cmd = [py, str(SERVERS / "floor_asyncio.py")] + (["--uvloop"] if backend == "uvloop" else [])
+    else:
+        script = "minimcp_server.py" if server == "minimcp" else "official_server.py"
+        cmd = [py, str(SERVERS / script), "--transport", wire, "--backend", backend]
+    prefix = os.environ.get("BENCH_SERVER_PREFIX", "").split()  # e.g. a profiler: "py-spy record -o f --"
+    return prefix + cmd + (["--tracemalloc"] if trace else [])
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_rss(pid: int) -> int:
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+# --- one connection ----------------------------------------------------------------------------
+
+
+class Conn:
+    """One MCP session, whatever the wire. Subclasses provide ``_write`` (and start/close)."""
+
+    def __init__(self) -> None:
+        self.next_id = itertools.count(1)
+        #: our request id -> callback(result_raw, error_raw)
+        self.waiting: dict[int, Callable[[Any, Any], None]] = {}
+        #: what to do with a question: park it or answer it now
+        self.on_question: Callable[[Conn, Any, int], None] = answer_now
+        self.closed = asyncio.Event()
+
+    # outbound
+    def _write(self, messages: list[bytes], *, request: bool) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Wires that batch writes send what is buffered."""
+
+    def request(self, method: str, params: Any, callback: Callable[[Any, Any], None]) -> int:
+        id_ = next(self.next_id)
+        self.waiting[id_] = callback
+        self._write([encode({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})], request=True)
+        return id_
+
+    def notify(self, method: str) -> None:
+        self._write([encode({"jsonrpc": "2.0", "method": method})], request=False)
+
+    def respond(self, id_: Any, result: Any) -> None:
+        self._write([encode({"jsonrpc": "2.0", "id": id_, "result": result})], request=False)
+
+    async def call(self, method: str, params: Any) -> Any:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def done(result: Any, error: Any) -> None:
+            if not fut.done():
+                if error is not None:
+                    fut.set_exception(RuntimeError(f"{method}: {bytes(error).decode()}"))
+                else:
+                    fut.set_result(result)
+
+        self.request(method, params, done)
+        self.flush()
+        return await fut
+
+    async def handshake(self) -> None:
+        await self.call("initialize", {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "bench-driver", "version": "1.0.0"},
+        })
+        self.notify("notifications/initialized")
+        self.flush()
+
+    async def stats(self, collect: bool = True, snapshot: str = "") -> dict[str, Any]:
+        arguments = {"collect": collect, "snapshot": snapshot}
+        raw = await self.call("tools/call", {"name": "stats", "arguments": arguments})
+        return json.loads(decode_tool_result(raw).content[0].text)  # type: ignore[no-any-return]
+
+    def fail_all(self) -> None:
+        waiting, self.waiting = self.waiting, {}
+        for cb in waiting.values():
+            cb(None, b'"the server went away"')
+
+    # inbound
+    def on_message(self, data: bytes) -> None:
+        m = decode_incoming(data)
+        if m.method is None:
+            cb = self.waiting.pop(m.id, None)  # type: ignore[arg-type]
+            if cb is not None:
+                cb(m.result if m.result else None, m.error if m.error else None)
+        elif m.id is None:
+            return  # notifications are not part of the exchange
+        elif m.method == "elicitation/create":
+            message = decode_elicit(m.params).message  # type: ignore[arg-type]
+            self.on_question(self, m.id, int(message[len(PREFIX):]))
+        elif m.method == "ping":
+            self.respond(m.id, {})
+        else:
+            self._write([encode({"jsonrpc": "2.0", "id": m.id, "error": {"code": -32601, "message": "no"}})],
+                        request=False)
+
+
+def token(i: int) -> str:
+    """The answer given to the question of call ``i`` (only the driver knows the mapping)."""
+    return f"a{(i * 2654435761) & 0xFFFFFFFF:08x}-{i}"
+
+
+def accept(i: int) -> dict[str, Any]:
+    return {"action": "accept", "content": {"answer": token(i)}}
+
+
+def answer_now(conn: Conn, eid: Any, i: int) -> None:
+    conn.respond(eid, accept(i))
+
+
+class StdioConn(Conn):
+    """The server is our child; newline-delimited JSON on its stdin/stdout."""
+
+    def __init__(self, command: list[str]) -> None:
+        super().__init__()
+        self.command = command
+        self.buf = b""
+        self.out: list[bytes] = []
+        self.flush_scheduled = False
+        self.pid = 0
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        conn = self
+
+        class Proto(asyncio.SubprocessProtocol):
+            def pipe_data_received(self, fd: int, data: bytes) -> None:
+                if fd == 1:
+                    conn.data(data)
+
+            def process_exited(self) -> None:
+                conn.closed.set()
+                conn.fail_all()
+
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (read on failure, closed with the process)
+        self.transport, _ = await loop.subprocess_exec(
+            Proto, *self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr
+        )
+        self.pid = self.transport.get_pid()
+        self.stdin = self.transport.get_pipe_transport(0)
+        self.stdin.set_write_buffer_limits(high=1 << 30)
+
+    def data(self, data: bytes) -> None:
+        lines = (self.buf + data).split(b"\n") if self.buf else data.split(b"\n")
+        self.buf = lines.pop()
+        for line in lines:
+            if line:
+                self.on_message(line)
+        self.flush()
+
+    def _write(self, messages: list[bytes], *, request: bool) -> None:
+        self.out.extend(messages)
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self.flush_scheduled = False
+        if self.out:
+            self.out.append(b"")
+            self.stdin.write(b"\n".join(self.out))
+            self.out = []
+
+    def error_tail(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read()[-3000:].decode(errors="replace")
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.stdin.close()
+        try:
+            await asyncio.wait_for(self.closed.wait(), 5)
+        except TimeoutError:
+            self.transport.kill()
+            await self.closed.wait()
+        self.transport.close()
+
+
+class WsConn(Conn):
+    """One WebSocket connection (text frames, subprotocol ``mcp``)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+        self.out: list[bytes] = []
+        self.flush_scheduled = False
+
+    async def start(self) -> None:
+        from websockets.asyncio.client import connect
+
+        self.ws = await connect(self.url, subprotocols=["mcp"], max_size=None, compression=None,  # type: ignore[list-item]
+                                ping_interval=None, open_timeout=60)
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        with contextlib.suppress(Exception):
+            async for message in self.ws:
+                self.on_message(message if isinstance(message, bytes) else message.encode())
+                self.flush()
+        self.closed.set()
+
+    def _write(self, messages: list[bytes], *, request: bool) -> None:
+        self.out.extend(messages)
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self.flush_scheduled = False
+        if self.out:
+            out, self.out = self.out, []
+            asyncio.get_running_loop().create_task(self._send(out))
+
+    async def _send(self, out: list[bytes]) -> None:
+        with contextlib.suppress(Exception):
+            for m in out:
+                await self.ws.send(m.decode())
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+        self.reader.cancel()
+
+
+class RawHttp:
+    """A minimal HTTP/1.1 client (keep-alive pool, chunked and SSE bodies) so the driver is never the bottleneck.
+
+    httpx costs about 1.5 ms of CPU per request here, which capped every server at
+    about 250 round trips/s; this costs a few tens of microseconds.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.slots = asyncio.Semaphore(15_000)  # sockets open at once (the machine allows 20,000 fds)
+        # connects in flight: a burst of thousands overflows a small listen backlog (SYN retries: 1 s, 3 s, ...)
+        self.connecting = asyncio.Semaphore(100)
+
+    async def request(self, method: str, path: str, body: bytes, headers: dict[str, str],
+                      on_message: Callable[[bytes], None],
+                      on_headers: Callable[[int, dict[str, str]], None] | None = None) -> tuple[int, dict[str, str]]:
+        if self.idle:
+            reader, writer = self.idle.pop()
+        else:
+            await self.slots.acquire()
+            async with self.connecting:
+                reader, writer = await asyncio.open_connection(self.host, self.port, limit=1 << 24)
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                import socket
+
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        head = [f"{method} {path} HTTP/1.1", f"host: {self.host}:{self.port}", f"content-length: {len(body)}"]
+        head.extend(f"{k}: {v}" for k, v in headers.items())
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        status_line, *lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(status_line.split()[1])
+        rh = {}
+        for line in lines:
+            if line:
+                k, _, v = line.partition(":")
+                rh[k.strip().lower()] = v.strip()
+        if on_headers is not None:
+            on_headers(status, rh)
+        sse = rh.get("content-type", "").startswith("text/event-stream")
+        buf = b""
+        if rh.get("transfer-encoding") == "chunked":
+            while True:
+                size = int((await reader.readuntil(b"\r\n"))[:-2].split(b";")[0], 16)
+                chunk = (await reader.readexactly(size + 2))[:-2] if size else b""
+                if size == 0:
+                    await reader.readuntil(b"\r\n")
+                    break
+                if sse:
+                    buf = self._events(buf + chunk, on_message)
+                else:
+                    buf += chunk
+        else:
+            length = int(rh.get("content-length", "0"))
+            data = await reader.readexactly(length) if length else b""
+            buf = self._events(data + b"\n\n", on_message) if sse else data
+        if not sse and buf and status < 300 and rh.get("content-type", "").startswith("application/json"):
+            on_message(buf)
+        if status >= 400:
+            print(f"driver: {method} -> HTTP {status}: {buf[:300]!r}", file=sys.stderr)
+        if rh.get("connection", "").lower() == "close":
+            writer.close()
+            self.slots.release()
+        else:
+            self.idle.append((reader, writer))
+        return status, rh
+
+    @staticmethod
+    def _events(buf: bytes, on_message: Callable[[bytes], None]) -> bytes:
+        buf = buf.replace(b"\r\n", b"\n")
+        *events, rest = buf.split(b"\n\n")
+        for event in events:
+            data = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+            payload = b"\n".join(data)
+            if payload.strip():
+                on_message(payload)
+        return rest
+
+    def close(self) -> None:
+        for _, writer in self.idle:
+            writer.close()
+        self.idle.clear()
+
+
+class HttpConn(Conn):
+    """One Streamable HTTP session: a POST per message; requests answered on their own SSE stream."""
+
+    def __init__(self, url: str, client: RawHttp) -> None:
+        super().__init__()
+        self.url = url
+        self.path = "/mcp"
+        self.client = client
+        self.headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        pass
+
+    def _write(self, messages: list[bytes], *, request: bool) -> None:
+        loop = asyncio.get_running_loop()
+        for m in messages:
+            task = loop.create_task(self._post(m))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _post(self, body: bytes) -> None:
+        # A call ends when its response stream ends (as for an SDK client); questions on the
+        # stream are answered as they come.
+        responses: list[bytes] = []
+
+        def on_message(data: bytes) -> None:
+            if b'"method"' in data:
+                self.on_message(data)
+            else:
+                responses.append(data)
+
+        try:
+            status, _rh = await self.client.request("POST", self.path, body, self.headers, on_message,
+                                                   self._on_headers)
+            for data in responses:
+                self.on_message(data)
+            if status >= 400:
+                raise RuntimeError(f"HTTP {status}")
+        except Exception as exc:  # a failed POST ends the benchmark loudly
+            print(f"driver: POST failed: {exc!r}", file=sys.stderr)
+            self.closed.set()
+            self.fail_all()
+
+    def _on_headers(self, status: int, rh: dict[str, str]) -> None:
+        sid = rh.get("mcp-session-id")
+        if sid and "mcp-session-id" not in self.headers:
+            self.headers["mcp-session-id"] = sid
+            self.headers["mcp-protocol-version"] = PROTOCOL
+
+    async def close(self) -> None:
+        for t in list(self.tasks):
+            t.cancel()
+        if "mcp-session-id" in self.headers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.client.request("DELETE", self.path, b"", self.headers, lambda m: None), 5)
+
+
+# --- servers over the network --------------------------------------------------------------------
+
+
+class NetServer:
+    """A ws/http benchmark server as our child; it prints ``PORT n`` when it listens."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+
+    async def start(self) -> int:
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (read on failure, closed with the process)
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr
+        )
+        self.pid = self.proc.pid
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
+        if not line.startswith(b"PORT "):
+            self.stderr.seek(0)
+            raise RuntimeError(f"server did not start: {line!r} {self.stderr.read()[-2000:]!r}")
+        return int(line.split()[1])
+
+    def error_tail(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read()[-3000:].decode(errors="replace")
+
+    async def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.terminate()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def open_sessions(args: argparse.Namespace, count: int = 1) -> Any:
+    """Start the server and ``count`` initialized sessions to it; yields (pid, conns)."""
+    command = server_command(args.server, args.wire, args.backend, args.tracemalloc)
+    if args.wire == "stdio":
+        assert count == 1
+        conn = StdioConn(command)
+        await conn.start()
+        try:
+            await asyncio.wait_for(conn.handshake(), 120)
+            yield conn.pid, [conn]
+        except BaseException:
+            print(conn.error_tail(), file=sys.stderr)
+            raise
+        finally:
+            await conn.close()
+        return
+    server = NetServer(command)
+    port = await server.start()
+    client = None
+    conns: list[Conn] = []
+    try:
+        if args.wire == "ws":
+            for _ in range(count):
+                conns.append(WsConn(f"ws://127.0.0.1:{port}/mcp"))
+        else:
+            client = RawHttp("127.0.0.1", port)
+            for _ in range(count):
+                conns.append(HttpConn(f"http://127.0.0.1:{port}/mcp", client))
+        sem = asyncio.Semaphore(50)
+
+        async def up(c: Conn) -> None:
+            async with sem:
+                await c.start()
+                await asyncio.wait_for(c.handshake(), 120)
+
+        await asyncio.gather(*(up(c) for c in conns))
+        yield server.pid, conns
+    except BaseException:
+        print(server.error_tail(), file=sys.stderr)
+        raise
+    finally:
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        if client is not None:
+            client.close()
+        await server.close()
+
+
+# --- scenarios -----------------------------------------------------------------------------------
+
+
+class Calls:
+    """Issues ``ask`` calls and checks every result against its own answer."""
+
+    def __init__(self) -> None:
+        self.i = itertools.count()
+        self.done = 0
+        self.wrong = 0
+        self.errors = 0
+        self.latencies: list[float] | None = None
+        self.on_done: Callable[[Conn], None] | None = None
+        self.target = 0
+        self.reached: asyncio.Event = asyncio.Event()
+
+    def start(self, conn: Conn) -> None:
+        i = next(self.i)
+        t0 = time.perf_counter()
+
+        def done(result: Any, error: Any) -> None:
+            if error is not None or result is None:
+                self.errors += 1
+            else:
+                r = decode_tool_result(result)
+                if r.is_error or not r.content or r.content[0].text != token(i):
+                    self.wrong += 1
+            self.done += 1
+            if self.latencies is not None:
+                self.latencies.append(time.perf_counter() - t0)
+            if self.on_done is not None:
+                self.on_done(conn)
+            if self.done >= self.target:
+                self.reached.set()
+
+        conn.request("tools/call", {"name": "ask", "arguments": {"i": i}}, done)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
+    """N calls parked on one (or spread over many) sessions, filled and drained ``fills`` times."""
+    n_sessions = args.sessions
+    per = args.n // n_sessions if n_sessions > 1 else args.n
+    total = per * n_sessions
+    out: dict[str, Any] = {"scenario": "pending" if n_sessions == 1 else "sessions", "n": total,
+                           "sessions": n_sessions, "fills": []}
+    async with open_sessions(args, n_sessions) as (pid, conns):
+        first = conns[0]
+        # warm-up: a few answered calls, so lazily built state exists before the baseline
+        calls = Calls()
+        calls.target = 50 * len(conns[:1])
+        for _ in range(calls.target):
+            calls.start(first)
+        first.flush()
+        await asyncio.wait_for(calls.reached.wait(), 120)
+        out["idle"] = base = await first.stats(True, "base" if args.tracemalloc else "")
+        out["idle_rss_external"] = proc_rss(pid)
+        for _fill in range(args.fills):
+            parked: list[tuple[Conn, Any, int]] = []
+            all_parked = asyncio.Event()
+
+            def park(conn: Conn, eid: Any, i: int, parked: list[Any] = parked,
+                     all_parked: asyncio.Event = all_parked) -> None:
+                parked.append((conn, eid, i))
+                if len(parked) == total:
+                    all_parked.set()
+
+            for c in conns:
+                c.on_question = park
+            calls = Calls()
+            calls.target = total
+            cpu0 = proc_cpu_seconds(pid)
+            t0 = time.perf_counter()
+            for c in conns:
+                for _ in range(per):
+                    calls.start(c)
+                c.flush()
+            await all_parked.wait()
+            t_pending = time.perf_counter() - t0
+            cpu_fill = proc_cpu_seconds(pid) - cpu0
+            full = await first.stats(True, "diff" if args.tracemalloc and not out["fills"] else "")
+            rss_full_external = proc_rss(pid)
+            random.shuffle(parked)
+            for c in conns:
+                c.on_question = answer_now
+            t1 = time.perf_counter()
+            for conn, eid, i in parked:
+                conn.respond(eid, accept(i))
+            for c in conns:
+                c.flush()
+            parked.clear()
+            await calls.reached.wait()
+            t_drain = time.perf_counter() - t1
+            last = _fill == args.fills - 1
+            after = await first.stats(True, "diff" if args.tracemalloc and last else "")
+            fill: dict[str, Any] = {
+                "seconds_to_all_pending": round(t_pending, 4),
+                "seconds_to_drain": round(t_drain, 4),
+                "server_cpu_seconds_fill": round(cpu_fill, 3),
+                "rss_before": base["rss"], "rss_full": full["rss"], "rss_after_drain": after["rss"],
+                "rss_full_external": rss_full_external,
+                "bytes_per_pending_rss": round((full["rss"] - base["rss"]) / total),
+                "gc_objects_per_pending": round((full["gc_objects"] - base["gc_objects"]) / total, 2),
+                "wrong_answers": calls.wrong, "errors": calls.errors,
+            }
+            if full.get("traced") is not None:
+                fill["bytes_per_pending_traced"] = round((full["traced"] - base["traced"]) / total)
+                fill["traced_after_drain_delta"] = after["traced"] - base["traced"]
+                for key in ("top_lineno", "top_filename", "gc_types"):
+                    if key in full:
+                        fill[key] = full[key]
+                    if key in after and last:  # what is still held after the drain
+                        fill["after_drain_" + key] = after[key]
+            out["fills"].append(fill)
+            if calls.wrong or calls.errors:
+                raise SystemExit(f"{calls.wrong} results carried another call's answer, {calls.errors} errors")
+    return out
+
+
+async def scenario_roundtrip(args: argparse.Namespace) -> dict[str, Any]:
+    """C callers, each with one call in flight; every question answered at once."""
+    c = args.c
+    async with open_sessions(args) as (pid, conns):
+        conn = conns[0]
+        calls = Calls()
+        running = True
+
+        def again(cn: Conn) -> None:
+            if running:
+                calls.start(cn)
+
+        calls.on_done = again
+        # warm-up: the first wave (every caller's first call), at least 0.5 s, capped
+        calls.target = max(c, 200)
+        t_start = time.perf_counter()
+        for _ in range(c):
+            calls.start(conn)
+        conn.flush()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(calls.reached.wait(), args.max_seconds)
+        await asyncio.sleep(max(0.0, 0.5 - (time.perf_counter() - t_start)))
+        # measurement window: at least --seconds and at least C completions (one full wave), capped
+        calls.latencies = []
+        done0, wrong0 = calls.done, calls.wrong
+        cpu0 = proc_cpu_seconds(pid)
+        my0 = time.process_time()
+        t0 = time.perf_counter()
+        calls.reached = asyncio.Event()
+        calls.target = done0 + c
+        deadline = t0 + args.max_seconds
+        await asyncio.sleep(args.seconds)
+        if calls.done < calls.target:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(calls.reached.wait(), max(0.01, deadline - time.perf_counter()))
+        elapsed = time.perf_counter() - t0
+        completed = calls.done - done0
+        lat = calls.latencies
+        calls.latencies = None
+        cpu = proc_cpu_seconds(pid) - cpu0
+        my = time.process_time() - my0
+        running = False
+        # let the calls in flight finish (their answers are checked too)
+        calls.reached = asyncio.Event()
+        calls.target = next(calls.i)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(calls.reached.wait(), args.max_seconds)
+        if calls.wrong or calls.errors:
+            raise SystemExit(f"{calls.wrong} results carried another call's answer, {calls.errors} errors")
+    return {
+        "scenario": "roundtrip", "c": c, "calls": completed, "seconds": round(elapsed, 3),
+        "round_trips_per_second": round(completed / elapsed, 1),
+        "p50_ms": round(pct(lat, 0.50) * 1e3, 3), "p99_ms": round(pct(lat, 0.99) * 1e3, 3),
+        "server_cpu_share": round(cpu / elapsed, 3), "driver_cpu_share": round(my / elapsed, 3),
+        "wrong_answers": calls.wrong - wrong0, "checked": calls.done,
+    }
+
+
+async def scenario_idle(args: argparse.Namespace) -> dict[str, Any]:
+    """Server memory of idle, initialized sessions (ws/http)."""
+    command = server_command(args.server, args.wire, args.backend, args.tracemalloc)
+    async with open_sessions(args, 1) as (_pid, conns):
+        first = conns[0]
+        base = await first.stats(True)
+        extra: list[Conn] = []
+        try:
+            url = first.url  # type: ignore[attr-defined]
+            for _ in range(args.sessions):
+                extra.append(WsConn(url) if args.wire == "ws" else HttpConn(url, first.client))  # type: ignore[attr-defined]
+            sem = asyncio.Semaphore(50)
+
+            async def up(c: Conn) -> None:
+                async with sem:
+                    await c.start()
+                    await c.handshake()
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(up(c) for c in extra))
+            t_open = time.perf_counter() - t0
+            await asyncio.sleep(0.2)
+            full = await first.stats(True)
+        finally:
+            await asyncio.gather(*(c.close() for c in extra), return_exceptions=True)
+    del command
+    out = {"scenario": "idle", "sessions": args.sessions, "idle_server_rss": base["rss"],
+           "seconds_to_open": round(t_open, 3),
+           "bytes_per_idle_session_rss": round((full["rss"] - base["rss"]) / args.sessions)}
+    if full.get("traced") is not None:
+        out["bytes_per_idle_session_traced"] = round((full["traced"] - base["traced"]) / args.sessions)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=["pending", "roundtrip", "sessions", "idle"])
+    parser.add_argument("--server", choices=["minimcp", "official", "floor"], default="minimcp")
+    parser.add_argument("--wire", choices=["stdio", "ws", "http"], default="stdio")
+    parser.add_argument("--backend", choices=["asyncio", "uvloop", "trio"], default="asyncio")
+    parser.add_argument("--tracemalloc", action="store_true", help="trace the server's allocations (slow)")
+    parser.add_argument("-n", type=int, default=1000)
+    parser.add_argument("--fills", type=int, default=1)
+    parser.add_argument("-c", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--max-seconds", type=float, default=60.0)
+    parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--per", type=int, default=10)
+    parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
+    args = parser.parse_args()
+    import resource
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # many sessions: many sockets (servers inherit it)
+    try:  # root may raise the hard limit too
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1 << 18, max(hard, 1 << 18)))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if args.scenario == "sessions":
+        args.n = args.sessions * args.per
+        fn = scenario_pending
+    else:
+        fn = {"pending": scenario_pending, "roundtrip": scenario_roundtrip, "idle": scenario_idle}[args.scenario]
+        if args.scenario == "pending":
+            args.sessions = 1
+    runner: Any = asyncio.run
+    if args.loop == "uvloop":
+        try:
+            import uvloop
+
+            runner = uvloop.run
+        except ImportError:
+            pass
+    row = runner(fn(args))
+    row.update(server=args.server, wire=args.wire, backend=args.backend)
+    print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""The benchmark tool on minimcp: ``ask(i)`` asks one question and returns the answer.
+
+    python benchmarks/servers/minimcp_server.py [--transport stdio|ws|http] [--backend asyncio|uvloop|trio]
+        [--tracemalloc]
+
+On ws/http the bound port is printed on stdout as ``PORT <n>``. The ``stats`` tool
+(identical in every benchmark server) reports this process's RSS and, with
+``--tracemalloc``, the traced bytes, after an optional ``gc.collect()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout
+
+import anyio
+import msgspec
+from instrument import stats_text
+
+from minimcp import Accepted, Context, Limits, Server
+
+
+class Answer(msgspec.Struct):
+    answer: str
+
+
+def build(limits: Limits) -> Server:
+    app = Server("bench-minimcp", "1.0.0", limits=limits)
+
+    @app.tool()
+    async def ask(ctx: Context, i: int) -> str:
+        """Ask one question and return the answer."""
+        reply = await ctx.elicit(f"Answer for call {i}", Answer)
+        if isinstance(reply, Accepted):
+            return reply.value.answer
+        return "no answer"
+
+    @app.tool()
+    async def stats(collect: bool = False, snapshot: str = "") -> str:
+        """This process's memory (benchmark instrumentation)."""
+        return stats_text(collect, snapshot)
+
+    return app
+
+
+async def main(args: argparse.Namespace) -> None:
+    limits = Limits(
+        max_pending_outbound=4_000_000,
+        max_inflight_inbound=4_000_000,
+        elicitation_timeout=3600,
+        request_timeout=3600,
+        max_request_time=7200,
+    )
+    app = build(limits)
+    if args.transport == "stdio":
+        await app.serve_stdio()
+        return
+    async with anyio.create_task_group() as tg:
+        if args.transport == "ws":
+            from minimcp.transports.websocket import serve_websocket
+
+            port = await tg.start(lambda task_status: serve_websocket(
+                app, "127.0.0.1", 0, max_connections=100_000, task_status=task_status))
+        else:
+            from minimcp.transports.http import serve_http
+
+            port = await tg.start(serve_http, app, "127.0.0.1", 0)
+        print(f"PORT {port}", flush=True)
+
+
+if __name__ == "__main__":
+    if os.environ.get("BENCH_GC"):  # analysis only: "off", or gen-0 threshold
+        gc.disable() if os.environ["BENCH_GC"] == "off" else gc.set_threshold(int(os.environ["BENCH_GC"]), 10, 10)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transport", choices=["stdio", "ws", "http"], default="stdio")
+    parser.add_argument("--backend", choices=["asyncio", "uvloop", "trio"], default="asyncio")
+    parser.add_argument("--tracemalloc", action="store_true")
+    args = parser.parse_args()
+    if args.tracemalloc:
+        tracemalloc.start()
+    backend = "trio" if args.backend == "trio" else "asyncio"
+    options = {"use_uvloop": True} if args.backend == "uvloop" else {}
+    try:
+        anyio.run(main, args, backend=backend, backend_options=options)
+    except KeyboardInterrupt:
+        sys.exit(0)
