@@ -20,7 +20,15 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-__all__ = ["BUCKETS", "ElicitationMetrics", "MetricsRoute", "ToolMetrics", "prometheus_text"]
+__all__ = [
+    "BUCKETS",
+    "CONTENT_TYPE",
+    "ElicitationMetrics",
+    "MetricsRoute",
+    "ToolMetrics",
+    "prometheus_text",
+    "server_metrics_text",
+]
 
 #: Upper bounds (seconds) of the wait-time histogram buckets; the last bucket is +Inf.
 BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
@@ -179,6 +187,15 @@ def prometheus_text(metrics: ElicitationMetrics, sessions: Iterable[Any] = ()) -
     return "\n".join(out) + "\n"
 
 
+#: The content type of :func:`prometheus_text`.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def server_metrics_text(server: Any) -> bytes:
+    """The Prometheus text of a :class:`~minimcp.server.Server`: its metrics and its live sessions' counters."""
+    return prometheus_text(server.metrics, [conn.session for conn in server.connections]).encode()
+
+
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -200,10 +217,8 @@ class MetricsRoute:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") == "http" and scope.get("path") == self.path and scope.get("method") == "GET":
-            sessions = [conn.session for conn in self.server.connections]
-            body = prometheus_text(self.server.metrics, sessions).encode()
-            headers = [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
-                       (b"content-length", str(len(body)).encode())]
+            body = server_metrics_text(self.server)
+            headers = [(b"content-type", CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode())]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return

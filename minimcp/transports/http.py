@@ -816,11 +816,9 @@ class StreamableHTTPApp:
             if method != "GET":
                 await _respond_error(send, 405, errors.INVALID_REQUEST, "the metrics route answers GET only")
                 return
-            from minimcp.metrics import prometheus_text
+            from minimcp.metrics import CONTENT_TYPE, server_metrics_text
 
-            sessions = [conn.session for conn in self.server.connections]
-            body = prometheus_text(self.server.metrics, sessions).encode()
-            await _respond(send, 200, body, content_type="text/plain; version=0.0.4; charset=utf-8")
+            await _respond(send, 200, server_metrics_text(self.server), content_type=CONTENT_TYPE)
             return
         if method in ("GET", "DELETE") and _wants_modern(headers):
             await _respond_error(
