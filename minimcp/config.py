@@ -38,6 +38,10 @@ class Limits:
         max_subscriptions: Resource subscriptions per session.
         progress_interval: Minimum seconds between two progress notifications of
             one request (extra ones are dropped; the final one is always sent).
+        stream_buffer_bytes: Bytes a byte-stream transport (stdio) holds in each
+            direction: read-ahead waiting to be handled (reading pauses above
+            it) and written messages the pipe has not taken yet (senders wait
+            above it).
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -51,6 +55,7 @@ class Limits:
     page_size: int = 100
     max_subscriptions: int = 10_000
     progress_interval: float = 0.05
+    stream_buffer_bytes: int = 1024 * 1024
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

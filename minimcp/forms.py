@@ -806,8 +806,12 @@ def _compile_type(form_type: Any, allowed: frozenset[str]) -> Form[Any]:
     _guard(fields, exempt)
 
     def make(values: dict[str, Any]) -> Any:
-        kwargs = {s.attr: s.convert(values[s.wire]) if s.wire in values else s.missing for s in slots}
-        kwargs = {k: v for k, v in kwargs.items() if v is not _SKIP}
+        kwargs: dict[str, Any] = {}
+        for s in slots:
+            if s.wire in values:
+                kwargs[s.attr] = s.convert(values[s.wire])
+            elif s.missing is not _SKIP:
+                kwargs[s.attr] = s.missing
         if is_dict:
             return kwargs
         try:
@@ -820,6 +824,7 @@ def _compile_type(form_type: Any, allowed: frozenset[str]) -> Form[Any]:
 
 
 _CACHE: dict[tuple[Any, frozenset[str]], Form[Any]] = {}
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 @overload
@@ -842,16 +847,16 @@ def compile_form(form_type: Any, *, allow_sensitive: Collection[str] = ()) -> Fo
         FormDefinitionError: A field cannot be expressed in the restricted schema (the error names it).
         SensitiveFieldError: A field looks like a secret and is not opted out.
     """
-    allowed = frozenset(allow_sensitive)
-    if isinstance(form_type, Mapping):
+    if not isinstance(form_type, type) and isinstance(form_type, Mapping):  # a raw schema
+        allowed = frozenset(allow_sensitive)
         fields = _parse_fields(form_type)
         if unknown := allowed - {f.name for f in fields}:
             raise FormDefinitionError(None, f"allow_sensitive names {sorted(unknown)}, not fields of the schema")
         _guard(fields, allowed)
         return Form(fields, dict, copy.deepcopy(dict(form_type)))
-    key = (form_type, allowed)
+    key = (form_type, frozenset(allow_sensitive) if allow_sensitive else _NO_NAMES)
     if (form := _CACHE.get(key)) is None:
-        form = _CACHE[key] = _compile_type(form_type, allowed)
+        form = _CACHE[key] = _compile_type(form_type, key[1])
     return form
 
 

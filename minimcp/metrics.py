@@ -33,7 +33,9 @@ __all__ = [
 #: Upper bounds (seconds) of the wait-time histogram buckets; the last bucket is +Inf.
 BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
-_OUTCOMES = ("accepted", "declined", "cancelled", "timed_out", "invalid_answer", "failed")
+_OUTCOMES = frozenset({"accepted", "declined", "cancelled", "timed_out", "invalid_answer", "failed"})
+# Outcomes where the client answered (and so may have answered implausibly fast).
+_ANSWERED = _OUTCOMES - {"timed_out", "failed"}
 
 
 @dataclasses.dataclass(slots=True)
@@ -101,13 +103,17 @@ class ElicitationMetrics:
         if outcome not in _OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
         slot = bisect.bisect_left(BUCKETS, waited)
-        for m in self._both(tool):
+        total = self.total
+        per = self.tools.get(tool)
+        if per is None:
+            per = self.tools[tool] = ToolMetrics()
+        for m in (total, per):
             m.pending -= 1
             setattr(m, outcome, getattr(m, outcome) + 1)
             m.wait_buckets[slot] += 1
             m.wait_sum += waited
             m.wait_count += 1
-        if client is not None and outcome not in ("timed_out", "failed"):
+        if client is not None and outcome in _ANSWERED:
             counts = self.clients.get(client)
             if counts is None:
                 counts = self.clients[client] = [0, 0]

@@ -415,7 +415,12 @@ class Session:
             self._progress[progress.token] = (id_, cell, progress)
         try:
             await self.send_raw(jsonrpc.encode_request(id_, method, params), related=related)
-            await cell.wait()
+            if cell.done:
+                pass
+            elif isinstance(cell.event, asyncio.Future):  # inline: no extra frame while waiting
+                await cell.event
+            else:
+                await cell.wait()
         except BaseException:
             if progress is not None:
                 self._progress.pop(progress.token, None)
@@ -545,25 +550,37 @@ class Session:
                 continue
             if self.trace is not None:
                 self.trace.record(self.name, "receive", data)
-            await self._on_bytes(data)
+            try:
+                message = jsonrpc.decode(data)
+            except jsonrpc.InvalidMessage as exc:
+                await self._on_invalid(data, exc)
+                continue
+            # The two messages of every round trip are routed without awaiting anything
+            # (no coroutine per message); everything else goes through _on_message.
+            if type(message) is Response:
+                self.stats.responses_received += 1
+                self._resolve(message.id, message, None)
+            elif type(message) is Request and message.method != "ping":
+                self.stats.requests_received += 1
+                refusal = self._start_handler(message)
+                if refusal is not None:
+                    await self._send_error(message.id, *refusal)
+            else:
+                await self._on_message(message)
 
-    async def _on_bytes(self, data: bytes) -> None:
-        try:
-            message = jsonrpc.decode(data)
-        except jsonrpc.InvalidMessage as exc:
-            if (
-                exc.code == errors.INVALID_REQUEST
-                and self.protocol_version is not None
-                and supports(self.protocol_version, Feature.BATCHES)
-                and jsonrpc.is_batch(data)
-            ):
-                await self._on_batch(data)
-                return
-            self.stats.invalid_messages += 1
-            logger.debug("%s: invalid message: %s", self.name, exc.message)
-            await self._send_error(exc.id, exc.code, exc.message)
+    async def _on_invalid(self, data: bytes, exc: jsonrpc.InvalidMessage) -> None:
+        """A line that is not a JSON-RPC message: a batch (where allowed), or an error answer."""
+        if (
+            exc.code == errors.INVALID_REQUEST
+            and self.protocol_version is not None
+            and supports(self.protocol_version, Feature.BATCHES)
+            and jsonrpc.is_batch(data)
+        ):
+            await self._on_batch(data)
             return
-        await self._on_message(message)
+        self.stats.invalid_messages += 1
+        logger.debug("%s: invalid message: %s", self.name, exc.message)
+        await self._send_error(exc.id, exc.code, exc.message)
 
     async def _on_batch(self, data: bytes) -> None:
         try:
@@ -592,7 +609,9 @@ class Session:
                 with contextlib.suppress(ConnectionClosed):
                     await self.send_raw(jsonrpc.encode_result(message.id, _EMPTY), related=message.id)
                 return
-            await self._start_handler(message)
+            refusal = self._start_handler(message)
+            if refusal is not None:
+                await self._send_error(message.id, *refusal)
         elif type(message) is Notification:
             self.stats.notifications_received += 1
             if message.method == "notifications/cancelled":
@@ -668,28 +687,27 @@ class Session:
         self.stats.cancelled_by_peer += 1
         scope.cancel()
 
-    async def _start_handler(self, request: Request) -> None:
+    def _start_handler(self, request: Request) -> tuple[int, str] | None:
+        """Start the request's handler task; or the error (code, message) to refuse it with."""
         if request.id in self._inflight:
-            await self._send_error(request.id, errors.INVALID_REQUEST, f"request id {request.id!r} is already in use")
-            return
+            return errors.INVALID_REQUEST, f"request id {request.id!r} is already in use"
         if len(self._inflight) >= self.limits.max_inflight_inbound:
             self.stats.rejected_busy += 1
-            await self._send_error(
-                request.id,
+            return (
                 errors.SERVER_BUSY,
                 f"too many requests in flight (limit {self.limits.max_inflight_inbound}); retry later",
             )
-            return
         if self._tg is None:  # pragma: no cover - the read loop runs inside the task group
-            return
+            return None
         if request.method == "initialize":
             self._initialize_id = request.id
         if self._loop is not None:
             self._inflight[request.id] = self._loop.create_task(self._serve_bare(request))
-            return
+            return None
         scope = anyio.CancelScope()
         self._inflight[request.id] = scope
         self._tg.start_soon(self._serve, request, scope)
+        return None
 
     async def _serve(self, request: Request, scope: anyio.CancelScope) -> None:
         id_ = request.id

@@ -32,7 +32,7 @@ MODERN: tuple[str, ...] = ("2026-07-28",)
 LATEST_MODERN: str = MODERN[-1]
 
 
-class Feature(enum.Enum):
+class Feature(enum.StrEnum):
     """Behaviour that depends on the negotiated revision."""
 
     #: Incoming JSON-RPC batch arrays must be accepted (2025-03-26 only).
@@ -97,9 +97,22 @@ def supports(version: str, feature: Feature) -> bool:
     """Whether ``feature`` exists on the negotiated ``version``.
 
     Revision strings are ISO dates, so ordering them as strings is ordering
-    them in time; this is the one place where that is done.
+    them in time; this is the one place where that is done. The answers for
+    the revisions we speak are worked out once (this runs on every message).
     """
+    known = _FEATURES.get(version)
+    if known is not None:
+        return feature in known
+    return _supports(version, feature)
+
+
+def _supports(version: str, feature: Feature) -> bool:
     only = _ONLY.get(feature)
     if only is not None:
         return version in only
     return version >= _SINCE[feature]
+
+
+_FEATURES: dict[str, frozenset[Feature]] = {
+    v: frozenset(f for f in Feature if _supports(v, f)) for v in (*SUPPORTED, *MODERN)
+}

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+import threading
+import time
 
 import anyio
 import msgspec
@@ -188,3 +192,151 @@ async def test_server_exits_when_stdin_closes(tmp_path: pathlib.Path) -> None:
             code = await process.wait()
         assert code == 0
         await process.aclose()
+
+
+# --- the server side's own stdin/stdout: bounds both ways, whole messages, clean endings ------------
+
+INIT_LINE = (
+    b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+)
+
+
+def stdio_script(tmp_path: pathlib.Path, backend: str, limits: str = "", after: str = "") -> list[str]:
+    return script(
+        tmp_path,
+        f"""
+        import os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from minimcp import Limits, Server
+        app = Server("s", limits=Limits({limits}))
+
+        @app.tool()
+        async def big(i: int, size: int) -> str:
+            return str(i % 10) * size
+
+        app.run(backend={backend!r})
+        {after}
+        """,
+    )
+
+
+@contextlib.contextmanager
+def initialized_server(cmd: list[str]) -> Iterator[subprocess.Popen[bytes]]:
+    """A raw server process past its handshake; killed and its pipes closed afterwards."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(INIT_LINE)
+        proc.stdin.flush()
+        assert b'"id":"init"' in proc.stdout.readline()
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            with contextlib.suppress(BrokenPipeError):
+                stream.close()
+
+
+@pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
+def test_a_client_that_stops_reading_stops_the_server_reading_and_nothing_is_lost(
+    tmp_path: pathlib.Path, server_backend: str
+) -> None:
+    """Pings pour in while nobody reads the answers: the server must stop taking input after a
+    bounded amount (its output and read-ahead are bounded), then answer every one, in order."""
+    cmd = stdio_script(tmp_path, server_backend, "stream_buffer_bytes=65536")
+    with initialized_server(cmd) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        fd = proc.stdin.fileno()
+        os.set_blocking(fd, False)
+        total = 200_000
+        data = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(total))
+        offered = len(data)
+        view, accepted, stalled = memoryview(data), 0, 0.0
+        while accepted < offered and stalled < 1.0:
+            try:
+                accepted += os.write(fd, view[accepted:])
+                stalled = 0.0
+            except BlockingIOError:
+                stalled += 0.05
+                time.sleep(0.05)
+        # About 9 MB offered; the server held back after well under 2 MB (two pipe buffers, the
+        # read-ahead bound, and the answers that fit in its output bound).
+        assert accepted < 2_000_000, accepted
+        # Now read: everything it took is answered, in order, and the rest flows too.
+        answers: list[bytes] = []
+
+        def drain() -> None:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                answers.append(line)
+                if len(answers) == total:
+                    return
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        os.set_blocking(fd, True)
+        proc.stdin.write(data[accepted:])
+        proc.stdin.flush()
+        reader.join(60)
+        assert len(answers) == total
+        assert answers[0] == b'{"jsonrpc":"2.0","id":0,"result":{}}\n'
+        assert [msgspec.json.decode(a)["id"] for a in answers] == list(range(total))
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+
+
+@pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
+async def test_concurrent_large_results_arrive_whole(tmp_path: pathlib.Path, server_backend: str) -> None:
+    """Many handlers write large results at once, past the output bound: no two interleave."""
+    cmd = stdio_script(tmp_path, server_backend, "stream_buffer_bytes=65536")
+    results: dict[int, str] = {}
+    with anyio.fail_after(60):
+        async with connect_stdio(cmd) as client:
+
+            async def one(i: int) -> None:
+                results[i] = (await client.call_tool("big", {"i": i, "size": 50_000 + i * 997})).text
+
+            async with anyio.create_task_group() as tg:
+                for i in range(40):
+                    tg.start_soon(one, i)
+    assert sorted(results) == list(range(40))
+    for i, text in results.items():
+        assert text == str(i % 10) * (50_000 + i * 997)
+
+
+@pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
+def test_stdio_leaves_the_descriptors_as_it_found_them(tmp_path: pathlib.Path, server_backend: str) -> None:
+    """stdin and stdout share their open files with the parent: they stay blocking after serving,
+    and fd 1 is stdout again."""
+    after = 'os.write(1, b"after %r %r" % (os.get_blocking(0), os.get_blocking(1)))'
+    cmd = stdio_script(tmp_path, server_backend, after=after)
+    proc = subprocess.run(
+        cmd, input=INIT_LINE + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n', capture_output=True, timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert b'{"jsonrpc":"2.0","id":2,"result":{}}' in lines[:2]  # a ping may overtake initialize
+    assert lines[-1] == b"after True True"
+
+
+@pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
+def test_a_client_that_goes_away_mid_stream_ends_the_server_quietly(
+    tmp_path: pathlib.Path, server_backend: str
+) -> None:
+    cmd = stdio_script(tmp_path, server_backend)
+    with initialized_server(cmd) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # gone: every answer from now on hits a broken pipe
+        calls = b"".join(
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"big","arguments":{"i":%d,"size":100000}}}\n'
+            % (i, i)
+            for i in range(200)
+        )
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(calls)
+            proc.stdin.flush()
+        assert proc.wait(30) == 0
+        err = proc.stderr.read().decode()
+        assert "Traceback" not in err, err

@@ -13,6 +13,7 @@ way the spec asks: close its stdin, wait; terminate, wait; kill.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -28,13 +29,16 @@ import anyio.abc
 from minimcp.config import Limits
 from minimcp.framing import LineFramer, Oversized
 from minimcp.jsonrpc import RequestId
-from minimcp.transports import MessageTooLarge
+from minimcp.transports import MessageTooLarge, Transport
 
 __all__ = ["StdioTransport", "stdio_client", "stdio_server"]
 
 logger = logging.getLogger("minimcp.stdio")
 
 _CHUNK = 65536
+# Queued output is written at the end of the loop's turn, or sooner once this much has gathered,
+# so the peer can start on it while we go on: batches without lockstep.
+_BATCH = 8192
 
 
 class _Reader:
@@ -45,12 +49,15 @@ class _Reader:
         self.lines: deque[bytes | Oversized] = deque()
         self.eof = False
         self.limit = limits.max_message_bytes
+        #: Bytes of whole lines waiting to be taken.
+        self.queued = 0
 
     def next(self) -> bytes | None:
         while self.lines:
             line = self.lines.popleft()
             if isinstance(line, Oversized):
                 raise MessageTooLarge(self.limit)
+            self.queued -= len(line)
             return line
         if self.eof:
             raise anyio.EndOfStream
@@ -58,12 +65,16 @@ class _Reader:
 
     def feed(self, chunk: bytes) -> None:
         if chunk:
-            self.lines.extend(self.framer.feed(chunk))
-        else:
+            lines = self.framer.feed(chunk)
+            if lines:
+                self.lines.extend(lines)
+                self.queued += sum(len(line) for line in lines if type(line) is bytes)
+        elif not self.eof:
             self.eof = True
             last = self.framer.end()
             if last is not None:
                 self.lines.append(last)
+                self.queued += len(last)
 
 
 class StdioTransport:
@@ -79,10 +90,19 @@ class StdioTransport:
         self._out = send_bytes
         self._reader = _Reader(limits)
         self._lock = anyio.Lock()
+        self._reading: anyio.CancelScope | None = None
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
         async with self._lock:
-            await self._out.send(message + b"\n")
+            try:
+                await self._out.send(message + b"\n")
+            except anyio.BrokenResourceError:
+                # Nobody can hear us any more: the connection is over, whatever is left to read.
+                self._reader.lines.clear()
+                self._reader.feed(b"")
+                if self._reading is not None:
+                    self._reading.cancel()
+                raise
 
     async def receive(self) -> bytes:
         reader = self._reader
@@ -90,11 +110,15 @@ class StdioTransport:
             line = reader.next()
             if line is not None:
                 return line
-            try:
-                chunk = await self._in.receive(_CHUNK)
-            except (anyio.EndOfStream, anyio.BrokenResourceError):
-                chunk = b""
-            reader.feed(chunk)
+            chunk = b""
+            with anyio.CancelScope() as self._reading:
+                try:
+                    chunk = await self._in.receive(_CHUNK)
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    chunk = b""
+            self._reading = None
+            if not reader.eof:
+                reader.feed(chunk)
 
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
@@ -161,8 +185,196 @@ class _FdSend(anyio.abc.ByteSendStream):
             os.close(self.fd)
 
 
+class _LoopStdio(asyncio.Protocol):
+    """Our own stdin/stdout on asyncio, through the loop's pipe transports.
+
+    Chunks arrive in :meth:`data_received` and are framed at once, so the
+    descriptor stays registered with the selector instead of being added and
+    removed for every read; reading pauses while more than
+    ``limits.stream_buffer_bytes`` of lines wait to be taken. Messages sent in
+    one turn of the loop leave in one write; senders wait while more than
+    ``stream_buffer_bytes`` is unwritten. No lock: a message is queued whole
+    before anything awaits, so two never interleave.
+    """
+
+    def __init__(self, limits: Limits) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._reader = _Reader(limits)
+        self._limit = limits.stream_buffer_bytes
+        self._grace = limits.shutdown_timeout
+        self._read: asyncio.ReadTransport | None = None
+        self._write: asyncio.WriteTransport | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._reading_paused = False
+        self._parts: list[bytes] = []
+        self._unflushed = 0
+        self._flush_scheduled = False
+        self._writing_paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self._write_gone = False
+        self._write_closed: asyncio.Future[None] = self._loop.create_future()
+        self._closing = False
+
+    @classmethod
+    async def open(cls, read_fd: int, write_fd: int, limits: Limits) -> _LoopStdio:
+        self = cls(limits)
+        loop = self._loop
+        write_file = open(write_fd, "wb", buffering=0, closefd=True)  # noqa: ASYNC230, SIM115 - no I/O; the transport closes it
+        self._write, _ = await loop.connect_write_pipe(lambda: _WriteSide(self), write_file)
+        self._write.set_write_buffer_limits(high=self._limit)
+        read_file = open(read_fd, "rb", buffering=0, closefd=False)  # noqa: ASYNC230, SIM115 - no I/O; fd 0 stays open
+        self._read, _ = await loop.connect_read_pipe(lambda: self, read_file)
+        return self
+
+    # --- reading (asyncio.Protocol) ---
+
+    def data_received(self, data: bytes) -> None:
+        reader = self._reader
+        reader.feed(data)
+        if reader.queued > self._limit and not self._reading_paused and self._read is not None:
+            self._reading_paused = True
+            self._read.pause_reading()
+        self._wake_reader()
+
+    def eof_received(self) -> bool:
+        self._reader.feed(b"")
+        self._wake_reader()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._reader.feed(b"")
+        self._wake_reader()
+
+    def _wake_reader(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def receive(self) -> bytes:
+        reader = self._reader
+        while True:
+            line = reader.next()
+            if line is not None:
+                if self._reading_paused and reader.queued <= self._limit // 2 and self._read is not None:
+                    self._reading_paused = False
+                    self._read.resume_reading()
+                return line
+            if self._closing:
+                raise anyio.ClosedResourceError
+            self._waiter = waiter = self._loop.create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+
+    # --- writing ---
+
+    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        if self._write_gone:
+            raise anyio.BrokenResourceError
+        if self._closing:
+            raise anyio.ClosedResourceError
+        self._parts.append(message)
+        self._parts.append(b"\n")
+        self._unflushed += len(message) + 1
+        if self._unflushed > _BATCH:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+        while self._writing_paused and not self._write_gone:
+            if self._drained is None:
+                self._drained = self._loop.create_future()
+            await asyncio.shield(self._drained)
+        if self._write_gone:
+            raise anyio.BrokenResourceError
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        parts = self._parts
+        if not parts:
+            return
+        self._parts = []
+        self._unflushed = 0
+        if self._write is not None and not self._write_gone:
+            self._write.write(b"".join(parts))
+
+    def _writable(self, paused: bool) -> None:
+        self._writing_paused = paused
+        if not paused:
+            drained, self._drained = self._drained, None
+            if drained is not None and not drained.done():
+                drained.set_result(None)
+
+    def _write_lost(self) -> None:
+        self._write_gone = True
+        if not self._closing:
+            # Nobody can hear us any more: the connection is over, whatever stdin still holds.
+            self._reader.lines.clear()
+            self._reader.feed(b"")
+            self._wake_reader()
+        self._writable(False)
+        if not self._write_closed.done():
+            self._write_closed.set_result(None)
+
+    async def aclose(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._wake_reader()
+        self._flush()
+        if self._write is not None:
+            self._write.close()  # writes what the pipe has not taken yet, then closes
+            with anyio.move_on_after(self._grace, shield=True):
+                await asyncio.shield(self._write_closed)
+        if self._read is not None:
+            self._read.close()
+            self._read = None
+
+
+class _WriteSide(asyncio.BaseProtocol):
+    """Flow control and loss of the write pipe, passed to its :class:`_LoopStdio`."""
+
+    def __init__(self, owner: _LoopStdio) -> None:
+        self.owner = owner
+
+    def pause_writing(self) -> None:
+        self.owner._writable(not self.owner._write_gone)
+
+    def resume_writing(self) -> None:
+        self.owner._writable(False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.owner._write_lost()
+
+
+def _is_stream(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _GenericStdio(StdioTransport):
+    """Our own stdin/stdout through anyio (trio; terminals and regular files via a thread)."""
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self._in.aclose()
+
+
+async def _own_stdio(out_fd: int, limits: Limits) -> _LoopStdio | _GenericStdio:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        on_asyncio = False
+    else:
+        on_asyncio = True
+    if on_asyncio and _is_stream(0) and _is_stream(out_fd):
+        return await _LoopStdio.open(0, out_fd, limits)
+    return _GenericStdio(_FdReceive(0), _FdSend(out_fd), limits)
+
+
 @contextlib.asynccontextmanager
-async def stdio_server(*, limits: Limits | None = None) -> AsyncIterator[StdioTransport]:
+async def stdio_server(*, limits: Limits | None = None) -> AsyncIterator[Transport]:
     """A transport on this process's stdin and stdout.
 
     While it is open, ``sys.stdout`` and fd 1 point at stderr; MCP messages go
@@ -173,16 +385,22 @@ async def stdio_server(*, limits: Limits | None = None) -> AsyncIterator[StdioTr
     out_fd = os.dup(1)
     saved_stdout = os.dup(1)
     os.dup2(2, 1)
+    blocking_in = os.get_blocking(0)
+    blocking_out = os.get_blocking(saved_stdout)
     try:
-        transport = StdioTransport(_FdReceive(0), _FdSend(out_fd), limits)
+        transport = await _own_stdio(out_fd, limits)
         try:
             yield transport
         finally:
             await transport.aclose()
-            await transport._in.aclose()
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
+        # The descriptors share their open files with our parent's: leave them as we found them.
+        with contextlib.suppress(OSError):
+            os.set_blocking(0, blocking_in)
+        with contextlib.suppress(OSError):
+            os.set_blocking(saved_stdout, blocking_out)
         os.dup2(saved_stdout, 1)
         os.close(saved_stdout)
 
