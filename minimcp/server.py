@@ -614,19 +614,20 @@ class ServerConnection:
         ctx: Context | None = None
         if tool.context_param is not None:
             ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta, tool=params.name)
-        return self._run_tool(tool, params.name, kwargs, ctx)
+        # The tool's coroutine is made here, so the arguments dict is not kept alive beside it.
+        return self._run_tool(tool, params.name, tool.fn(**kwargs), ctx)
 
     async def _run_tool(
         self,
         tool: RegisteredTool,
         name: str,
-        kwargs: dict[str, Any],
+        call: Awaitable[Any],
         ctx: Context | None,
         *,
         modern_call: bool = False,
     ) -> CallToolResult:
         try:
-            value = await tool.fn(**kwargs)
+            value = await call
         except ToolError as exc:
             return error_result(str(exc) or f"tool {name!r} failed")
         except ElicitationUnsupported as exc:
@@ -728,7 +729,7 @@ class ServerConnection:
             call = dict(kwargs)
             if context_param is not None:
                 call[context_param] = ctx
-            return self._run_tool(tool, name, call, ctx, modern_call=True)
+            return self._run_tool(tool, name, tool.fn(**call), ctx, modern_call=True)
 
         return await self._rounds(
             request, envelope, "tools/call", name, arguments, params, context_param is not None, body
