@@ -214,7 +214,7 @@ class Session:
         self._pending: dict[RequestId, _Pending] = {}
         # In-flight inbound handlers: a bare asyncio task on asyncio (an anyio task costs about
         # three times the memory), a cancel scope in our task group on trio. Both have .cancel().
-        self._inflight: dict[RequestId, anyio.CancelScope | asyncio.Task[None]] = {}
+        self._inflight: dict[RequestId, Any] = {}  # asyncio.Task | trio.CancelScope
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_id = 0
         self._deadlines: list[tuple[float, int, RequestId, _Pending]] = []
@@ -229,6 +229,7 @@ class Session:
         self.trace: WireTrace | None = None
         self._progress: dict[int | str, tuple[RequestId, _Pending, ProgressWatch]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._nursery: Any = None  # trio only
         self._closed = False
         self._finished = anyio.Event()
         self._close_reason: str | None = None
@@ -265,8 +266,19 @@ class Session:
                 tg.start_soon(self._timer_loop)
                 task_status.started()
                 try:
-                    await self._read_loop()
+                    if self._loop is None:
+                        # trio: handlers start in a nursery of trio's own, each under a trio cancel
+                        # scope (an anyio task and scope per request cost about twice as much).
+                        async with _trio().open_nursery() as self._nursery:
+                            try:
+                                await self._read_loop()
+                            finally:
+                                self._close_pending()  # before the handlers see their cancellation
+                                self._nursery.cancel_scope.cancel()
+                    else:
+                        await self._read_loop()
                 finally:
+                    self._nursery = None
                     self._close_pending()
                     tg.cancel_scope.cancel()
         finally:
@@ -704,12 +716,15 @@ class Session:
         if self._loop is not None:
             self._inflight[request.id] = self._loop.create_task(self._serve_bare(request))
             return None
-        scope = anyio.CancelScope()
+        scope = _trio().CancelScope()
         self._inflight[request.id] = scope
-        self._tg.start_soon(self._serve, request, scope)
+        if self._nursery is not None:
+            self._nursery.start_soon(self._serve, request, scope)
+        else:  # pragma: no cover - a trio session always has its nursery while reading
+            self._tg.start_soon(self._serve, request, scope)
         return None
 
-    async def _serve(self, request: Request, scope: anyio.CancelScope) -> None:
+    async def _serve(self, request: Request, scope: Any) -> None:
         id_ = request.id
         reply: bytes | None = None
         try:

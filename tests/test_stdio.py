@@ -9,10 +9,12 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from typing import Any
 import threading
 import time
 
 import anyio
+import anyio.abc
 import msgspec
 import pytest
 
@@ -340,3 +342,131 @@ def test_a_client_that_goes_away_mid_stream_ends_the_server_quietly(
         assert proc.wait(30) == 0
         err = proc.stderr.read().decode()
         assert "Traceback" not in err, err
+
+
+# --- the gathered writer of StdioTransport (trio's stdio, and every stdio client) --------------------
+
+
+class GatedSink(anyio.abc.ByteSendStream):
+    """A pipe whose reader takes data only when let: each send waits for the gate."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.writes = 0
+        self.gate = anyio.Event()
+        self.entered = anyio.Event()
+        self.broken = False
+
+    async def send(self, item: bytes) -> None:
+        self.entered.set()
+        await self.gate.wait()
+        if self.broken:
+            raise anyio.BrokenResourceError
+        self.data += item
+        self.writes += 1
+
+    async def aclose(self) -> None:
+        pass
+
+
+class Silent(anyio.abc.ByteReceiveStream):
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        await anyio.sleep_forever()
+        raise AssertionError  # pragma: no cover
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_messages_queued_while_one_is_written_leave_together_whole_and_in_order() -> None:
+    from minimcp.transports.stdio import StdioTransport
+
+    sink = GatedSink()
+    transport = StdioTransport(Silent(), sink, Limits(stream_buffer_bytes=1 << 20))
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(transport.send, b"first")
+            await sink.entered.wait()  # the first sender is now the writer, stuck in the pipe
+            for i in range(50):
+                await transport.send(b"queued %d" % i)  # returns at once: queued behind the writer
+            sink.gate.set()
+    assert bytes(sink.data).splitlines() == [b"first"] + [b"queued %d" % i for i in range(50)]
+    assert sink.writes == 2  # the fifty queued ones went out in one write
+
+
+async def test_a_writer_cancelled_mid_write_neither_cuts_nor_strands_messages() -> None:
+    from minimcp.transports.stdio import StdioTransport
+
+    sink = GatedSink()
+    transport = StdioTransport(Silent(), sink, Limits(stream_buffer_bytes=1 << 20))
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            writer = anyio.CancelScope()
+            tg.start_soon(_send_in, writer, transport, b"A" * 100_000)
+            await sink.entered.wait()
+            await transport.send(b"B")  # queued behind A's writer; this sender returns
+            writer.cancel()  # A's task is cancelled while its bytes are in the pipe
+            await anyio.sleep(0.05)
+            sink.gate.set()
+    # A's write was finished, and B, queued behind it with nobody left to send, went out too.
+    assert bytes(sink.data) == b"A" * 100_000 + b"\nB\n"
+
+
+async def _send_in(scope: anyio.CancelScope, transport: Any, message: bytes) -> None:
+    with scope:
+        await transport.send(message)
+
+
+async def test_senders_wait_while_more_than_the_bound_is_queued() -> None:
+    from minimcp.transports.stdio import StdioTransport
+
+    sink = GatedSink()
+    transport = StdioTransport(Silent(), sink, Limits(stream_buffer_bytes=1000))
+    returned: list[int] = []
+
+    async def send(i: int) -> None:
+        await transport.send(b"x" * 300)
+        returned.append(i)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send, 0)
+            await sink.entered.wait()
+            for i in range(1, 6):
+                tg.start_soon(send, i)
+            await anyio.sleep(0.05)
+            try:
+                # Three fit under the bound (903 bytes queued), the other two wait for the writer
+                # (which ones: the order the backend starts tasks in).
+                assert len(returned) == 3 and 0 not in returned
+                assert transport._queued == 1505
+            finally:
+                sink.gate.set()  # the writer is shielded: a failed check must not leave it stuck
+    assert sorted(returned) == [0, 1, 2, 3, 4, 5]
+    assert bytes(sink.data) == (b"x" * 300 + b"\n") * 6
+
+
+async def test_a_broken_pipe_fails_the_senders_and_ends_the_reading() -> None:
+    from minimcp.transports.stdio import StdioTransport
+
+    sink = GatedSink()
+    transport = StdioTransport(Silent(), sink, Limits())
+    outcome: list[str] = []
+
+    async def read() -> None:
+        try:
+            await transport.receive()
+        except anyio.EndOfStream:
+            outcome.append("end of stream")
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            await anyio.sleep(0.01)
+            sink.broken = True
+            sink.gate.set()
+            with pytest.raises(anyio.BrokenResourceError):
+                await transport.send(b"nobody hears this")
+            with pytest.raises(anyio.BrokenResourceError):
+                await transport.send(b"nor this")
+    assert outcome == ["end of stream"]

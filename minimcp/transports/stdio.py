@@ -89,20 +89,77 @@ class StdioTransport:
         self._in = receive_chunk
         self._out = send_bytes
         self._reader = _Reader(limits)
-        self._lock = anyio.Lock()
         self._reading: anyio.CancelScope | None = None
+        self._limit = limits.stream_buffer_bytes
+        self._grace = limits.shutdown_timeout
+        # Output: whole messages wait in _queue; the sender that finds nobody writing becomes the
+        # writer and writes everything queued, in gathered writes, until the queue is empty.
+        self._queue: list[bytes] = []
+        self._queued = 0
+        self._writer: anyio.CancelScope | None = None
+        self._progress: anyio.Event | None = None
+        self._failed = False
+        self._closing = False
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
-        async with self._lock:
+        """Queue the message whole (so messages never interleave) and see that it gets written.
+
+        The caller returns once its message is queued behind a running writer, unless more than
+        ``limits.stream_buffer_bytes`` is waiting: then it waits for the writer to catch up.
+        """
+        self._check_open()
+        self._queue.append(message)
+        self._queue.append(b"\n")
+        self._queued += len(message) + 1
+        while self._writer is not None:
+            if self._queued <= self._limit:
+                return
+            if self._progress is None:
+                self._progress = anyio.Event()
+            await self._progress.wait()
+            self._check_open()
+        if self._queue:
+            await self._write_queued()
+
+    def _check_open(self) -> None:
+        if self._failed:
+            raise anyio.BrokenResourceError
+        if self._closing:
+            raise anyio.ClosedResourceError
+
+    async def _write_queued(self) -> None:
+        # Shielded: a writer whose own task is cancelled still writes out what it took (and what
+        # others queued behind it), so no message is cut or stranded; aclose() can end it.
+        with anyio.CancelScope(shield=True) as self._writer:
             try:
-                await self._out.send(message + b"\n")
-            except anyio.BrokenResourceError:
-                # Nobody can hear us any more: the connection is over, whatever is left to read.
-                self._reader.lines.clear()
-                self._reader.feed(b"")
-                if self._reading is not None:
-                    self._reading.cancel()
-                raise
+                while self._queue:
+                    data = b"".join(self._queue)
+                    self._queue.clear()
+                    self._queued = 0
+                    self._wake_senders()
+                    await self._out.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self._broken()
+            finally:
+                self._writer = None
+                self._wake_senders()
+        if self._failed:
+            raise anyio.BrokenResourceError
+
+    def _wake_senders(self) -> None:
+        progress, self._progress = self._progress, None
+        if progress is not None:
+            progress.set()
+
+    def _broken(self) -> None:
+        # Nobody can hear us any more: the connection is over, whatever is left to read.
+        self._failed = True
+        self._queue.clear()
+        self._queued = 0
+        self._reader.lines.clear()
+        self._reader.feed(b"")
+        if self._reading is not None:
+            self._reading.cancel()
 
     async def receive(self) -> bytes:
         reader = self._reader
@@ -121,6 +178,19 @@ class StdioTransport:
                 reader.feed(chunk)
 
     async def aclose(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        writer = self._writer
+        if writer is not None:  # give the last messages a moment to leave, then stop the writer
+            with anyio.move_on_after(self._grace, shield=True):
+                while self._writer is not None:
+                    if self._progress is None:
+                        self._progress = anyio.Event()
+                    await self._progress.wait()
+            if self._writer is not None:
+                self._writer.shield = False
+                self._writer.cancel()
         with contextlib.suppress(Exception):
             await self._out.aclose()
 
