@@ -603,14 +603,10 @@ class ServerConnection:
         tool = self.server._tools.get(params.name)
         if tool is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
-        kwargs: dict[str, Any] = {}
-        if tool.args_type is not None:
-            try:
-                args = msgspec.json.decode(params.arguments or b"{}", type=tool.args_type)
-            except msgspec.DecodeError as exc:  # a validation error, or bytes that are not valid UTF-8
-                return _ready(error_result(argument_error(params.name, exc)))
-            for pname in tool.param_names:
-                kwargs[pname] = getattr(args, pname)
+        try:
+            kwargs = tool.arguments(params.arguments)
+        except msgspec.DecodeError as exc:  # a validation error, or bytes that are not valid UTF-8
+            return _ready(error_result(argument_error(params.name, exc)))
         ctx: Context | None = None
         if tool.context_param is not None:
             ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta, tool=params.name)
@@ -713,16 +709,11 @@ class ServerConnection:
         tool = server._tools.get(params.name)
         if tool is None:
             raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
-        kwargs: dict[str, Any] = {}
-        arguments: Any = {}
-        if tool.args_type is not None:
-            try:
-                args = msgspec.json.decode(params.arguments or b"{}", type=tool.args_type)
-            except msgspec.DecodeError as exc:
-                return modern.complete(error_result(argument_error(params.name, exc)), server.info)
-            for pname in tool.param_names:
-                kwargs[pname] = getattr(args, pname)
-            arguments = msgspec.json.decode(params.arguments or b"{}")
+        try:
+            kwargs = tool.arguments(params.arguments)
+        except msgspec.DecodeError as exc:
+            return modern.complete(error_result(argument_error(params.name, exc)), server.info)
+        arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
         name, context_param = params.name, tool.context_param
 
         def body(ctx: Context | None) -> Awaitable[Any]:

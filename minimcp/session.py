@@ -726,7 +726,6 @@ class Session:
 
     async def _serve(self, request: Request, scope: Any) -> None:
         id_ = request.id
-        reply: bytes | None = None
         try:
             with scope:
                 try:
@@ -737,12 +736,12 @@ class Session:
                 except Exception:
                     logger.exception("%s: handler for %s failed", self.name, request.method)
                     reply = self._error_bytes(id_, errors.INTERNAL_ERROR, "internal error")
+                # Still in flight (and cancellable) until the reply is handed over: replies
+                # waiting for room in the output count against max_inflight_inbound.
+                with contextlib.suppress(ConnectionClosed):
+                    await self.send_raw(reply, related=id_)
         finally:
             self._inflight.pop(id_, None)
-        if reply is None or scope.cancel_called:
-            return  # cancelled by the peer (no response, per spec) or by shutdown
-        with contextlib.suppress(ConnectionClosed):
-            await self.send_raw(reply, related=id_)
 
     async def _serve_bare(self, request: Request) -> None:
         """:meth:`_serve` for a bare asyncio task: cancellation arrives as CancelledError."""
@@ -757,15 +756,17 @@ class Session:
                 reply = jsonrpc.encode_result(id_, result)
             except McpError as exc:
                 reply = self._error_bytes(id_, exc.code, exc.message, exc.data)
-            except asyncio.CancelledError:
-                return  # cancelled by the peer (no response, per spec) or by shutdown
             except Exception:
                 logger.exception("%s: handler for %s failed", self.name, method)
                 reply = self._error_bytes(id_, errors.INTERNAL_ERROR, "internal error")
+            # Still in flight (and cancellable) until the reply is handed over: replies
+            # waiting for room in the output count against max_inflight_inbound.
+            with contextlib.suppress(ConnectionClosed):
+                await self.send_raw(reply, related=id_)
+        except asyncio.CancelledError:
+            return  # cancelled by the peer (no response, per spec) or by shutdown
         finally:
             self._inflight.pop(id_, None)
-        with contextlib.suppress(ConnectionClosed, asyncio.CancelledError):
-            await self.send_raw(reply, related=id_)
 
     def _error_bytes(self, id_: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
         null_id = self.protocol_version is not None and not supports(self.protocol_version, Feature.ERROR_WITHOUT_ID)

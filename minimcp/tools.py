@@ -66,6 +66,22 @@ class RegisteredTool:
     context_param: str | None
     param_names: tuple[str, ...]
     structured: bool
+    _decoder: msgspec.json.Decoder[Any] | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.args_type is not None:
+            self._decoder = msgspec.json.Decoder(self.args_type)
+
+    def arguments(self, raw: bytes | None) -> dict[str, Any]:
+        """The keyword arguments of one call from its raw ``arguments`` JSON (Context not included).
+
+        Raises:
+            msgspec.DecodeError: a wrong or missing argument, or bytes that are not valid UTF-8.
+        """
+        if self._decoder is None:
+            return {}
+        args = self._decoder.decode(raw or b"{}")
+        return {name: getattr(args, name) for name in self.param_names}
 
 
 _MISSING_FIELD = re.compile(r"Object missing required field `([^`]+)`")

@@ -384,40 +384,17 @@ async def test_messages_queued_while_one_is_written_leave_together_whole_and_in_
     sink = GatedSink()
     transport = StdioTransport(Silent(), sink, Limits(stream_buffer_bytes=1 << 20))
     with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(transport.send, b"first")
-            await sink.entered.wait()  # the first sender is now the writer, stuck in the pipe
-            for i in range(50):
-                await transport.send(b"queued %d" % i)  # returns at once: queued behind the writer
-            sink.gate.set()
+        await transport.send(b"first")  # returns once queued; the writer task takes it
+        await sink.entered.wait()  # ...and is now stuck in the pipe
+        for i in range(50):
+            await transport.send(b"queued %d" % i)  # returns at once: queued behind the writer
+        sink.gate.set()
+        await transport.aclose()  # lets the writer finish
     assert bytes(sink.data).splitlines() == [b"first"] + [b"queued %d" % i for i in range(50)]
     assert sink.writes == 2  # the fifty queued ones went out in one write
 
 
-async def test_a_writer_cancelled_mid_write_neither_cuts_nor_strands_messages() -> None:
-    from minimcp.transports.stdio import StdioTransport
-
-    sink = GatedSink()
-    transport = StdioTransport(Silent(), sink, Limits(stream_buffer_bytes=1 << 20))
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            writer = anyio.CancelScope()
-            tg.start_soon(_send_in, writer, transport, b"A" * 100_000)
-            await sink.entered.wait()
-            await transport.send(b"B")  # queued behind A's writer; this sender returns
-            writer.cancel()  # A's task is cancelled while its bytes are in the pipe
-            await anyio.sleep(0.05)
-            sink.gate.set()
-    # A's write was finished, and B, queued behind it with nobody left to send, went out too.
-    assert bytes(sink.data) == b"A" * 100_000 + b"\nB\n"
-
-
-async def _send_in(scope: anyio.CancelScope, transport: Any, message: bytes) -> None:
-    with scope:
-        await transport.send(message)
-
-
-async def test_senders_wait_while_more_than_the_bound_is_queued() -> None:
+async def test_senders_wait_for_room_and_a_cancelled_one_leaves_nothing_behind() -> None:
     from minimcp.transports.stdio import StdioTransport
 
     sink = GatedSink()
@@ -425,25 +402,31 @@ async def test_senders_wait_while_more_than_the_bound_is_queued() -> None:
     returned: list[int] = []
 
     async def send(i: int) -> None:
-        await transport.send(b"x" * 300)
+        await transport.send(b"%d" % i * 300)
         returned.append(i)
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(send, 0)
-            await sink.entered.wait()
+            await transport.send(b"A" * 5000)  # over the bound, but nothing is queued: in it goes
+            await sink.entered.wait()  # the writer took it and is stuck in the pipe
             for i in range(1, 6):
                 tg.start_soon(send, i)
             await anyio.sleep(0.05)
             try:
-                # Three fit under the bound (903 bytes queued), the other two wait for the writer
-                # (which ones: the order the backend starts tasks in).
-                assert len(returned) == 3 and 0 not in returned
-                assert transport._queued == 1505
+                # Four fit (903 bytes queued, then 1,204); the fifth waits for the writer
+                # (which one: the order the backend starts tasks in).
+                assert len(returned) == 4
+                assert transport._queued == 1204
+                with anyio.move_on_after(0.05) as waiting:
+                    await transport.send(b"cancelled while waiting for room")
+                assert waiting.cancelled_caught
             finally:
-                sink.gate.set()  # the writer is shielded: a failed check must not leave it stuck
-    assert sorted(returned) == [0, 1, 2, 3, 4, 5]
-    assert bytes(sink.data) == (b"x" * 300 + b"\n") * 6
+                sink.gate.set()
+        await transport.aclose()
+    assert sorted(returned) == [1, 2, 3, 4, 5]
+    lines = bytes(sink.data).splitlines()
+    assert lines[0] == b"A" * 5000
+    assert sorted(lines[1:]) == [b"%d" % i * 300 for i in range(1, 6)]  # whole; the cancelled one never went
 
 
 async def test_a_broken_pipe_fails_the_senders_and_ends_the_reading() -> None:
@@ -465,8 +448,85 @@ async def test_a_broken_pipe_fails_the_senders_and_ends_the_reading() -> None:
             await anyio.sleep(0.01)
             sink.broken = True
             sink.gate.set()
-            with pytest.raises(anyio.BrokenResourceError):
-                await transport.send(b"nobody hears this")
+            await transport.send(b"nobody hears this")  # queued; the writer finds the pipe broken
+            while not outcome:
+                await anyio.sleep(0.01)
             with pytest.raises(anyio.BrokenResourceError):
                 await transport.send(b"nor this")
     assert outcome == ["end of stream"]
+
+
+@pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
+def test_a_server_whose_output_nobody_reads_still_exits_when_stdin_closes(
+    tmp_path: pathlib.Path, server_backend: str
+) -> None:
+    cmd = stdio_script(tmp_path, server_backend, "shutdown_timeout=0.5")
+    with initialized_server(cmd) as proc:
+        assert proc.stdin is not None
+        proc.stdin.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"i":1,"size":2000000}}}\n'
+        )
+        proc.stdin.flush()
+        time.sleep(0.5)  # the 2 MB answer fills the pipe; we hold stdout and never read it
+        proc.stdin.close()
+        assert proc.wait(20) == 0  # the last output is given up after shutdown_timeout
+
+
+@pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
+def test_stdin_and_stdout_may_be_one_socket(tmp_path: pathlib.Path, server_backend: str) -> None:
+    """inetd, socat and systemd socket activation hand a server one socket as both."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    cmd = stdio_script(tmp_path, server_backend)
+    proc = subprocess.Popen(cmd, stdin=theirs.fileno(), stdout=theirs.fileno())
+    theirs.close()
+    try:
+        with ours, ours.makefile("rwb") as f:
+            f.write(INIT_LINE + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+            f.flush()
+            replies = {msgspec.json.decode(f.readline())["id"] for _ in range(2)}
+            assert replies == {"init", 2}
+            f.write(b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
+            f.flush()
+            assert msgspec.json.decode(f.readline()) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+            ours.shutdown(socket.SHUT_WR)
+            assert proc.wait(20) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
+def test_replies_waiting_for_room_are_still_in_flight_and_can_be_cancelled(
+    tmp_path: pathlib.Path, server_backend: str
+) -> None:
+    """A client that does not read, then cancels: the replies still waiting for room in the
+    server's output are never sent (they count as in flight until handed over)."""
+    cmd = stdio_script(tmp_path, server_backend, "stream_buffer_bytes=65536")
+    with initialized_server(cmd) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        calls = 20
+        proc.stdin.write(b"".join(
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"big","arguments":{"i":%d,"size":200000}}}\n'
+            % (i, i)
+            for i in range(calls)
+        ))
+        proc.stdin.flush()
+        time.sleep(1.0)  # every handler has finished and is waiting to hand over its 200 kB reply
+        proc.stdin.write(b"".join(
+            b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}\n' % i
+            for i in range(calls)
+        ))
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":"end","method":"ping"}\n')
+        proc.stdin.flush()
+        delivered = []
+        while True:
+            reply = msgspec.json.decode(proc.stdout.readline())
+            if reply["id"] == "end":
+                break
+            delivered.append(reply["id"])
+        # What had already left (the pipe and the bounded output) arrives; the rest never does.
+        assert len(delivered) <= 4, delivered
+        proc.stdin.close()
+        assert proc.wait(20) == 0

@@ -21,7 +21,8 @@ import stat
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -92,34 +93,32 @@ class StdioTransport:
         self._reading: anyio.CancelScope | None = None
         self._limit = limits.stream_buffer_bytes
         self._grace = limits.shutdown_timeout
-        # Output: whole messages wait in _queue; the sender that finds nobody writing becomes the
-        # writer and writes everything queued, in gathered writes, until the queue is empty.
+        # Output: whole messages wait in _queue; a background writer task (started when there
+        # is something to write, gone when the queue is empty) writes everything queued in
+        # gathered writes. Senders never write themselves, so cancelling one never cuts,
+        # strands or holds up anyone's bytes.
         self._queue: list[bytes] = []
         self._queued = 0
-        self._writer: anyio.CancelScope | None = None
+        self._writer: Callable[[], object] | None = None  # cancels the running writer
         self._progress: anyio.Event | None = None
         self._failed = False
         self._closing = False
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
-        """Queue the message whole (so messages never interleave) and see that it gets written.
+        """Queue the message whole (messages never interleave) for the writer task.
 
-        The caller returns once its message is queued behind a running writer, unless more than
-        ``limits.stream_buffer_bytes`` is waiting: then it waits for the writer to catch up.
+        Waits, before queueing, while more than ``limits.stream_buffer_bytes`` is queued: a
+        sender cancelled while it waits leaves nothing behind.
         """
         self._check_open()
+        while self._queued > self._limit:
+            await self._wait_progress()
+            self._check_open()
         self._queue.append(message)
         self._queue.append(b"\n")
         self._queued += len(message) + 1
-        while self._writer is not None:
-            if self._queued <= self._limit:
-                return
-            if self._progress is None:
-                self._progress = anyio.Event()
-            await self._progress.wait()
-            self._check_open()
-        if self._queue:
-            await self._write_queued()
+        if self._writer is None:
+            self._writer = _background(self._write_queued)
 
     def _check_open(self) -> None:
         if self._failed:
@@ -127,24 +126,27 @@ class StdioTransport:
         if self._closing:
             raise anyio.ClosedResourceError
 
+    async def _wait_progress(self) -> None:
+        if self._progress is None:
+            self._progress = anyio.Event()
+        await self._progress.wait()
+
     async def _write_queued(self) -> None:
-        # Shielded: a writer whose own task is cancelled still writes out what it took (and what
-        # others queued behind it), so no message is cut or stranded; aclose() can end it.
-        with anyio.CancelScope(shield=True) as self._writer:
-            try:
-                while self._queue:
-                    data = b"".join(self._queue)
-                    self._queue.clear()
-                    self._queued = 0
-                    self._wake_senders()
-                    await self._out.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                self._broken()
-            finally:
-                self._writer = None
+        try:
+            while self._queue:
+                data = b"".join(self._queue)
+                self._queue.clear()
+                self._queued = 0
                 self._wake_senders()
-        if self._failed:
-            raise anyio.BrokenResourceError
+                await self._out.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self._broken()
+        except Exception:  # pragma: no cover - a stream failing some other way: the connection is over
+            logger.exception("stdio: writing failed")
+            self._broken()
+        finally:
+            self._writer = None
+            self._wake_senders()
 
     def _wake_senders(self) -> None:
         progress, self._progress = self._progress, None
@@ -181,18 +183,41 @@ class StdioTransport:
         if self._closing:
             return
         self._closing = True
-        writer = self._writer
-        if writer is not None:  # give the last messages a moment to leave, then stop the writer
+        if self._writer is not None:  # give the last messages a moment to leave, then stop the writer
             with anyio.move_on_after(self._grace, shield=True):
                 while self._writer is not None:
-                    if self._progress is None:
-                        self._progress = anyio.Event()
-                    await self._progress.wait()
+                    await self._wait_progress()
             if self._writer is not None:
-                self._writer.shield = False
-                self._writer.cancel()
+                self._writer()
         with contextlib.suppress(Exception):
             await self._out.aclose()
+
+
+def _background(fn: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], object]:
+    """Run ``fn()`` in a task of its own, outside any task group; return what cancels it.
+
+    (The writer must outlive whichever sender started it, and no task group is at hand.)
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        import trio  # only ever reached when running on trio
+
+        scope = trio.CancelScope()
+
+        async def run() -> None:
+            with scope:
+                await fn()
+
+        trio.lowlevel.spawn_system_task(run, name="minimcp stdio writer")
+        return scope.cancel
+    task = loop.create_task(fn())
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    return task.cancel
+
+
+_RUNNING: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
 
 
 # --- server side: our own stdin / stdout ----------------------------------------------------
@@ -340,6 +365,11 @@ class _LoopStdio(asyncio.Protocol):
     # --- writing ---
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        # Wait for room first: a sender cancelled while it waits leaves nothing queued.
+        while self._writing_paused and not self._write_gone and not self._closing:
+            if self._drained is None:
+                self._drained = self._loop.create_future()
+            await asyncio.shield(self._drained)
         if self._write_gone:
             raise anyio.BrokenResourceError
         if self._closing:
@@ -352,12 +382,6 @@ class _LoopStdio(asyncio.Protocol):
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
-        while self._writing_paused and not self._write_gone:
-            if self._drained is None:
-                self._drained = self._loop.create_future()
-            await asyncio.shield(self._drained)
-        if self._write_gone:
-            raise anyio.BrokenResourceError
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -392,11 +416,16 @@ class _LoopStdio(asyncio.Protocol):
             return
         self._closing = True
         self._wake_reader()
+        self._writable(False)  # senders waiting for room give up (ClosedResourceError)
         self._flush()
         if self._write is not None:
             self._write.close()  # writes what the pipe has not taken yet, then closes
             with anyio.move_on_after(self._grace, shield=True):
                 await asyncio.shield(self._write_closed)
+            if not self._write_closed.done():  # the reader is not taking it: drop the rest
+                self._write.abort()
+                with anyio.CancelScope(shield=True):
+                    await self._write_closed
         if self._read is not None:
             self._read.close()
             self._read = None
@@ -418,9 +447,11 @@ class _WriteSide(asyncio.BaseProtocol):
         self.owner._write_lost()
 
 
-def _is_stream(fd: int) -> bool:
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+def _is_pipe(fd: int) -> bool:
+    # Pipes only: asyncio's write-pipe transport takes its descriptor turning readable for the
+    # reader having gone, which a socket does whenever the peer sends (stdin and stdout may be
+    # one socket, from inetd or socat); sockets take the generic path.
+    return stat.S_ISFIFO(os.fstat(fd).st_mode)
 
 
 class _GenericStdio(StdioTransport):
@@ -438,7 +469,7 @@ async def _own_stdio(out_fd: int, limits: Limits) -> _LoopStdio | _GenericStdio:
         on_asyncio = False
     else:
         on_asyncio = True
-    if on_asyncio and _is_stream(0) and _is_stream(out_fd):
+    if on_asyncio and _is_pipe(0) and _is_pipe(out_fd):
         return await _LoopStdio.open(0, out_fd, limits)
     return _GenericStdio(_FdReceive(0), _FdSend(out_fd), limits)
 
