@@ -472,29 +472,39 @@ def test_a_server_whose_output_nobody_reads_still_exits_when_stdin_closes(
         assert proc.wait(20) == 0  # the last output is given up after shutdown_timeout
 
 
+@pytest.mark.parametrize("layout", ["one socket", "two sockets", "two sockets, stdout half-closed"])
 @pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
-def test_stdin_and_stdout_may_be_one_socket(tmp_path: pathlib.Path, server_backend: str) -> None:
-    """inetd, socat and systemd socket activation hand a server one socket as both."""
+def test_stdin_and_stdout_may_be_sockets(tmp_path: pathlib.Path, server_backend: str, layout: str) -> None:
+    """Node (Claude Code, VS Code) and uvloop give a child socket pairs for its stdio; inetd, socat
+    and systemd socket activation give it one socket as both."""
     import socket
 
-    ours, theirs = socket.socketpair()
+    ours_in, theirs_in = socket.socketpair()
+    if layout == "one socket":
+        ours_out, theirs_out = ours_in, theirs_in
+    else:
+        ours_out, theirs_out = socket.socketpair()
     cmd = stdio_script(tmp_path, server_backend)
-    proc = subprocess.Popen(cmd, stdin=theirs.fileno(), stdout=theirs.fileno())
-    theirs.close()
+    proc = subprocess.Popen(cmd, stdin=theirs_in.fileno(), stdout=theirs_out.fileno())
+    theirs_in.close()
+    theirs_out.close()
+    if layout.endswith("half-closed"):
+        ours_out.shutdown(socket.SHUT_WR)  # we never send on the server's stdout
     try:
-        with ours, ours.makefile("rwb") as f:
-            f.write(INIT_LINE + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
-            f.flush()
-            replies = {msgspec.json.decode(f.readline())["id"] for _ in range(2)}
-            assert replies == {"init", 2}
-            f.write(b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
-            f.flush()
-            assert msgspec.json.decode(f.readline()) == {"jsonrpc": "2.0", "id": 3, "result": {}}
-            ours.shutdown(socket.SHUT_WR)
+        with ours_in.makefile("wb") as w, ours_out.makefile("rb") as r:
+            w.write(INIT_LINE + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+            w.flush()
+            assert {msgspec.json.decode(r.readline())["id"] for _ in range(2)} == {"init", 2}
+            w.write(b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
+            w.flush()
+            assert msgspec.json.decode(r.readline()) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+            ours_in.shutdown(socket.SHUT_WR)
             assert proc.wait(20) == 0
     finally:
         proc.kill()
         proc.wait()
+        ours_in.close()
+        ours_out.close()
 
 
 @pytest.mark.parametrize("server_backend", ["asyncio", "trio"])

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -309,16 +310,30 @@ class _LoopStdio(asyncio.Protocol):
         self._write_gone = False
         self._write_closed: asyncio.Future[None] = self._loop.create_future()
         self._closing = False
+        self._one_socket = False
 
     @classmethod
     async def open(cls, read_fd: int, write_fd: int, limits: Limits) -> _LoopStdio:
+        """Pipes through the loop's pipe transports; sockets (a Node client's stdio, inetd's
+        one socket for both) through its socket transports. ``write_fd`` becomes ours."""
         self = cls(limits)
         loop = self._loop
-        write_file = open(write_fd, "wb", buffering=0, closefd=True)  # noqa: ASYNC230, SIM115 - no I/O; the transport closes it
-        self._write, _ = await loop.connect_write_pipe(lambda: _WriteSide(self), write_file)
+        if _kind(read_fd) == "socket":
+            read_sock = socket.socket(fileno=os.dup(read_fd))
+            if os.path.samestat(os.fstat(read_fd), os.fstat(write_fd)):  # one socket both ways
+                os.close(write_fd)
+                both, _ = await loop.connect_accepted_socket(lambda: self, read_sock)
+                self._read, self._write, self._one_socket = both, both, True
+            else:
+                write_sock = socket.socket(fileno=write_fd)
+                self._write, _ = await loop.connect_accepted_socket(lambda: _WriteSide(self), write_sock)
+                self._read, _ = await loop.connect_accepted_socket(lambda: self, read_sock)
+        else:
+            write_file = open(write_fd, "wb", buffering=0, closefd=True)  # noqa: ASYNC230, SIM115 - no I/O; the transport closes it
+            self._write, _ = await loop.connect_write_pipe(lambda: _WriteSide(self), write_file)
+            read_file = open(read_fd, "rb", buffering=0, closefd=False)  # noqa: ASYNC230, SIM115 - no I/O; fd 0 stays open
+            self._read, _ = await loop.connect_read_pipe(lambda: self, read_file)
         self._write.set_write_buffer_limits(high=self._limit)
-        read_file = open(read_fd, "rb", buffering=0, closefd=False)  # noqa: ASYNC230, SIM115 - no I/O; fd 0 stays open
-        self._read, _ = await loop.connect_read_pipe(lambda: self, read_file)
         return self
 
     # --- reading (asyncio.Protocol) ---
@@ -334,11 +349,21 @@ class _LoopStdio(asyncio.Protocol):
     def eof_received(self) -> bool:
         self._reader.feed(b"")
         self._wake_reader()
-        return False
+        return True  # a socket stays open for our answers (a pipe closes its read side anyway)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._reader.feed(b"")
         self._wake_reader()
+        if self._one_socket:  # the write side is gone too
+            self._write_lost()
+
+    # --- flow control of the write side when it is our own socket (else _WriteSide) ---
+
+    def pause_writing(self) -> None:
+        self._writable(not self._write_gone)
+
+    def resume_writing(self) -> None:
+        self._writable(False)
 
     def _wake_reader(self) -> None:
         waiter = self._waiter
@@ -438,20 +463,24 @@ class _WriteSide(asyncio.BaseProtocol):
         self.owner = owner
 
     def pause_writing(self) -> None:
-        self.owner._writable(not self.owner._write_gone)
+        self.owner.pause_writing()
 
     def resume_writing(self) -> None:
-        self.owner._writable(False)
+        self.owner.resume_writing()
+
+    def data_received(self, data: bytes) -> None:
+        pass  # a stdout socket carries nothing our way
+
+    def eof_received(self) -> bool:
+        return True  # the peer shut its sending half: we can still write
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.owner._write_lost()
 
 
-def _is_pipe(fd: int) -> bool:
-    # Pipes only: asyncio's write-pipe transport takes its descriptor turning readable for the
-    # reader having gone, which a socket does whenever the peer sends (stdin and stdout may be
-    # one socket, from inetd or socat); sockets take the generic path.
-    return stat.S_ISFIFO(os.fstat(fd).st_mode)
+def _kind(fd: int) -> str:
+    mode = os.fstat(fd).st_mode
+    return "pipe" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "other"
 
 
 class _GenericStdio(StdioTransport):
@@ -469,7 +498,8 @@ async def _own_stdio(out_fd: int, limits: Limits) -> _LoopStdio | _GenericStdio:
         on_asyncio = False
     else:
         on_asyncio = True
-    if on_asyncio and _is_pipe(0) and _is_pipe(out_fd):
+    # Both pipes or both sockets (a terminal, a regular file or a mix takes the generic way).
+    if on_asyncio and _kind(0) == _kind(out_fd) != "other":
         return await _LoopStdio.open(0, out_fd, limits)
     return _GenericStdio(_FdReceive(0), _FdSend(out_fd), limits)
 
