@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import time
 import typing
 from collections.abc import Awaitable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -469,12 +470,12 @@ class Context:
 
     def _started(self) -> None:
         self.connection.server.metrics.started(self.tool)
-        self._asked_at = self.session.now()
+        self._asked_at = time.monotonic()
 
     def _outcome(self, outcome: str) -> None:
         info = self.client_info
         self.connection.server.metrics.finished(
-            self.tool, outcome, self.session.now() - self._asked_at, info.name if info else None
+            self.tool, outcome, time.monotonic() - self._asked_at, info.name if info else None
         )
 
     def url_elicitation(self, message: str, url: str, *, elicitation_id: str | None = None) -> UrlElicitation:

@@ -85,9 +85,11 @@ class ElicitationMetrics:
         return self.total, per
 
     def started(self, tool: str) -> None:
-        for m in self._both(tool):
-            m.started += 1
-            m.pending += 1
+        total, per = self._both(tool)
+        total.started += 1
+        total.pending += 1
+        per.started += 1
+        per.pending += 1
 
     def unsupported(self, tool: str, mode: str) -> None:
         """The client could not be asked (``mode`` ``"form"`` or ``"url"``): a fallback."""
@@ -103,16 +105,17 @@ class ElicitationMetrics:
         if outcome not in _OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
         slot = bisect.bisect_left(BUCKETS, waited)
-        total = self.total
-        per = self.tools.get(tool)
-        if per is None:
-            per = self.tools[tool] = ToolMetrics()
-        for m in (total, per):
-            m.pending -= 1
-            setattr(m, outcome, getattr(m, outcome) + 1)
-            m.wait_buckets[slot] += 1
-            m.wait_sum += waited
-            m.wait_count += 1
+        total, per = self._both(tool)
+        total.pending -= 1
+        per.pending -= 1
+        setattr(total, outcome, getattr(total, outcome) + 1)
+        setattr(per, outcome, getattr(per, outcome) + 1)
+        total.wait_buckets[slot] += 1
+        per.wait_buckets[slot] += 1
+        total.wait_sum += waited
+        per.wait_sum += waited
+        total.wait_count += 1
+        per.wait_count += 1
         if client is not None and outcome in _ANSWERED:
             counts = self.clients.get(client)
             if counts is None:

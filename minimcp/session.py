@@ -97,6 +97,8 @@ class SessionStats:
 
 
 _EMPTY: dict[str, Any] = {}
+# One decoder per result type asked for (a handful: the protocol's result Structs).
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -454,8 +456,11 @@ class Session:
         assert cell.result is not None
         if result_type is None:
             return cell.result
+        decoder = _DECODERS.get(result_type)
+        if decoder is None:
+            decoder = _DECODERS[result_type] = msgspec.json.Decoder(result_type)
         try:
-            return msgspec.json.decode(cell.result, type=result_type)
+            return decoder.decode(cell.result)  # type: ignore[no-any-return]
         except msgspec.DecodeError as exc:  # the wrong shape, or bytes that are not valid UTF-8
             raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
 
