@@ -3,9 +3,12 @@
 Server side (:func:`stdio_server`): reads this process's stdin, writes its
 stdout. stdout carries only MCP messages: while serving, file descriptor 1 is
 pointed at stderr, so a stray ``print()`` in a tool lands in the log instead
-of corrupting the protocol. Pipes and sockets are read without threads
-(non-blocking descriptors and :func:`anyio.wait_readable`); a terminal or a
-regular file falls back to a worker thread.
+of corrupting the protocol. On asyncio, pipes and sockets go through the
+event loop's own transports (:class:`_LoopStdio`); on trio they are read and
+written without threads (non-blocking descriptors, :func:`anyio.wait_readable`);
+a terminal or a regular file falls back to a worker thread. Output is queued
+whole and written in gathered writes; both directions are bounded by
+``Limits.stream_buffer_bytes``.
 
 Client side (:func:`stdio_client`): spawns the server and shuts it down the
 way the spec asks: close its stdin, wait; terminate, wait; kill.
@@ -282,15 +285,16 @@ class _FdSend(anyio.abc.ByteSendStream):
 
 
 class _LoopStdio(asyncio.Protocol):
-    """Our own stdin/stdout on asyncio, through the loop's pipe transports.
+    """Our own stdin/stdout on asyncio, through the loop's pipe or socket transports.
 
     Chunks arrive in :meth:`data_received` and are framed at once, so the
     descriptor stays registered with the selector instead of being added and
     removed for every read; reading pauses while more than
     ``limits.stream_buffer_bytes`` of lines wait to be taken. Messages sent in
-    one turn of the loop leave in one write; senders wait while more than
-    ``stream_buffer_bytes`` is unwritten. No lock: a message is queued whole
-    before anything awaits, so two never interleave.
+    one turn of the loop leave in one write (sooner once 8 KiB gathered); a
+    sender waits, before queueing, while more than ``stream_buffer_bytes`` is
+    unwritten. No lock: a message is queued whole without awaiting, so two
+    never interleave.
     """
 
     def __init__(self, limits: Limits) -> None:
