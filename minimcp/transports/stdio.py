@@ -68,6 +68,13 @@ class _Reader:
             raise anyio.EndOfStream
         return None
 
+    def abandon(self) -> None:
+        """Nobody can hear our answers any more: drop what waits (an unfinished line too), end the stream."""
+        self.framer.end()
+        self.lines.clear()
+        self.queued = 0
+        self.eof = True
+
     def feed(self, chunk: bytes) -> None:
         if chunk:
             lines = self.framer.feed(chunk)
@@ -162,8 +169,7 @@ class StdioTransport:
         self._failed = True
         self._queue.clear()
         self._queued = 0
-        self._reader.lines.clear()
-        self._reader.feed(b"")
+        self._reader.abandon()
         if self._reading is not None:
             self._reading.cancel()
 
@@ -433,8 +439,7 @@ class _LoopStdio(asyncio.Protocol):
         self._write_gone = True
         if not self._closing:
             # Nobody can hear us any more: the connection is over, whatever stdin still holds.
-            self._reader.lines.clear()
-            self._reader.feed(b"")
+            self._reader.abandon()
             self._wake_reader()
         self._writable(False)
         if not self._write_closed.done():
