@@ -429,12 +429,11 @@ class Session:
             self._progress[progress.token] = (id_, cell, progress)
         try:
             await self.send_raw(jsonrpc.encode_request(id_, method, params), related=related)
-            if cell.done:
-                pass
-            elif isinstance(cell.event, asyncio.Future):  # inline: no extra frame while waiting
-                await cell.event
-            else:
-                await cell.wait()
+            if not cell.done:
+                if isinstance(cell.event, asyncio.Future):  # inline: no extra frame while waiting
+                    await cell.event
+                else:
+                    await cell.wait()
         except BaseException:
             if progress is not None:
                 self._progress.pop(progress.token, None)
@@ -572,18 +571,9 @@ class Session:
             except jsonrpc.InvalidMessage as exc:
                 await self._on_invalid(data, exc)
                 continue
-            # The two messages of every round trip are routed without awaiting anything
-            # (no coroutine per message); everything else goes through _on_message.
-            if type(message) is Response:
-                self.stats.responses_received += 1
-                self._resolve(message.id, message, None)
-            elif type(message) is Request and message.method != "ping":
-                self.stats.requests_received += 1
-                refusal = self._start_handler(message)
-                if refusal is not None:
-                    await self._send_error(message.id, *refusal)
-            else:
-                await self._on_message(message)
+            sending = self._route(message)
+            if sending is not None:
+                await sending
 
     async def _on_invalid(self, data: bytes, exc: jsonrpc.InvalidMessage) -> None:
         """A line that is not a JSON-RPC message: a batch (where allowed), or an error answer."""
@@ -613,9 +603,16 @@ class Session:
             elif isinstance(part, Request) and part.method == "initialize":
                 await self._send_error(part.id, errors.INVALID_REQUEST, "initialize must not be part of a batch")
             else:
-                await self._on_message(part)
+                sending = self._route(part)
+                if sending is not None:
+                    await sending
 
-    async def _on_message(self, message: jsonrpc.Message) -> None:
+    def _route(self, message: jsonrpc.Message) -> Awaitable[None] | None:
+        """Route one message without awaiting anything (no coroutine per message on the hot path).
+
+        Returns what is left to send, if anything: the answer to a ``ping``, or the refusal of
+        a request that could not be started.
+        """
         if type(message) is Response:
             self.stats.responses_received += 1
             self._resolve(message.id, message, None)
@@ -623,12 +620,10 @@ class Session:
             self.stats.requests_received += 1
             if message.method == "ping" and self.answer_ping and not message.params:
                 # Answered by the read loop itself: no task, allowed at any time (spec).
-                with contextlib.suppress(ConnectionClosed):
-                    await self.send_raw(jsonrpc.encode_result(message.id, _EMPTY), related=message.id)
-                return
+                return self._send_quietly(jsonrpc.encode_result(message.id, _EMPTY), message.id)
             refusal = self._start_handler(message)
             if refusal is not None:
-                await self._send_error(message.id, *refusal)
+                return self._send_error(message.id, *refusal)
         elif type(message) is Notification:
             self.stats.notifications_received += 1
             if message.method == "notifications/cancelled":
@@ -646,8 +641,9 @@ class Session:
             if message.id is None:
                 self.stats.unknown_responses += 1
                 logger.warning("%s: peer reported an error: %s (%d)", self.name, message.message, message.code)
-                return
+                return None
             self._resolve(message.id, None, McpError(message.code, message.message, message.data))
+        return None
 
     def _resolve(self, id_: RequestId, response: Response | None, error: McpError | None) -> None:
         cell = self._pending.pop(id_, None)
@@ -778,5 +774,9 @@ class Session:
         return jsonrpc.encode_error(id_, code, message, msgspec.UNSET if data is None else data, null_id=null_id)
 
     async def _send_error(self, id_: RequestId | None, code: int, message: str) -> None:
+        await self._send_quietly(self._error_bytes(id_, code, message), id_)
+
+    async def _send_quietly(self, message: bytes, related: RequestId | None) -> None:
+        """Send, where a connection that is already gone needs no further handling."""
         with contextlib.suppress(ConnectionClosed):
-            await self.send_raw(self._error_bytes(id_, code, message), related=id_)
+            await self.send_raw(message, related=related)
