@@ -170,7 +170,9 @@ class Context:
 
     def can_elicit_form(self) -> bool:
         """Whether the person can be asked a form question on this call."""
-        return capabilities.can_elicit_form(self.protocol_version, self.client_capabilities)
+        if self.envelope is None:
+            return self.connection.can_elicit_form()
+        return capabilities.can_elicit_form(self.protocol_version, self.envelope.capabilities)
 
     def can_elicit_url(self) -> bool:
         """Whether the person can be sent to a URL (URL mode) on this call."""
@@ -385,17 +387,18 @@ class Context:
     ) -> tuple[ElicitRequestParams, forms.Form[Any]]:
         """The ``elicitation/create`` params of a form question (checks first, nothing sent)."""
         compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)
-        if not self.can_elicit_form():
+        version = self.protocol_version
+        if self.envelope is None:
+            allowed, mode = self.connection.form_questions()  # worked out once per connection
+        else:
+            allowed = capabilities.can_elicit_form(version, self.envelope.capabilities)
+            mode = "form" if supports(version, Feature.ELICITATION_URL) else UNSET
+        if not allowed:
             self.connection.server.metrics.unsupported(self.tool, "form")
             raise self._unsupported(
                 "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
             )
-        version = self.protocol_version
-        params = ElicitRequestParams(
-            message=message,
-            mode="form" if supports(version, Feature.ELICITATION_URL) else UNSET,
-            requested_schema=compiled.schema_for(version),
-        )
+        params = ElicitRequestParams(message=message, mode=mode, requested_schema=compiled.schema_for(version))
         return params, compiled
 
     def _form_answer(self, compiled: forms.Form[Any], result: ElicitResult) -> Accepted[Any] | Declined | Cancelled:

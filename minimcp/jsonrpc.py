@@ -36,6 +36,7 @@ __all__ = [
     "decode",
     "decode_batch",
     "decode_params",
+    "decoder_for",
     "encode_error",
     "encode_notification",
     "encode_request",
@@ -232,6 +233,18 @@ def _classify(env: _Envelope) -> Message:
     )
 
 
+# One decoder per type decoded into (a handful: the protocol's params and result Structs).
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def decoder_for(type: Any) -> msgspec.json.Decoder[Any]:
+    """The shared JSON decoder into ``type`` (made on first use)."""
+    decoder = _DECODERS.get(type)
+    if decoder is None:
+        decoder = _DECODERS[type] = msgspec.json.Decoder(type)
+    return decoder
+
+
 def decode_params(raw: msgspec.Raw, type: type[T]) -> T:
     """Decode ``params`` (or a ``result``) into ``type``.
 
@@ -241,8 +254,9 @@ def decode_params(raw: msgspec.Raw, type: type[T]) -> T:
     Raises:
         McpError: ``-32602`` naming the offending path, e.g. ``$.name``.
     """
+    decoder = decoder_for(type)
     try:
-        return msgspec.json.decode(raw if raw else b"{}", type=type)
+        return decoder.decode(raw if raw else b"{}")  # type: ignore[no-any-return]
     except msgspec.ValidationError as exc:
         raise errors.McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
     except msgspec.DecodeError as exc:  # e.g. bytes inside params that are not valid UTF-8

@@ -14,7 +14,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import anyio
 import msgspec
@@ -32,7 +32,7 @@ from minimcp.metrics import ElicitationMetrics
 from minimcp.modern import Envelope, Parking, Run
 from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
-from minimcp.session import PendingBudget, Session
+from minimcp.session import Deferred, PendingBudget, Session
 from minimcp.state import InvalidState, StateSealer, digest
 from minimcp.tools import (
     RegisteredTool,
@@ -77,7 +77,7 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.urls import InvalidElicitationUrl
-from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, negotiate
+from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, Feature, negotiate, supports
 
 __all__ = ["Context", "Server", "ServerConnection", "ToolError", "tool_result"]
 
@@ -422,6 +422,7 @@ class ServerConnection:
         self.server = server
         self.client_info: Implementation | None = None
         self.client_capabilities = ClientCapabilities()
+        self._form_memo: tuple[str | None, ClientCapabilities, tuple[bool, Literal["form"] | UnsetType]] | None = None
         self.protocol_version: str | None = None
         self.initialized = False
         #: URL elicitation ids sent to this connection and not yet completed.
@@ -435,7 +436,7 @@ class ServerConnection:
 
     # Dispatcher protocol
 
-    def handle_request(self, session: Session, request: Request) -> Awaitable[Any]:
+    def handle_request(self, session: Session, request: Request) -> Awaitable[Any] | Deferred:
         # A plain function returning the handler's coroutine: one frame less per
         # in-flight request (it is alive for as long as a tool waits on a person).
         method = request.method
@@ -598,7 +599,7 @@ class ServerConnection:
         self.log_level = jsonrpc.decode_params(request.params, SetLevelParams).level
         return _EMPTY
 
-    def _call_tool(self, request: Request) -> Awaitable[CallToolResult]:
+    def _call_tool(self, request: Request) -> Awaitable[CallToolResult] | Deferred:
         params = jsonrpc.decode_params(request.params, _CallToolWire)
         tool = self.server._tools.get(params.name)
         if tool is None:
@@ -611,49 +612,7 @@ class ServerConnection:
         if tool.context_param is not None:
             ctx = kwargs[tool.context_param] = Context(self, request.id, params.meta, tool=params.name)
         # The tool's coroutine is made here, so the arguments dict is not kept alive beside it.
-        return self._run_tool(tool, params.name, tool.fn(**kwargs), ctx)
-
-    async def _run_tool(
-        self,
-        tool: RegisteredTool,
-        name: str,
-        call: Awaitable[Any],
-        ctx: Context | None,
-        *,
-        modern_call: bool = False,
-    ) -> CallToolResult:
-        try:
-            value = await call
-        except ToolError as exc:
-            return error_result(str(exc) or f"tool {name!r} failed")
-        except ElicitationUnsupported as exc:
-            if modern_call and exc.required is not None:
-                raise McpError(modern.MISSING_CAPABILITY, str(exc), {"requiredCapabilities": exc.required}) from None
-            return error_result(str(exc))
-        except (
-            forms.FormValidationError, forms.FormDefinitionError, InvalidElicitationUrl
-        ) as exc:
-            return error_result(str(exc))
-        except UrlElicitationRequired as exc:
-            if not modern_call and not self.can_elicit_url():
-                for item in exc.elicitations:
-                    self._forget_url(item.elicitation_id)
-                return error_result(
-                    f"tool {name!r} needs the person to complete a step in their browser, and this client "
-                    "cannot open links (it did not declare URL-mode elicitation)"
-                )
-            raise
-        except (errors.RequestTimeout, errors.TooManyPending, errors.RequestCancelled) as exc:
-            return error_result(f"tool {name!r} could not finish: {exc.message}")
-        except McpError:
-            raise
-        except Exception:
-            logger.exception("tool %r raised", name)
-            return error_result(f"tool {name!r} failed with an internal error")
-        finally:
-            if ctx is not None:
-                ctx.finished = True  # no progress after the call ends
-        return to_result(tool, value)
+        return _ToolRun(self, tool, params.name, tool.fn(**kwargs), ctx, False)
 
     # the modern revision (2026-07-28)
 
@@ -720,7 +679,7 @@ class ServerConnection:
             call = dict(kwargs)
             if context_param is not None:
                 call[context_param] = ctx
-            return self._run_tool(tool, name, tool.fn(**call), ctx, modern_call=True)
+            return _ToolRun(self, tool, name, tool.fn(**call), ctx, True)
 
         return await self._rounds(
             request, envelope, "tools/call", name, arguments, params, context_param is not None, body
@@ -895,7 +854,19 @@ class ServerConnection:
 
     def can_elicit_form(self) -> bool:
         """Whether this (handshake-era) client declared form elicitation."""
-        return capabilities.can_elicit_form(self.protocol_version, self.client_capabilities)
+        return self.form_questions()[0]
+
+    def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
+        """For form questions to this (handshake-era) client: whether they may be asked, and the
+        ``mode`` they carry (``"form"`` from 2025-11-25 on). Worked out once per handshake."""
+        version, caps = self.protocol_version, self.client_capabilities
+        memo = self._form_memo
+        if memo is None or memo[0] is not version or memo[1] is not caps:
+            allowed = capabilities.can_elicit_form(version, caps)
+            url_era = version is not None and supports(version, Feature.ELICITATION_URL)
+            mode: Literal["form"] | UnsetType = "form" if url_era else UNSET
+            memo = self._form_memo = (version, caps, (allowed, mode))
+        return memo[2]
 
     def register_url_elicitation(self, elicitation_id: str) -> None:
         """Bind a URL elicitation id to this connection (completion is sent here only)."""
@@ -945,9 +916,67 @@ class ServerConnection:
 _EMPTY: dict[str, Any] = {}
 
 
+class _ToolRun(Deferred):
+    """One ``tools/call``: the tool's coroutine, and how its outcome becomes the call's result."""
+
+    __slots__ = ("connection", "ctx", "modern_call", "name", "tool")
+
+    def __init__(
+        self,
+        connection: ServerConnection,
+        tool: RegisteredTool,
+        name: str,
+        call: Awaitable[Any],
+        ctx: Context | None,
+        modern_call: bool,
+    ) -> None:
+        self.awaitable = call
+        self.connection = connection
+        self.tool = tool
+        self.name = name
+        self.ctx = ctx
+        self.modern_call = modern_call
+
+    def finish(self, value: Any, error: BaseException | None) -> CallToolResult:
+        if self.ctx is not None:
+            self.ctx.finished = True  # no progress after the call ends
+        if error is None:
+            return to_result(self.tool, value)
+        name, connection = self.name, self.connection
+        try:
+            raise error
+        except ToolError as exc:
+            return error_result(str(exc) or f"tool {name!r} failed")
+        except ElicitationUnsupported as exc:
+            if self.modern_call and exc.required is not None:
+                raise McpError(modern.MISSING_CAPABILITY, str(exc), {"requiredCapabilities": exc.required}) from None
+            return error_result(str(exc))
+        except (
+            forms.FormValidationError, forms.FormDefinitionError, InvalidElicitationUrl
+        ) as exc:
+            return error_result(str(exc))
+        except UrlElicitationRequired as exc:
+            if not self.modern_call and not connection.can_elicit_url():
+                for item in exc.elicitations:
+                    connection._forget_url(item.elicitation_id)
+                return error_result(
+                    f"tool {name!r} needs the person to complete a step in their browser, and this client "
+                    "cannot open links (it did not declare URL-mode elicitation)"
+                )
+            raise
+        except (errors.RequestTimeout, errors.TooManyPending, errors.RequestCancelled) as exc:
+            return error_result(f"tool {name!r} could not finish: {exc.message}")
+        except McpError:
+            raise
+        except Exception:
+            logger.exception("tool %r raised", name)
+            return error_result(f"tool {name!r} failed with an internal error")
+
+
 async def _ready(value: T) -> T:
     """An awaitable of a value that is already known."""
     return value
+
 
 def _requested_version(params: msgspec.Raw) -> Any:
     try:

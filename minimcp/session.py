@@ -36,7 +36,7 @@ import heapq
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Protocol, TypeVar, overload
 
 import anyio
@@ -68,10 +68,41 @@ class _Default:
 DEFAULT: Any = _Default()
 
 
+class Deferred:
+    """A handler's answer in two steps: the session awaits :attr:`awaitable` in the request's
+    own task, then :meth:`finish` turns its outcome into the result (or raises :class:`McpError`).
+
+    A dispatcher returns one instead of a wrapping coroutine: one frame less for every request
+    that waits, perhaps for minutes, on a person. Awaiting it does both steps.
+    """
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+
+    def finish(self, value: Any, error: BaseException | None) -> Any:
+        """The result, from ``value``, or from ``error`` when the awaitable raised one.
+
+        Called in every case; an ``error`` that is not an :class:`Exception` (a cancellation)
+        must be raised again.
+        """
+        if error is not None:
+            raise error
+        return value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        try:
+            value = yield from self.awaitable.__await__()
+        except BaseException as exc:
+            return self.finish(None, exc)
+        return self.finish(value, None)
+
+
 class Dispatcher(Protocol):
     """What a role (server or client) provides to its session."""
 
-    def handle_request(self, session: Session, request: Request) -> Awaitable[Any]:
+    def handle_request(self, session: Session, request: Request) -> Awaitable[Any] | Deferred:
         """Answer ``request``: return the result object, or raise :class:`McpError`."""
         ...
 
@@ -97,8 +128,6 @@ class SessionStats:
 
 
 _EMPTY: dict[str, Any] = {}
-# One decoder per result type asked for (a handful: the protocol's result Structs).
-_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -205,6 +234,7 @@ class Session:
         budget: PendingBudget | None = None,
     ) -> None:
         self.transport = transport
+        self._send_nowait: Callable[..., bool] | None = getattr(transport, "send_nowait", None)
         self.dispatcher = dispatcher
         self.limits = limits or Limits()
         self.name = name
@@ -350,6 +380,14 @@ class Session:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             raise ConnectionClosed() from exc
 
+    def _sent_now(self, message: bytes, related: RequestId | None) -> bool:
+        """Hand the message to the transport without waiting, if it can take it now.
+
+        ``False`` (nothing sent): use :meth:`send_raw`, which waits for room or says why not.
+        """
+        nowait = self._send_nowait
+        return nowait is not None and not self._closed and self.trace is None and nowait(message, related=related)
+
     async def notify(self, method: str, params: Any = msgspec.UNSET, *, related: RequestId | None = None) -> None:
         """Send a notification."""
         await self.send_raw(jsonrpc.encode_notification(method, params), related=related)
@@ -428,7 +466,9 @@ class Session:
         if progress is not None:
             self._progress[progress.token] = (id_, cell, progress)
         try:
-            await self.send_raw(jsonrpc.encode_request(id_, method, params), related=related)
+            data = jsonrpc.encode_request(id_, method, params)
+            if not self._sent_now(data, related):
+                await self.send_raw(data, related=related)
             if not cell.done:
                 if isinstance(cell.event, asyncio.Future):  # inline: no extra frame while waiting
                     await cell.event
@@ -455,9 +495,7 @@ class Session:
         assert cell.result is not None
         if result_type is None:
             return cell.result
-        decoder = _DECODERS.get(result_type)
-        if decoder is None:
-            decoder = _DECODERS[result_type] = msgspec.json.Decoder(result_type)
+        decoder = jsonrpc.decoder_for(result_type)
         try:
             return decoder.decode(cell.result)  # type: ignore[no-any-return]
         except msgspec.DecodeError as exc:  # the wrong shape, or bytes that are not valid UTF-8
@@ -549,9 +587,13 @@ class Session:
 
     async def _read_loop(self) -> None:
         receive = self.transport.receive
+        # Messages already there are taken without a coroutine each (the transport's fast path).
+        receive_nowait: Callable[[], bytes | None] | None = getattr(self.transport, "receive_nowait", None)
         while True:
             try:
-                data = await receive()
+                data = receive_nowait() if receive_nowait is not None else None
+                if data is None:
+                    data = await receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 logger.debug("%s: connection ended", self.name)
                 return
@@ -620,7 +662,8 @@ class Session:
             self.stats.requests_received += 1
             if message.method == "ping" and self.answer_ping and not message.params:
                 # Answered by the read loop itself: no task, allowed at any time (spec).
-                return self._send_quietly(jsonrpc.encode_result(message.id, _EMPTY), message.id)
+                pong = jsonrpc.encode_result(message.id, _EMPTY)
+                return None if self._sent_now(pong, message.id) else self._send_quietly(pong, message.id)
             refusal = self._start_handler(message)
             if refusal is not None:
                 return self._send_error(message.id, *refusal)
@@ -719,33 +762,22 @@ class Session:
             return None
         scope = _trio().CancelScope()
         self._inflight[request.id] = scope
+        # The request goes only to _serve_bare, which lets go of it while the handler waits.
         if self._nursery is not None:
-            self._nursery.start_soon(self._serve, request, scope)
+            self._nursery.start_soon(self._serve, scope, self._serve_bare(request))
         else:  # pragma: no cover - a trio session always has its nursery while reading
-            self._tg.start_soon(self._serve, request, scope)
+            self._tg.start_soon(self._serve, scope, self._serve_bare(request))
         return None
 
-    async def _serve(self, request: Request, scope: Any) -> None:
-        id_ = request.id
-        try:
-            with scope:
-                try:
-                    result = await self.dispatcher.handle_request(self, request)
-                    reply = jsonrpc.encode_result(id_, result)
-                except McpError as exc:
-                    reply = self._error_bytes(id_, exc.code, exc.message, exc.data)
-                except Exception:
-                    logger.exception("%s: handler for %s failed", self.name, request.method)
-                    reply = self._error_bytes(id_, errors.INTERNAL_ERROR, "internal error")
-                # Still in flight (and cancellable) until the reply is handed over: replies
-                # waiting for room in the output count against max_inflight_inbound.
-                with contextlib.suppress(ConnectionClosed):
-                    await self.send_raw(reply, related=id_)
-        finally:
-            self._inflight.pop(id_, None)
+    @staticmethod
+    async def _serve(scope: Any, serving: Awaitable[None]) -> None:
+        """On trio: :meth:`_serve_bare` under the request's own cancel scope (``.cancel()``-able)."""
+        with scope:
+            await serving
 
     async def _serve_bare(self, request: Request) -> None:
-        """:meth:`_serve` for a bare asyncio task: cancellation arrives as CancelledError."""
+        """Answer one request: the whole of a bare asyncio task (cancellation arrives as
+        CancelledError); on trio, run by :meth:`_serve` under the request's cancel scope."""
         id_, method = request.id, request.method
         try:
             try:
@@ -753,7 +785,15 @@ class Session:
                 # The request (and the raw message bytes its params point into) is not kept
                 # alive while the handler waits, perhaps for minutes, on a person.
                 del request
-                result = await handling
+                if isinstance(handling, Deferred):
+                    try:
+                        value = await handling.awaitable
+                    except BaseException as exc:
+                        result = handling.finish(None, exc)
+                    else:
+                        result = handling.finish(value, None)
+                else:
+                    result = await handling
                 reply = jsonrpc.encode_result(id_, result)
             except McpError as exc:
                 reply = self._error_bytes(id_, exc.code, exc.message, exc.data)
@@ -762,8 +802,9 @@ class Session:
                 reply = self._error_bytes(id_, errors.INTERNAL_ERROR, "internal error")
             # Still in flight (and cancellable) until the reply is handed over: replies
             # waiting for room in the output count against max_inflight_inbound.
-            with contextlib.suppress(ConnectionClosed):
-                await self.send_raw(reply, related=id_)
+            if not self._sent_now(reply, id_):
+                with contextlib.suppress(ConnectionClosed):
+                    await self.send_raw(reply, related=id_)
         except asyncio.CancelledError:
             return  # cancelled by the peer (no response, per spec) or by shutdown
         finally:

@@ -80,8 +80,7 @@ class RegisteredTool:
         """
         if self._decoder is None:
             return {}
-        args = self._decoder.decode(raw or b"{}")
-        return {name: getattr(args, name) for name in self.param_names}
+        return msgspec.structs.asdict(self._decoder.decode(raw or b"{}"))  # its fields are the parameters
 
 
 _MISSING_FIELD = re.compile(r"Object missing required field `([^`]+)`")

@@ -11,7 +11,8 @@ import pytest
 
 from minimcp import ConnectionClosed, Limits, McpError, RequestTimeout, TooManyPending
 from minimcp.jsonrpc import Notification, Request
-from minimcp.session import Session
+from minimcp.session import Deferred, Session
+from minimcp.transports import MessageTooLarge
 from minimcp.transports.memory import memory_pair
 from tests.helpers import RawPeer
 
@@ -25,7 +26,13 @@ class Recorder:
         self.cancelled: list[Any] = []
         self.release = anyio.Event()
 
-    async def handle_request(self, session: Session, request: Request) -> Any:
+    def handle_request(self, session: Session, request: Request) -> Any:
+        if request.method.startswith("deferred/"):
+            self.started.append(request.id)
+            return Finishing(self, request.method.removeprefix("deferred/"))
+        return self._handle(session, request)
+
+    async def _handle(self, session: Session, request: Request) -> Any:
         self.started.append(request.id)
         if request.method == "echo":
             return msgspec.json.decode(request.params or b"{}")
@@ -44,6 +51,30 @@ class Recorder:
 
     def handle_notification(self, session: Session, notification: Notification) -> None:
         self.notifications.append(notification.method)
+
+
+class Finishing(Deferred):
+    """A two-step answer: the session awaits the work, then ``finish`` shapes (or refuses) it."""
+
+    __slots__ = ("recorder",)
+
+    def __init__(self, recorder: Recorder, how: str) -> None:
+        super().__init__(self._work(recorder, how))
+        self.recorder = recorder
+
+    @staticmethod
+    async def _work(recorder: Recorder, how: str) -> Any:
+        if how == "raise":
+            raise ValueError("shaped by finish")
+        if how == "block":
+            await recorder.release.wait()
+        return {"worked": how}
+
+    def finish(self, value: Any, error: BaseException | None) -> Any:
+        self.recorder.notifications.append(f"finish {type(error).__name__ if error else value}")
+        if isinstance(error, ValueError):
+            return {"error_became": str(error)}
+        return super().finish(value, error)
 
 
 async def start(tg: anyio.abc.TaskGroup, *, limits: Limits | None = None) -> tuple[Session, RawPeer, Recorder]:
@@ -179,6 +210,39 @@ async def test_pending_bound_raises_too_many_pending_before_sending() -> None:
             await session.request("m")
         assert await peer.nothing_for(0.1)
         tg.cancel_scope.cancel()
+
+
+async def test_a_deferred_answer_is_awaited_then_finished_in_every_case() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, rec = await start(tg)
+        assert (await peer.request(1, "deferred/plain"))["result"] == {"worked": "plain"}
+        assert (await peer.request(2, "deferred/raise"))["result"] == {"error_became": "shaped by finish"}
+        await peer.send({"jsonrpc": "2.0", "id": 3, "method": "deferred/block"})
+        with anyio.fail_after(5):
+            while 3 not in rec.started:
+                await anyio.sleep(0.01)
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+        assert await peer.nothing_for(0.2)  # cancelled: finish saw it and let it through, no response
+        assert session.inflight_count == 0
+        cancelled = anyio.get_cancelled_exc_class().__name__
+        assert rec.notifications == ["finish {'worked': 'plain'}", "finish ValueError", f"finish {cancelled}"]
+        # awaited directly (the HTTP transport and the modern revision do), it does both steps too
+        assert await Finishing(rec, "plain") == {"worked": "plain"}
+        tg.cancel_scope.cancel()
+
+
+async def test_the_memory_transport_fast_paths() -> None:
+    a, b = memory_pair(buffer=2, limits=Limits(max_message_bytes=10))
+    assert b.receive_nowait() is None
+    assert a.send_nowait(b"one") and a.send_nowait(b"x" * 11)
+    assert not a.send_nowait(b"three")  # the buffer is full: the caller waits in send
+    assert b.receive_nowait() == b"one"
+    with pytest.raises(MessageTooLarge):
+        b.receive_nowait()
+    a.close()
+    assert not a.send_nowait(b"closed")
+    with pytest.raises(anyio.EndOfStream):
+        b.receive_nowait()
 
 
 async def test_read_loop_never_waits_for_a_handler() -> None:

@@ -429,6 +429,42 @@ async def test_senders_wait_for_room_and_a_cancelled_one_leaves_nothing_behind()
     assert sorted(lines[1:]) == [b"%d" % i * 300 for i in range(1, 6)]  # whole; the cancelled one never went
 
 
+async def test_the_fast_paths_take_only_what_needs_no_waiting() -> None:
+    from minimcp.transports.stdio import StdioTransport
+
+    sink = GatedSink()
+    source = anyio.create_memory_object_stream[bytes](10)
+    chunks = _ChunkStream(source[1])
+    transport = StdioTransport(chunks, sink, Limits(stream_buffer_bytes=1000))
+    with anyio.fail_after(10):
+        assert transport.receive_nowait() is None  # nothing read yet
+        await source[0].send(b'{"a":1}\n{"b":2}\n{"c"')
+        assert await transport.receive() == b'{"a":1}'  # reads the chunk...
+        assert transport.receive_nowait() == b'{"b":2}'  # ...whose other whole line is already here
+        assert transport.receive_nowait() is None  # the unfinished line is not
+        assert transport.send_nowait(b"x" * 1200)  # nothing queued: in it goes
+        await sink.entered.wait()
+        assert transport.send_nowait(b"y" * 900)  # queued behind the writer (901 bytes)
+        assert transport.send_nowait(b"z" * 150)  # 1,052 bytes queued now: over the bound
+        assert not transport.send_nowait(b"no room")  # over the bound: the caller must wait in send
+        sink.gate.set()
+        await transport.aclose()
+        assert not transport.send_nowait(b"closed")
+    assert bytes(sink.data).splitlines() == [b"x" * 1200, b"y" * 900, b"z" * 150]
+
+
+class _ChunkStream(anyio.abc.ByteReceiveStream):
+    def __init__(self, chunks: Any) -> None:
+        self.chunks = chunks
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        chunk: bytes = await self.chunks.receive()
+        return chunk
+
+    async def aclose(self) -> None:
+        pass
+
+
 async def test_a_broken_pipe_fails_the_senders_and_ends_the_reading() -> None:
     from minimcp.transports.stdio import StdioTransport
 

@@ -31,6 +31,14 @@ class Transport(Protocol):
     inbound request a message belongs to (a nested request, or a response), so
     transports with several streams (Streamable HTTP) can route it; others
     ignore it.
+
+    A transport may also offer two fast paths, used when present (the stdio and
+    in-memory transports do): ``send_nowait(message, *, related=None) -> bool``
+    queues a message only if that needs no waiting (``False``: call ``send``,
+    which waits for room or reports why it cannot), and ``receive_nowait() ->
+    bytes | None`` returns a message that is already there (``None``: call
+    ``receive``) and ends the same way ``receive`` does. They spare a coroutine
+    per message when nothing has to wait.
     """
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None: ...

@@ -32,15 +32,36 @@ class MemoryTransport:
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
         await self._send.send(message)
 
+    def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
+        """Hand the message over if that needs no waiting; ``False``: use :meth:`send`."""
+        try:
+            self._send.send_nowait(message)
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        return True
+
     async def receive(self) -> bytes:
-        message = await self._receive.receive()
+        return self._checked(await self._receive.receive())
+
+    def receive_nowait(self) -> bytes | None:
+        """The next message if one is already here (``None`` if not); ends as :meth:`receive` does."""
+        try:
+            return self._checked(self._receive.receive_nowait())
+        except anyio.WouldBlock:
+            return None
+
+    def _checked(self, message: bytes) -> bytes:
         if len(message) > self.max_message_bytes:
             raise MessageTooLarge(self.max_message_bytes)
         return message
 
     async def aclose(self) -> None:
-        await self._send.aclose()
-        await self._receive.aclose()
+        self.close()
+
+    def close(self) -> None:
+        """Close both directions at once, without awaiting (an abrupt end of the connection)."""
+        self._send.close()
+        self._receive.close()
 
 
 def memory_pair(*, buffer: int = 1024, limits: Limits | None = None) -> tuple[MemoryTransport, MemoryTransport]:

@@ -125,6 +125,16 @@ class StdioTransport:
         while self._queued > self._limit:
             await self._wait_progress()
             self._check_open()
+        self._put(message)
+
+    def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
+        """Queue the message if that needs no waiting; ``False``: use :meth:`send`."""
+        if self._failed or self._closing or self._queued > self._limit:
+            return False
+        self._put(message)
+        return True
+
+    def _put(self, message: bytes) -> None:
         self._queue.append(message)
         self._queue.append(b"\n")
         self._queued += len(message) + 1
@@ -172,6 +182,10 @@ class StdioTransport:
         self._reader.abandon()
         if self._reading is not None:
             self._reading.cancel()
+
+    def receive_nowait(self) -> bytes | None:
+        """The next message if one is already here (``None`` if not); ends as :meth:`receive` does."""
+        return self._reader.next()
 
     async def receive(self) -> bytes:
         reader = self._reader
@@ -380,17 +394,23 @@ class _LoopStdio(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def receive(self) -> bytes:
+    def receive_nowait(self) -> bytes | None:
+        """The next message if one is already here (``None`` if not); ends as :meth:`receive` does."""
         reader = self._reader
+        line = reader.next()
+        if line is not None:
+            if self._reading_paused and reader.queued <= self._limit // 2 and self._read is not None:
+                self._reading_paused = False
+                self._read.resume_reading()
+        elif self._closing:
+            raise anyio.ClosedResourceError
+        return line
+
+    async def receive(self) -> bytes:
         while True:
-            line = reader.next()
+            line = self.receive_nowait()
             if line is not None:
-                if self._reading_paused and reader.queued <= self._limit // 2 and self._read is not None:
-                    self._reading_paused = False
-                    self._read.resume_reading()
                 return line
-            if self._closing:
-                raise anyio.ClosedResourceError
             self._waiter = waiter = self._loop.create_future()
             try:
                 await waiter
@@ -409,6 +429,16 @@ class _LoopStdio(asyncio.Protocol):
             raise anyio.BrokenResourceError
         if self._closing:
             raise anyio.ClosedResourceError
+        self._put(message)
+
+    def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
+        """Queue the message if that needs no waiting; ``False``: use :meth:`send`."""
+        if self._writing_paused or self._write_gone or self._closing:
+            return False
+        self._put(message)
+        return True
+
+    def _put(self, message: bytes) -> None:
         self._parts.append(message)
         self._parts.append(b"\n")
         self._unflushed += len(message) + 1
