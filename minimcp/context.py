@@ -23,7 +23,7 @@ from minimcp.elicitation import Accepted, Cancelled, Declined, ElicitationUnsupp
 from minimcp.errors import McpError
 from minimcp.jsonrpc import RequestId
 from minimcp.modern import Envelope, Question, Run
-from minimcp.session import DEFAULT, Session
+from minimcp.session import DEFAULT, Session, decode_result
 from minimcp.types import (
     UNSET,
     ClientCapabilities,
@@ -178,22 +178,31 @@ class Context:
         """Whether the person can be sent to a URL (URL mode) on this call."""
         return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
 
-    def _ask(
-        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None = None
-    ) -> Awaitable[T]:
-        """Send one question to the client: a nested request, or an input request (modern)."""
-        if self.run is None:
-            return self.session.request(
-                method, params, result_type=result_type, timeout=timeout, related=self.request_id
-            )
-        return self._ask_modern(self.run, method, params, result_type, timeout, key)
+    def _ask(self, method: str, params: Any, timeout: float | None, key: str | None = None) -> Awaitable[Any]:
+        """Send one question to the client: a nested request, or an input request (modern).
 
-    async def _ask_modern(
-        self, run: Run, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
-    ) -> T:
+        What it gives is the raw answer, for :meth:`_typed`: on the handshake era the pending
+        request itself, awaited without a coroutine of its own while the person answers.
+        """
+        if self.run is None:
+            return self.session.start_request(method, params, timeout=timeout, related=self.request_id)
+        return self._ask_modern(self.run, method, params, timeout, key)
+
+    async def _ask_modern(self, run: Run, method: str, params: Any, timeout: float | None, key: str | None) -> Any:
         if timeout is DEFAULT:
             timeout = self.connection.server.limits.elicitation_timeout  # how long the call stays parked
-        answer = await run.ask(Question.create(method, params, key), timeout, self.connection.server.parking)
+        return await run.ask(Question.create(method, params, key), timeout, self.connection.server.parking)
+
+    async def _ask_typed(
+        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
+    ) -> T:
+        return self._typed(method, await self._ask(method, params, timeout, key), result_type)
+
+    @staticmethod
+    def _typed(method: str, answer: Any, result_type: type[T]) -> T:
+        """An answer from :meth:`_ask` as ``result_type`` (``-32602`` if it has the wrong shape)."""
+        if isinstance(answer, msgspec.Raw):
+            return decode_result(method, answer, result_type)
         try:
             return msgspec.convert(answer, result_type)
         except msgspec.ValidationError as exc:
@@ -277,7 +286,7 @@ class Context:
             McpError: the client refused or failed.
         """
         params = self._sample_params(messages, max_tokens, system_prompt, temperature)
-        return await self._ask("sampling/createMessage", params, CreateMessageResult, timeout, key)
+        return await self._ask_typed("sampling/createMessage", params, CreateMessageResult, timeout, key)
 
     def _sample_params(
         self,
@@ -308,7 +317,7 @@ class Context:
             ElicitationUnsupported: the client did not declare ``roots`` (before sending).
         """
         self._require_roots()
-        result = await self._ask("roots/list", msgspec.UNSET, ListRootsResult, timeout, key)
+        result = await self._ask_typed("roots/list", msgspec.UNSET, ListRootsResult, timeout, key)
         return result.roots
 
     @overload
@@ -373,7 +382,8 @@ class Context:
         # question that waits on a person.
         self._started()
         try:
-            result = await self._ask("elicitation/create", params, ElicitResult, timeout, key)
+            answer = await self._ask("elicitation/create", params, timeout, key)
+            result = self._typed("elicitation/create", answer, ElicitResult)
         except errors.RequestTimeout:
             self._outcome("timed_out")
             return Cancelled("timeout")
@@ -538,7 +548,7 @@ class Context:
             params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
         self._started()
         try:
-            result = await self._ask("elicitation/create", params, ElicitResult, timeout, key)
+            result = await self._ask_typed("elicitation/create", params, ElicitResult, timeout, key)
         except errors.RequestTimeout:
             conn._forget_url(eid)
             self._outcome("timed_out")

@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import dataclasses
 import heapq
+import inspect
 import itertools
 import logging
 import math
@@ -128,6 +129,11 @@ class SessionStats:
 
 
 _EMPTY: dict[str, Any] = {}
+_NO_RESULT = msgspec.Raw()
+
+
+def _cancelled(id_: RequestId, reason: str) -> bytes:
+    return jsonrpc.encode_notification("notifications/cancelled", CancelledParams(request_id=id_, reason=reason))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -156,56 +162,111 @@ class PendingBudget:
         self.used = 0
 
 
-class _Pending:
-    """A one-shot cell: resolves exactly once, with a result or an exception.
+def decode_result(method: str, raw: msgspec.Raw, result_type: type[T]) -> T:
+    """A response's raw result, decoded into ``result_type``.
 
-    The waiter is the cheapest thing each backend offers: a bare future on
-    asyncio (an ``asyncio.Event`` would add a deque of its own per request); on
-    trio, the waiting task itself, parked with ``wait_task_rescheduled`` (a
-    ``trio.Event`` would add a parking lot per request).
+    Raises:
+        McpError: ``-32602`` naming the method and the problem (a result of the wrong shape,
+            bytes that are not valid UTF-8).
+    """
+    try:
+        return jsonrpc.decoder_for(result_type).decode(raw)  # type: ignore[no-any-return]
+    except msgspec.DecodeError as exc:
+        raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
+
+
+_ENTRY = ("deadline", "id", "method", "progress", "related", "sending", "started", "timeout")
+
+
+class _Entry:
+    """What every pending entry records (the slots themselves are the subclasses')."""
+
+    __slots__ = ()
+
+    id: RequestId
+    method: str
+    related: RequestId | None
+    progress: int | str | None
+    #: The request itself is still waiting for room in the output.
+    sending: bool
+    deadline: float
+    timeout: float
+    started: float
+
+
+class _Reply(_Entry, asyncio.Future[msgspec.Raw]):
+    """asyncio: a request waiting for its response is the very future its requester awaits.
+
+    It resolves to the decoded result or fails with the request's error. Handed straight
+    to the requester (:meth:`Session.start_request`), it also ends the request when the
+    requester gives up on it: a cancelled task cancels the future it waits on.
     """
 
-    __slots__ = ("deadline", "done", "error", "event", "method", "result", "started", "timeout")
+    __slots__ = (*_ENTRY, "session")
 
-    def __init__(self, method: str, loop: asyncio.AbstractEventLoop | None) -> None:
-        self.method = method
-        # asyncio: the future; trio: None until a task waits, then that task.
-        self.event: Any = loop.create_future() if loop is not None else None
+    #: Set when nobody but the future's awaiter can notice it being given up on.
+    session: Session | None
+
+    def settle(self, raw: msgspec.Raw | None, error: McpError | None) -> None:
+        if self.done():
+            return
+        if error is not None:
+            self.set_exception(error)
+        else:
+            self.set_result(raw if raw is not None else _NO_RESULT)
+
+    def cancel(self, msg: Any = None) -> bool:
+        session = self.session
+        if session is not None and not self.done():
+            self.session = None
+            session._send_soon(session._abandon(self), self.related)
+        return super().cancel(msg)
+
+
+class _Pending(_Entry):
+    """trio: a request waiting for its response, and the task that waits for it, parked
+    with ``wait_task_rescheduled`` (a ``trio.Event`` would add a parking lot per request)."""
+
+    __slots__ = (*_ENTRY, "done", "error", "task", "value")
+
+    def __init__(self) -> None:
         self.done = False
-        self.result: msgspec.Raw | None = None
+        self.value: msgspec.Raw | None = None
         self.error: McpError | None = None
-        self.deadline = math.inf
-        self.timeout = 0.0
-        self.started = 0.0
+        self.task: Any = None
 
-    def wake(self) -> None:
+    def settle(self, raw: msgspec.Raw | None, error: McpError | None) -> None:
         if self.done:
             return
         self.done = True
-        event = self.event
-        if isinstance(event, asyncio.Future):
-            if not event.done():  # a cancelled waiter cancels its future too
-                event.set_result(None)
-        elif event is not None:
-            self.event = None
-            _trio().lowlevel.reschedule(event)
+        self.value = raw
+        self.error = error
+        task, self.task = self.task, None
+        if task is not None:
+            _trio().lowlevel.reschedule(task)
 
-    async def wait(self) -> None:
-        event = self.event
-        if isinstance(event, asyncio.Future):
-            await event
-            return
-        trio = _trio()
-        if self.done:
-            await trio.lowlevel.checkpoint()
-            return
-        self.event = trio.lowlevel.current_task()
+    async def wait(self) -> msgspec.Raw:
+        if not self.done:
+            trio = _trio()
+            self.task = trio.lowlevel.current_task()
 
-        def abort(_: Any) -> Any:
-            self.event = None
-            return trio.lowlevel.Abort.SUCCEEDED
+            def abort(_: Any) -> Any:
+                self.task = None
+                return trio.lowlevel.Abort.SUCCEEDED
 
-        await trio.lowlevel.wait_task_rescheduled(abort)
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+
+_Cell = _Reply | _Pending
+
+
+def _not_started(task: asyncio.Task[Any]) -> bool:
+    coro = task.get_coro()
+    return inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
 
 
 def _trio() -> Any:
@@ -243,13 +304,13 @@ class Session:
         self.stats = SessionStats()
         #: Negotiated protocol revision, set by the role after the handshake.
         self.protocol_version: str | None = None
-        self._pending: dict[RequestId, _Pending] = {}
+        self._pending: dict[RequestId, _Cell] = {}
         # In-flight inbound handlers: a bare asyncio task on asyncio (an anyio task costs about
         # three times the memory), a cancel scope in our task group on trio. Both have .cancel().
         self._inflight: dict[RequestId, Any] = {}  # asyncio.Task | trio.CancelScope
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_id = 0
-        self._deadlines: list[tuple[float, int, RequestId, _Pending]] = []
+        self._deadlines: list[tuple[float, int, _Cell]] = []
         self._stale_deadlines = 0
         self._seq = itertools.count()
         self._timer_wake = anyio.Event()
@@ -259,7 +320,7 @@ class Session:
         self.answer_ping = True
         #: Opt-in wire trace (see :class:`minimcp.trace.WireTrace`); ``None``: off.
         self.trace: WireTrace | None = None
-        self._progress: dict[int | str, tuple[RequestId, _Pending, ProgressWatch]] = {}
+        self._progress: dict[int | str, tuple[RequestId, _Cell, ProgressWatch]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._nursery: Any = None  # trio only
         self._closed = False
@@ -320,6 +381,9 @@ class Session:
                 tasks = [t for t in self._inflight.values() if isinstance(t, asyncio.Task)]
                 if tasks:  # bare handler tasks were cancelled by _close_pending: wait for them
                     await asyncio.wait(tasks)
+                # Every handler is over; a task cancelled before its first step never ran the
+                # code that takes its own entry out.
+                self._inflight.clear()
                 try:
                     await self.transport.aclose()
                 except Exception:  # pragma: no cover - a transport failing to close is only logged
@@ -356,10 +420,10 @@ class Session:
         if self._pending:
             pending, self._pending = self._pending, {}
             self.budget.used -= len(pending)
+            self._progress.clear()
+            reason = self._close_reason or "connection closed"
             for cell in pending.values():
-                reason = self._close_reason or "connection closed"
-                cell.error = ConnectionClosed(f"{reason} while waiting for {cell.method}")
-                cell.wake()
+                cell.settle(None, ConnectionClosed(f"{reason} while waiting for {cell.method}"))
         # Handlers run in our task group, which is cancelled with the session; the
         # in-flight scopes are cancelled too in case close() runs before that.
         for scope in self._inflight.values():
@@ -386,7 +450,11 @@ class Session:
         ``False`` (nothing sent): use :meth:`send_raw`, which waits for room or says why not.
         """
         nowait = self._send_nowait
-        return nowait is not None and not self._closed and self.trace is None and nowait(message, related=related)
+        if nowait is None or self._closed or not nowait(message, related=related):
+            return False
+        if self.trace is not None:
+            self.trace.record(self.name, "send", message)
+        return True
 
     async def notify(self, method: str, params: Any = msgspec.UNSET, *, related: RequestId | None = None) -> None:
         """Send a notification."""
@@ -446,6 +514,39 @@ class Session:
             TooManyPending: the session's pending table is full.
             ConnectionClosed: the connection ended first.
         """
+        raw = await self.start_request(method, params, timeout=timeout, related=related, progress=progress)
+        if result_type is None:
+            return raw
+        return decode_result(method, raw, result_type)
+
+    def start_request(
+        self,
+        method: str,
+        params: Any = msgspec.UNSET,
+        *,
+        timeout: float | None = DEFAULT,
+        related: RequestId | None = None,
+        progress: ProgressWatch | None = None,
+    ) -> Awaitable[msgspec.Raw]:
+        """:meth:`request`, sent at once: returns what to await for the raw result
+        (decode it with :func:`decode_result`).
+
+        On asyncio, when the transport takes the message without waiting, that is the
+        pending entry's own future: no coroutine waits beside it. Cancelling the awaiting
+        task (or the future) ends the request and tells the peer, as with :meth:`request`.
+        Raises what :meth:`request` raises before sending, at once.
+        """
+        cell = self._open(method, timeout, related, progress)
+        data = jsonrpc.encode_request(cell.id, method, params)
+        if type(cell) is _Reply and self._sent_now(data, related):
+            cell.session = self  # nobody else sees it being given up on
+            return cell
+        return self._send_and_wait(cell, data, related)
+
+    def _open(
+        self, method: str, timeout: float | None, related: RequestId | None, progress: ProgressWatch | None
+    ) -> _Cell:
+        """A new pending entry (checked against the bounds first), with its deadline."""
         if self._closed:
             raise ConnectionClosed()
         if len(self._pending) >= self.limits.max_pending_outbound:
@@ -453,84 +554,105 @@ class Session:
         budget = self.budget
         if budget.used >= budget.limit:
             raise TooManyPending(budget.limit)
-        if timeout is DEFAULT:
-            timeout = self.limits.request_timeout
         id_ = self._next_id
         self._next_id += 1
-        cell = _Pending(method, self._loop)
+        loop = self._loop
+        cell: _Cell
+        if loop is not None:
+            cell = _Reply(loop=loop)
+            cell.session = None
+        else:
+            cell = _Pending()
+        cell.id = id_
+        cell.method = method
+        cell.related = related
+        cell.progress = None
+        cell.sending = False
+        cell.deadline = math.inf
         self._pending[id_] = cell
         budget.used += 1
+        if timeout is DEFAULT:
+            timeout = self.limits.request_timeout
         if timeout is not None:
-            self._add_deadline(id_, cell, timeout)
+            now = self.now()
+            cell.started = now
+            cell.timeout = timeout
+            cell.deadline = now + timeout
+            self._push_deadline(cell)
         self.stats.requests_sent += 1
         if progress is not None:
+            cell.progress = progress.token
             self._progress[progress.token] = (id_, cell, progress)
-        try:
-            data = jsonrpc.encode_request(id_, method, params)
-            if not self._sent_now(data, related):
-                await self.send_raw(data, related=related)
-            if not cell.done:
-                if isinstance(cell.event, asyncio.Future):  # inline: no extra frame while waiting
-                    await cell.event
-                else:
-                    await cell.wait()
-        except BaseException:
-            if progress is not None:
-                self._progress.pop(progress.token, None)
-            if self._pending.get(id_) is cell:
-                # Cancelled locally (or the send failed): forget it and tell the peer.
-                del self._pending[id_]
-                self.budget.used -= 1
-                self._forget_deadline(cell)
-                self.stats.cancelled_by_us += 1
-                with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
-                    await self._send_cancelled(id_, "cancelled by the requester", related)
-            raise
-        if progress is not None:
-            self._progress.pop(progress.token, None)
-        if cell.error is not None:
-            if isinstance(cell.error, RequestTimeout):
-                await self._send_cancelled(id_, str(cell.error), related)
-            raise cell.error
-        assert cell.result is not None
-        if result_type is None:
-            return cell.result
-        decoder = jsonrpc.decoder_for(result_type)
-        try:
-            return decoder.decode(cell.result)  # type: ignore[no-any-return]
-        except msgspec.DecodeError as exc:  # the wrong shape, or bytes that are not valid UTF-8
-            raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
+        return cell
 
-    async def _send_cancelled(self, id_: RequestId, reason: str, related: RequestId | None) -> None:
-        with contextlib.suppress(ConnectionClosed):
-            await self.notify(
-                "notifications/cancelled", CancelledParams(request_id=id_, reason=reason), related=related
-            )
+    async def _send_and_wait(self, cell: _Cell, data: bytes, related: RequestId | None) -> msgspec.Raw:
+        try:
+            if not self._sent_now(data, related):
+                cell.sending = True
+                try:
+                    await self.send_raw(data, related=related)
+                finally:
+                    cell.sending = False
+                if self._pending.get(cell.id) is not cell and not self._closed:
+                    # It timed out while waiting for room: the peer hears of it only now, after
+                    # the request itself (no answer can have come before the request went out).
+                    reason = str(RequestTimeout(cell.method, cell.timeout))
+                    await self._send_quietly(_cancelled(cell.id, reason), related)
+            if type(cell) is _Reply:
+                return await cell
+            assert type(cell) is _Pending
+            return await cell.wait()
+        except BaseException:
+            cancelled = self._abandon(cell)  # nothing, if the request had already ended
+            if cancelled is not None and not self._sent_now(cancelled, related):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+                    await self._send_quietly(cancelled, related)
+            raise
+
+    def _abandon(self, cell: _Cell) -> bytes | None:
+        """The requester gave up (cancelled, or the send failed): forget the entry; returns the
+        ``notifications/cancelled`` to send, or ``None`` if the request had already ended."""
+        id_ = cell.id
+        if self._pending.get(id_) is not cell:
+            return None
+        del self._pending[id_]
+        self.budget.used -= 1
+        self._forget_deadline(cell)
+        self._drop_progress(cell)
+        self.stats.cancelled_by_us += 1
+        if self._closed:
+            return None
+        return _cancelled(id_, "cancelled by the requester")
+
+    def _send_soon(self, message: bytes | None, related: RequestId | None) -> None:
+        """Send without awaiting: now if the transport takes it, else from a task (at most 1 s)."""
+        if message is not None and not self._sent_now(message, related) and self._tg is not None:
+            self._tg.start_soon(self._send_within, message, related, 1.0)
+
+    async def _send_within(self, message: bytes, related: RequestId | None, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await self._send_quietly(message, related)
+
+    def _drop_progress(self, cell: _Cell) -> None:
+        if cell.progress is not None:
+            self._progress.pop(cell.progress, None)
 
     # --- deadlines ---------------------------------------------------------------------------
 
-    def _add_deadline(self, id_: RequestId, cell: _Pending, timeout: float) -> None:
-        now = self.now()
-        cell.started = now
-        cell.timeout = timeout
-        cell.deadline = now + timeout
-        self._push_deadline(id_, cell)
-
-    def _push_deadline(self, id_: RequestId, cell: _Pending) -> None:
+    def _push_deadline(self, cell: _Cell) -> None:
         heap = self._deadlines
-        if heap and cell.deadline >= heap[0][0]:
-            heapq.heappush(heap, (cell.deadline, next(self._seq), id_, cell))
-            return
-        heapq.heappush(heap, (cell.deadline, next(self._seq), id_, cell))
-        self._timer_wake.set()
+        earliest = not heap or cell.deadline < heap[0][0]
+        heapq.heappush(heap, (cell.deadline, next(self._seq), cell))
+        if earliest:
+            self._timer_wake.set()
 
-    def _forget_deadline(self, cell: _Pending) -> None:
+    def _forget_deadline(self, cell: _Cell) -> None:
         if cell.deadline != math.inf:
             cell.deadline = math.inf
             self._stale_deadlines += 1
             heap = self._deadlines
             if self._stale_deadlines > 1024 and self._stale_deadlines * 2 > len(heap):
-                self._deadlines = [e for e in heap if e[3].deadline == e[0]]
+                self._deadlines = [e for e in heap if e[2].deadline == e[0]]
                 heapq.heapify(self._deadlines)
                 self._stale_deadlines = 0
 
@@ -565,23 +687,37 @@ class Session:
     def _expire(self, now: float) -> None:
         heap = self._deadlines
         while heap and heap[0][0] <= now:
-            deadline, _, id_, cell = heapq.heappop(heap)
+            deadline, _, cell = heapq.heappop(heap)
             if cell.deadline != deadline:
                 self._stale_deadlines = max(0, self._stale_deadlines - 1)
                 continue
+            id_ = cell.id
             if self._pending.get(id_) is not cell:  # pragma: no cover - resolution always forgets the deadline
                 continue
             hard = cell.started + self.limits.max_request_time
             if self._human_waits and now < hard:
                 cell.deadline = min(now + cell.timeout, hard)
-                heapq.heappush(heap, (cell.deadline, next(self._seq), id_, cell))
+                heapq.heappush(heap, (cell.deadline, next(self._seq), cell))
                 continue
             del self._pending[id_]
             self.budget.used -= 1
             cell.deadline = math.inf
+            self._drop_progress(cell)
             self.stats.timeouts += 1
-            cell.error = RequestTimeout(cell.method, cell.timeout)
-            cell.wake()
+            error = RequestTimeout(cell.method, cell.timeout)
+            # The peer hears of it before the requester does (and before anything it sends next);
+            # a request still waiting for room sends its notice itself, after it (_send_and_wait).
+            notice = _cancelled(id_, str(error))
+            if self._closed or cell.sending or self._sent_now(notice, cell.related) or self._tg is None:
+                cell.settle(None, error)
+            else:
+                self._tg.start_soon(self._time_out, cell, error, notice)
+
+    async def _time_out(self, cell: _Cell, error: RequestTimeout, notice: bytes) -> None:
+        try:
+            await self._send_within(notice, cell.related, 1.0)
+        finally:
+            cell.settle(None, error)
 
     # --- inbound -----------------------------------------------------------------------------
 
@@ -698,11 +834,8 @@ class Session:
             logger.debug("%s: dropped a response for unknown id %r", self.name, id_)
             return
         self._forget_deadline(cell)
-        if response is not None:
-            cell.result = response.result
-        else:
-            cell.error = error
-        cell.wake()
+        self._drop_progress(cell)
+        cell.settle(response.result if response is not None else None, error)
 
     def _on_progress(self, message: Notification) -> None:
         try:
@@ -719,7 +852,7 @@ class Session:
             if new > cell.deadline:
                 self._forget_deadline(cell)
                 cell.deadline = new
-                self._push_deadline(id_, cell)
+                self._push_deadline(cell)
         if watch.callback is not None:
             try:
                 watch.callback(params)
@@ -741,6 +874,10 @@ class Session:
         if id_ == self._initialize_id and type(id_) is type(self._initialize_id):
             return  # initialize must not be cancelled; ignore the attempt
         self.stats.cancelled_by_peer += 1
+        if isinstance(scope, asyncio.Task) and _not_started(scope):
+            # Cancelled before its first step (the request and its cancellation came in one read):
+            # its body, which takes the entry out, will never run.
+            del self._inflight[id_]
         scope.cancel()
 
     def _start_handler(self, request: Request) -> tuple[int, str] | None:

@@ -146,15 +146,16 @@ async def test_error_response_raises_mcp_error_with_code_and_data() -> None:
         tg.cancel_scope.cancel()
 
 
-async def test_timeout_raises_and_tells_the_peer_and_late_answer_is_harmless() -> None:
+@pytest.mark.parametrize("how", ["request", "start_request"])
+async def test_timeout_raises_and_tells_the_peer_and_late_answer_is_harmless(how: str) -> None:
     async with anyio.create_task_group() as tg:
         session, peer, _ = await start(tg)
         with pytest.raises(RequestTimeout):
-            await session.request("slow", timeout=0.05)
+            await getattr(session, how)("slow", timeout=0.05)
         req = await peer.recv()
         cancel = await peer.recv()
         assert cancel["method"] == "notifications/cancelled"
-        assert cancel["params"]["requestId"] == req["id"]
+        assert cancel["params"] == {"requestId": req["id"], "reason": "slow timed out after 0.05 s"}
         assert session.pending_count == 0
         await peer.send({"jsonrpc": "2.0", "id": req["id"], "result": {}})
         with anyio.fail_after(5):
@@ -182,11 +183,12 @@ async def test_per_call_timeout_overrides_session_default() -> None:
         tg.cancel_scope.cancel()
 
 
-async def test_cancelling_the_waiter_removes_the_entry_and_tells_the_peer() -> None:
+@pytest.mark.parametrize("how", ["request", "start_request"])
+async def test_cancelling_the_waiter_removes_the_entry_and_tells_the_peer(how: str) -> None:
     async with anyio.create_task_group() as tg:
         session, peer, _ = await start(tg)
         with anyio.move_on_after(0.1):
-            await session.request("m", timeout=None)
+            await getattr(session, how)("m", timeout=None)
         req = await peer.recv()
         cancel = await peer.recv()
         assert cancel == {
@@ -228,6 +230,48 @@ async def test_a_deferred_answer_is_awaited_then_finished_in_every_case() -> Non
         assert rec.notifications == ["finish {'worked': 'plain'}", "finish ValueError", f"finish {cancelled}"]
         # awaited directly (the HTTP transport and the modern revision do), it does both steps too
         assert await Finishing(rec, "plain") == {"worked": "plain"}
+        tg.cancel_scope.cancel()
+
+
+async def test_a_timed_out_request_that_waited_for_room_is_sent_before_its_cancellation() -> None:
+    a, b = memory_pair(buffer=1)
+    session = Session(a, Recorder())
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        assert a.send_nowait(b"filler")  # the output is full: the next request waits for room
+        outcome: list[str] = []
+
+        async def ask() -> None:
+            with pytest.raises(RequestTimeout):
+                await session.request("slow", timeout=0.05)
+            outcome.append("timed out")
+
+        tg.start_soon(ask)
+        await anyio.sleep(0.2)  # the deadline passes while the request still waits for room
+        assert session.pending_count == 0
+        assert await b.receive() == b"filler"
+        req = msgspec.json.decode(await b.receive())
+        assert req["method"] == "slow"  # the request went out once there was room...
+        cancel = msgspec.json.decode(await b.receive())
+        assert cancel["method"] == "notifications/cancelled"  # ...and only then its cancellation
+        assert cancel["params"]["requestId"] == req["id"]
+        with anyio.move_on_after(0.1):
+            raise AssertionError(f"sent after the cancellation: {await b.receive()!r}")  # told once
+        assert outcome == ["timed out"]
+        tg.cancel_scope.cancel()
+
+
+async def test_a_request_cancelled_in_the_same_read_leaves_nothing_behind() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, rec = await start(tg)
+        for _ in range(3):  # both lines wait together, so one turn of the read loop takes both
+            assert peer.transport.send_nowait(b'{"jsonrpc":"2.0","id":"x","method":"block"}')
+            cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}'
+            assert peer.transport.send_nowait(cancel)
+            assert await peer.nothing_for(0.1)  # no response to a cancelled request
+            assert session.inflight_count == 0  # and its id is free again
+        assert session.stats.cancelled_by_peer == 3
+        assert (await peer.request("x", "echo", {"again": True}))["result"] == {"again": True}
         tg.cancel_scope.cancel()
 
 
