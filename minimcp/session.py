@@ -32,9 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import heapq
 import inspect
-import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Coroutine, Generator
@@ -45,6 +43,7 @@ import msgspec
 
 from minimcp import errors, jsonrpc
 from minimcp.config import Limits
+from minimcp.deadlines import Deadlines
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, TooManyPending
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.trace import WireTrace
@@ -175,7 +174,7 @@ def decode_result(method: str, raw: msgspec.Raw, result_type: type[T]) -> T:
         raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
 
 
-_ENTRY = ("deadline", "id", "method", "progress", "related", "sending", "started", "timeout")
+_ENTRY = ("deadline", "id", "laned", "method", "progress", "related", "sending", "started", "timeout")
 
 
 class _Entry:
@@ -190,6 +189,7 @@ class _Entry:
     #: The request itself is still waiting for room in the output.
     sending: bool
     deadline: float
+    laned: bool
     timeout: float
     started: float
 
@@ -310,9 +310,7 @@ class Session:
         self._inflight: dict[RequestId, Any] = {}  # asyncio.Task | trio.CancelScope
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_id = 0
-        self._deadlines: list[tuple[float, int, _Cell]] = []
-        self._stale_deadlines = 0
-        self._seq = itertools.count()
+        self._deadlines: Deadlines[_Cell] = Deadlines()
         self._timer_wake = anyio.Event()
         self._human_waits = 0
         self._initialize_id: RequestId | None = None
@@ -429,7 +427,6 @@ class Session:
         for scope in self._inflight.values():
             scope.cancel()
         self._deadlines.clear()
-        self._stale_deadlines = 0
 
     # --- outbound ----------------------------------------------------------------------------
 
@@ -568,6 +565,7 @@ class Session:
         cell.related = related
         cell.progress = None
         cell.sending = False
+        cell.laned = False
         cell.deadline = math.inf
         self._pending[id_] = cell
         budget.used += 1
@@ -577,8 +575,8 @@ class Session:
             now = self.now()
             cell.started = now
             cell.timeout = timeout
-            cell.deadline = now + timeout
-            self._push_deadline(cell)
+            if self._deadlines.add(cell, now, timeout):
+                self._timer_wake.set()
         self.stats.requests_sent += 1
         if progress is not None:
             cell.progress = progress.token
@@ -617,7 +615,7 @@ class Session:
             return None
         del self._pending[id_]
         self.budget.used -= 1
-        self._forget_deadline(cell)
+        self._deadlines.forget(cell)
         self._drop_progress(cell)
         self.stats.cancelled_by_us += 1
         if self._closed:
@@ -639,23 +637,6 @@ class Session:
 
     # --- deadlines ---------------------------------------------------------------------------
 
-    def _push_deadline(self, cell: _Cell) -> None:
-        heap = self._deadlines
-        earliest = not heap or cell.deadline < heap[0][0]
-        heapq.heappush(heap, (cell.deadline, next(self._seq), cell))
-        if earliest:
-            self._timer_wake.set()
-
-    def _forget_deadline(self, cell: _Cell) -> None:
-        if cell.deadline != math.inf:
-            cell.deadline = math.inf
-            self._stale_deadlines += 1
-            heap = self._deadlines
-            if self._stale_deadlines > 1024 and self._stale_deadlines * 2 > len(heap):
-                self._deadlines = [e for e in heap if e[2].deadline == e[0]]
-                heapq.heapify(self._deadlines)
-                self._stale_deadlines = 0
-
     def begin_human_wait(self) -> None:
         """A person is answering a question of the peer's: pause our request clocks.
 
@@ -671,37 +652,25 @@ class Session:
 
     async def _timer_loop(self) -> None:
         while True:
-            # No local reference to the heap list while waiting: compaction replaces it, and
-            # a kept old list would keep every answered call's cell (and its result) alive.
-            if self._deadlines:
-                delay = self._deadlines[0][0] - self.now()
-                if delay > 0:
-                    with anyio.move_on_after(delay):
-                        await self._timer_wake.wait()
-            else:
-                await self._timer_wake.wait()
+            delay = self._deadlines.earliest() - self.now()
+            if delay > 0:
+                with anyio.move_on_after(delay):  # an infinite delay: until woken
+                    await self._timer_wake.wait()
             if self._timer_wake.is_set():
                 self._timer_wake = anyio.Event()
             self._expire(self.now())
 
     def _expire(self, now: float) -> None:
-        heap = self._deadlines
-        while heap and heap[0][0] <= now:
-            deadline, _, cell = heapq.heappop(heap)
-            if cell.deadline != deadline:
-                self._stale_deadlines = max(0, self._stale_deadlines - 1)
-                continue
+        for cell in self._deadlines.due(now):
             id_ = cell.id
             if self._pending.get(id_) is not cell:  # pragma: no cover - resolution always forgets the deadline
                 continue
             hard = cell.started + self.limits.max_request_time
             if self._human_waits and now < hard:
-                cell.deadline = min(now + cell.timeout, hard)
-                heapq.heappush(heap, (cell.deadline, next(self._seq), cell))
+                self._deadlines.move(cell, min(now + cell.timeout, hard))  # the loop looks again next
                 continue
             del self._pending[id_]
             self.budget.used -= 1
-            cell.deadline = math.inf
             self._drop_progress(cell)
             self.stats.timeouts += 1
             error = RequestTimeout(cell.method, cell.timeout)
@@ -833,7 +802,7 @@ class Session:
             self.stats.unknown_responses += 1
             logger.debug("%s: dropped a response for unknown id %r", self.name, id_)
             return
-        self._forget_deadline(cell)
+        self._deadlines.forget(cell)
         self._drop_progress(cell)
         cell.settle(response.result if response is not None else None, error)
 
@@ -849,10 +818,8 @@ class Session:
         if watch.reset_timeout and self._pending.get(id_) is cell and cell.deadline != math.inf:
             now = self.now()
             new = min(now + cell.timeout, cell.started + self.limits.max_request_time)
-            if new > cell.deadline:
-                self._forget_deadline(cell)
-                cell.deadline = new
-                self._push_deadline(cell)
+            if new > cell.deadline and self._deadlines.move(cell, new):
+                self._timer_wake.set()
         if watch.callback is not None:
             try:
                 watch.callback(params)

@@ -27,6 +27,7 @@ PURE_MODULES = [
     "tools.py",
     "resources.py",
     "prompts.py",
+    "deadlines.py",
 ]
 #: Event loops, sockets, clocks, threads and processes.
 FORBIDDEN = {"anyio", "trio", "asyncio", "socket", "time", "threading", "subprocess"}

@@ -1,0 +1,170 @@
+"""When each pending request times out: one structure per session, no timer per request (sans-I/O).
+
+Requests sent with the same timeout fall due in the order they were sent, because the
+clock only moves forward. So each timeout value gets a lane, a FIFO of entries: adding
+one is an append, and the earliest deadline of a lane is its head. No tuple, heap step or
+sequence number per request. Deadlines that leave that order (pushed back by progress or
+while a person answers, or lanes beyond ``max_lanes`` distinct timeouts) go to one heap.
+
+Finished requests are not searched for: their entry's ``deadline`` becomes infinity and the
+stale entry is dropped when it reaches the front, or when stale entries outnumber live ones
+(and exceed 1024), all at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import deque
+from typing import Generic, Protocol, TypeVar
+
+
+class Timed(Protocol):
+    """What an entry carries (the session's pending requests)."""
+
+    deadline: float
+    #: Its live place is its lane (not the heap).
+    laned: bool
+
+
+E = TypeVar("E", bound=Timed)
+
+
+class Deadlines(Generic[E]):
+    """The deadlines of one session's pending requests.
+
+    Args:
+        max_lanes: Distinct timeout values that get a lane; the rest share the heap.
+    """
+
+    def __init__(self, max_lanes: int = 32) -> None:
+        self._lanes: dict[float, deque[E]] = {}
+        self._heap: list[tuple[float, int, E]] = []
+        self._seq = itertools.count()
+        self._max_lanes = max_lanes
+        self._entries = 0
+        self._stale = 0
+        # What the timer waits for: the earliest deadline when it last looked, or an earlier one
+        # added since (which is when the timer must be woken).
+        self._target = math.inf
+
+    def __len__(self) -> int:
+        """Entries held, stale ones included."""
+        return self._entries
+
+    def add(self, entry: E, now: float, timeout: float) -> bool:
+        """Start ``entry``'s clock: it falls due at ``now + timeout``.
+
+        Returns True when that is sooner than what the timer waits for (wake it).
+        """
+        entry.deadline = deadline = now + timeout
+        self._entries += 1
+        lane = self._lanes.get(timeout)
+        if lane is None:
+            if len(self._lanes) >= self._max_lanes:
+                return self._push(entry, deadline)
+            lane = self._lanes[timeout] = deque()
+        entry.laned = True
+        lane.append(entry)
+        return self._sooner(deadline)
+
+    def move(self, entry: E, deadline: float) -> bool:
+        """Give ``entry`` a new deadline (True: wake the timer, as for :meth:`add`)."""
+        self.forget(entry)
+        self._entries += 1
+        return self._push(entry, deadline)
+
+    def forget(self, entry: E) -> None:
+        """``entry`` is over (or moves): its entry goes stale."""
+        if entry.deadline == math.inf:
+            return
+        entry.deadline = math.inf
+        entry.laned = False
+        self._stale += 1
+        if self._stale > 1024 and self._stale * 2 > self._entries:
+            self._compact()
+
+    def earliest(self) -> float:
+        """The earliest live deadline (infinity if none), which the timer then waits for; stale
+        entries in front are dropped."""
+        best = math.inf
+        for lane in self._lanes.values():
+            while lane:
+                head = lane[0]
+                if head.laned:
+                    best = min(best, head.deadline)
+                    break
+                lane.popleft()
+                self._dropped()
+        heap = self._heap
+        while heap:
+            deadline, _, entry = heap[0]
+            if entry.deadline == deadline and not entry.laned:
+                best = min(best, deadline)
+                break
+            heapq.heappop(heap)
+            self._dropped()
+        self._target = best
+        return best
+
+    def due(self, now: float) -> list[E]:
+        """Take out the live entries due at ``now`` (each stops being timed: its deadline is infinity)."""
+        out: list[E] = []
+        for lane in self._lanes.values():
+            while lane:
+                head = lane[0]
+                if head.laned and head.deadline > now:
+                    break
+                lane.popleft()
+                self._entries -= 1
+                if head.laned:
+                    head.laned = False
+                    head.deadline = math.inf
+                    out.append(head)
+                else:
+                    self._stale -= 1
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            deadline, _, entry = heapq.heappop(heap)
+            self._entries -= 1
+            if entry.deadline != deadline or entry.laned:
+                self._stale -= 1
+                continue
+            entry.deadline = math.inf
+            out.append(entry)
+        return out
+
+    def clear(self) -> None:
+        self._lanes.clear()
+        self._heap.clear()
+        self._entries = self._stale = 0
+        self._target = math.inf
+
+    def _push(self, entry: E, deadline: float) -> bool:
+        entry.deadline = deadline
+        entry.laned = False
+        heapq.heappush(self._heap, (deadline, next(self._seq), entry))
+        return self._sooner(deadline)
+
+    def _sooner(self, deadline: float) -> bool:
+        if deadline < self._target:
+            self._target = deadline
+            return True
+        return False
+
+    def _dropped(self) -> None:
+        self._entries -= 1
+        self._stale -= 1
+
+    def _compact(self) -> None:
+        lanes: dict[float, deque[E]] = {}
+        for timeout, lane in self._lanes.items():
+            live = deque(e for e in lane if e.laned)
+            if live:
+                lanes[timeout] = live
+        self._lanes = lanes
+        self._heap = [item for item in self._heap if item[2].deadline == item[0] and not item[2].laned]
+        heapq.heapify(self._heap)
+        self._entries = sum(map(len, lanes.values())) + len(self._heap)
+        self._stale = 0

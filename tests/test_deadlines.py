@@ -1,0 +1,83 @@
+"""The deadline lanes: one FIFO per timeout value, a heap for the rest, stale entries dropped lazily."""
+
+from __future__ import annotations
+
+import math
+
+from minimcp.deadlines import Deadlines
+
+
+class Entry:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.deadline = math.inf
+        self.laned = False
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def test_entries_fall_due_in_deadline_order_across_lanes_and_the_heap() -> None:
+    d: Deadlines[Entry] = Deadlines(max_lanes=2)
+    a, b, c, e, f = (Entry(n) for n in "abcef")
+    assert d.add(a, now=0, timeout=10)  # the first deadline: wake the timer
+    assert d.earliest() == 10
+    assert d.add(b, now=1, timeout=5)  # sooner than what the timer waits for
+    assert not d.add(c, now=2, timeout=10)  # later: the timer need not wake
+    assert d.add(e, now=3, timeout=1)  # a third timeout value: no lane of its own, the heap
+    assert not d.add(f, now=4, timeout=5)
+    assert len(d) == 5
+    assert d.earliest() == 4
+    assert d.due(5) == [e]
+    assert d.due(9.5) == [b, f]
+    assert d.due(12) == [a, c]
+    assert d.earliest() == math.inf and len(d) == 0
+    assert all(x.deadline == math.inf and not x.laned for x in (a, b, c, e, f))
+
+
+def test_forgotten_entries_are_skipped_and_compacted() -> None:
+    d: Deadlines[Entry] = Deadlines()
+    entries = [Entry(str(i)) for i in range(3000)]
+    for i, x in enumerate(entries):
+        d.add(x, now=i, timeout=100)
+    for x in entries[:2000]:  # answered: never searched for
+        d.forget(x)
+    assert len(d) <= 3000 - 1025  # compacted once stale ones outnumbered live ones
+    assert d.earliest() == entries[2000].deadline
+    d.forget(entries[2000])
+    assert d.earliest() == entries[2001].deadline  # a stale head is dropped on the way
+    assert d.due(2100 + 100) == entries[2001:2101]
+
+
+def test_a_moved_entry_leaves_its_lane_and_keeps_only_its_new_deadline() -> None:
+    d: Deadlines[Entry] = Deadlines()
+    a, b = Entry("a"), Entry("b")
+    d.add(a, now=0, timeout=10)
+    d.add(b, now=1, timeout=10)
+    assert d.earliest() == 10
+    assert not d.move(a, 30)  # pushed back: nothing sooner for the timer
+    assert d.earliest() == 11
+    assert d.due(20) == [b]
+    assert d.due(29) == []
+    assert d.earliest() == 30  # what the timer waits for now
+    assert d.move(a, 25)  # moved again, sooner than that
+    assert d.due(30) == [a]  # once, at its newest deadline
+    assert len(d) == 0
+
+
+def test_a_lane_holding_only_stale_entries_still_wakes_the_timer_for_a_sooner_deadline() -> None:
+    d: Deadlines[Entry] = Deadlines()
+    short, long, late = Entry("short"), Entry("long"), Entry("late")
+    d.add(short, now=0, timeout=5)
+    d.add(long, now=0, timeout=300)
+    d.forget(short)  # answered; its stale entry still sits in the 5-second lane
+    assert d.earliest() == 300  # the timer now waits for 300
+    assert d.add(late, now=10, timeout=5)  # 15 is sooner: wake it
+    assert d.earliest() == 15
+
+
+def test_clear_forgets_everything() -> None:
+    d: Deadlines[Entry] = Deadlines()
+    d.add(Entry("a"), now=0, timeout=1)
+    d.clear()
+    assert len(d) == 0 and d.earliest() == math.inf
