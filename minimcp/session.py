@@ -129,6 +129,10 @@ class SessionStats:
 
 _EMPTY: dict[str, Any] = {}
 _NO_RESULT = msgspec.Raw()
+# Messages the read loop takes in a row without yielding to the handlers it started, and how
+# often it yields, at most, while every in-flight slot is taken before refusing a request.
+_DRAIN_TURN = 64
+_FULL_TRIES = 8
 
 
 def _cancelled(id_: RequestId, reason: str) -> bytes:
@@ -525,25 +529,28 @@ class Session:
         related: RequestId | None = None,
         progress: ProgressWatch | None = None,
     ) -> Awaitable[msgspec.Raw]:
-        """:meth:`request`, sent at once: returns what to await for the raw result
+        """:meth:`request` without its decoding: returns what to await for the raw result
         (decode it with :func:`decode_result`).
 
-        On asyncio, when the transport takes the message without waiting, that is the
-        pending entry's own future: no coroutine waits beside it. Cancelling the awaiting
-        task (or the future) ends the request and tells the peer, as with :meth:`request`.
-        Raises what :meth:`request` raises before sending, at once.
+        The request is sent at once when the transport has room (else once the returned
+        awaitable is awaited). On asyncio the awaitable is then the pending entry's own
+        future: no coroutine waits beside it. Cancelling the awaiting task (or the future)
+        ends the request and tells the peer, as with :meth:`request`. What :meth:`request`
+        raises before sending (a full table, a closed session, params that cannot be
+        encoded) is raised at once, with nothing left behind.
         """
-        cell = self._open(method, timeout, related, progress)
-        data = jsonrpc.encode_request(cell.id, method, params)
+        cell, data = self._open(method, params, timeout, related, progress)
         if type(cell) is _Reply and self._sent_now(data, related):
             cell.session = self  # nobody else sees it being given up on
             return cell
         return self._send_and_wait(cell, data, related)
 
     def _open(
-        self, method: str, timeout: float | None, related: RequestId | None, progress: ProgressWatch | None
-    ) -> _Cell:
-        """A new pending entry (checked against the bounds first), with its deadline."""
+        self, method: str, params: Any, timeout: float | None, related: RequestId | None,
+        progress: ProgressWatch | None,
+    ) -> tuple[_Cell, bytes]:
+        """A new pending entry (checked against the bounds first), with its deadline, and the
+        encoded request (encoded before anything is registered)."""
         if self._closed:
             raise ConnectionClosed()
         if len(self._pending) >= self.limits.max_pending_outbound:
@@ -552,6 +559,7 @@ class Session:
         if budget.used >= budget.limit:
             raise TooManyPending(budget.limit)
         id_ = self._next_id
+        data = jsonrpc.encode_request(id_, method, params)
         self._next_id += 1
         loop = self._loop
         cell: _Cell
@@ -581,7 +589,7 @@ class Session:
         if progress is not None:
             cell.progress = progress.token
             self._progress[progress.token] = (id_, cell, progress)
-        return cell
+        return cell, data
 
     async def _send_and_wait(self, cell: _Cell, data: bytes, related: RequestId | None) -> msgspec.Raw:
         try:
@@ -601,6 +609,8 @@ class Session:
             assert type(cell) is _Pending
             return await cell.wait()
         except BaseException:
+            if type(cell) is _Reply and cell.done() and not cell.cancelled():
+                cell.exception()  # it ended (timeout, close) while still being sent: nobody awaits it now
             cancelled = self._abandon(cell)  # nothing, if the request had already ended
             if cancelled is not None and not self._sent_now(cancelled, related):
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
@@ -694,11 +704,22 @@ class Session:
         receive = self.transport.receive
         # Messages already there are taken without a coroutine each (the transport's fast path).
         receive_nowait: Callable[[], bytes | None] | None = getattr(self.transport, "receive_nowait", None)
+        drained = 0
         while True:
             try:
                 data = receive_nowait() if receive_nowait is not None else None
                 if data is None:
+                    drained = 0
                     data = await receive()
+                else:
+                    # Let the handlers just started (and the timer) run now and then, and while
+                    # every in-flight slot is taken, as long as that frees some (quick handlers).
+                    drained += 1
+                    if drained >= _DRAIN_TURN:
+                        drained = 0
+                        await anyio.lowlevel.checkpoint()
+                    if len(self._inflight) >= self.limits.max_inflight_inbound:
+                        await self._let_handlers_finish()
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 logger.debug("%s: connection ended", self.name)
                 return
@@ -721,6 +742,13 @@ class Session:
             sending = self._route(message)
             if sending is not None:
                 await sending
+
+    async def _let_handlers_finish(self) -> None:
+        """Every in-flight slot is taken: yield (a few times at most) while that frees some."""
+        for _ in range(_FULL_TRIES):
+            await anyio.lowlevel.checkpoint()
+            if len(self._inflight) < self.limits.max_inflight_inbound:
+                return
 
     async def _on_invalid(self, data: bytes, exc: jsonrpc.InvalidMessage) -> None:
         """A line that is not a JSON-RPC message: a batch (where allowed), or an error answer."""
@@ -906,6 +934,8 @@ class Session:
                 reply = self._error_bytes(id_, errors.INTERNAL_ERROR, "internal error")
             # Still in flight (and cancellable) until the reply is handed over: replies
             # waiting for room in the output count against max_inflight_inbound.
+            if self._loop is None:  # trio: a handler cancelled before it began sends nothing
+                await _trio().lowlevel.checkpoint_if_cancelled()
             if not self._sent_now(reply, id_):
                 with contextlib.suppress(ConnectionClosed):
                     await self.send_raw(reply, related=id_)

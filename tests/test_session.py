@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import gc
 from typing import Any
 
 import anyio
@@ -11,7 +13,7 @@ import pytest
 
 from minimcp import ConnectionClosed, Limits, McpError, RequestTimeout, TooManyPending
 from minimcp.jsonrpc import Notification, Request
-from minimcp.session import Deferred, Session
+from minimcp.session import Deferred, PendingBudget, ProgressWatch, Session
 from minimcp.transports import MessageTooLarge
 from minimcp.transports.memory import memory_pair
 from tests.helpers import RawPeer
@@ -552,3 +554,132 @@ async def test_pending_budget_is_shared_and_always_given_back() -> None:
         await s1.wait_closed()
         assert budget.used == 0
         tg.cancel_scope.cancel()
+
+
+# --- endings of requests started without a coroutine (start_request) and read in bursts ---------------
+
+
+def _collect_unretrieved(anyio_backend: str) -> list[dict[str, Any]]:
+    """What asyncio's exception handler reports ("exception was never retrieved"); trio has none."""
+    """Install a loop exception handler (asyncio) and return the list it fills."""
+    seen: list[dict[str, Any]] = []
+    if anyio_backend == "asyncio":
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: seen.append(ctx))
+    return seen
+
+
+# 1. params that fail to encode leave the pending entry, the shared budget and the progress watch behind
+async def test_unencodable_params_leave_nothing_pending() -> None:
+    budget = PendingBudget(10)
+    a, _ = memory_pair()
+    session = Session(a, Recorder(), budget=budget)
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        with pytest.raises((TypeError, msgspec.EncodeError)):
+            await session.request("m", {"x": object()}, timeout=None, progress=ProgressWatch("tok"))
+        assert session.pending_count == 0
+        assert budget.used == 0
+        assert not session._progress
+        tg.cancel_scope.cancel()
+
+
+# 2a. a request that timed out while waiting for room, then cancelled: its future's exception is never retrieved
+async def test_timed_out_while_waiting_for_room_then_cancelled_logs_nothing(anyio_backend: str) -> None:
+    seen = _collect_unretrieved(anyio_backend)
+    a, _ = memory_pair(buffer=1)
+    session = Session(a, Recorder())
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        assert a.send_nowait(b"filler")  # the request has to wait for room
+
+        with anyio.move_on_after(0.3):  # gives up after the 0.05 s timeout has fired
+            await session.request("slow", timeout=0.05)
+        assert session.pending_count == 0
+        tg.cancel_scope.cancel()
+    for _ in range(3):
+        gc.collect()
+        await anyio.lowlevel.checkpoint()
+    assert [c["message"] for c in seen] == []
+
+
+# 2b. a handler's nested request still waiting for room when the session closes
+class Asker(Recorder):
+    """A handler that sends a nested request and waits for it."""
+
+    def handle_request(self, session: Session, request: Request) -> Any:
+        return self._ask(session)
+
+    async def _ask(self, session: Session) -> Any:
+        self.started.append(1)
+        return await session.request("nested", timeout=None, related="h")
+
+
+async def test_close_with_a_nested_request_waiting_for_room_logs_nothing(anyio_backend: str) -> None:
+    seen = _collect_unretrieved(anyio_backend)
+    a, b = memory_pair(buffer=1)
+    rec = Asker()
+    session = Session(a, rec)
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        await b.send(b'{"jsonrpc":"2.0","id":"h","method":"tools/call"}')
+        assert a.send_nowait(b"filler")  # the output is full before the handler asks
+        with anyio.fail_after(5):
+            while not rec.started:
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.05)
+        assert session.pending_count == 1  # the nested request waits for room
+        session.close()
+        with anyio.fail_after(5):
+            await session.wait_closed()
+        tg.cancel_scope.cancel()
+    for _ in range(3):
+        gc.collect()
+        await anyio.lowlevel.checkpoint()
+    assert [c["message"] for c in seen] == []
+
+
+# 3. trio: a request and its cancellation in one read, the handler needing no checkpoint
+async def test_a_quick_request_cancelled_in_the_same_read_gets_no_response() -> None:
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        assert peer.transport.send_nowait(b'{"jsonrpc":"2.0","id":"x","method":"echo","params":{"a":1}}')
+        cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}'
+        assert peer.transport.send_nowait(cancel)
+        with anyio.move_on_after(0.2):
+            got = await peer.recv()
+            raise AssertionError(f"response to a cancelled request: {got}")
+        assert session.stats.cancelled_by_peer == 1
+        tg.cancel_scope.cancel()
+
+
+# 4. the read loop drains a burst without yielding: quick handlers never run, the burst is refused as busy
+async def test_a_burst_of_quick_requests_is_not_refused_as_busy() -> None:
+    a, b = memory_pair(buffer=1000)
+    session = Session(a, Recorder(), limits=Limits(max_inflight_inbound=10))
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        for i in range(50):
+            assert b.send_nowait(msgspec.json.encode({"jsonrpc": "2.0", "id": i, "method": "echo"}))
+        with anyio.fail_after(5):
+            out = [msgspec.json.decode(await b.receive()) for _ in range(50)]
+        assert [m for m in out if "error" in m] == []
+        assert session.stats.rejected_busy == 0
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # asyncio.wait_for is asyncio's own
+async def test_asyncio_wait_for_around_start_request_ends_it_and_tells_the_peer(anyio_backend: str) -> None:
+    seen = _collect_unretrieved(anyio_backend)
+    async with anyio.create_task_group() as tg:
+        session, peer, _ = await start(tg)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(session.start_request("m", timeout=None), 0.05)
+        req = await peer.recv()
+        assert (await peer.recv())["params"]["requestId"] == req["id"]
+        assert session.pending_count == 0 and session.budget.used == 0
+
+        tg.cancel_scope.cancel()
+    gc.collect()
+    await anyio.lowlevel.checkpoint()
+    assert [c["message"] for c in seen] == []
+
