@@ -51,7 +51,16 @@ from minimcp.transports import MessageTooLarge, Transport
 from minimcp.types import CancelledParams, ProgressParams
 from minimcp.versions import Feature, supports
 
-__all__ = ["DEFAULT", "Dispatcher", "PendingBudget", "ProgressWatch", "Session", "SessionStats"]
+__all__ = [
+    "DEFAULT",
+    "Deferred",
+    "Dispatcher",
+    "PendingBudget",
+    "ProgressWatch",
+    "Session",
+    "SessionStats",
+    "decode_result",
+]
 
 logger = logging.getLogger("minimcp.session")
 T = TypeVar("T")
@@ -613,8 +622,8 @@ class Session:
                 cell.exception()  # it ended (timeout, close) while still being sent: nobody awaits it now
             cancelled = self._abandon(cell)  # nothing, if the request had already ended
             if cancelled is not None and not self._sent_now(cancelled, related):
-                with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
-                    await self._send_quietly(cancelled, related)
+                with anyio.CancelScope(shield=True):
+                    await self._send_within(cancelled, related, 1.0)
             raise
 
     def _abandon(self, cell: _Cell) -> bytes | None:
