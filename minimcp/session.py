@@ -926,7 +926,7 @@ class Session:
                 # The request (and the raw message bytes its params point into) is not kept
                 # alive while the handler waits, perhaps for minutes, on a person.
                 del request
-                if isinstance(handling, Deferred):
+                if isinstance(handling, Deferred):  # Deferred.__await__, inlined: no generator frame
                     try:
                         value = await handling.awaitable
                     except BaseException as exc:
