@@ -497,6 +497,7 @@ async def test_deadline_heap_is_compacted_when_requests_finish_early() -> None:
 
 
 async def test_human_wait_pauses_request_clocks() -> None:
+    """An answer that comes six timeouts late, while a person is still answering, is taken."""
     async with anyio.create_task_group() as tg:
         session, peer, _ = await start(tg)
         session.begin_human_wait()
@@ -504,11 +505,14 @@ async def test_human_wait_pauses_request_clocks() -> None:
         async def answer_late() -> None:
             msg = await peer.recv()
             await anyio.sleep(0.3)
-            session.end_human_wait()
+            # Answered while the wait is still open: the clock must not have fired meanwhile.
+            # (Ending the wait first would leave the answer a race against a 0.05 s clock.)
             await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"late": True}})
 
         tg.start_soon(answer_late)
-        raw = await session.request("m", timeout=0.05)
+        with anyio.fail_after(30):
+            raw = await session.request("m", timeout=0.05)
+        session.end_human_wait()
         assert msgspec.json.decode(raw) == {"late": True}
         tg.cancel_scope.cancel()
 
