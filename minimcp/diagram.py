@@ -294,7 +294,10 @@ class _Builder:
         self.busy: dict[tuple[int, bool], set[int]] = {}  # lanes in use per (lifeline, from_client)
         self.by_state: dict[str, Call] = {}
         self.by_token: dict[tuple[int, str], Call] = {}
-        self.chains = 0
+        self.seen: dict[tuple[int, bool, str], Call] = {}  # the latest request with a key, answered or not
+        self.firsts: dict[int, Call] = {}  # chain -> its first round
+        self.steps: dict[str, tuple[Call, str]] = {}  # URL elicitation id -> the call that sent it, and how
+        self.refused: dict[tuple[int, str], Call] = {}  # (lifeline, tools/call name+arguments) answered -32042
 
     def lane(self, call: Call) -> int:
         used = self.busy.setdefault((call.lifeline, call.from_client), set())
@@ -325,22 +328,27 @@ class _Builder:
         earlier = self.by_state.get(state) if isinstance(state, str) else None
         if earlier is not None:
             call.chain, call.round = earlier.chain, earlier.round + 1
-            event.note = f"round {call.round} of {earlier.method} #{_id_text(self.first_of(earlier).id)}"
+            event.note = f"round {call.round} of {self.firsts[call.chain].name}"
         else:
-            self.chains += 1
-            call.chain = self.chains
+            call.chain = len(self.firsts) + 1
+            self.firsts[call.chain] = call
             if isinstance(state, str):
                 event.note = "retry with a state this trace never saw"
         meta = params.get("_meta")
         if isinstance(meta, dict) and "progressToken" in meta:
             call.progress_token = meta["progressToken"]
             self.by_token[(event.lifeline, json.dumps(meta["progressToken"]))] = call
-        self.open[(event.lifeline, event.from_client, json.dumps(call.id))] = call
+        if isinstance(params.get("elicitationId"), str):
+            self.steps[params["elicitationId"]] = (call, "URL step")
+        if call.method == "tools/call":
+            what = (event.lifeline, json.dumps([params.get("name"), params.get("arguments")], sort_keys=True))
+            refused = self.refused.pop(what, None)
+            if refused is not None and not event.note:
+                event.note = f"retry of {refused.name} after -32042"
+        key = (event.lifeline, event.from_client, json.dumps(call.id))
+        self.open[key] = self.seen[key] = call
         self.calls.append(call)
         event.call, event.depth = call, call.depth
-
-    def first_of(self, call: Call) -> Call:
-        return next(c for c in self.calls if c.chain == call.chain)
 
     def response(self, event: Event, message: dict[str, Any]) -> None:
         key = (event.lifeline, not event.from_client, json.dumps(message.get("id")))
@@ -358,45 +366,35 @@ class _Builder:
                 self.by_state[state] = call
         else:
             call.outcome = "error" if "error" in message else "result"
+            error = message.get("error")
+            data = error.get("data") if isinstance(error, dict) else None
+            steps = data.get("elicitations") if isinstance(data, dict) else None
+            if isinstance(steps, list) and call.method == "tools/call":  # -32042: steps, then a retry
+                for step in steps:
+                    if isinstance(step, dict) and isinstance(step.get("elicitationId"), str):
+                        self.steps[step["elicitationId"]] = (call, "-32042 step")
+                request = self.events[call.start].message.get("params") or {}
+                what = json.dumps([request.get("name"), request.get("arguments")], sort_keys=True)
+                self.refused[(call.lifeline, what)] = call
         event.call, event.depth = call, call.depth
 
     def notification(self, event: Event, message: dict[str, Any]) -> None:
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         assert isinstance(params, dict)
         target: Call | None = None
-        if message.get("method") == "notifications/cancelled":
-            # The sender cancels a request it sent earlier.
-            target = self.open.get((event.lifeline, event.from_client, json.dumps(params.get("requestId"))))
-            if target is None:
-                target = next(
-                    (
-                        c
-                        for c in reversed(self.calls)
-                        if c.lifeline == event.lifeline
-                        and c.from_client is event.from_client
-                        and c.id == params.get("requestId")
-                    ),
-                    None,
-                )
+        if message.get("method") == "notifications/cancelled":  # the sender cancels a request it sent
+            target = self.seen.get((event.lifeline, event.from_client, json.dumps(params.get("requestId"))))
         elif message.get("method") == "notifications/progress":
             target = self.by_token.get((event.lifeline, json.dumps(params.get("progressToken"))))
         elif message.get("method") == "notifications/elicitation/complete":
-            step = params.get("elicitationId")
-            asked = next(
-                (c for c in reversed(self.calls) if c.method == "elicitation/create" and self.step_of(c) == step), None
-            )
-            if asked is not None:
-                event.note = f"completes the URL step of {asked.name}"
+            step = self.steps.get(params.get("elicitationId"))  # type: ignore[arg-type]
+            if step is not None:
+                event.note = f"completes the {step[1]} of {step[0].name}"
         if target is not None:
             event.call = target
             event.depth = target.depth + (1 if target.end is None else 0)
             if not event.note:
                 event.note = f"about {target.name}"
-
-    def step_of(self, call: Call) -> Any:
-        event = self.events[call.start]
-        params = event.message.get("params") if isinstance(event.message, dict) else None
-        return params.get("elicitationId") if isinstance(params, dict) else None
 
 
 def read_trace(lines: Iterable[str], *, side: str | None = None) -> Diagram:
@@ -444,7 +442,7 @@ def read_trace(lines: Iterable[str], *, side: str | None = None) -> Diagram:
             builder.notification(event, r.message)
     lifelines = ["client"] if len(conns) == 1 else [f"client {i + 1}" for i in range(len(conns))]
     return Diagram(
-        lifelines, f"server {server_name}".strip(), side, builder.events, builder.calls, problems, builder.chains
+        lifelines, f"server {server_name}".strip(), side, builder.events, builder.calls, problems, len(builder.firsts)
     )
 
 

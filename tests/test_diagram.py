@@ -343,3 +343,37 @@ def test_the_command(tmp_path: pathlib.Path) -> None:
     assert text.returncode == 0 and "elicitation/create #1" in text.stdout and "│" in text.stdout
     missing = run(str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "nope.jsonl" in missing.stderr
+
+
+def test_url_steps_and_a_retry_after_minus_32042() -> None:
+    step = {"mode": "url", "elicitationId": "e1", "url": "https://pay.example/e1", "message": "Pay"}
+    lines = [
+        rec(1.0, "receive", req(1, "tools/call", name="book_table", arguments={"party_size": 9})),
+        rec(1.1, "send", req(1, "elicitation/create", **step), rel=1),
+        rec(1.2, "receive", res(1, action="accept")),
+        rec(1.3, "send", res(1, content=[])),
+        rec(2.0, "send", note("notifications/elicitation/complete", elicitationId="e1")),
+        rec(3.0, "receive", req(2, "tools/call", name="add_to_calendar", arguments={"booking_id": "x"})),
+        rec(
+            3.1,
+            "send",
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "error": {
+                    "code": -32042,
+                    "message": "authorize first",
+                    "data": {"elicitations": [{**step, "elicitationId": "e2"}]},
+                },
+            },
+        ),
+        rec(4.0, "send", note("notifications/elicitation/complete", elicitationId="e2")),
+        rec(4.1, "receive", req(3, "tools/call", name="add_to_calendar", arguments={"booking_id": "x"})),
+        rec(4.2, "send", note("notifications/elicitation/complete", elicitationId="nobody-asked")),
+    ]
+    d = read_trace(lines)
+    assert "url: https://pay.example/e1" in d.events[1].label
+    assert d.events[4].note == "completes the URL step of elicitation/create #1"
+    assert d.events[7].note == "completes the -32042 step of tools/call #2"
+    assert d.events[8].note == "retry of tools/call #2 after -32042"
+    assert d.events[9].note == ""
