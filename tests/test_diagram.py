@@ -377,3 +377,46 @@ def test_url_steps_and_a_retry_after_minus_32042() -> None:
     assert d.events[7].note == "completes the -32042 step of tools/call #2"
     assert d.events[8].note == "retry of tools/call #2 after -32042"
     assert d.events[9].note == ""
+
+
+async def test_traces_over_streamable_http_both_eras_both_sides() -> None:
+    from minimcp.transports.http import connect_http, serve_http
+
+    server_lines: list[str] = []
+    app = Server("traced", trace=WireTrace(server_lines.append))
+
+    @app.tool()
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        return type(answer).__name__
+
+    async def person(question: ElicitationRequest) -> Accepted[dict[str, Any]]:
+        return Accepted({"ok": True})
+
+    client_lines: dict[str, list[str]] = {"legacy": [], "modern": []}
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            port = await tg.start(serve_http, app)
+            for era, lines in client_lines.items():
+                async with connect_http(
+                    f"http://127.0.0.1:{port}/mcp", elicitation_handler=person, era=era, trace=WireTrace(lines.append)
+                ) as client:
+                    assert (await client.call_tool("ask", {})).text == "Accepted"
+            tg.cancel_scope.cancel()
+
+    legacy = read_trace(client_lines["legacy"])
+    assert legacy.side == "client"
+    question = next(c for c in legacy.calls if c.method == "elicitation/create")
+    assert question.parent is not None and question.parent.method == "tools/call" and question.depth == 1
+    modern = read_trace(client_lines["modern"])
+    rounds = [c for c in modern.calls if c.method == "tools/call"]
+    assert [(c.round, c.outcome) for c in rounds] == [(1, "input_required"), (2, "result")]
+    assert rounds[0].chain == rounds[1].chain
+    served = read_trace(server_lines)
+    assert served.side == "server" and len(served.lifelines) == 2  # one per era's connection
+    asked = [c for c in served.calls if c.method == "elicitation/create"]
+    assert len(asked) == 1 and asked[0].parent is not None and not asked[0].guessed
+    modern_rounds = [c for c in served.calls if c.method == "tools/call" and c.round == 2]
+    assert len(modern_rounds) == 1, "the server traces its 2026-07-28 rounds too"
+    for d in (legacy, modern, served):
+        _check_drawing(d, render_svg(d))
