@@ -7,7 +7,8 @@ same call finishes with the answer.
 
 On a terminal you answer each question yourself; without one (CI, a pipe) the
 answers come from a script and every step is printed. ``--trace`` prints every
-wire message, so you can see the nested request and its answer.
+wire message, so you can see the nested request and its answer; ``--diagram FILE``
+draws the run as a sequence diagram (``.html``, ``.svg``, or ``-`` for text).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from minimcp import (
     UrlElicitationRequest,
     open_in_browser,
 )
+from minimcp.diagram_cmd import write_diagram
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
+from minimcp.trace import WireTrace
 from minimcp.transports.stdio import stdio_client
 from minimcp.transports.trace import TracedTransport
 
@@ -160,7 +163,7 @@ def scripted(answers: deque[Answer]) -> Any:
     return handler
 
 
-async def run(interactive: bool, show_trace: bool, backend_args: list[str]) -> None:
+async def run(interactive: bool, show_trace: bool, backend_args: list[str], diagram: str | None = None) -> None:
     answers: deque[Answer] = deque(
         [
             Accepted({"accept_alternative": True}),  # take the suggested date (filled from the default)
@@ -170,6 +173,7 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str]) -> N
     handler = answer_in_terminal if interactive else scripted(answers)
     url_handler = consent_in_terminal if interactive else scripted_consent
     opened: list[str] = []
+    recorded: list[str] = []  # the wire trace, for --diagram
 
     async def remember(request: UrlElicitationRequest) -> Answer:
         opened.append(request.url)
@@ -183,6 +187,7 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str]) -> N
             elicitation_handler=handler,
             url_handler=remember,
             on_elicitation_complete=lambda eid: print(f"\n** the server reports step {eid[:8]}... complete"),
+            trace=WireTrace(recorded.append) if diagram else None,
         ) as client:
             assert client.server_info is not None
             print(f"Connected to {client.server_info.name} {client.server_info.version} "
@@ -235,15 +240,20 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str]) -> N
                 )
                 show("add_to_calendar", added)
     print("\nDone: the server was shut down and nothing is left pending.")
+    if diagram:
+        drawn = write_diagram(recorded, diagram, title="minimcp demo: the booking scenario")
+        if diagram != "-":
+            print(f"The sequence diagram of this run ({len(drawn.events)} messages) is in {diagram}: open it in a browser.")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Run the booking scenario end to end.")
     parser.add_argument("--trace", action="store_true", help="print every wire message")
     parser.add_argument("--script", action="store_true", help="use scripted answers even on a terminal")
+    parser.add_argument("--diagram", metavar="FILE", help="draw this run as a sequence diagram: FILE.html, FILE.svg or -")
     args = parser.parse_args()
     interactive = sys.stdin.isatty() and not args.script
-    anyio.run(run, interactive, args.trace, [])
+    anyio.run(run, interactive, args.trace, [], args.diagram)
 
 
 if __name__ == "__main__":

@@ -448,7 +448,7 @@ class Session:
         if self._closed:
             raise ConnectionClosed()
         if self.trace is not None:
-            self.trace.record(self.name, "send", message)
+            self.trace.record(self.name, "send", message, related=related, origin=self)
         try:
             await self.transport.send(message, related=related)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
@@ -463,7 +463,7 @@ class Session:
         if nowait is None or self._closed or not nowait(message, related=related):
             return False
         if self.trace is not None:
-            self.trace.record(self.name, "send", message)
+            self.trace.record(self.name, "send", message, related=related, origin=self)
         return True
 
     async def notify(self, method: str, params: Any = msgspec.UNSET, *, related: RequestId | None = None) -> None:
@@ -742,7 +742,7 @@ class Session:
                 await self._send_error(None, errors.INVALID_REQUEST, str(exc))
                 continue
             if self.trace is not None:
-                self.trace.record(self.name, "receive", data)
+                self.trace.record(self.name, "receive", data, origin=self)
             try:
                 message = jsonrpc.decode(data)
             except jsonrpc.InvalidMessage as exc:

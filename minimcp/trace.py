@@ -5,16 +5,22 @@
     server = Server("booking", trace=WireTrace("wire.jsonl"))
     client = Client(transport, trace=WireTrace(print_line))
 
-Each record is one line ``{"t": <unix time>, "session": <name>, "dir": "send"|"receive",
-"msg": <the message>}``. A ``redact`` hook sees each decoded message first and returns
+Each record is one line ``{"t": <unix time>, "session": <name>, "conn": <n>, "dir":
+"send"|"receive", "msg": <the message>}``, plus ``"rel": <id>`` on a message sent on behalf
+of an inbound request: a question a tool asks inside its ``tools/call``, or the call's
+response. ``conn`` numbers the connections one trace has seen (1, 2, ...), so a server's
+trace of many clients can be told apart; ``python -m minimcp diagram`` draws a trace as a
+sequence diagram. A ``redact`` hook sees each decoded message first and returns
 what to record (a copy with secrets blanked, say) or ``None`` to skip it. When no trace
 is set the session pays one ``is None`` test per message.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -46,9 +52,13 @@ class WireTrace:
         self._target = target
         self.redact = redact
         self._lock = threading.Lock()
+        self._conns: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+        self._numbers = itertools.count(1)
 
-    def record(self, session: str, direction: str, data: bytes) -> None:
-        """Record one message (called by the session)."""
+    def record(
+        self, session: str, direction: str, data: bytes, *, related: Any = None, origin: object | None = None
+    ) -> None:
+        """Record one message (called by the session ``origin``; ``related``: the request it serves)."""
         try:
             message: Any = msgspec.json.decode(data)
         except msgspec.DecodeError:
@@ -57,7 +67,18 @@ class WireTrace:
             message = self.redact(direction, message)
             if message is None:
                 return
-        line = _encoder.encode({"t": round(time.time(), 6), "session": session, "dir": direction, "msg": message})
+        entry: dict[str, Any] = {"t": round(time.time(), 6), "session": session}
+        if origin is not None:
+            with self._lock:
+                conn = self._conns.get(origin)
+                if conn is None:
+                    conn = self._conns[origin] = next(self._numbers)
+            entry["conn"] = conn
+        entry["dir"] = direction
+        if related is not None:
+            entry["rel"] = related
+        entry["msg"] = message
+        line = _encoder.encode(entry)
         target: Any = self._target
         with self._lock:
             if not hasattr(target, "write"):

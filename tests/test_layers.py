@@ -28,6 +28,8 @@ PURE_MODULES = [
     "resources.py",
     "prompts.py",
     "deadlines.py",
+    "diagram.py",
+    "diagram_svg.py",
 ]
 #: Event loops, sockets, clocks, threads and processes.
 FORBIDDEN = {"anyio", "trio", "asyncio", "socket", "time", "threading", "subprocess"}

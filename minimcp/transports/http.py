@@ -685,6 +685,7 @@ class StreamableHTTPApp:
         conn = ServerConnection(self.server)
         name = f"server {self.server.name} (HTTP 2026-07-28)"
         session = Session(transport, conn, limits=self.server.limits, name=name)
+        session.trace = self.server.trace
         conn.session = session
         # Locked to the modern revision from the start (what a first enveloped request would do), so
         # that an enveloped initialize is -32601 and a request without the envelope -32602.
@@ -1022,12 +1023,19 @@ class StreamableHTTPApp:
         body = await self._read_body(headers, receive, send)
         if body is None:
             return
+        self._trace_modern("receive", body)
         try:
             message = jsonrpc.decode(body)
         except jsonrpc.InvalidMessage as exc:
             await _respond_modern_error(send, exc.id, exc.code, exc.message)
             return
         await self._modern_message(headers, message, receive, send)
+
+    def _trace_modern(self, direction: str, data: bytes, related: RequestId | None = None) -> None:
+        """Record a 2026-07-28 POST's request or final reply (its notifications go through the session)."""
+        host, trace = self._modern, self.server.trace
+        if trace is not None and host is not None:
+            trace.record(host.session.name, direction, data, related=related, origin=host.session)
 
     async def _modern_message(
         self, headers: Mapping[str, str], message: jsonrpc.Message, receive: Receive, send: Send
@@ -1097,6 +1105,8 @@ class StreamableHTTPApp:
                 logger.exception("handler for %s failed", message.method)
                 final.append((200, jsonrpc.encode_error(message.id, errors.INTERNAL_ERROR, "internal error")))
             finally:
+                if final:
+                    self._trace_modern("send", final[0][1], message.id)
                 # Nothing more reaches this POST: the reply (if any) goes after what is queued.
                 host.transport.routes.pop(internal, None)
                 out.close()

@@ -1,0 +1,78 @@
+"""``python -m minimcp diagram TRACE -o FILE``: draw a wire trace as a sequence diagram.
+
+The output's kind follows its name: ``.html`` (a self-contained page: the drawing, tooltips and
+every message in full), ``.svg`` (the drawing alone), or ``-`` / ``.txt`` (text, for a terminal).
+Lines of the trace that cannot be read are reported on stderr with their numbers and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+
+from minimcp.diagram import Diagram, read_trace, render_text
+from minimcp.diagram_svg import render_html, render_svg
+
+__all__ = ["main", "write_diagram"]
+
+
+def write_diagram(lines: Iterable[str], target: str, *, side: str | None = None, title: str | None = None) -> Diagram:
+    """Draw the trace ``lines`` into ``target`` (a path, or ``-`` for text on stdout)."""
+    diagram = read_trace(lines, side=side)
+    suffix = pathlib.Path(target).suffix.lower()
+    if target == "-" or suffix == ".txt":
+        width = shutil.get_terminal_size((120, 40)).columns if target == "-" else 160
+        text = render_text(diagram, width=width)
+        if target == "-":
+            sys.stdout.write(text)
+        else:
+            pathlib.Path(target).write_text(text, encoding="utf-8")
+    elif suffix == ".svg":
+        pathlib.Path(target).write_text(render_svg(diagram), encoding="utf-8")
+    else:
+        page = render_html(diagram, title=title or "MCP wire trace")
+        pathlib.Path(target).write_text(page, encoding="utf-8")
+    return diagram
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``diagram`` command; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="minimcp diagram",
+        description="Draw a wire trace (a WireTrace JSON-lines file, from either side) as a sequence diagram.",
+        epilog="Make a trace with --trace-file on the call and connect commands, "
+        "Server(trace=WireTrace('wire.jsonl')) or Client(trace=...).",
+    )
+    parser.add_argument("trace", help="the trace file (JSON lines), or - for standard input")
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        help="FILE.html (default kind), FILE.svg, FILE.txt, or - for text on stdout (the default)",
+    )
+    parser.add_argument(
+        "--side", choices=("server", "client"), help="whose trace it is (found from the trace when left out)"
+    )
+    parser.add_argument("--title", help="the page's title (HTML)")
+    args = parser.parse_args(argv)
+    try:
+        if args.trace == "-":
+            diagram = write_diagram(sys.stdin, args.output, side=args.side, title=args.title)
+        else:
+            with open(args.trace, encoding="utf-8", errors="replace") as lines:
+                diagram = write_diagram(lines, args.output, side=args.side, title=args.title or args.trace)
+    except OSError as exc:
+        print(f"minimcp diagram: {exc.strerror or exc}: {exc.filename or args.trace}", file=sys.stderr)
+        return 2
+    for problem in diagram.problems:
+        print(f"minimcp diagram: skipped {problem}", file=sys.stderr)
+    if args.output != "-":
+        print(
+            f"wrote {args.output}: {len(diagram.events)} messages"
+            + (f", {len(diagram.problems)} lines skipped" if diagram.problems else ""),
+            file=sys.stderr,
+        )
+    return 0 if diagram.events or not diagram.problems else 2
