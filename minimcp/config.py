@@ -55,7 +55,7 @@ class Limits:
     request_timeout: float | None = 60.0
     elicitation_timeout: float | None = 300.0
     max_request_time: float = 3600.0
-    max_used_states: int = 1_000_000
+    max_used_states: int = 500_000
     shutdown_timeout: float = 2.0
     page_size: int = 100
     max_subscriptions: int = 10_000
