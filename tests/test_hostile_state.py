@@ -60,10 +60,7 @@ TIMEOUT = 30
 async def modern_peers(server: Server, count: int) -> AsyncIterator[list[Modern]]:
     """``count`` raw 2026-07-28 clients, each on its own in-memory connection to ``server``."""
     async with contextlib.AsyncExitStack() as stack:
-        peers = [Modern((await stack.enter_async_context(raw_client(server)))[0]) for _ in range(count)]
-        for n, peer in enumerate(peers):
-            peer.ids = 1000 * n  # distinct ids, so no reply can be taken for another's
-        yield peers
+        yield [Modern((await stack.enter_async_context(raw_client(server)))[0]) for _ in range(count)]
 
 
 def booking(*, elicitation_timeout: float = 300.0) -> booking_example.BookingApp:
