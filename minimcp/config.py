@@ -32,6 +32,10 @@ class Limits:
         elicitation_timeout: Default seconds a question to a person may wait.
         max_request_time: Hard cap, in seconds, on how long a request may wait
             while its clock is paused for a person answering a question.
+        max_used_states: ``requestState`` tokens a server remembers as used
+            (revision 2026-07-28), each until it expires; a used one is refused
+            with ``-32602``. At the limit the oldest records are forgotten and the
+            states they named (and any older) are refused too.
         shutdown_timeout: Seconds the stdio client waits for a server to exit at
             each step of close stdin -> terminate -> kill.
         page_size: Items per page of ``tools/list`` and the other list methods.
@@ -51,6 +55,7 @@ class Limits:
     request_timeout: float | None = 60.0
     elicitation_timeout: float | None = 300.0
     max_request_time: float = 3600.0
+    max_used_states: int = 500_000
     shutdown_timeout: float = 2.0
     page_size: int = 100
     max_subscriptions: int = 10_000

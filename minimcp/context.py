@@ -471,7 +471,12 @@ class Context:
         raw = await run.ask_many([q for _, q, _ in prepared], timeout, self.connection.server.parking)
         try:
             for (name, question, compiled), answer in zip(prepared, raw, strict=True):
-                if question.method == "elicitation/create":
+                if answer is None:  # it came after the timeout: as a timeout on the handshake era
+                    if question.method != "elicitation/create":
+                        raise errors.RequestTimeout(question.method, timeout if timeout is not None else 0.0)
+                    self._outcome("timed_out")
+                    answers[name] = Cancelled("timeout")
+                elif question.method == "elicitation/create":
                     answers[name] = self._form_answer(compiled, msgspec.convert(answer, ElicitResult))
                 elif question.method == "sampling/createMessage":
                     answers[name] = msgspec.convert(answer, CreateMessageResult)

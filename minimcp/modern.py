@@ -15,11 +15,16 @@ finds the handle and delivers the answer: the same coroutine goes on, exactly
 as on the handshake era.
 
 When the handle is not here (the process restarted, the retry reached another
-worker, the park expired), the tool is *replayed*: it runs again from the top
-and each ``ctx.elicit`` returns the answer recorded in the sealed state, in
-order, until the first unanswered question. So code that runs before a
-question may run more than once; a tool that must not be replayed is
+worker, the park was dropped to make room), the tool is *replayed*: it runs
+again from the top and each ``ctx.elicit`` returns the answer recorded in the
+sealed state, in order, until the first unanswered question. So code that runs
+before a question may run more than once; a tool that must not be replayed is
 registered with ``replayable=False`` and its retries then fail cleanly.
+
+What is recorded is only what the tool can use of each answer (:func:`clean_answer`),
+and when the open questions were asked: an answer arriving after the question's
+timeout is no answer, and ``ctx.elicit`` gives ``Cancelled("timeout")`` as on the
+handshake era, parked or replayed. A parked call is dropped when that timeout passes.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import dataclasses
 import logging
 import re
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -37,8 +43,17 @@ import msgspec
 
 from minimcp import errors
 from minimcp.errors import McpError
-from minimcp.state import digest
-from minimcp.types import ClientCapabilities, Implementation, LoggingLevel, UnsetType
+from minimcp.state import InvalidState, StateSealer, digest
+from minimcp.types import (
+    ClientCapabilities,
+    CreateMessageResult,
+    ElicitResult,
+    Implementation,
+    ListRootsResult,
+    LoggingLevel,
+    UnsetType,
+)
+from minimcp.used_states import UsedStates
 from minimcp.versions import MODERN, is_modern
 
 __all__ = [
@@ -166,11 +181,46 @@ class Question:
         return {"method": self.method, "params": self.params}
 
 
+def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
+    """What is kept of a client's answer to ``question``: its typed fields, no extras.
+
+    For a form question, the content keeps only the form's fields (the form checks
+    their values when the tool reads them); ``_meta`` and unknown members go
+    everywhere. This is what the tool gets and what the sealed state carries, so
+    padding an answer grows nothing. ``None``: the answer does not have the shape
+    of the method's result at all.
+    """
+    try:
+        if question.method == "elicitation/create":
+            result = msgspec.convert(answer, ElicitResult)
+            kept: dict[str, Any] = {"action": result.action}
+            if result.action == "accept" and not isinstance(result.content, UnsetType):
+                schema = question.params.get("requestedSchema")
+                fields = schema.get("properties") if isinstance(schema, dict) else None
+                names = fields if isinstance(fields, dict) else {}
+                kept["content"] = {k: v for k, v in result.content.items() if k in names}
+            return kept
+        if question.method == "sampling/createMessage":
+            sampled: dict[str, Any] = msgspec.to_builtins(msgspec.convert(answer, CreateMessageResult))
+            sampled.pop("_meta", None)
+            if isinstance(sampled.get("content"), dict):
+                sampled["content"].pop("_meta", None)
+            return sampled
+        if question.method == "roots/list":
+            roots = msgspec.convert(answer, ListRootsResult).roots
+            return {"roots": [{"uri": r.uri} if isinstance(r.name, UnsetType) else {"uri": r.uri, "name": r.name}
+                              for r in roots]}
+    except msgspec.ValidationError:
+        return None
+    return None
+
+
 class Run:
     """One tool execution that may span several requests (park) or be rebuilt (replay).
 
     ``recorded`` are ``[digest, answer]`` pairs from the sealed state; they are
-    handed back in order while the tool asks the same questions again.
+    handed back in order while the tool asks the same questions again. An answer
+    of ``None`` stands for "came after the question's timeout".
     """
 
     def __init__(
@@ -179,6 +229,8 @@ class Run:
         recorded: list[list[Any]],
         call_id: str | None = None,
         offered: dict[str, Any] | None = None,
+        *,
+        asked: tuple[list[str], float] | None = None,
     ) -> None:
         self.tool = tool
         #: Answers the client sent by key before being asked (a first call with inputResponses).
@@ -194,6 +246,11 @@ class Run:
         #: The questions of the current round, and their ``inputRequests`` keys.
         self.pending: list[Question] = []
         self.pending_keys: list[str] = []
+        #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
+        self.asked_at = 0.0
+        self.pending_timeout: float | None = None
+        # A replay asking the questions of the sealed round again keeps their first-asked time.
+        self._asked = asked
         self.scope = anyio.CancelScope()
         self._event = anyio.Event()
         self._outcome: tuple[str, Any] | None = None
@@ -204,11 +261,22 @@ class Run:
     # tool side
 
     async def ask(self, question: Question, ttl: float | None, parking: Parking) -> dict[str, Any]:
-        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one."""
-        return (await self.ask_many([question], ttl, parking))[0]
+        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
 
-    async def ask_many(self, questions: list[Question], ttl: float | None, parking: Parking) -> list[dict[str, Any]]:
+        Raises:
+            RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
+        """
+        answer = (await self.ask_many([question], ttl, parking))[0]
+        if answer is None:
+            raise errors.RequestTimeout(question.method, ttl if ttl is not None else 0.0)
+        return answer
+
+    async def ask_many(
+        self, questions: list[Question], ttl: float | None, parking: Parking
+    ) -> list[dict[str, Any] | None]:
         """Several questions in one round (``ctx.gather``): recorded answers first, then wait for the rest.
+
+        Returns each question's answer, or ``None`` where it came after ``ttl``.
 
         Raises:
             ValueError: the tool used the same ``key`` for two questions of one call.
@@ -224,41 +292,49 @@ class Run:
             if not need and self._replay < len(self.answers):
                 recorded_digest, answer = self.answers[self._replay]
                 if recorded_digest == question.digest:
+                    if answer is not None:
+                        answer, self.answers[self._replay][1] = _take(question, answer)
                     self._replay += 1
-                    results[i] = dict(answer)
+                    results[i] = answer
                     continue
                 # The tool asked something else this time: later answers no longer apply.
                 del self.answers[self._replay :]
             offered = self.offered.pop(question.key, None) if question.key is not None else None
             if isinstance(offered, dict) and not need:
                 # The client answered this key before it was asked (first call with inputResponses).
-                self.answers.append([question.digest, offered])
+                results[i], first_kept = _take(question, offered)
+                self.answers.append([question.digest, first_kept])
                 self._replay = len(self.answers)
-                results[i] = dict(offered)
                 continue
             need.append(i)
         if need:
             first = len(self.answers) + 1
             self.pending = [questions[i] for i in need]
             self.pending_keys = [q.key or f"q{first + n}" for n, q in enumerate(self.pending)]
+            now = time.time()
+            asked, self._asked = self._asked, None
+            same = asked is not None and asked[0] == [q.digest for q in self.pending]
+            self.asked_at = asked[1] if same and asked is not None else now
+            self.pending_timeout = ttl
             self._answer_event = event = anyio.Event()
             self._emit(("question", self.pending))
-            with anyio.move_on_after(ttl):
+            with anyio.move_on_after(None if ttl is None else max(0.0, self.asked_at + ttl - now)):
                 await event.wait()
             if not event.is_set():
-                # Nobody came back in time: the call is abandoned.
+                # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
                 parking.discard(self)
                 self.scope.cancel()
                 await anyio.lowlevel.checkpoint()
             answers = self._answers
-            assert answers is not None
             for i, key in zip(need, self.pending_keys, strict=True):
-                results[i] = answer = answers[key]
-                self.answers.append([questions[i].digest, answer])
+                kept: dict[str, Any] | None = None  # None: the answer came after the timeout
+                if answers is not None:
+                    results[i], kept = _take(questions[i], answers[key])
+                self.answers.append([questions[i].digest, kept])
             self._answers = None
             self.pending, self.pending_keys = [], []
             self._replay = len(self.answers)
-        return [r if r is not None else {} for r in results]
+        return results
 
     def finish(self, kind: str, value: Any) -> None:
         self.finished = True
@@ -282,6 +358,14 @@ class Run:
         self._answers = {key: responses[key] for key in self.pending_keys}
         event.set()
 
+    def expire(self) -> None:
+        """The retry came after the pending questions' timeout: they end as timed out."""
+        event = self._answer_event
+        if event is None or event.is_set():  # pragma: no cover - a parked run always waits
+            return
+        self._answers = None
+        event.set()
+
     async def next_outcome(self) -> tuple[str, Any]:
         """Wait until the tool asks its next question or ends."""
         await self._event.wait()
@@ -289,6 +373,12 @@ class Run:
         assert outcome is not None
         self._event = anyio.Event()
         return outcome
+
+
+def _take(question: Question, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An answer as the tool gets it, and as it is recorded (an unusable one: as given, and ``{}``)."""
+    kept = clean_answer(question, answer)
+    return (answer, {}) if kept is None else (kept, kept)
 
 
 class Parking:
@@ -314,6 +404,42 @@ class Parking:
     def discard(self, run: Run) -> None:
         if self._runs.get(run.handle) is run:
             del self._runs[run.handle]
+
+
+async def use_state(
+    sealer: StateSealer, used: UsedStates, token: str, *, now: float, binding: dict[str, Any]
+) -> dict[str, Any]:
+    """Open a retry's ``requestState`` and record it as used: its payload, good for this retry only.
+
+    Raises:
+        McpError: ``-32602``, frozen "Invalid or expired requestState" for a state that
+            does not verify (the reason goes to the log), or saying it was already used.
+    """
+    try:
+        state = sealer.open(token, now=now, binding=binding)
+    except InvalidState as exc:
+        logger.info("refused requestState for %r: %s", binding.get("t"), exc.reason)
+        raise McpError(
+            errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
+        ) from None
+    if not await used.consume(sealer.state_id(token), float(state["exp"])):
+        logger.info("refused a used requestState for %r", binding.get("t"))
+        raise McpError(
+            errors.INVALID_PARAMS,
+            "requestState already used: each one is good for one retry (call again without it to start over)",
+            {"reason": "request_state_used"},
+        )
+    return state
+
+
+def asked(state: dict[str, Any]) -> tuple[list[str], float | None, float | None]:
+    """The sealed state's open questions: their digests, when they were asked, and their timeout."""
+    digests, at, timeout = state.get("qs"), state.get("at"), state.get("to")
+    return [str(d) for d in digests] if isinstance(digests, list) else [], _number(at), _number(timeout)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def required_capability(kind: str) -> dict[str, Any]:

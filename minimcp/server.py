@@ -33,7 +33,7 @@ from minimcp.modern import Envelope, Parking, Run
 from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
 from minimcp.session import Deferred, PendingBudget, Session
-from minimcp.state import InvalidState, StateSealer, digest
+from minimcp.state import StateSealer, StateTooLarge, digest
 from minimcp.tools import (
     RegisteredTool,
     ToolError,
@@ -77,6 +77,7 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.urls import InvalidElicitationUrl
+from minimcp.used_states import MemoryUsedStates, UsedStates
 from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, Feature, negotiate, supports
 
 __all__ = ["Context", "Server", "ServerConnection", "ToolError", "tool_result"]
@@ -138,6 +139,9 @@ class Server:
         state_key: Key (32+ bytes) sealing ``requestState`` on the modern revision;
             random per process when omitted.
         state_ttl: Seconds a ``requestState`` stays valid.
+        used_states: Where used ``requestState`` tokens are recorded (each is good for
+            one retry); in memory by default (``limits.max_used_states``). Workers that
+            share a ``state_key`` share this store too.
         trace: Record every message of every connection (see :mod:`minimcp.trace`).
     """
 
@@ -151,6 +155,7 @@ class Server:
         limits: Limits | None = None,
         state_key: bytes | None = None,
         state_ttl: float = 600.0,
+        used_states: UsedStates | None = None,
         trace: WireTrace | None = None,
     ) -> None:
         self.info = Implementation(name=name, version=version, title=title if title else UNSET)
@@ -163,6 +168,7 @@ class Server:
         #: balancer the same ``state_key`` so a retry can replay anywhere.
         self.sealer = StateSealer(state_key)
         self.state_ttl = state_ttl
+        self.used_states: UsedStates = used_states or MemoryUsedStates(self.limits.max_used_states)
         #: Tool calls suspended between rounds of the modern revision.
         self.parking = Parking(self.limits.max_pending_outbound)
         #: Elicitation counters per tool (see :mod:`minimcp.metrics`).
@@ -729,25 +735,27 @@ class ServerConnection:
             raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
         inputs: dict[str, Any] = responses if isinstance(responses, dict) else {}
         if isinstance(params.request_state, str):
-            try:
-                state = server.sealer.open(params.request_state, now=time.time(), binding=binding)
-            except InvalidState as exc:
-                logger.info("refused requestState for %r: %s", name, exc.reason)
-                raise McpError(
-                    errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
-                ) from None
+            now = time.time()
+            state = await modern.use_state(
+                server.sealer, server.used_states, params.request_state, now=now, binding=binding
+            )
             keys = [str(k) for k in state.get("ks", [])]
+            digests, asked_at, timeout = modern.asked(state)
+            # An answer after the question's timeout is no answer: the call goes on as timed out.
+            late = asked_at is not None and timeout is not None and now > asked_at + timeout
             run = server.parking.take(str(state.get("h")))
             if run is not None:
                 if run.context is not None:
                     # Capabilities, identity and log level come from this request only.
                     run.context.envelope = envelope
                     run.context.request_id = request.id
-                if run.missing(inputs):
+                if late:
+                    run.expire()
+                elif run.missing(inputs):
                     # A needed answer is missing: ask the same questions again, still parked.
-                    server.parking.park(run)
                     return self._input_required(run, binding)
-                run.deliver(inputs)
+                else:
+                    run.deliver(inputs)
             else:
                 if method == "tools/call" and name in server._not_replayable:
                     raise McpError(
@@ -756,13 +764,15 @@ class ServerConnection:
                         "not replayable); call the tool again",
                     )
                 recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
-                digests = state.get("qs", [])
-                if keys and isinstance(digests, list) and all(isinstance(inputs.get(k), dict) for k in keys):
+                if late:
+                    recorded.extend([d, None] for d in digests)
+                elif keys and all(isinstance(inputs.get(k), dict) for k in keys):
                     recorded.extend([d, inputs[k]] for k, d in zip(keys, digests, strict=False))
                 call_id = state.get("c")
                 run = self._start_run(
                     name, envelope, request, params.meta, wants_context, body, recorded,
                     call_id if isinstance(call_id, str) else None,
+                    asked=(digests, asked_at) if asked_at is not None else None,
                 )
         else:
             # A first call may carry answers to questions asked by name (key=...).
@@ -773,7 +783,6 @@ class ServerConnection:
             run.scope.cancel()  # the client gave up on this round: stop the call
             raise
         if kind == "question":
-            server.parking.park(run)
             return self._input_required(run, binding)
         if kind == "error":
             if isinstance(value, UrlElicitationRequired):
@@ -793,8 +802,9 @@ class ServerConnection:
         call_id: str | None = None,
         *,
         offered: dict[str, Any] | None = None,
+        asked: tuple[list[str], float] | None = None,
     ) -> Run:
-        run = Run(name, recorded, call_id, offered)
+        run = Run(name, recorded, call_id, offered, asked=asked)
         ctx: Context | None = None
         if wants_context:
             ctx = run.context = Context(self, request.id, meta, envelope, run, tool=name)
@@ -820,19 +830,35 @@ class ServerConnection:
                 run.finish("error", McpError(errors.INTERNAL_ERROR, f"the call of {name!r} was abandoned"))
 
     def _input_required(self, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
+        """Park ``run`` and answer ``input_required`` with its open questions (and a fresh state)."""
+        server = self.server
         keys, questions = run.pending_keys, run.pending
-        state = self.server.sealer.seal(
-            {
-                **binding,
-                "h": run.handle,
-                "ks": keys,
-                "qs": [q.digest for q in questions],
-                "ans": run.answers,
-                "c": run.call_id,
-            },
-            now=time.time(),
-            ttl=self.server.state_ttl,
-        )
+        try:
+            state = server.sealer.seal(
+                {
+                    **binding,
+                    "h": run.handle,
+                    "ks": keys,
+                    "qs": [q.digest for q in questions],
+                    "at": run.asked_at,
+                    "to": run.pending_timeout,
+                    "ans": run.answers,
+                    "c": run.call_id,
+                },
+                now=time.time(),
+                ttl=server.state_ttl,
+            )
+        except StateTooLarge as exc:
+            run.scope.cancel()
+            text = (
+                f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
+                f"are too large ({exc.size} bytes sealed, limit {exc.limit})"
+            )
+            logger.warning("%s", text)
+            if binding["m"] != "tools/call":
+                raise McpError(errors.INTERNAL_ERROR, text) from None
+            return modern.complete(error_result(text), server.info)
+        server.parking.park(run)
         requests = {key: q.to_wire() for key, q in zip(keys, questions, strict=True)}
         result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
         return modern.complete(result, self.server.info)

@@ -12,6 +12,10 @@ re-ask.
 The payload is signed, not encrypted: it holds the answers the person already
 gave to this same client, so the client learns nothing new from it. Do not
 put server secrets in it.
+
+A sealed state is not single-use by itself: every seal carries a random nonce
+(so no two tokens are alike) and :meth:`StateSealer.state_id` names a token by
+its MAC, which the server records as used (:mod:`minimcp.used_states`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["InvalidState", "StateSealer", "digest"]
+__all__ = ["InvalidState", "StateSealer", "StateTooLarge", "digest"]
 
 _encoder = msgspec.json.Encoder(order="sorted")
 
@@ -35,6 +39,15 @@ class InvalidState(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class StateTooLarge(ValueError):
+    """What a call carries across rounds would make a ``requestState`` over ``max_bytes``."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"the sealed state would be {size} bytes (limit {limit})")
+        self.size = size
+        self.limit = limit
 
 
 def digest(value: Any) -> str:
@@ -61,9 +74,27 @@ class StateSealer:
         self.max_bytes = max_bytes
 
     def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
-        body = _encoder.encode({**payload, "exp": round(now + ttl, 3)})
+        """A token for ``payload`` valid until ``now + ttl``, with a fresh nonce.
+
+        Raises:
+            StateTooLarge: the token would be longer than ``max_bytes`` (which :meth:`open`
+                would refuse): nothing is handed out that cannot come back.
+        """
+        body = _encoder.encode({**payload, "n": secrets.token_urlsafe(9), "exp": round(now + ttl, 3)})
+        size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
+        if size > self.max_bytes:
+            raise StateTooLarge(size, self.max_bytes)
         mac = hmac.new(self.key, body, hashlib.sha256).digest()
         return "v1." + _b64(body) + "." + _b64(mac)
+
+    @staticmethod
+    def state_id(token: str) -> str:
+        """A short name of a token that :meth:`open` accepted: the start of its MAC.
+
+        The MAC covers the whole body (with its nonce), so two tokens that opened never
+        share it, and nobody without the key can make a token with a chosen one.
+        """
+        return token[token.rfind(".") + 1 :][:22]
 
     def open(self, token: str, *, now: float, binding: dict[str, Any]) -> dict[str, Any]:
         """The payload of ``token`` if it verifies and matches ``binding``.
