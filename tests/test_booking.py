@@ -1,4 +1,4 @@
-"""The booking example over stdio with the minimcp client (the scenario in shared/scenarios/booking.md)."""
+"""The booking example over stdio with the minimcp client (its contract: docs/booking.md)."""
 
 from __future__ import annotations
 
@@ -70,9 +70,12 @@ async def test_booking_flows_over_stdio() -> None:
             booking_id = free.structured_content["booking_id"]  # type: ignore[index]
 
             alt = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 4})
+            assert alt.structured_content is not None
+            alt_id = alt.structured_content["booking_id"]  # type: ignore[index]
             assert alt.structured_content == {
-                "status": "booked", "date": "2025-12-26", "party_size": 4, "booking_id": "B0002"
+                "status": "booked", "date": "2025-12-26", "party_size": 4, "booking_id": alt_id
             }
+            assert alt_id != booking_id and f"(booking {alt_id})" in alt.text
             assert "2025-12-25" in seen[0].message and "4" in seen[0].message
             date_field = {f.name: f for f in seen[0].form.fields}["date"]
             assert date_field.default == "2025-12-26"
