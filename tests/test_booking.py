@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import pathlib
+import re
 import sys
 from collections import deque
 from typing import Any
@@ -12,6 +15,8 @@ import pytest
 
 from minimcp import Accepted, Cancelled, Declined, ElicitationRequest, check_form, connect_stdio
 from minimcp.forms import FormDefinitionError, compile_form
+from tests.helpers import RawPeer, connected, raw_client
+from tests.test_url_mode import asgi_call
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BOOKING = [sys.executable, str(ROOT / "examples" / "booking.py")]
@@ -116,7 +121,7 @@ async def test_timeout_over_stdio_is_a_cancel() -> None:
             assert "later" in result.text
             assert len(seen) == 1
             with anyio.fail_after(5):  # our handler is cancelled by the server's notifications/cancelled
-                while client.session.inflight_count:
+                while client.session.inflight_count:  # noqa: ASYNC110 - polling the client's own table
                     await anyio.sleep(0.01)
 
 
@@ -128,6 +133,225 @@ async def test_client_without_elicitation_is_not_asked() -> None:
             assert "2025-12-25" in result.text and "2025-12-26" in result.text
             deposit = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 8})
             assert deposit.is_error is True and "deposit" in deposit.text
+
+
+# --- booking ids are unguessable (issue 15, item 12) ---------------------------------------------------------
+
+BOOKING_ID = re.compile(r"[A-Za-z0-9_-]{16,}")  # URL-safe text; 16 base64url characters carry 96 bits
+
+
+async def test_booking_ids_are_unguessable_and_never_sequential() -> None:
+    """Ids carry at least 96 random bits: every one of the first 16 characters varies freely across bookings."""
+    app = booking.build()
+    ids: list[str] = []
+    with anyio.fail_after(60):
+        async with connected(app.server) as (client, _):
+            for _ in range(300):
+                made = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 2})
+                assert isinstance(made.structured_content, dict)
+                ids.append(made.structured_content["booking_id"])
+            for guess in ("B0001", "B0002", "1", "0001"):  # what a counter would have handed out
+                tried = await client.call_tool("booking_status", {"booking_id": guess})
+                assert tried.is_error is True
+    assert len(set(ids)) == len(ids) == len(app.bookings)
+    for booking_id in ids:
+        assert BOOKING_ID.fullmatch(booking_id), booking_id
+        assert len(base64.urlsafe_b64decode(booking_id + "=" * (-len(booking_id) % 4))) >= 12
+    # A counter (or a timestamp) keeps its leading characters; random ids use most of the 64 symbols
+    # at every position (about 63 of 64 over 300 ids; fewer than 40 would be astronomically unlikely).
+    for position in range(16):
+        seen = {booking_id[position] for booking_id in ids}
+        assert len(seen) >= 40, f"position {position} took only {len(seen)} values: not random"
+    assert ids != sorted(ids)
+
+
+# --- 2026-07-28: one booking per call, however often its deposit round is replayed (issue 15, item 2) ----------
+
+V = "2026-07-28"
+URL_CAPS: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+DEPOSIT_ARGS = {"date": "2025-12-26", "party_size": 8}
+KEY = b"k" * 32
+PAGES = "http://127.0.0.1:9"
+
+
+def modern_call(
+    id_: int, name: str, arguments: dict[str, Any], *, answers: dict[str, Any] | None = None, state: str | None = None
+) -> dict[str, Any]:
+    """A 2026-07-28 ``tools/call`` (the envelope in ``_meta``), optionally a retry with answers and state."""
+    params: dict[str, Any] = {
+        "name": name,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientCapabilities": URL_CAPS,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    if answers is not None:
+        params["inputResponses"] = answers
+    if state is not None:
+        params["requestState"] = state
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
+
+
+async def ask_deposit(peer: RawPeer) -> tuple[str, str, str]:
+    """The first round of a deposit booking: (inputRequests key, the page URL, requestState)."""
+    first = await peer.request(1, "tools/call", modern_call(1, "book_table", DEPOSIT_ARGS)["params"])
+    result = first["result"]
+    assert result["resultType"] == "input_required", result
+    [(key, entry)] = result["inputRequests"].items()
+    assert entry["params"]["mode"] == "url" and "/deposit/" in entry["params"]["url"]
+    return key, entry["params"]["url"], result["requestState"]
+
+
+async def retry(peer: RawPeer, id_: int, answers: dict[str, Any], state: str) -> dict[str, Any]:
+    """Send a deposit round's retry (answers and state) and return the reply."""
+    return await peer.request(id_, "tools/call", modern_call(id_, "book_table", DEPOSIT_ARGS, answers=answers,
+                                                             state=state)["params"])
+
+
+def booked_or_refused(message: dict[str, Any]) -> str | None:
+    """A retry's outcome: the booking id it reports, or None when the state was refused as already used."""
+    if "error" in message:
+        assert message["error"]["code"] == -32602, message  # a single-use requestState, used again
+        return None
+    result = message["result"]
+    assert result["resultType"] == "complete" and not result.get("isError"), result
+    assert result["structuredContent"]["status"] == "deposit_pending"
+    booking_id: str = result["structuredContent"]["booking_id"]
+    return booking_id
+
+
+async def test_replaying_the_deposit_round_makes_one_booking() -> None:
+    app = booking.build()
+    app.pages_url = PAGES
+    with anyio.fail_after(30):
+        async with raw_client(app.server) as (peer, _):
+            key, url, state = await ask_deposit(peer)
+            accept = {key: {"action": "accept"}}
+            made = booked_or_refused(await retry(peer, 2, accept, state))
+            assert made is not None
+            # The same round again: replayed from its state (or refused once states are single-use).
+            assert booked_or_refused(await retry(peer, 3, accept, state)) in (made, None)
+            # A replay that declines now does not undo the call's booking either.
+            late = await retry(peer, 4, {key: {"action": "decline"}}, state)
+            assert "error" in late or late["result"]["structuredContent"]["booking_id"] == made
+            assert list(app.bookings) == [made] and len(app.deposits) == 1
+            # The one page pays the one booking.
+            assert (await asgi_call(app.pages, "POST", url))[0] == 200
+            assert app.bookings[made].status == "booked"
+
+
+async def test_concurrent_retries_of_one_deposit_round_make_one_booking() -> None:
+    app = booking.build()
+    app.pages_url = PAGES
+    with anyio.fail_after(30):
+        async with raw_client(app.server) as (peer, _):
+            key, _, state = await ask_deposit(peer)
+            for n in range(2, 6):  # four retries at once: one resumes the parked call, the others race it
+                await peer.send(modern_call(n, "book_table", DEPOSIT_ARGS, answers={key: {"action": "accept"}},
+                                            state=state))
+            outcomes = {booked_or_refused(await peer.recv(timeout=20)) for _ in range(4)}
+            assert len(app.bookings) == 1 and outcomes - {None} == set(app.bookings)
+
+
+async def test_a_deposit_round_replayed_on_another_worker_finds_the_calls_booking() -> None:
+    """One call id, one booking, even where no record says the state was used (another process, same data)."""
+    first, second = booking.build(state_key=KEY), booking.build(state_key=KEY)
+    second.bookings, second.by_call, second.deposits = first.bookings, first.by_call, first.deposits  # one store
+    first.pages_url = second.pages_url = PAGES
+    with anyio.fail_after(30):
+        async with raw_client(first.server) as (peer, _), raw_client(second.server) as (other, _):
+            earlier = await peer.request(9, "tools/call", modern_call(9, "book_table", {"date": "2025-12-24",
+                                                                                        "party_size": 2})["params"])
+            earlier_id = earlier["result"]["structuredContent"]["booking_id"]
+            key, url, state = await ask_deposit(peer)
+            accept = {key: {"action": "accept"}}
+            made = booked_or_refused(await retry(peer, 2, accept, state))
+            assert booked_or_refused(await retry(other, 3, accept, state)) == made
+            assert list(first.bookings) == [earlier_id, made] and list(first.deposits) == [url.rsplit("/", 1)[1]]
+            assert first.bookings[earlier_id].party_size == 2 and first.bookings[made].party_size == 8
+
+
+# --- calendar authorizations are bounded and end with their session (issue 15, item 9) ------------------------
+
+URL_SESSION: dict[str, Any] = {"elicitation": {"url": {}}}
+
+
+async def needs_authorization(peer: RawPeer, id_: int, booking_id: str) -> str:
+    """``add_to_calendar`` without authorization: the -32042 step's elicitationId."""
+    reply = await peer.request(id_, "tools/call", {"name": "add_to_calendar", "arguments": {"booking_id": booking_id}})
+    assert reply["error"]["code"] == -32042, reply
+    [step] = reply["error"]["data"]["elicitations"]
+    assert step["url"].endswith("/authorize/" + step["elicitationId"])
+    eid: str = step["elicitationId"]
+    return eid
+
+
+async def book(peer: RawPeer, id_: int) -> str:
+    made = await peer.request(id_, "tools/call", {"name": "book_table",
+                                                  "arguments": {"date": "2025-12-24", "party_size": 2}})
+    booking_id: str = made["result"]["structuredContent"]["booking_id"]
+    return booking_id
+
+
+async def test_unauthorized_calendar_calls_keep_one_pending_authorization_per_session() -> None:
+    app = booking.build()
+    app.pages_url = PAGES
+    with anyio.fail_after(120):
+        async with raw_client(app.server) as (alice, alice_conn):
+            await alice.initialize("2025-11-25", URL_SESSION)
+            booking_id = await book(alice, 1)
+            eids = {await needs_authorization(alice, n, booking_id) for n in range(2, 2002)}
+            assert len(eids) == 1  # 2,000 calls, one pending authorization, one page
+            [eid] = eids
+            assert list(app.authorizations) == [eid] and alice_conn.url_elicitations == {eid}
+            async with raw_client(app.server) as (bob, _):
+                await bob.initialize("2025-11-25", URL_SESSION)
+                bobs = await needs_authorization(bob, 1, booking_id)
+                assert bobs != eid and set(app.authorizations) == {eid, bobs}
+            # Bob's session ended: his entry is gone, and so is his page.
+            assert list(app.authorizations) == [eid]
+            assert (await asgi_call(app.pages, "GET", f"{PAGES}/authorize/{bobs}"))[0] == 404
+            assert (await asgi_call(app.pages, "POST", f"{PAGES}/authorize/{bobs}"))[0] == 404
+            # Alice's page still works, once; then her retry succeeds and nothing is pending.
+            assert (await asgi_call(app.pages, "POST", f"{PAGES}/authorize/{eid}"))[0] == 200
+            note = await alice.recv()
+            assert note["method"] == "notifications/elicitation/complete"
+            assert note["params"] == {"elicitationId": eid}
+            added = await alice.request(9000, "tools/call", {"name": "add_to_calendar",
+                                                            "arguments": {"booking_id": booking_id}})
+            assert added["result"]["structuredContent"]["status"] == "added"
+            assert app.authorizations == {}
+            # A session that ends with its authorization pending leaves nothing behind.
+            async with raw_client(app.server) as (carol, _):
+                await carol.initialize("2025-11-25", URL_SESSION)
+                for n in range(1, 51):
+                    await needs_authorization(carol, n, booking_id)
+                assert len(app.authorizations) == 1
+        assert app.authorizations == {}
+
+
+async def test_pending_authorizations_are_bounded_oldest_dropped_first() -> None:
+    app = booking.build(max_pending_authorizations=3)
+    app.pages_url = PAGES
+    with anyio.fail_after(60):
+        async with raw_client(app.server) as (first, _):
+            await first.initialize("2025-11-25", URL_SESSION)
+            booking_id = await book(first, 1)
+            eids = [await needs_authorization(first, 2, booking_id)]
+            async with contextlib.AsyncExitStack() as stack:
+                for _ in range(4):
+                    peer, _ = await stack.enter_async_context(raw_client(app.server))
+                    await peer.initialize("2025-11-25", URL_SESSION)
+                    eids.append(await needs_authorization(peer, 1, booking_id))
+                    assert len(app.authorizations) <= 3
+                assert list(app.authorizations) == eids[-3:]
+                # The dropped pages are gone; a session whose page was dropped gets a new one.
+                assert (await asgi_call(app.pages, "POST", f"{PAGES}/authorize/{eids[0]}"))[0] == 404
+                renewed = await needs_authorization(first, 3, booking_id)
+                assert renewed not in eids and list(app.authorizations) == [*eids[-2:], renewed]
+                assert (await asgi_call(app.pages, "POST", f"{PAGES}/authorize/{renewed}"))[0] == 200
 
 
 def msgspec_unset() -> object:
