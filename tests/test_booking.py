@@ -354,6 +354,66 @@ async def test_pending_authorizations_are_bounded_oldest_dropped_first() -> None
                 assert (await asgi_call(app.pages, "POST", f"{PAGES}/authorize/{renewed}"))[0] == 200
 
 
+# --- the pages check Host and Origin like the MCP endpoint (issue 15, item 13) ----------------------------------
+
+FOREIGN = [
+    pytest.param({"host": "evil.example"}, id="rebound-host"),  # DNS rebinding: our address under another name
+    pytest.param({"host": "evil.example:9"}, id="rebound-host-port"),
+    pytest.param({"origin": "https://evil.example"}, id="cross-site-form"),  # a form on another site posting here
+    pytest.param({"origin": "http://127.0.0.1.evil.example:9"}, id="lookalike-origin"),
+    pytest.param({"origin": "null"}, id="opaque-origin"),  # a sandboxed frame or a redirect chain
+]
+SAME_ORIGIN = {"origin": PAGES, "content-type": "application/x-www-form-urlencoded"}
+
+
+@pytest.mark.parametrize("foreign", FOREIGN)
+async def test_pages_refuse_foreign_hosts_and_cross_site_posts(foreign: dict[str, str]) -> None:
+    app = booking.build()
+    app.pages_url = PAGES
+    with anyio.fail_after(30):
+        async with raw_client(app.server) as (peer, _):
+            await peer.initialize("2025-11-25", URL_SESSION)
+            await peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                             "params": {"name": "book_table", "arguments": {"date": "2025-12-24", "party_size": 8}}})
+            ask = await peer.recv()
+            deposit_url = ask["params"]["url"]
+            await peer.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}})
+            booking_id = (await peer.recv())["result"]["structuredContent"]["booking_id"]
+            authorize_url = f"{PAGES}/authorize/{await needs_authorization(peer, 2, booking_id)}"
+            for url in (deposit_url, authorize_url):
+                for method in ("GET", "POST"):
+                    status, page = await asgi_call(app.pages, method, url, {**SAME_ORIGIN, **foreign})
+                    assert status == 403, (method, url, page)
+                    assert "not allowed" in page
+            # Nothing changed: not paid, not authorized, no completion sent.
+            assert app.bookings[booking_id].status == "deposit_pending"
+            assert all(not d.paid for d in app.deposits.values()) and len(app.authorizations) == 1
+            assert await peer.nothing_for(0.1)
+            # The person's own browser -- a plain form POST from the page itself -- still works.
+            for url in (deposit_url, authorize_url):
+                status, page = await asgi_call(app.pages, "GET", url, {"origin": PAGES})
+                assert status == 200 and '<form method="post">' in page
+                status, page = await asgi_call(app.pages, "POST", url, SAME_ORIGIN)
+                assert status == 200, page
+            assert app.bookings[booking_id].status == "booked" and app.authorizations == {}
+            notes = [await peer.recv(), await peer.recv()]
+            assert {n["method"] for n in notes} == {"notifications/elicitation/complete"}
+
+
+async def test_pages_accept_loopback_names_as_the_mcp_endpoint_does() -> None:
+    app = booking.build()
+    app.pages_url = PAGES
+    for host in ("127.0.0.1:9", "localhost:8123", "LOCALHOST", "[::1]:80"):
+        scheme_host = host.lower()
+        status, _ = await asgi_call(app.pages, "GET", f"{PAGES}/deposit/unknown",
+                                    {"host": host, "origin": f"http://{scheme_host}"})
+        assert status == 404  # allowed through; the page itself is unknown
+    custom = booking.build(allowed_hosts=("booking.example",), allowed_origins=("https://booking.example",))
+    custom.pages_url = "https://booking.example"
+    assert (await asgi_call(custom.pages, "GET", "https://booking.example/deposit/x"))[0] == 404
+    assert (await asgi_call(custom.pages, "GET", f"{PAGES}/deposit/x"))[0] == 403
+
+
 def msgspec_unset() -> object:
     import msgspec
 
