@@ -354,6 +354,35 @@ async def test_pending_authorizations_are_bounded_oldest_dropped_first() -> None
                 assert (await asgi_call(app.pages, "POST", f"{PAGES}/authorize/{renewed}"))[0] == 200
 
 
+# --- a client that answers a question with a JSON-RPC error (issue 16, the booking contract) -------------------
+
+
+@pytest.mark.parametrize("party_size", [2, 8], ids=["date-question", "deposit"])
+async def test_a_json_rpc_error_answer_is_a_tool_error_and_books_nothing(party_size: int) -> None:
+    """FastMCP checks the form itself and answers -32603: a tool error saying so, not the client's error."""
+    app = booking.build()
+    app.pages_url = PAGES
+    date = "2025-12-25" if party_size == 2 else "2025-12-24"
+    with anyio.fail_after(30):
+        async with raw_client(app.server) as (peer, _):
+            await peer.initialize("2025-11-25", {"elicitation": {"form": {}, "url": {}}})
+            await peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                             "params": {"name": "book_table", "arguments": {"date": date, "party_size": party_size}}})
+            ask = await peer.recv()
+            assert ask["method"] == "elicitation/create"
+            refusal = "Elicitation response failed validation:\n" + "x" * 5000
+            await peer.send({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -32603, "message": refusal}})
+            reply = await peer.recv()
+            assert reply["id"] == 1 and "error" not in reply, reply  # not the client's error passed on
+            result = reply["result"]
+            assert result["isError"] is True and "structuredContent" not in result
+            [block] = result["content"]
+            assert "could not answer the question" in block["text"]
+            assert "Elicitation response failed validation: xxx" in block["text"] and len(block["text"]) < 400
+            assert app.bookings == {} and app.deposits == {}
+            assert (await peer.request(2, "ping"))["result"] == {}  # the session goes on
+
+
 # --- the pages check Host and Origin like the MCP endpoint (issue 15, item 13) ----------------------------------
 
 FOREIGN = [
