@@ -332,6 +332,25 @@ async def test_unauthorized_calendar_calls_keep_one_pending_authorization_per_se
         assert app.authorizations == {}
 
 
+async def test_on_connection_closed_is_told_once_per_ended_connection() -> None:
+    """The hook the example drops per-session state with: called once, with that connection, after it ended."""
+    from minimcp import Server
+
+    app = Server("hook")
+    ended: list[Any] = []
+
+    def closed(conn: Any) -> None:
+        ended.append(conn)
+        raise RuntimeError("a failing hook is logged; the server goes on")
+
+    app.on_connection_closed = closed
+    async with raw_client(app) as (_, first):
+        async with raw_client(app) as (peer, second):
+            assert (await peer.request(1, "ping"))["result"] == {}
+        assert ended == [second] and second not in app.connections
+    assert ended == [second, first] and app.connections == set()
+
+
 async def test_pending_authorizations_are_bounded_oldest_dropped_first() -> None:
     app = booking.build(max_pending_authorizations=3)
     app.pages_url = PAGES

@@ -1,7 +1,7 @@
 """Elicitation end to end: ``ctx.elicit`` on the server, the wire, the client's handler.
 
 Covers the three answers, the per-revision wire shapes (generic forms and the booking
-contract of ``shared/scenarios/booking.md``), capability gating, server-side validation of
+contract of ``docs/booking.md``), capability gating, server-side validation of
 answers, the secret guard, timeouts, cancellation cascades in both directions, disconnects
 with many pending questions, and the client side of ``elicitation/create``.
 """
