@@ -353,6 +353,7 @@ async def test_deposit_accept_then_pay_completes_and_notifies_once() -> None:
     person = Person()
     structured, completed, booking = await run_deposit(person, pay_after=True)
     assert structured["status"] == "deposit_pending"
+    assert list(booking.bookings) == [structured["booking_id"]]
     assert structured["elicitation_id"] == person.seen[0].elicitation_id
     assert structured["after_payment"] == "booked" and structured["after_confirm"] == "booked"
     assert completed == [structured["elicitation_id"]]  # once, though confirm_deposit ran again
