@@ -1,6 +1,6 @@
 """The reference scenario: a restaurant booking that hits a full day.
 
-The behaviour is fixed by ``shared/scenarios/booking.md``: a booking tool that,
+The behaviour is fixed by ``docs/booking.md`` (its contract): a booking tool that,
 on a full date, pauses mid-call to ask the person for another date (form
 mode), and finishes the same call with the answer; a deposit for large parties
 and a calendar authorization happen in the person's browser (URL mode), on two
@@ -11,7 +11,12 @@ Run: ``python examples/booking.py`` (stdio), or ``--transport http|ws`` with ``-
 ``--elicitation-timeout SECONDS``
 sets how long one question waits for the person (default 300). The pages need
 the ``http`` extra (``pip install minimcp[http]``); their address is announced
-on stderr as ``pages: http://127.0.0.1:PORT/``.
+on stderr as ``pages: http://127.0.0.1:PORT/``; like the MCP endpoint, they
+answer only loopback ``Host`` names and same-site (loopback) ``Origin`` values.
+
+``confirm_deposit`` stands for the payment provider's report that a deposit
+was paid; a real deployment puts that entry behind the provider's own
+authentication instead of offering it as a tool.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import argparse
 import dataclasses
 import datetime
 import html
-import itertools
 import logging
 import secrets
 import sys
@@ -38,17 +42,22 @@ from minimcp import (
     Context,
     Declined,
     Limits,
+    McpError,
     Server,
     ToolError,
     UrlElicitationRequired,
     tool_result,
 )
 from minimcp.server import ServerConnection
+from minimcp.transports._headers import host_origin_problem
+from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
 from minimcp.types import CallToolResult
 
 FULL_DATES = frozenset({datetime.date(2025, 12, 25), datetime.date(2025, 12, 27)})
 DEPOSIT_PARTY = 8
 MAX_QUESTIONS = 3
+#: Calendar authorizations waiting for their page, at most (the oldest is dropped beyond).
+MAX_PENDING_AUTHORIZATIONS = 10_000
 
 log = logging.getLogger("booking")
 
@@ -108,30 +117,52 @@ def outcome(status: str, day: datetime.date, party_size: int, text: str, **extra
 class BookingApp:
     """The MCP server, its in-memory state, and the two browser pages (an ASGI app)."""
 
-    def __init__(self, *, elicitation_timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        *,
+        elicitation_timeout: float = 300.0,
+        state_key: bytes | None = None,
+        allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS,
+        allowed_origins: tuple[str, ...] = DEFAULT_ALLOWED_ORIGINS,
+        max_pending_authorizations: int = MAX_PENDING_AUTHORIZATIONS,
+    ) -> None:
         self.server = Server(
             "booking",
             "1.0.0",
             title="Restaurant booking",
             instructions="Book tables. Dates are ISO YYYY-MM-DD. If a day is full the tool asks the person.",
             limits=Limits(elicitation_timeout=elicitation_timeout),
+            state_key=state_key,
         )
+        self.server.on_connection_closed = self._connection_closed
         #: Base URL of the pages (``http://127.0.0.1:PORT``), once they are served.
         self.pages_url: str | None = None
+        #: ``Host`` / ``Origin`` values the pages accept (patterns as for the MCP endpoint).
+        self.allowed_hosts = tuple(h.lower() for h in allowed_hosts)
+        self.allowed_origins = tuple(o.lower() for o in allowed_origins)
         self.bookings: dict[str, Booking] = {}
+        #: The booking each tool call made (by ``ctx.call_id``): a replayed call finds it again.
+        self.by_call: dict[str, Booking] = {}
         self.deposits: dict[str, Deposit] = {}
-        # authorization page id -> the session to authorize (None: a modern-revision call waiting on it)
+        # authorization page id -> the session to authorize (None: a modern-revision call waiting on it);
+        # oldest first, at most max_pending_authorizations
         self.authorizations: dict[str, ServerConnection | None] = {}
+        self.max_pending_authorizations = max(1, max_pending_authorizations)
+        # the one pending authorization page of each live session
+        self._pending_authorization: dict[ServerConnection, str] = {}
         self.authorized: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
         self.completed_authorizations: set[str] = set()
-        self._ids = itertools.count(1)
         self._register_tools()
 
     # --- state -----------------------------------------------------------------------------
 
-    def create(self, day: datetime.date, party_size: int, status: str) -> Booking:
-        booking = Booking(f"B{next(self._ids):04d}", day, party_size, status)
+    def create(self, day: datetime.date, party_size: int, status: str, call_id: str) -> Booking:
+        """A new booking with an unguessable id, made by the tool call ``call_id`` (once per call)."""
+        booking = Booking(new_booking_id(), day, party_size, status)
+        while booking.booking_id in self.bookings:  # pragma: no cover - 128 random bits
+            booking.booking_id = new_booking_id()
         self.bookings[booking.booking_id] = booking
+        self.by_call[call_id] = booking
         return booking
 
     def find(self, booking_id: str) -> Booking:
@@ -155,12 +186,42 @@ class BookingApp:
     async def authorize(self, elicitation_id: str) -> bool:
         if elicitation_id not in self.authorizations:
             return False
-        conn = self.authorizations.pop(elicitation_id)
+        conn = self._forget_authorization(elicitation_id)
         self.completed_authorizations.add(elicitation_id)
         if conn is not None:
             self.authorized.add(conn)
             await self.server.complete_url_elicitation(elicitation_id)
         return True
+
+    def _authorization_for(self, conn: ServerConnection) -> str:
+        """The pending authorization page of a session: one per session, reused by every retry."""
+        eid = self._pending_authorization.get(conn)
+        if eid is None:
+            eid = self._pending_authorization[conn] = secrets.token_urlsafe(18)
+            self._remember_authorization(eid, conn)
+        return eid
+
+    def _remember_authorization(self, eid: str, conn: ServerConnection | None) -> None:
+        if eid in self.authorizations:
+            return
+        self.authorizations[eid] = conn
+        while len(self.authorizations) > self.max_pending_authorizations:
+            oldest = next(iter(self.authorizations))
+            log.info("dropping the oldest pending calendar authorization (limit %d)", self.max_pending_authorizations)
+            self._forget_authorization(oldest)
+
+    def _forget_authorization(self, eid: str) -> ServerConnection | None:
+        conn = self.authorizations.pop(eid, None)
+        if conn is not None and self._pending_authorization.get(conn) == eid:
+            del self._pending_authorization[conn]
+        return conn
+
+    def _connection_closed(self, conn: ServerConnection) -> None:
+        """A session ended: its pending authorization page goes, and so does its authorization."""
+        eid = self._pending_authorization.pop(conn, None)
+        if eid is not None:
+            self.authorizations.pop(eid, None)
+        self.authorized.discard(conn)
 
     def page_url(self, kind: str, elicitation_id: str) -> str | None:
         if self.pages_url is None:
@@ -193,11 +254,14 @@ class BookingApp:
                     )
                 questions += 1
                 default = next_free(day)
-                answer = await ctx.elicit(
-                    f"{day.isoformat()} is fully booked for a party of {party_size}. "
-                    f"Would you like to try another date? The next free date is {default.isoformat()}.",
-                    date_question_schema(default),
-                )
+                try:
+                    answer = await ctx.elicit(
+                        f"{day.isoformat()} is fully booked for a party of {party_size}. "
+                        f"Would you like to try another date? The next free date is {default.isoformat()}.",
+                        date_question_schema(default),
+                    )
+                except McpError as exc:
+                    raise could_not_answer(ctx, exc) from None
                 match answer:
                     case Accepted(value):
                         if not value["accept_alternative"]:
@@ -213,10 +277,13 @@ class BookingApp:
                         return cancelled(day, party_size)
             if party_size >= DEPOSIT_PARTY:
                 return await self._deposit(ctx, day, party_size)
-            booking = self.create(day, party_size, "booked")
+            booking = self.by_call.get(ctx.call_id)  # a replay of a call that already booked
+            if booking is None:
+                booking = self.create(day, party_size, "booked", ctx.call_id)
             return outcome(
-                "booked", day, party_size,
-                f"Booked a table for {party_size} on {day.isoformat()} (booking {booking.booking_id}).",
+                "booked", booking.date, booking.party_size,
+                f"Booked a table for {booking.party_size} on {booking.date.isoformat()} "
+                f"(booking {booking.booking_id}).",
                 booking_id=booking.booking_id,
             )
 
@@ -241,14 +308,14 @@ class BookingApp:
                         "Adding to a calendar needs the person to authorize a calendar provider in their browser, "
                         "and this client cannot open such links (it did not declare URL-mode elicitation)."
                     )
-                eid = secrets.token_urlsafe(18)
-                url = self.page_url("authorize", eid)
-                if url is None:
+                if self.pages_url is None:
                     raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
+                eid = self._authorization_for(conn)
+                url = self.page_url("authorize", eid)
+                assert url is not None
                 step = ctx.url_elicitation(
                     "Authorize access to your calendar so the booking can be added.", url, elicitation_id=eid
                 )
-                self.authorizations[eid] = conn
                 raise UrlElicitationRequired([step])
             return outcome(
                 "added", booking.date, booking.party_size,
@@ -273,16 +340,16 @@ class BookingApp:
         url = self.page_url("authorize", eid)
         if url is None:
             raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
-        self.authorizations.setdefault(eid, None)
         try:
             while eid not in self.completed_authorizations:
+                self._remember_authorization(eid, None)
                 answer = await ctx.elicit_url(
                     "Authorize access to your calendar so the booking can be added.", url, elicitation_id=eid
                 )
                 if not isinstance(answer, Accepted):
                     raise ToolError("The calendar was not authorized, so the booking was not added.")
         finally:
-            self.authorizations.pop(eid, None)
+            self._forget_authorization(eid)
             self.completed_authorizations.discard(eid)
 
     async def _deposit(self, ctx: Context, day: datetime.date, party_size: int) -> CallToolResult:
@@ -293,10 +360,14 @@ class BookingApp:
             )
         if self.pages_url is None:
             raise ToolError("A deposit is required, but the payment pages are not available (install minimcp[http]).")
-        eid = f"{ctx.call_id}-deposit"  # stable across rounds and replays of this call
+        call_id = ctx.call_id  # the same in every round and replay of this call
+        eid = f"{call_id}-deposit"
+        made = self.by_call.get(call_id)
+        if made is not None:  # a replay of a call that already booked: that booking, not a second one
+            return self._deposit_result(ctx, made, eid)
         url = self.page_url("deposit", eid)
         assert url is not None
-        deposit = self.deposits.setdefault(eid, Deposit(day, party_size))
+        deposit = self.deposits.setdefault(eid, Deposit(day, party_size))  # a replay finds its page again
         try:
             answer = await ctx.elicit_url(
                 f"A deposit is required for a party of {party_size} on {day.isoformat()}. "
@@ -304,32 +375,53 @@ class BookingApp:
                 url,
                 elicitation_id=eid,
             )
+        except McpError as exc:
+            self._drop_unbooked_deposit(eid, deposit)
+            raise could_not_answer(ctx, exc) from None
         except BaseException:
-            self.deposits.pop(eid, None)
+            self._drop_unbooked_deposit(eid, deposit)
             raise
+        made = self.by_call.get(call_id)
+        if made is not None:  # another round of this call booked while this one waited
+            return self._deposit_result(ctx, made, eid)
         match answer:
             case Accepted():
                 status = "booked" if deposit.paid else "deposit_pending"
-                booking = deposit.booking = self.create(day, party_size, status)
+                booking = deposit.booking = self.create(day, party_size, status, call_id)
                 booking.deposit_elicitation_id = eid
-                text = (
-                    f"Booked a table for {party_size} on {day.isoformat()} (booking {booking.booking_id}); "
-                    + ("the deposit is paid." if deposit.paid else "waiting for the deposit to be paid.")
-                )
-                extra = {} if ctx.modern else {"elicitation_id": eid}  # 2026-07-28 has no elicitationId
-                return outcome(status, day, party_size, text, booking_id=booking.booking_id, **extra)
+                return self._deposit_result(ctx, booking, eid)
             case Declined():
-                self.deposits.pop(eid, None)
+                self._drop_unbooked_deposit(eid, deposit)
                 return declined(day, party_size)
             case _:
-                self.deposits.pop(eid, None)
+                self._drop_unbooked_deposit(eid, deposit)
                 return cancelled(day, party_size)
+
+    def _drop_unbooked_deposit(self, eid: str, deposit: Deposit) -> None:
+        if deposit.booking is None and self.deposits.get(eid) is deposit:
+            del self.deposits[eid]
+
+    @staticmethod
+    def _deposit_result(ctx: Context, booking: Booking, eid: str) -> CallToolResult:
+        paid = booking.status == "booked"
+        text = (
+            f"Booked a table for {booking.party_size} on {booking.date.isoformat()} (booking {booking.booking_id}); "
+            + ("the deposit is paid." if paid else "waiting for the deposit to be paid.")
+        )
+        extra = {} if ctx.modern else {"elicitation_id": eid}  # 2026-07-28 has no elicitationId
+        return outcome(booking.status, booking.date, booking.party_size, text, booking_id=booking.booking_id, **extra)
 
     # --- the pages (ASGI) ----------------------------------------------------------------
 
     async def pages(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
                     send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
-        """Two pages: ``/deposit/<id>`` and ``/authorize/<id>``; a plain form POST completes each."""
+        """Two pages: ``/deposit/<id>`` and ``/authorize/<id>``; a plain form POST completes each.
+
+        Like the MCP endpoint, the pages answer only allowed ``Host`` names and
+        ``Origin`` values (403 otherwise, before anything is read or changed):
+        a page reached through DNS rebinding, or a form on another site posting
+        here, does nothing.
+        """
         if scope["type"] == "lifespan":  # nothing to set up, but the ASGI server waits for the answers
             while True:
                 message = await receive()
@@ -339,6 +431,11 @@ class BookingApp:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":
+            return
+        refused = host_origin_problem(_header_map(scope), self.allowed_hosts, self.allowed_origins)
+        if refused is not None:
+            log.warning("refused a page request: %s", refused)
+            await _html(send, 403, "Forbidden", f"<p>{html.escape(refused)}.</p>")
             return
         method = scope["method"]
         parts = scope["path"].strip("/").split("/")
@@ -381,6 +478,35 @@ class BookingApp:
                     '<form method="post"><button type="submit">Authorize</button></form>')
 
 
+def new_booking_id() -> str:
+    """An unguessable booking id: 128 random bits as URL-safe text (22 characters), never sequential.
+
+    A client learns a booking id only from its own results, so it cannot look
+    at (or confirm) another client's booking by counting.
+    """
+    return secrets.token_urlsafe(16)
+
+
+def could_not_answer(ctx: Context, exc: McpError) -> Exception:
+    """The client answered a question with a JSON-RPC error (some check the form themselves and refuse it):
+    a tool error saying so, with the client's message shortened. Anything else goes on as it was."""
+    if ctx.modern or type(exc) is not McpError:  # our own timeouts, cancels, closed connections, limits
+        return exc
+    text = " ".join(exc.message.split())
+    if len(text) > 200:
+        text = text[:199] + "\u2026"
+    return ToolError(f"The client could not answer the question ({text}). Nothing was booked.")
+
+
+def _header_map(scope: dict[str, Any]) -> dict[str, str]:
+    """An ASGI request's headers, names in lower case (repeated ones joined)."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", ()):
+        name, value = bytes(raw_name).decode("latin-1").lower(), bytes(raw_value).decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
 def declined(day: datetime.date, party_size: int) -> CallToolResult:
     return outcome("declined", day, party_size, f"Not booked: the person declined ({day.isoformat()}).")
 
@@ -411,9 +537,9 @@ async def _html(send: Callable[[dict[str, Any]], Awaitable[None]], status: int, 
     await send({"type": "http.response.body", "body": page})
 
 
-def build(*, elicitation_timeout: float = 300.0) -> BookingApp:
-    """A fresh booking app (server, state and pages)."""
-    return BookingApp(elicitation_timeout=elicitation_timeout)
+def build(*, elicitation_timeout: float = 300.0, **options: Any) -> BookingApp:
+    """A fresh booking app (server, state and pages); ``options`` go to :class:`BookingApp`."""
+    return BookingApp(elicitation_timeout=elicitation_timeout, **options)
 
 
 def build_server(*, elicitation_timeout: float = 300.0) -> Server:

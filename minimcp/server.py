@@ -182,6 +182,8 @@ class Server:
         self._completion: CompletionHandler | None = None
         #: Called with the connection whenever a client reports its roots changed.
         self.on_roots_changed: Callable[[ServerConnection], None] | None = None
+        #: Called with the connection when it has ended (drop what the application keeps for it).
+        self.on_connection_closed: Callable[[ServerConnection], None] | None = None
         #: Live connections (added at connect, removed when they end).
         self.connections: set[ServerConnection] = set()
         # URL elicitation id -> the connection that received it (completion goes there only).
@@ -406,6 +408,11 @@ class Server:
             for eid in conn.url_elicitations:
                 self._url_owners.pop(eid, None)
             conn.url_elicitations.clear()
+            if self.on_connection_closed is not None:
+                try:
+                    self.on_connection_closed(conn)
+                except Exception:
+                    logger.exception("on_connection_closed failed")
 
     async def serve_stdio(self) -> None:
         """Serve one client on this process's stdin/stdout (logs belong on stderr)."""

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import select
 import shlex
 import signal
@@ -446,9 +447,11 @@ def test_pty_connect_session(terminal: Any) -> None:
     term.answer(MENU, "\r")
     term.answer(TRY_ANOTHER, "y\r")
     term.answer(ALTERNATIVE, "\r")
-    assert "Booked a table for 2 on 2025-12-26 (booking B0001)" in term.expect("minimcp> ")
-    term.type("booking_status booking_id=B0001\r")  # a tool name works without "call"
-    assert "Booking B0001: booked, 2 people on 2025-12-26." in term.expect("minimcp> ")
+    booked = re.search(r"Booked a table for 2 on 2025-12-26 \(booking ([A-Za-z0-9_-]{22})\)", term.expect("minimcp> "))
+    assert booked is not None, term.seen
+    booking_id = booked.group(1)
+    term.type(f"booking_status booking_id={booking_id}\r")  # a tool name works without "call"
+    assert f"Booking {booking_id}: booked, 2 people on 2025-12-26." in term.expect("minimcp> ")
     term.type("call nope\r")
     assert "Unknown tool: nope" in term.expect("minimcp> ")
     term.type("help\r")
@@ -479,7 +482,7 @@ def test_call_with_a_bad_argument_exits_1_naming_it() -> None:
 def test_call_prints_the_result_and_exits_0() -> None:
     done = run_cli("call", BOOKING, "book_table", "date=2025-12-24", "--json", '{"party_size": 2}')
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "Booked a table for 2 on 2025-12-24 (booking B0001)."
+    assert re.fullmatch(r"Booked a table for 2 on 2025-12-24 \(booking [A-Za-z0-9_-]{22}\)\.", done.stdout.strip())
 
 
 def test_call_output_json() -> None:

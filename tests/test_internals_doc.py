@@ -11,7 +11,8 @@ the alternative date, and checks against the doc:
 * the sequence of (direction, method or ``result``/``error``);
 * which response answers which request (by id correlation, not id values);
 * every message in full, except volatile values: ids, the sealed
-  ``requestState``, and the implementations' version strings;
+  ``requestState``, the implementations' version strings, and the booking id
+  (unguessable, different every run);
 * the key facts of the story, on both sides: the question names 2025-12-25
   and offers 2025-12-26, the answer carries that date, the call ends booked.
 
@@ -131,15 +132,20 @@ def pairs(entries: list[Entry], where: str) -> list[tuple[int, int]]:
     return found
 
 
+BOOKING_ID = re.compile(r"(?<=booking )[A-Za-z0-9_-]{16,}")
+
+
 def scrub(value: Any) -> Any:
     """The message without its volatile values (the top-level id is removed by the caller)."""
+    if isinstance(value, str):
+        return BOOKING_ID.sub(VOLATILE, value)
     if isinstance(value, list):
         return [scrub(v) for v in value]
     if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if key == "requestState":
+        if key == "requestState" or (key == "booking_id" and isinstance(item, str)):
             out[key] = VOLATILE
         elif key in INFO_KEYS and isinstance(item, dict) and "version" in item:
             out[key] = {**scrub(item), "version": VOLATILE}

@@ -180,11 +180,12 @@ async def test_official_client_gets_url_elicitation_required() -> None:
             assert (parsed.elicitation_id, parsed.url) == (eid, entry["url"])
             assert consent.seen == []  # an error, not a request: the callback is not involved
 
-            # Still not authorized: a retry fails the same way, with a fresh id.
+            # Still not authorized: a retry fails the same way, with the same pending authorization and page
+            # (one per session: unauthorized retries do not pile up).
             with pytest.raises(mcp.MCPError) as again:
                 await client.call_tool("add_to_calendar", {"booking_id": booking_id})
             assert again.value.code == -32042
-            assert again.value.data["elicitations"][0]["elicitationId"] != eid
+            assert again.value.data["elicitations"][0]["elicitationId"] == eid
 
             async with http() as browser:
                 page = await browser.get(entry["url"])

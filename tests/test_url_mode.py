@@ -34,9 +34,10 @@ sys.path.insert(0, str(ROOT / "examples"))
 import booking as booking_example  # noqa: E402
 
 
-async def asgi_call(app: Any, method: str, url: str) -> tuple[int, str]:
-    """Send one request to an ASGI app in process (no server needed)."""
-    path = url.split("://", 1)[-1].split("/", 1)[1]
+async def asgi_call(app: Any, method: str, url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    """Send one request to an ASGI app in process (no server needed), with ``Host`` as a browser sends it."""
+    authority, path = url.split("://", 1)[-1].split("/", 1)
+    fields = {"host": authority, **(headers or {})}
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -45,7 +46,8 @@ async def asgi_call(app: Any, method: str, url: str) -> tuple[int, str]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    await app({"type": "http", "method": method, "path": "/" + path, "headers": []}, receive, send)
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in fields.items()]
+    await app({"type": "http", "method": method, "path": "/" + path, "headers": raw}, receive, send)
     return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:]).decode()
 
 
@@ -351,6 +353,7 @@ async def test_deposit_accept_then_pay_completes_and_notifies_once() -> None:
     person = Person()
     structured, completed, booking = await run_deposit(person, pay_after=True)
     assert structured["status"] == "deposit_pending"
+    assert list(booking.bookings) == [structured["booking_id"]]
     assert structured["elicitation_id"] == person.seen[0].elicitation_id
     assert structured["after_payment"] == "booked" and structured["after_confirm"] == "booked"
     assert completed == [structured["elicitation_id"]]  # once, though confirm_deposit ran again

@@ -17,6 +17,10 @@ is a ``-32020`` (HeaderMismatch) error with HTTP 400.
 
 No event loop, no sockets: the client builds headers and the server checks
 them with these functions.
+
+Also here: the ``Host`` / ``Origin`` allow-list check (DNS rebinding and
+cross-site requests) that every HTTP route we serve applies, on every
+revision -- the MCP endpoint, and the pages an application serves beside it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import binascii
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -40,6 +44,8 @@ __all__ = [
     "decode_value",
     "encode_value",
     "header_problem",
+    "host_allowed",
+    "host_origin_problem",
     "param_headers",
     "request_headers",
 ]
@@ -302,4 +308,38 @@ def header_problem(
             return f"Mcp-Param-{item.name} header is malformed (invalid characters or base64)"
         if not _same(value, body):
             return f"Mcp-Param-{item.name} header {value!r} does not match the argument {'.'.join(item.path)!r}"
+    return None
+
+
+# --- Host and Origin (DNS rebinding, cross-site requests) ------------------------------------------
+
+
+def host_allowed(value: str, patterns: Collection[str]) -> bool:
+    """``value`` equals a pattern (``"*"`` matches anything); ``name:*`` also matches ``name`` with any port or none."""
+    for pattern in patterns:
+        if pattern == "*" or value == pattern:
+            return True
+        if pattern.endswith(":*"):
+            base = pattern[:-2]
+            port = value[len(base) + 1 :]
+            if value == base or (value.startswith(base + ":") and port.isascii() and port.isdigit()):
+                return True
+    return False
+
+
+def host_origin_problem(
+    headers: Mapping[str, str], allowed_hosts: Collection[str], allowed_origins: Collection[str]
+) -> str | None:
+    """Why a request's ``Host`` or ``Origin`` is refused (``None``: both are allowed); answer it with 403.
+
+    ``headers`` has lower-case names, the patterns are lower case (see
+    :func:`host_allowed`). A missing ``Origin`` (a client that is not a
+    browser) is allowed; a missing ``Host`` is not.
+    """
+    host = headers.get("host", "").lower()
+    if "*" not in allowed_hosts and not host_allowed(host, allowed_hosts):
+        return f"host {host!r} is not allowed"
+    origin = headers.get("origin")
+    if origin is not None and not host_allowed(origin.lower(), allowed_origins):
+        return f"origin {origin!r} is not allowed"
     return None

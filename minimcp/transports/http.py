@@ -509,18 +509,6 @@ def _accepts(accept: str, media: str) -> bool:
     return False
 
 
-def _matches(value: str, patterns: Collection[str]) -> bool:
-    """``value`` equals a pattern; ``name:*`` also matches ``name`` with any port or none."""
-    for pattern in patterns:
-        if pattern == "*" or value == pattern:
-            return True
-        if pattern.endswith(":*"):
-            base = pattern[:-2]
-            if value == base or (value.startswith(base + ":") and _is_uint(value[len(base) + 1 :])):
-                return True
-    return False
-
-
 def _error_body(code: int, message: str, *, id: RequestId | None = None, version: str | None = None) -> bytes:
     null_id = not supports(version or ASSUMED_VERSION, Feature.ERROR_WITHOUT_ID)
     return jsonrpc.encode_error(id, code, message, null_id=null_id)
@@ -802,15 +790,10 @@ class StreamableHTTPApp:
             await _respond_error(send, 404, errors.INVALID_REQUEST, f"not found; the MCP endpoint is {self.path}")
             return
         headers = _headers(scope)
-        host = headers.get("host", "").lower()
-        if "*" not in self.allowed_hosts and not _matches(host, self.allowed_hosts):
-            logger.warning("refused a request for host %r (not in allowed_hosts)", host)
-            await _respond_error(send, 403, errors.INVALID_REQUEST, f"host {host!r} is not allowed")
-            return
-        origin = headers.get("origin")
-        if origin is not None and not _matches(origin.lower(), self.allowed_origins):
-            logger.warning("refused a request from origin %r (not in allowed_origins)", origin)
-            await _respond_error(send, 403, errors.INVALID_REQUEST, f"origin {origin!r} is not allowed")
+        refused = mcp_headers.host_origin_problem(headers, self.allowed_hosts, self.allowed_origins)
+        if refused is not None:
+            logger.warning("refused a request: %s (see allowed_hosts / allowed_origins)", refused)
+            await _respond_error(send, 403, errors.INVALID_REQUEST, refused)
             return
         method = scope.get("method", "GET")
         if metrics:
