@@ -43,6 +43,7 @@ from minimcp import (
     UrlElicitationRequired,
     tool_result,
 )
+from minimcp.interrupt import run_until_interrupted
 from minimcp.server import ServerConnection
 from minimcp.types import CallToolResult
 
@@ -459,7 +460,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
-    anyio.run(serve, args, backend=args.backend)
+    run_until_interrupted(serve, args, backend=args.backend, what="the booking server", logger=log)
 
 
 if __name__ == "__main__":

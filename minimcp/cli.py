@@ -34,8 +34,12 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import shlex
+import signal
 import sys
+import threading
+import types
 import typing
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
@@ -56,10 +60,12 @@ from minimcp.cli_render import (
     result_json,
     server_banner,
 )
+from minimcp.cli_stderr import StderrRelay, relaying
 from minimcp.client import Client
 from minimcp.config import Limits
 from minimcp.elicitation import UrlElicitationRequired
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedVersion
+from minimcp.interrupt import EXIT_INTERRUPTED, is_interrupt
 from minimcp.transports import Transport
 from minimcp.transports.trace import TracedTransport
 from minimcp.types import CallToolResult, LoggingLevel, LoggingMessageParams, Tool, UnsetType
@@ -71,7 +77,6 @@ logger = logging.getLogger("minimcp.cli")
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
 EXIT_FAILURE = 2
-EXIT_INTERRUPTED = 130
 
 URL_STEP_WAIT = 600  # seconds to wait for the server to report consented browser steps complete
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -328,6 +333,9 @@ class Options:
     call_base: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The handshake completed (errors after it are the server's answers, not connection failures).
     connected: bool = False
+    #: What the run is doing (named if ctrl-C interrupts it), and what it was doing when ctrl-C came.
+    doing: str = "starting"
+    interrupted_while: str | None = None
 
 
 def _headers(items: Sequence[str]) -> dict[str, str]:
@@ -372,14 +380,16 @@ def options_from(args: argparse.Namespace) -> Options:
 # --- connecting ----------------------------------------------------------------------------------------------
 
 
-def _transport_for(options: Options, limits: Limits) -> contextlib.AbstractAsyncContextManager[Transport]:
+def _transport_for(
+    options: Options, limits: Limits, stderr: int | None = None
+) -> contextlib.AbstractAsyncContextManager[Transport]:
     """The transport's context manager (imports the HTTP and WebSocket transports only when needed)."""
     target = options.target
     headers = options.headers or None
     if target.kind == "stdio":
         from minimcp.transports.stdio import stdio_client
 
-        return stdio_client(target.command, limits=limits)
+        return stdio_client(target.command, limits=limits, stderr=stderr)
     if target.kind == "http":
         try:
             from minimcp.transports.http import http_client
@@ -394,12 +404,12 @@ def _transport_for(options: Options, limits: Limits) -> contextlib.AbstractAsync
 
 
 @contextlib.asynccontextmanager
-async def open_transport(options: Options, limits: Limits) -> AsyncIterator[Transport]:
+async def open_transport(options: Options, limits: Limits, stderr: int | None = None) -> AsyncIterator[Transport]:
     """Open the transport to the target; failures to start or reach it become :class:`CliError`."""
     target = options.target
     async with contextlib.AsyncExitStack() as stack:
         try:
-            transport = await stack.enter_async_context(_transport_for(options, limits))
+            transport = await stack.enter_async_context(_transport_for(options, limits, stderr))
         except (FileNotFoundError, PermissionError) as exc:
             if target.kind != "stdio":
                 raise
@@ -429,7 +439,15 @@ async def connect(options: Options, console: Console, questions: Questions) -> A
         short = elicitation_id if len(elicitation_id) <= 12 else elicitation_id[:12] + "..."
         console.note(err_style.green(f"{err_style.glyph('✓', 'ok')} the server reports browser step {short} complete"))
 
-    async with open_transport(options, limits) as raw:
+    # A spawned server's stderr comes through a pipe, so its shutdown cannot flood the terminal.
+    relay = None
+    if options.target.kind == "stdio" and os.name == "posix":
+        relay = StderrRelay(console, verbose=options.verbose)
+    async with relaying(relay, limits.shutdown_timeout), open_transport(
+        options, limits, None if relay is None else relay.write_fd
+    ) as raw:
+        if relay is not None:
+            relay.child_started()
         transport: Transport = raw if options.trace == "off" else TracedTransport(raw, trace)
         async with Client(
             transport,
@@ -448,7 +466,11 @@ async def connect(options: Options, console: Console, questions: Questions) -> A
                     console.note(err_style.dim("(the server does not offer logging; --log-level ignored)"))
                 else:
                     await client.set_logging_level(typing.cast("LoggingLevel", options.log_level))
-            yield client
+            try:
+                yield client
+            finally:
+                if relay is not None:
+                    relay.end()
 
 
 # --- commands ------------------------------------------------------------------------------------------------
@@ -662,17 +684,45 @@ def describe_error(exc: BaseException, options: Options) -> str | None:
     return None
 
 
+def _note_interrupts(options: Options, console: Console, questions: Questions) -> Callable[[], None]:
+    """Record what ctrl-C interrupts before the event loop's own SIGINT handler acts; returns the undo."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        return lambda: None
+
+    def on_sigint(signum: int, frame: types.FrameType | None) -> Any:
+        if not console.interrupted:
+            console.interrupted = True  # from now on nothing else is shown: one line says what stopped
+            asking = questions.asking
+            options.interrupted_while = options.doing + (f", with {asking}'s question open" if asking else "")
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, on_sigint)
+
+    def undo() -> None:
+        if signal.getsignal(signal.SIGINT) is on_sigint:
+            signal.signal(signal.SIGINT, previous)
+
+    return undo
+
+
 async def run(options: Options) -> int:
     console = Console(color=options.color)
     interactive = sys.stdin.isatty()
     reader = LineReader(console.ui, console=console) if interactive else None
     questions = Questions(console, reader, options.scripted)
+    undo = _note_interrupts(options, console, questions)
+    options.doing = f"connecting to {options.target.describe()}"
     try:
         async with connect(options, console, questions) as client:
+            server = client.server_info.name if client.server_info is not None else options.target.describe()
             if options.command == "tools":
+                options.doing = f"listing the tools of {server}"
                 return await cmd_tools(client, options, console)
             if options.command == "call":
+                options.doing = f"calling {options.args.tool} on {server}"
                 return await cmd_call(client, options, console, questions)
+            options.doing = f"in the connect session with {server}"
             return await cmd_connect(client, options, console, questions)
     except Exception as exc:
         leaf = _leaf(exc)
@@ -681,6 +731,8 @@ async def run(options: Options) -> int:
             logger.error("failed", exc_info=leaf)
         console.note(console.err_style.red(f"minimcp: error: {message or f'{type(leaf).__name__}: {leaf}'}"))
         return EXIT_FAILURE
+    finally:
+        undo()
 
 
 def _restore_terminal() -> Callable[[], None]:
@@ -718,10 +770,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(EXIT_FAILURE, f"minimcp: error: {exc}\n")
     restore = _restore_terminal() if sys.stdin.isatty() else (lambda: None)
     try:
-        return anyio.run(run, options, backend=options.backend)
-    except KeyboardInterrupt:
-        restore()
-        sys.stderr.write("\nminimcp: interrupted\n")
-        return EXIT_INTERRUPTED
+        status = anyio.run(run, options, backend=options.backend)
+    except BaseException as exc:
+        if not is_interrupt(exc):
+            raise
+        status = EXIT_INTERRUPTED
     finally:
         restore()
+    if status == EXIT_INTERRUPTED or options.interrupted_while is not None:
+        # One line: the event loop's, the server's and the question's own words are not shown.
+        sys.stderr.write(f"\nminimcp: interrupted while {options.interrupted_while or options.doing}\n")
+        return EXIT_INTERRUPTED
+    return status

@@ -137,6 +137,8 @@ class Console:
         self._progress_width = 0  # characters of an unfinished progress line on stderr
         #: A prompt is shown and its line not yet typed: other output first moves to a new line.
         self.prompt_open = False
+        #: Ctrl-C was pressed: the run is ending, and says so in one line; nothing else is shown.
+        self.interrupted = False
 
     def settle(self) -> None:
         """End an unfinished progress line or prompt, so the next output starts on a fresh line."""
@@ -198,7 +200,8 @@ class LineReader:
 
     A read the caller stops waiting for (the server withdrew the question) stays open;
     the next read shows its own prompt and takes the line typed next. ``None`` means
-    end of input (ctrl-D, a closed pipe).
+    end of input: ctrl-D on a terminal ends that one read only (it cancels one question,
+    and the next read waits for the person again); a closed pipe ends every read.
     """
 
     def __init__(
@@ -222,7 +225,8 @@ class LineReader:
         self._ready = False  # a line (or EOF) is waiting to be taken
         self._line: str | None = None
         self._buffer = b""
-        self._eof = False
+        self._eof = False  # the input is over for good (not a terminal: ctrl-D there ends one read)
+        self._terminal = _isatty(sys.stdin)
         self._lock: anyio.Lock | None = None
 
     @property
@@ -293,7 +297,7 @@ class LineReader:
             self._busy = False
             self._ready = True
             self._line = line
-            if line is None:
+            if line is None and not self._terminal:
                 self._eof = True
             self._cond.notify_all()
 
@@ -497,6 +501,8 @@ class Questions:
         self._lock: anyio.Lock | None = None
         self._active = 0
         self._idle: anyio.Event | None = None
+        #: The server whose question is on screen waiting for the person, if any.
+        self.asking: str | None = None
 
     @contextlib.asynccontextmanager
     async def _asking(self) -> AsyncIterator[None]:
@@ -539,11 +545,15 @@ class Questions:
                     "(answer with --answers '{\"field\": value}' or --accept-defaults)"
                 )
                 return Declined()
+            self.asking = question.server_name
             try:
                 return await self._ask_form(question, self.reader)
             except anyio.get_cancelled_exc_class():
-                self.console.show(self.console.ui_style.yellow("  (the question was closed before you answered)"))
+                if not self.console.interrupted:
+                    self.console.show(self.console.ui_style.yellow("  (the question was closed before you answered)"))
                 raise
+            finally:
+                self.asking = None
 
     def _note_question(self, question: ElicitationRequest) -> None:
         style = self.console.err_style
@@ -685,11 +695,15 @@ class Questions:
                     return Accepted(None)
                 self.console.note("  declined: stdin is not a terminal (consent without asking with --accept-urls)")
                 return Declined()
+            self.asking = request.server_name
             try:
                 return await self._ask_consent(request, self.reader)
             except anyio.get_cancelled_exc_class():
-                self.console.show(self.console.ui_style.yellow("  (the request was closed before you answered)"))
+                if not self.console.interrupted:
+                    self.console.show(self.console.ui_style.yellow("  (the request was closed before you answered)"))
                 raise
+            finally:
+                self.asking = None
 
     async def _ask_consent(self, request: UrlElicitationRequest, reader: LineReader) -> Answer:
         console, style = self.console, self.console.ui_style

@@ -125,6 +125,31 @@ if __name__ == "__main__":
     app.run(backend=sys.argv[1] if len(sys.argv) > 1 else "asyncio")
 '''
 
+# Floods stderr when it shuts down; a SIGINT leaves a mark in a file instead of stopping it.
+NOISY_SOURCE = '''
+import signal, sys
+from minimcp import Context, Server
+
+app = Server("noisy", "0.1.0")
+
+
+@app.tool()
+async def ask(ctx: Context) -> str:
+    """Asks one yes/no question."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await ctx.elicit("Go on?", schema)
+    return "ask " + type(answer).__name__.lower()
+
+
+if __name__ == "__main__":
+    marker = sys.argv[2]
+    signal.signal(signal.SIGINT, lambda *_: open(marker, "w").write("the server got SIGINT"))
+    print("noisy server ready", file=sys.stderr, flush=True)
+    app.run(backend=sys.argv[1])
+    for i in range(200):
+        print(f"shutdown noise {i}", file=sys.stderr)
+'''
+
 # Serves the booking server over Streamable HTTP or WebSocket; prints the port.
 NETWORK_SOURCE = '''
 import sys
@@ -180,9 +205,22 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = RUN_TIMEOUT) 
 
 
 @pytest.fixture(scope="module")
-def peer(tmp_path_factory: pytest.TempPathFactory) -> str:
+def peer_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("peer") / "cli_peer.py"
     path.write_text(PEER_SOURCE)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def peer(peer_file: str) -> str:
+    return f"{shlex.quote(PY)} {shlex.quote(peer_file)}"
+
+
+@pytest.fixture(scope="module")
+def noisy(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A server whose shutdown floods stderr, and which records a SIGINT in the file named by its 2nd argument."""
+    path = tmp_path_factory.mktemp("noisy") / "noisy_peer.py"
+    path.write_text(NOISY_SOURCE)
     return f"{shlex.quote(PY)} {shlex.quote(str(path))}"
 
 
@@ -194,21 +232,34 @@ def backend(request: pytest.FixtureRequest) -> str:
 # --- the pseudo-terminal ------------------------------------------------------------------------------------
 
 
-class Terminal:
-    """``python -m minimcp ARGS`` on a pseudo-terminal: read what it shows, type answers."""
+def _controlling_terminal() -> None:
+    """In the child: a session of its own, whose controlling terminal is its stdin (the pty)."""
+    import fcntl
+    import termios
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """``python -m minimcp ARGS`` (or ``argv``) on a pseudo-terminal: read what it shows, type answers.
+
+    The pty is the program's controlling terminal and the program its foreground process
+    group, as in a shell: the ctrl-C character typed reaches every process of that group.
+    """
+
+    def __init__(self, args: list[str], env: dict[str, str], argv: list[str] | None = None) -> None:
         import pty
 
         self.master, self.slave = pty.openpty()
         self.proc = subprocess.Popen(
-            [PY, "-m", "minimcp", *args],
+            argv or [PY, "-m", "minimcp", *args],
             stdin=self.slave,
             stdout=self.slave,
             stderr=self.slave,
             cwd=str(REPO),
             env=env,
-            start_new_session=True,
+            preexec_fn=_controlling_terminal,
         )
         self.seen = ""  # everything read so far
         self._pos = 0  # where the next expect() starts looking
@@ -249,6 +300,18 @@ class Terminal:
         self.expect(question)
         self.type(text)
 
+    def ctrl_c(self) -> None:
+        """Type the interrupt character: the terminal sends SIGINT to its foreground process group."""
+        import termios
+
+        self.type(termios.tcgetattr(self.master)[6][termios.VINTR].decode())
+
+    def ctrl_d(self) -> None:
+        """Type the end-of-file character."""
+        import termios
+
+        self.type(termios.tcgetattr(self.master)[6][termios.VEOF].decode())
+
     def finish(self, timeout: float = RUN_TIMEOUT) -> tuple[int, str]:
         """Wait for the program to exit; its status and the output after the last match."""
         deadline = time.monotonic() + timeout
@@ -277,8 +340,8 @@ class Terminal:
 def terminal() -> Iterator[Any]:
     opened: list[Terminal] = []
 
-    def start(*args: str, **env: str) -> Terminal:
-        term = Terminal(list(args), cli_env(**env))
+    def start(*args: str, argv: list[str] | None = None, **env: str) -> Terminal:
+        term = Terminal(list(args), cli_env(**env), argv)
         opened.append(term)
         return term
 
@@ -437,6 +500,66 @@ def test_pty_interrupt_restores_the_terminal(terminal: Any) -> None:
     assert after[3] & (termios.ICANON | termios.ECHO) == before[3] & (termios.ICANON | termios.ECHO)
 
 
+def _said(text: str) -> list[str]:
+    """The non-empty lines of ``text``."""
+    return [line for line in text.splitlines() if line.strip()]
+
+
+@posix_only
+def test_pty_ctrl_c_at_a_question_ends_the_client_in_one_line(
+    terminal: Any, noisy: str, backend: str, tmp_path: pathlib.Path
+) -> None:
+    marker = tmp_path / "sigint"
+    term = terminal("call", f"{noisy} {backend} {shlex.quote(str(marker))}", "ask", "--backend", backend)
+    assert "noisy server ready" in term.expect(MENU)  # the server's stderr is shown while it runs
+    term.ctrl_c()
+    status, rest = term.finish()
+    assert status == 130, term.seen
+    # No traceback from either side, no note about the question, none of the server's shutdown noise.
+    assert _said(rest) == ["minimcp: interrupted while calling ask on noisy, with noisy's question open"], term.seen
+    assert not marker.exists(), "the server got the terminal's SIGINT: the client alone must shut it down"
+
+
+@posix_only
+def test_pty_ctrl_c_at_the_connect_prompt(terminal: Any, backend: str) -> None:
+    term = terminal("connect", HELLO, "--backend", backend)
+    term.expect("minimcp> ")
+    term.ctrl_c()
+    status, rest = term.finish()
+    assert status == 130, term.seen
+    assert _said(rest) == ["minimcp: interrupted while in the connect session with hello"], term.seen
+
+
+@posix_only
+def test_pty_ctrl_c_stops_a_stdio_server_in_one_line(terminal: Any, peer_file: str, backend: str) -> None:
+    """``Server.run()`` started in a terminal: one ctrl-C, one line, status 130 (no hang, no exception group)."""
+    term = terminal(argv=[PY, peer_file, backend])
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "person", "version": "1"}}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    term.type(json.dumps(initialize) + "\r")
+    term.expect('"serverInfo"')  # the server is up and answering on the terminal
+    term.expect("\n")
+    term.ctrl_c()
+    status, rest = term.finish(timeout=READ_TIMEOUT)
+    assert status == 130, term.seen
+    assert _said(rest.replace("^C", "")) == ["interrupted (ctrl-C): server cli-peer stopped"], term.seen
+
+
+@posix_only
+def test_pty_ctrl_d_at_a_field_cancels_that_question_only(terminal: Any, backend: str) -> None:
+    term = terminal("connect", BOOKING, "--backend", backend)
+    term.type("call book_table date=2025-12-25 party_size=2\r")
+    term.answer(MENU, "\r")
+    term.expect(TRY_ANOTHER)
+    term.ctrl_d()
+    assert "Not booked: the question was cancelled" in term.expect("minimcp> ")
+    term.type("ping\r")  # the session goes on: the next read waits for the person again
+    assert "pong" in term.expect("minimcp> ")
+    term.ctrl_d()  # at the prompt: leave
+    status, _ = term.finish()
+    assert status == 0, term.seen
+
+
 @posix_only
 def test_pty_connect_session(terminal: Any) -> None:
     term = terminal("connect", BOOKING)
@@ -569,6 +692,24 @@ def test_answers_that_break_the_form_are_declined() -> None:
     assert done.returncode == 0, done.stderr
     assert "Not booked: the person declined" in done.stdout
     assert "cannot answer from the flags: field 'date'" in done.stderr
+
+
+def test_the_servers_shutdown_output_is_bounded(noisy: str, tmp_path: pathlib.Path) -> None:
+    from minimcp.cli_stderr import SHUTDOWN_LINES
+
+    target = f"{noisy} asyncio {shlex.quote(str(tmp_path / 'sigint'))}"
+    done = run_cli("call", target, "ask", "--answers", '{"ok": true}')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ask accepted"
+    assert "noisy server ready" in done.stderr  # while the session runs, everything is passed on
+    shown = [line for line in done.stderr.splitlines() if line.startswith("shutdown noise")]
+    assert shown == [f"shutdown noise {i}" for i in range(SHUTDOWN_LINES)]
+    assert f"(the server wrote {200 - SHUTDOWN_LINES} more lines to stderr while shutting down; -v shows them)" in (
+        done.stderr
+    )
+    done = run_cli("call", target, "ask", "--answers", '{"ok": true}', "-v")
+    assert done.returncode == 0, done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.startswith("shutdown noise")]) == 200
 
 
 def test_accept_defaults(peer: str) -> None:
