@@ -219,7 +219,8 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
                        help="like --trace, with indented JSON and a one-line summary")
     group.add_argument("--answers", metavar="JSON", default=default(None),
                        help="answer the server's questions without asking, from this JSON object of "
-                            "field values (fields not given take their defaults)")
+                            "field values (fields not given take their defaults; a key that is not a field "
+                            "is an error), or a JSON list of such objects, one per question")
     group.add_argument("--accept-defaults", action="store_true", default=default(False),
                        help="answer the server's questions without asking, with their defaults")
     group.add_argument("--accept-urls", action="store_true", default=default(False),
@@ -349,14 +350,18 @@ def _headers(items: Sequence[str]) -> dict[str, str]:
 
 
 def options_from(args: argparse.Namespace) -> Options:
-    answers: dict[str, Any] | None = None
+    answers: dict[str, Any] | list[dict[str, Any]] | None = None
     if args.answers is not None:
         try:
             answers = json.loads(args.answers)
         except ValueError as exc:
             raise CliError(f"--answers is not valid JSON: {exc}") from None
-        if not isinstance(answers, dict):
-            raise CliError("--answers must be a JSON object of field values, like '{\"date\": \"2025-12-26\"}'")
+        one_per_question = isinstance(answers, list) and all(isinstance(item, dict) for item in answers)
+        if not isinstance(answers, dict) and not one_per_question:
+            raise CliError(
+                "--answers must be a JSON object of field values, like '{\"date\": \"2025-12-26\"}', "
+                "or a list of them, one per question"
+            )
     timeout = args.timeout if args.timeout and args.timeout > 0 else None
     options = Options(
         command=args.command,
@@ -553,7 +558,11 @@ async def cmd_call(client: Client, options: Options, console: Console, questions
             known = ", ".join(t.name for t in tools)
             raise CliError(f"the server refused the call ({exc.code}): {exc.message}; its tools: {known}") from None
         raise
-    return print_result(console, result, options.args.output)
+    status = print_result(console, result, options.args.output)
+    if questions.failures:  # the result shows what the server made of the cancel; the run still failed
+        count = len(questions.failures)
+        raise CliError(f"the flags could not answer {count} question{'s' if count != 1 else ''} (see above): cancelled")
+    return status
 
 
 CONNECT_HELP = """\

@@ -22,7 +22,7 @@ import sys
 import textwrap
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Final, TextIO
 
@@ -475,15 +475,29 @@ def _json(value: Any) -> str:
 
 @dataclasses.dataclass(slots=True)
 class Scripted:
-    """How questions are answered without asking (``--answers``, ``--accept-defaults``, ``--accept-urls``)."""
+    """How questions are answered without asking (``--answers``, ``--accept-defaults``, ``--accept-urls``).
 
-    answers: Mapping[str, Any] | None = None
+    ``answers``: one object of field values for every question, or a list of them, one
+    per question in the order they are asked.
+    """
+
+    answers: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
     accept_defaults: bool = False
     accept_urls: bool = False
+    #: Questions answered from the flags so far.
+    asked: int = 0
 
     @property
     def answers_forms(self) -> bool:
         return self.answers is not None or self.accept_defaults
+
+    def next_answers(self) -> Mapping[str, Any] | None:
+        """The field values for the next question (``None``: the list has run out)."""
+        self.asked += 1
+        answers = self.answers
+        if answers is None or isinstance(answers, Mapping):
+            return answers if answers is not None else {}
+        return answers[self.asked - 1] if self.asked <= len(answers) else None
 
 
 class Questions:
@@ -503,6 +517,8 @@ class Questions:
         self._idle: anyio.Event | None = None
         #: The server whose question is on screen waiting for the person, if any.
         self.asking: str | None = None
+        #: Why the flags could not answer a question (it was cancelled; the run ends with status 2).
+        self.failures: list[str] = []
 
     @contextlib.asynccontextmanager
     async def _asking(self) -> AsyncIterator[None]:
@@ -561,19 +577,41 @@ class Questions:
         for field in question.form.fields:
             default = "" if field.default is NO_DEFAULT else f", default {_json(field.default)}"
             self.console.note(style.dim(f"  - {field.name} ({_kind_hint(field)}{default}): {_label(field)}"))
+            if field.options:  # the values --answers takes, as JSON
+                shown = [_json(value) + ("" if title == value else f" ({title})") for value, title in field.options]
+                self.console.note(style.dim(f"      options: {', '.join(shown)}"))
 
     def _answer_from_flags(self, question: ElicitationRequest) -> Answer:
         self._note_question(question)
-        names = {f.name for f in question.form.fields}
-        content = {k: v for k, v in (self.scripted.answers or {}).items() if k in names}
-        content = question.form.fill_defaults(content)
+        fields = [f.name for f in question.form.fields]
+        answers = self.scripted.next_answers()
+        if answers is None:
+            count = self.scripted.asked - 1
+            return self._refuse(question, (
+                f"--answers lists {count} object{'s' if count != 1 else ''}, one per question, and this is question "
+                f"{count + 1}"
+            ))  # fmt: skip
+        unknown = [key for key in answers if key not in fields]
+        if unknown:
+            names = ", ".join(map(repr, unknown))
+            return self._refuse(question, (
+                f"--answers names {names}, {'which is not a field' if len(unknown) == 1 else 'which are not fields'} "
+                f"of this form; its fields: {', '.join(fields)}"
+            ))  # fmt: skip
+        content = question.form.fill_defaults(dict(answers))
         try:
             content = question.form.validate(content)
         except FormValidationError as exc:
-            self.console.note(self.console.err_style.yellow(f"  declined: cannot answer from the flags: {exc}"))
-            return Declined()
+            flags = "--answers" if self.scripted.answers is not None else "--accept-defaults"
+            return self._refuse(question, f"the form refuses what {flags} gives: {exc}")
         self.console.note(f"  answered: {_json(content)}")
         return Accepted(content)
+
+    def _refuse(self, question: ElicitationRequest, why: str) -> Cancelled:
+        """The flags cannot answer: say why, cancel the question (never guess), and fail the run."""
+        self.console.note(self.console.err_style.red(f"  error: {why}; the question is cancelled"))
+        self.failures.append(why)
+        return Cancelled()
 
     async def _ask_form(self, question: ElicitationRequest, reader: LineReader) -> Answer:
         console, style = self.console, self.console.ui_style

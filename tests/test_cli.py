@@ -686,12 +686,45 @@ def test_answers_flag() -> None:
     assert "Booked a table for 2 on 2025-12-28" in done.stdout
 
 
-def test_answers_that_break_the_form_are_declined() -> None:
+def test_answers_the_form_refuses_fail_the_run() -> None:
+    """Never a decline and status 0: the question is cancelled, the reason named, the status 2."""
     answers = json.dumps({"accept_alternative": True, "date": "someday"})
     done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", answers)
+    assert done.returncode == 2, done.stderr
+    assert "Not booked: the question was cancelled" in done.stdout
+    assert "error: the form refuses what --answers gives: field 'date': expected a date" in done.stderr
+    assert done.stderr.rstrip().endswith("minimcp: error: the flags could not answer 1 question (see above): cancelled")
+
+
+def test_answers_with_a_key_that_is_not_a_field_fail_the_run() -> None:
+    """A misspelled key is not dropped (the field would silently take its default): it names the fields."""
+    answers = json.dumps({"accept_alternative": True, "dat": "2025-12-28"})
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", answers)
+    assert done.returncode == 2, done.stderr
+    assert "Booked" not in done.stdout
+    assert "--answers names 'dat', which is not a field of this form; its fields: accept_alternative, date" in (
+        done.stderr
+    )
+
+
+def test_answers_one_object_per_question(peer: str) -> None:
+    answers = json.dumps([{"accept_alternative": True, "date": "2025-12-28"}])
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", answers)
     assert done.returncode == 0, done.stderr
-    assert "Not booked: the person declined" in done.stdout
-    assert "cannot answer from the flags: field 'date'" in done.stderr
+    assert "Booked a table for 2 on 2025-12-28" in done.stdout
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", "[]")
+    assert done.returncode == 2 and "--answers lists 0 objects, one per question, and this is question 1" in done.stderr
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", "[1]")
+    assert done.returncode == 2 and "or a list of them, one per question" in done.stderr
+
+
+def test_question_summaries_list_the_options(peer: str) -> None:
+    """Without a terminal, the summary gives what --answers needs: each field, and a select's values."""
+    done = run_cli("call", peer, "survey")
+    assert done.returncode == 0, done.stderr
+    assert '  - cuisine (choose one, required, default "fr"): Cuisine' in done.stderr
+    assert '      options: "it" (Italian), "fr" (French), "jp" (Japanese)' in done.stderr
+    assert '      options: "wine", "dessert", "coffee"' in done.stderr
 
 
 def test_the_servers_shutdown_output_is_bounded(noisy: str, tmp_path: pathlib.Path) -> None:
@@ -713,10 +746,13 @@ def test_the_servers_shutdown_output_is_bounded(noisy: str, tmp_path: pathlib.Pa
 
 
 def test_accept_defaults(peer: str) -> None:
-    # booking's accept_alternative has no default: defaults alone cannot answer, so it is declined
+    # booking's accept_alternative has no default: defaults alone cannot answer; cancelled, and the run fails
     done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--accept-defaults")
-    assert "Not booked: the person declined" in done.stdout
-    assert "'accept_alternative': a value is required" in done.stderr
+    assert done.returncode == 2
+    assert "Not booked: the question was cancelled" in done.stdout
+    assert "the form refuses what --accept-defaults gives: field 'accept_alternative': a value is required" in (
+        done.stderr
+    )
     done = run_cli("call", peer, "survey", "--accept-defaults", "--answers", '{"guests": 2, "email": "a@b.co"}')
     assert done.returncode == 0, done.stderr
     expected = {"cuisine": "fr", "email": "a@b.co", "extras": ["coffee"], "guests": 2, "outside": False}
@@ -972,11 +1008,16 @@ async def test_decline_and_cancel_keys() -> None:
 
 async def test_flags_answer_without_asking() -> None:
     out = io.StringIO()
-    questions = Questions(Console(out, out, color=False), None, Scripted(answers={"n": 2, "pick": "a", "zz": 1}))
+    questions = Questions(Console(out, out, color=False), None, Scripted(answers={"n": 2, "pick": "a"}))
     assert await questions.elicit(QUESTION) == Accepted({"ok": True, "n": 2, "pick": "a"})
+    assert not questions.failures
+    questions = Questions(Console(out, out, color=False), None, Scripted(answers={"n": 2, "pick": "a", "zz": 1}))
+    assert await questions.elicit(QUESTION) == Cancelled()  # never answered with a key dropped
+    assert questions.failures == ["--answers names 'zz', which is not a field of this form; its fields: "
+                                  "ok, n, x, pick, many, note"]  # fmt: skip
     questions = Questions(Console(out, out, color=False), None, Scripted(accept_defaults=True))
-    assert await questions.elicit(QUESTION) == Declined()  # n and pick have no defaults
-    assert "a value is required" in out.getvalue()
+    assert await questions.elicit(QUESTION) == Cancelled()  # n and pick have no defaults
+    assert "a value is required" in out.getvalue() and len(questions.failures) == 1
     questions = Questions(Console(out, out, color=False), None)
     assert await questions.elicit(QUESTION) == Declined()
 
