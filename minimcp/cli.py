@@ -47,6 +47,7 @@ from typing import Any, Literal
 import anyio
 
 from minimcp import __version__
+from minimcp.cli_args import build_parser
 from minimcp.cli_render import (
     Console,
     LineReader,
@@ -79,7 +80,6 @@ EXIT_TOOL_ERROR = 1
 EXIT_FAILURE = 2
 
 URL_STEP_WAIT = 600  # seconds to wait for the server to report consented browser steps complete
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
 class CliError(Exception):
@@ -204,115 +204,6 @@ def parse_arguments(pairs: Sequence[Argument], base: dict[str, Any], tool: Tool 
 
 
 # --- the command line ----------------------------------------------------------------------------------------
-
-
-def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    """Options accepted before and after the command (after it, they only apply when given)."""
-
-    def default(value: Any) -> Any:
-        return value if top else argparse.SUPPRESS
-
-    group = parser.add_argument_group("common options")
-    group.add_argument("--trace", action="store_true", default=default(False),
-                       help="print every wire message to stderr (-> sent, <- received), compact JSON")
-    group.add_argument("--trace-pretty", action="store_true", default=default(False),
-                       help="like --trace, with indented JSON and a one-line summary")
-    group.add_argument("--answers", metavar="JSON", default=default(None),
-                       help="answer the server's questions without asking, from this JSON object of "
-                            "field values (fields not given take their defaults; a key that is not a field "
-                            "is an error), or a JSON list of such objects, one per question")
-    group.add_argument("--accept-defaults", action="store_true", default=default(False),
-                       help="answer the server's questions without asking, with their defaults")
-    group.add_argument("--accept-urls", action="store_true", default=default(False),
-                       help="consent to URL requests without asking (the URL is printed; no browser is opened)")
-    group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(60.0),
-                       help="seconds to wait for each response (paused while you answer); 0: no limit")
-    group.add_argument("--log-level", choices=LOG_LEVELS, default=default(None),
-                       help="ask the server to send log messages from this level up (shown on stderr)")
-    group.add_argument("-H", "--header", action="append", metavar="'NAME: VALUE'", default=default([]),
-                       help="an extra HTTP header for http(s):// and ws(s):// targets (repeatable)")
-    group.add_argument("--backend", choices=("asyncio", "trio"), default=default("asyncio"),
-                       help="the event loop to run on")
-    group.add_argument("--no-color", action="store_true", default=default(False), help="no ANSI colours")
-    group.add_argument("-v", "--verbose", action="store_true", default=default(False),
-                       help="debug logging of minimcp itself, and tracebacks on errors")  # fmt: skip
-
-
-EPILOG = """\
-examples:
-  minimcp tools "python examples/booking.py"
-  minimcp call "python examples/booking.py" book_table date=2025-12-25 party_size=2
-  minimcp call http://127.0.0.1:8000/mcp add --json '{"a": 1, "b": 2}'
-  minimcp connect ws://127.0.0.1:8000/mcp
-
-questions from the server (elicitation), in a terminal:
-  enter or a answers the form, d declines, c cancels; then at each field
-  enter keeps the default (shown, or prefilled for editing), !d declines,
-  !c cancels, ctrl-D cancels. A bad value is explained and asked again.
-  Requests to open a URL show the full URL, the host apart (decoded from
-  punycode, with a warning for look-alike hosts); y opens the browser,
-  n declines, c cancels.
-
-without a terminal (stdin is not a TTY) nothing waits for a person:
-  questions are declined with a note on stderr, unless --answers and/or
-  --accept-defaults answer them; URL requests are declined unless
-  --accept-urls consents.
-
-results go to stdout; logs, progress, notes and --trace to stderr.
-exit status: 0 success, 1 the tool returned an error result,
-  2 usage, connection or protocol error, 130 interrupted.
-"""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    target_help = (
-        "the server: a command to spawn over stdio, as one argument (\"python examples/booking.py\"), "
-        "an http(s):// URL (Streamable HTTP) or a ws(s):// URL (WebSocket)"
-    )
-    parser = argparse.ArgumentParser(
-        prog="minimcp",
-        description="A command-line MCP client: list tools, call them, answer the server's questions.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=EPILOG,
-    )
-    parser.add_argument("--version", action="version", version=f"minimcp {__version__}")
-    _add_common(parser, top=True)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    tools = commands.add_parser(
-        "tools", help="list the server's tools", description="List the server's tools.", epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    tools.add_argument("target", metavar="TARGET", help=target_help)
-    tools.add_argument("--schema", action="store_true", help="also print each tool's full input schema")
-    _add_common(tools, top=False)
-
-    call = commands.add_parser(
-        "call",
-        help="call a tool and print its result",
-        description="Call a tool and print its result.\n\nkey=value is parsed as JSON when it is valid JSON, else "
-        "taken as a string\n(kept as typed when the tool's schema says the parameter is a string).",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    call.add_argument("target", metavar="TARGET", help=target_help)
-    call.add_argument("tool", metavar="TOOL", help="the tool's name")
-    call.add_argument("pairs", metavar="key=value", nargs="*", help="the tool's arguments")
-    call.add_argument("--json", metavar="OBJECT", help="the arguments as one JSON object (key=value pairs override)")
-    call.add_argument("-o", "--output", choices=("text", "json"), default="text",
-                      help="text: the result's content (default); json: the whole result as JSON")  # fmt: skip
-    _add_common(call, top=False)
-
-    connect = commands.add_parser(
-        "connect",
-        help="an interactive session: list tools, call them",
-        description="An interactive session. Commands: call TOOL key=value ..., tools, help, quit.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    connect.add_argument("target", metavar="TARGET", help=target_help)
-    _add_common(connect, top=False)
-    return parser
 
 
 @dataclasses.dataclass(slots=True)

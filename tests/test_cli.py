@@ -630,6 +630,74 @@ def test_a_bad_target_exits_2(target: str, message: str) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_help_shows_the_shared_text_once() -> None:
+    top = run_cli("--help")
+    assert top.returncode == 0
+    assert top.stdout.count("examples:") == 1 and "questions from the server" in top.stdout
+    assert "--trace-pretty" in top.stdout and "print every wire message" in top.stdout
+    for command in ("tools", "call", "connect"):
+        done = run_cli(command, "--help")
+        assert done.returncode == 0, done.stderr
+        # The command's own arguments, and one pointer to the shared text: not a copy of it.
+        assert "TARGET" in done.stdout and "-m minimcp --help" in done.stdout
+        assert "questions from the server" not in done.stdout and "print every wire message" not in done.stdout
+        assert len(done.stdout.splitlines()) < 35, done.stdout
+    assert "--json OBJECT" in run_cli("call", "--help").stdout
+    done = run_cli("call", HELLO, "add", "a=1", "b=2", "--trace")  # common options still work after the command
+    assert done.returncode == 0 and "tools/call" in done.stderr
+
+
+def test_help_examples_name_the_running_interpreter(tmp_path: pathlib.Path) -> None:
+    """A bare ``python`` is another interpreter when the virtual environment is not active."""
+    elsewhere = tmp_path / "bin"  # a PATH whose python is not this one
+    elsewhere.mkdir()
+    (elsewhere / "python").symlink_to("/bin/false")
+    env = cli_env(PATH=f"{elsewhere}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run([PY, "-m", "minimcp", "--help"], capture_output=True, text=True, cwd=str(REPO), env=env,
+                          stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT, check=False)  # fmt: skip
+    relative = os.path.relpath(PY, REPO)
+    shown = shlex.quote(PY if relative.startswith("..") else relative)
+    assert f'{shown} -m minimcp tools "{shown} examples/booking.py"' in done.stdout, done.stdout
+    assert "a bare 'python' here is another one" in done.stdout
+    env = cli_env(PATH=f"{os.path.dirname(PY)}{os.pathsep}{os.environ.get('PATH', '')}")  # as when it is active
+    done = subprocess.run([PY, "-m", "minimcp", "--help"], capture_output=True, text=True, cwd=str(REPO), env=env,
+                          stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT, check=False)  # fmt: skip
+    assert 'python -m minimcp tools "python examples/booking.py"' in done.stdout, done.stdout
+    assert "a bare 'python'" not in done.stdout
+
+
+# What ``pip install -e`` adds: a finder asked only after sys.path, whose first entry is the current directory.
+EDITABLE_SOURCE = '''
+import importlib.machinery, importlib.util, runpy, sys
+PACKAGE = sys.argv[1]
+class Editable:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name == "minimcp":
+            return importlib.util.spec_from_file_location(name, PACKAGE + "/__init__.py")
+        if name.startswith("minimcp."):
+            return importlib.machinery.PathFinder.find_spec(name, [PACKAGE])
+        return None
+sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()] + [Editable]
+sys.argv = ["minimcp", "--help"]
+runpy.run_module("minimcp", run_name="__main__", alter_sys=True)
+'''
+
+
+def test_a_clone_named_minimcp_in_the_current_directory_is_explained(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "minimcp" / "minimcp").mkdir(parents=True)  # a clone: the repository holds the package
+    (tmp_path / "minimcp" / "README.md").write_text("# minimcp\n")
+    env = cli_env()
+    env.pop("PYTHONPATH")
+    done = subprocess.run([PY, "-c", EDITABLE_SOURCE, str(REPO / "minimcp")], capture_output=True, text=True,
+                          cwd=str(tmp_path), env=env, stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT,
+                          check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "ImportError" not in done.stderr
+    assert f"'import minimcp' found the directory {tmp_path / 'minimcp'}, not the minimcp package" in done.stderr
+    assert "Run it from another directory" in done.stderr
+
+
 def test_usage_errors_exit_2() -> None:
     assert run_cli().returncode == 2
     done = run_cli("call", HELLO, "greet", "name")
