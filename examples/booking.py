@@ -48,6 +48,7 @@ from minimcp import (
     UrlElicitationRequired,
     tool_result,
 )
+from minimcp.interrupt import run_until_interrupted
 from minimcp.server import ServerConnection
 from minimcp.transports._headers import host_origin_problem
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
@@ -585,7 +586,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
-    anyio.run(serve, args, backend=args.backend)
+    run_until_interrupted(serve, args, backend=args.backend, what="the booking server", logger=log)
 
 
 if __name__ == "__main__":

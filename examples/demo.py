@@ -6,9 +6,11 @@ and ask the person for another date (a nested ``elicitation/create``), and the
 same call finishes with the answer.
 
 On a terminal you answer each question yourself; without one (CI, a pipe) the
-answers come from a script and every step is printed. ``--trace`` prints every
-wire message, so you can see the nested request and its answer; ``--diagram FILE``
-draws the run as a sequence diagram (``.html``, ``.svg``, or ``-`` for text).
+answers come from a script and every step is printed. ``--trace`` shows every
+wire message as one short line in the story (direction, id, method, the gist),
+so you can see the nested request and its answer; the messages in full go to a
+file, named at the end; ``--diagram FILE`` draws the run as a sequence diagram
+(``.html``, ``.svg``, or ``-`` for text).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import argparse
 import json
 import pathlib
 import sys
+import tempfile
 from collections import deque
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 
@@ -29,6 +32,7 @@ from minimcp import (
     Declined,
     ElicitationRequest,
     UrlElicitationRequest,
+    UrlElicitationRequired,
     open_in_browser,
 )
 from minimcp.diagram_cmd import write_diagram
@@ -49,9 +53,70 @@ def show(title: str, result: Any) -> None:
         print(f"   structured: {json.dumps(result.structured_content)}")
 
 
-def trace(direction: str, data: bytes) -> None:
-    arrow = "client -> server" if direction == "send" else "server -> client"
-    print(f"   [wire {arrow}] {data.decode()}")
+TRACE_WIDTH = 100  # characters of one trace line on screen
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 3)] + "..."
+
+
+def gist(message: Any) -> str:
+    """One wire message in a few words: its id, method (or result / error) and the part that tells the story."""
+    if not isinstance(message, dict):
+        return "(a batch)" if isinstance(message, list) else "(not an object)"
+    ident = f"#{message['id']} " if "id" in message else ""
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    if "method" in message:
+        method = message["method"]
+        if method == "tools/call":
+            detail = f"{params.get('name')} {json.dumps(params.get('arguments', {}), separators=(',', ':'))}"
+        elif method == "elicitation/create":
+            detail = f"{params.get('mode', 'form')}: {params.get('message', '')!r}"
+        elif method == "initialize":
+            detail = f"protocol {params.get('protocolVersion')}"
+        else:
+            detail = json.dumps(params, separators=(",", ":")) if params else ""
+        return f"{ident}{method} {detail}".rstrip()
+    if isinstance(message.get("error"), dict):
+        error = message["error"]
+        return f"{ident}error {error.get('code')}: {error.get('message', '')}"
+    result = message.get("result")
+    if isinstance(result, dict):
+        if isinstance(result.get("serverInfo"), dict):
+            info = result["serverInfo"]
+            return f"{ident}result: {info.get('name')} {info.get('version')}, protocol {result.get('protocolVersion')}"
+        if isinstance(result.get("tools"), list):
+            return f"{ident}result: tools " + ", ".join(str(t.get("name")) for t in result["tools"])
+        if "action" in result:
+            content = json.dumps(result["content"], separators=(",", ":")) if "content" in result else ""
+            return f"{ident}result: {result['action']} {content}".rstrip()
+        texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict) and "text" in c]
+        if texts:
+            return f"{ident}result{' (tool error)' if result.get('isError') else ''}: {texts[0]!r}"
+    return f"{ident}result: {json.dumps(result, separators=(',', ':'))}"
+
+
+class Trace:
+    """``--trace``: one short line per message in the story, every message in full in a file."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.path = path
+        self.file: TextIO = path.open("w", encoding="utf-8")
+        self.count = 0
+
+    def __call__(self, direction: str, data: bytes) -> None:
+        sending = direction == "send"
+        self.count += 1
+        self.file.write(("--> " if sending else "<-- ") + data.decode(errors="replace") + "\n")
+        try:
+            message = json.loads(data)
+        except ValueError:
+            message = None
+        arrow = "client -> server" if sending else "server -> client"
+        print(_clip(f"   [{arrow}] {gist(message)}", TRACE_WIDTH))
+
+    def close(self) -> None:
+        self.file.close()
 
 
 # --- answering in the terminal ---------------------------------------------------------------
@@ -126,8 +191,10 @@ async def consent_in_terminal(request: UrlElicitationRequest) -> Answer:
     show_url(request)
     choice = (await anyio.to_thread.run_sync(input, "   open it in your browser? [y]es, [n]o, [c]ancel: ")).strip()
     if choice.lower().startswith("y"):
-        await open_in_browser(request.url)
-        print("   (opened; complete the page in your browser)")
+        if await open_in_browser(request.url):
+            print("   (opened; complete the page in your browser)")
+        else:
+            print("   (could not start a browser: open the URL above yourself and complete the page)")
         return Accepted(None)
     return Cancelled() if choice.lower().startswith("c") else Declined()
 
@@ -142,9 +209,11 @@ async def press_the_button(url: str) -> None:
     """What the person does in their browser, done here by a script: submit the page's form."""
     import httpx
 
+    print(f"   [browser] the person submits the page: POST {url}")
     async with httpx.AsyncClient() as http:
         response = await http.post(url)
-    print(f"   [browser] POST {url} -> {response.status_code}")
+    if response.status_code != 200:
+        print(f"   [browser] the page answered {response.status_code}")
 
 
 # --- the scripted run ------------------------------------------------------------------------
@@ -163,7 +232,7 @@ def scripted(answers: deque[Answer]) -> Any:
     return handler
 
 
-async def run(interactive: bool, show_trace: bool, backend_args: list[str], diagram: str | None = None) -> None:
+async def run(interactive: bool, trace: Trace | None, backend_args: list[str], diagram: str | None = None) -> None:
     answers: deque[Answer] = deque(
         [
             Accepted({"accept_alternative": True}),  # take the suggested date (filled from the default)
@@ -180,7 +249,7 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str], diag
         return await url_handler(request)
 
     async with stdio_client([sys.executable, str(BOOKING), *backend_args]) as transport:
-        wire = TracedTransport(transport, trace) if show_trace else transport
+        wire = TracedTransport(transport, trace) if trace is not None else transport
         async with Client(
             wire,
             name="minimcp-demo",
@@ -217,11 +286,11 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str], diag
             show("book_table", big)
             if big.structured_content and big.structured_content.get("status") == "deposit_pending":
                 eid = big.structured_content["elicitation_id"]
+                print("   waiting for the server to report the payment complete ...")
                 if not interactive:
                     await press_the_button(opened[-1])
-                print("   waiting for the server to report the payment complete ...")
                 done = await client.wait_elicitation_complete(eid, timeout=None if interactive else 10)
-                print(f"   complete: {done}")
+                print("   the payment is complete" if done else "   the server did not report the payment in time")
                 status = await client.call_tool("booking_status", {"booking_id": big.structured_content["booking_id"]})
                 show("booking_status", status)
 
@@ -235,10 +304,14 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str], diag
                     return answer
 
                 client.url_handler = authorize_then_wait
-                added = await client.call_tool_with_consent(
-                    "add_to_calendar", {"booking_id": first.structured_content["booking_id"]}, completion_timeout=60
-                )
-                show("add_to_calendar", added)
+                try:
+                    added = await client.call_tool_with_consent(
+                        "add_to_calendar", {"booking_id": first.structured_content["booking_id"]}, completion_timeout=60
+                    )
+                except UrlElicitationRequired as still:  # declined, cancelled, or not completed in time
+                    print(f"\n<- add_to_calendar: not added; the server still needs: {still.message}")
+                else:
+                    show("add_to_calendar", added)
     print("\nDone: the server was shut down and nothing is left pending.")
     if diagram:
         drawn = write_diagram(recorded, diagram, title="minimcp demo: the booking scenario")
@@ -248,12 +321,24 @@ async def run(interactive: bool, show_trace: bool, backend_args: list[str], diag
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Run the booking scenario end to end.")
-    parser.add_argument("--trace", action="store_true", help="print every wire message")
+    parser.add_argument("--trace", action="store_true",
+                        help="show each wire message as one line; every message in full goes to --trace-file")
+    parser.add_argument("--trace-file", type=pathlib.Path, metavar="PATH",
+                        default=pathlib.Path(tempfile.gettempdir()) / "minimcp-demo-trace.txt",
+                        help="where --trace writes the messages in full (default: %(default)s)")
     parser.add_argument("--script", action="store_true", help="use scripted answers even on a terminal")
     parser.add_argument("--diagram", metavar="FILE", help="draw this run as a sequence diagram: FILE.html, FILE.svg or -")
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio",
+                        help="the event loop of the client and of the server")  # fmt: skip
     args = parser.parse_args()
     interactive = sys.stdin.isatty() and not args.script
-    anyio.run(run, interactive, args.trace, [], args.diagram)
+    trace = Trace(args.trace_file) if args.trace else None
+    try:
+        anyio.run(run, interactive, trace, ["--backend", args.backend], args.diagram, backend=args.backend)
+    finally:
+        if trace is not None:
+            trace.close()
+            print(f"The {trace.count} wire messages in full (--> sent, <-- received): {trace.path}")
 
 
 if __name__ == "__main__":

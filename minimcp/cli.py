@@ -34,8 +34,12 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import shlex
+import signal
 import sys
+import threading
+import types
 import typing
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
@@ -43,6 +47,7 @@ from typing import Any, Literal
 import anyio
 
 from minimcp import __version__
+from minimcp.cli_args import build_parser
 from minimcp.cli_render import (
     Console,
     LineReader,
@@ -56,10 +61,12 @@ from minimcp.cli_render import (
     result_json,
     server_banner,
 )
+from minimcp.cli_stderr import StderrRelay, relaying
 from minimcp.client import Client
 from minimcp.config import Limits
 from minimcp.elicitation import UrlElicitationRequired
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedVersion
+from minimcp.interrupt import EXIT_INTERRUPTED, is_interrupt
 from minimcp.transports import Transport
 from minimcp.transports.trace import TracedTransport
 from minimcp.types import CallToolResult, LoggingLevel, LoggingMessageParams, Tool, UnsetType
@@ -71,10 +78,8 @@ logger = logging.getLogger("minimcp.cli")
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
 EXIT_FAILURE = 2
-EXIT_INTERRUPTED = 130
 
 URL_STEP_WAIT = 600  # seconds to wait for the server to report consented browser steps complete
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
 class CliError(Exception):
@@ -201,114 +206,6 @@ def parse_arguments(pairs: Sequence[Argument], base: dict[str, Any], tool: Tool 
 # --- the command line ----------------------------------------------------------------------------------------
 
 
-def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    """Options accepted before and after the command (after it, they only apply when given)."""
-
-    def default(value: Any) -> Any:
-        return value if top else argparse.SUPPRESS
-
-    group = parser.add_argument_group("common options")
-    group.add_argument("--trace", action="store_true", default=default(False),
-                       help="print every wire message to stderr (-> sent, <- received), compact JSON")
-    group.add_argument("--trace-pretty", action="store_true", default=default(False),
-                       help="like --trace, with indented JSON and a one-line summary")
-    group.add_argument("--answers", metavar="JSON", default=default(None),
-                       help="answer the server's questions without asking, from this JSON object of "
-                            "field values (fields not given take their defaults)")
-    group.add_argument("--accept-defaults", action="store_true", default=default(False),
-                       help="answer the server's questions without asking, with their defaults")
-    group.add_argument("--accept-urls", action="store_true", default=default(False),
-                       help="consent to URL requests without asking (the URL is printed; no browser is opened)")
-    group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(60.0),
-                       help="seconds to wait for each response (paused while you answer); 0: no limit")
-    group.add_argument("--log-level", choices=LOG_LEVELS, default=default(None),
-                       help="ask the server to send log messages from this level up (shown on stderr)")
-    group.add_argument("-H", "--header", action="append", metavar="'NAME: VALUE'", default=default([]),
-                       help="an extra HTTP header for http(s):// and ws(s):// targets (repeatable)")
-    group.add_argument("--backend", choices=("asyncio", "trio"), default=default("asyncio"),
-                       help="the event loop to run on")
-    group.add_argument("--no-color", action="store_true", default=default(False), help="no ANSI colours")
-    group.add_argument("-v", "--verbose", action="store_true", default=default(False),
-                       help="debug logging of minimcp itself, and tracebacks on errors")  # fmt: skip
-
-
-EPILOG = """\
-examples:
-  minimcp tools "python examples/booking.py"
-  minimcp call "python examples/booking.py" book_table date=2025-12-25 party_size=2
-  minimcp call http://127.0.0.1:8000/mcp add --json '{"a": 1, "b": 2}'
-  minimcp connect ws://127.0.0.1:8000/mcp
-
-questions from the server (elicitation), in a terminal:
-  enter or a answers the form, d declines, c cancels; then at each field
-  enter keeps the default (shown, or prefilled for editing), !d declines,
-  !c cancels, ctrl-D cancels. A bad value is explained and asked again.
-  Requests to open a URL show the full URL, the host apart (decoded from
-  punycode, with a warning for look-alike hosts); y opens the browser,
-  n declines, c cancels.
-
-without a terminal (stdin is not a TTY) nothing waits for a person:
-  questions are declined with a note on stderr, unless --answers and/or
-  --accept-defaults answer them; URL requests are declined unless
-  --accept-urls consents.
-
-results go to stdout; logs, progress, notes and --trace to stderr.
-exit status: 0 success, 1 the tool returned an error result,
-  2 usage, connection or protocol error, 130 interrupted.
-"""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    target_help = (
-        "the server: a command to spawn over stdio, as one argument (\"python examples/booking.py\"), "
-        "an http(s):// URL (Streamable HTTP) or a ws(s):// URL (WebSocket)"
-    )
-    parser = argparse.ArgumentParser(
-        prog="minimcp",
-        description="A command-line MCP client: list tools, call them, answer the server's questions.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=EPILOG,
-    )
-    parser.add_argument("--version", action="version", version=f"minimcp {__version__}")
-    _add_common(parser, top=True)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    tools = commands.add_parser(
-        "tools", help="list the server's tools", description="List the server's tools.", epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    tools.add_argument("target", metavar="TARGET", help=target_help)
-    tools.add_argument("--schema", action="store_true", help="also print each tool's full input schema")
-    _add_common(tools, top=False)
-
-    call = commands.add_parser(
-        "call",
-        help="call a tool and print its result",
-        description="Call a tool and print its result.\n\nkey=value is parsed as JSON when it is valid JSON, else "
-        "taken as a string\n(kept as typed when the tool's schema says the parameter is a string).",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    call.add_argument("target", metavar="TARGET", help=target_help)
-    call.add_argument("tool", metavar="TOOL", help="the tool's name")
-    call.add_argument("pairs", metavar="key=value", nargs="*", help="the tool's arguments")
-    call.add_argument("--json", metavar="OBJECT", help="the arguments as one JSON object (key=value pairs override)")
-    call.add_argument("-o", "--output", choices=("text", "json"), default="text",
-                      help="text: the result's content (default); json: the whole result as JSON")  # fmt: skip
-    _add_common(call, top=False)
-
-    connect = commands.add_parser(
-        "connect",
-        help="an interactive session: list tools, call them",
-        description="An interactive session. Commands: call TOOL key=value ..., tools, help, quit.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    connect.add_argument("target", metavar="TARGET", help=target_help)
-    _add_common(connect, top=False)
-    return parser
-
-
 @dataclasses.dataclass(slots=True)
 class Options:
     """Everything a run needs, checked before connecting."""
@@ -328,6 +225,9 @@ class Options:
     call_base: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The handshake completed (errors after it are the server's answers, not connection failures).
     connected: bool = False
+    #: What the run is doing (named if ctrl-C interrupts it), and what it was doing when ctrl-C came.
+    doing: str = "starting"
+    interrupted_while: str | None = None
 
 
 def _headers(items: Sequence[str]) -> dict[str, str]:
@@ -341,14 +241,18 @@ def _headers(items: Sequence[str]) -> dict[str, str]:
 
 
 def options_from(args: argparse.Namespace) -> Options:
-    answers: dict[str, Any] | None = None
+    answers: dict[str, Any] | list[dict[str, Any]] | None = None
     if args.answers is not None:
         try:
             answers = json.loads(args.answers)
         except ValueError as exc:
             raise CliError(f"--answers is not valid JSON: {exc}") from None
-        if not isinstance(answers, dict):
-            raise CliError("--answers must be a JSON object of field values, like '{\"date\": \"2025-12-26\"}'")
+        one_per_question = isinstance(answers, list) and all(isinstance(item, dict) for item in answers)
+        if not isinstance(answers, dict) and not one_per_question:
+            raise CliError(
+                "--answers must be a JSON object of field values, like '{\"date\": \"2025-12-26\"}', "
+                "or a list of them, one per question"
+            )
     timeout = args.timeout if args.timeout and args.timeout > 0 else None
     options = Options(
         command=args.command,
@@ -372,14 +276,16 @@ def options_from(args: argparse.Namespace) -> Options:
 # --- connecting ----------------------------------------------------------------------------------------------
 
 
-def _transport_for(options: Options, limits: Limits) -> contextlib.AbstractAsyncContextManager[Transport]:
+def _transport_for(
+    options: Options, limits: Limits, stderr: int | None = None
+) -> contextlib.AbstractAsyncContextManager[Transport]:
     """The transport's context manager (imports the HTTP and WebSocket transports only when needed)."""
     target = options.target
     headers = options.headers or None
     if target.kind == "stdio":
         from minimcp.transports.stdio import stdio_client
 
-        return stdio_client(target.command, limits=limits)
+        return stdio_client(target.command, limits=limits, stderr=stderr)
     if target.kind == "http":
         try:
             from minimcp.transports.http import http_client
@@ -394,12 +300,12 @@ def _transport_for(options: Options, limits: Limits) -> contextlib.AbstractAsync
 
 
 @contextlib.asynccontextmanager
-async def open_transport(options: Options, limits: Limits) -> AsyncIterator[Transport]:
+async def open_transport(options: Options, limits: Limits, stderr: int | None = None) -> AsyncIterator[Transport]:
     """Open the transport to the target; failures to start or reach it become :class:`CliError`."""
     target = options.target
     async with contextlib.AsyncExitStack() as stack:
         try:
-            transport = await stack.enter_async_context(_transport_for(options, limits))
+            transport = await stack.enter_async_context(_transport_for(options, limits, stderr))
         except (FileNotFoundError, PermissionError) as exc:
             if target.kind != "stdio":
                 raise
@@ -429,7 +335,15 @@ async def connect(options: Options, console: Console, questions: Questions) -> A
         short = elicitation_id if len(elicitation_id) <= 12 else elicitation_id[:12] + "..."
         console.note(err_style.green(f"{err_style.glyph('✓', 'ok')} the server reports browser step {short} complete"))
 
-    async with open_transport(options, limits) as raw:
+    # A spawned server's stderr comes through a pipe, so its shutdown cannot flood the terminal.
+    relay = None
+    if options.target.kind == "stdio" and os.name == "posix":
+        relay = StderrRelay(console, verbose=options.verbose)
+    async with relaying(relay, limits.shutdown_timeout), open_transport(
+        options, limits, None if relay is None else relay.write_fd
+    ) as raw:
+        if relay is not None:
+            relay.child_started()
         transport: Transport = raw if options.trace == "off" else TracedTransport(raw, trace)
         async with Client(
             transport,
@@ -448,7 +362,11 @@ async def connect(options: Options, console: Console, questions: Questions) -> A
                     console.note(err_style.dim("(the server does not offer logging; --log-level ignored)"))
                 else:
                     await client.set_logging_level(typing.cast("LoggingLevel", options.log_level))
-            yield client
+            try:
+                yield client
+            finally:
+                if relay is not None:
+                    relay.end()
 
 
 # --- commands ------------------------------------------------------------------------------------------------
@@ -531,7 +449,11 @@ async def cmd_call(client: Client, options: Options, console: Console, questions
             known = ", ".join(t.name for t in tools)
             raise CliError(f"the server refused the call ({exc.code}): {exc.message}; its tools: {known}") from None
         raise
-    return print_result(console, result, options.args.output)
+    status = print_result(console, result, options.args.output)
+    if questions.failures:  # the result shows what the server made of the cancel; the run still failed
+        count = len(questions.failures)
+        raise CliError(f"the flags could not answer {count} question{'s' if count != 1 else ''} (see above): cancelled")
+    return status
 
 
 CONNECT_HELP = """\
@@ -662,17 +584,45 @@ def describe_error(exc: BaseException, options: Options) -> str | None:
     return None
 
 
+def _note_interrupts(options: Options, console: Console, questions: Questions) -> Callable[[], None]:
+    """Record what ctrl-C interrupts before the event loop's own SIGINT handler acts; returns the undo."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        return lambda: None
+
+    def on_sigint(signum: int, frame: types.FrameType | None) -> Any:
+        if not console.interrupted:
+            console.interrupted = True  # from now on nothing else is shown: one line says what stopped
+            asking = questions.asking
+            options.interrupted_while = options.doing + (f", with {asking}'s question open" if asking else "")
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, on_sigint)
+
+    def undo() -> None:
+        if signal.getsignal(signal.SIGINT) is on_sigint:
+            signal.signal(signal.SIGINT, previous)
+
+    return undo
+
+
 async def run(options: Options) -> int:
     console = Console(color=options.color)
     interactive = sys.stdin.isatty()
     reader = LineReader(console.ui, console=console) if interactive else None
     questions = Questions(console, reader, options.scripted)
+    undo = _note_interrupts(options, console, questions)
+    options.doing = f"connecting to {options.target.describe()}"
     try:
         async with connect(options, console, questions) as client:
+            server = client.server_info.name if client.server_info is not None else options.target.describe()
             if options.command == "tools":
+                options.doing = f"listing the tools of {server}"
                 return await cmd_tools(client, options, console)
             if options.command == "call":
+                options.doing = f"calling {options.args.tool} on {server}"
                 return await cmd_call(client, options, console, questions)
+            options.doing = f"in the connect session with {server}"
             return await cmd_connect(client, options, console, questions)
     except Exception as exc:
         leaf = _leaf(exc)
@@ -681,6 +631,8 @@ async def run(options: Options) -> int:
             logger.error("failed", exc_info=leaf)
         console.note(console.err_style.red(f"minimcp: error: {message or f'{type(leaf).__name__}: {leaf}'}"))
         return EXIT_FAILURE
+    finally:
+        undo()
 
 
 def _restore_terminal() -> Callable[[], None]:
@@ -718,10 +670,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(EXIT_FAILURE, f"minimcp: error: {exc}\n")
     restore = _restore_terminal() if sys.stdin.isatty() else (lambda: None)
     try:
-        return anyio.run(run, options, backend=options.backend)
-    except KeyboardInterrupt:
-        restore()
-        sys.stderr.write("\nminimcp: interrupted\n")
-        return EXIT_INTERRUPTED
+        status = anyio.run(run, options, backend=options.backend)
+    except BaseException as exc:
+        if not is_interrupt(exc):
+            raise
+        status = EXIT_INTERRUPTED
     finally:
         restore()
+    if status == EXIT_INTERRUPTED or options.interrupted_while is not None:
+        # One line: the event loop's, the server's and the question's own words are not shown.
+        sys.stderr.write(f"\nminimcp: interrupted while {options.interrupted_while or options.doing}\n")
+        return EXIT_INTERRUPTED
+    return status

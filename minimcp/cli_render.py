@@ -22,7 +22,7 @@ import sys
 import textwrap
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Final, TextIO
 
@@ -137,6 +137,8 @@ class Console:
         self._progress_width = 0  # characters of an unfinished progress line on stderr
         #: A prompt is shown and its line not yet typed: other output first moves to a new line.
         self.prompt_open = False
+        #: Ctrl-C was pressed: the run is ending, and says so in one line; nothing else is shown.
+        self.interrupted = False
 
     def settle(self) -> None:
         """End an unfinished progress line or prompt, so the next output starts on a fresh line."""
@@ -198,7 +200,8 @@ class LineReader:
 
     A read the caller stops waiting for (the server withdrew the question) stays open;
     the next read shows its own prompt and takes the line typed next. ``None`` means
-    end of input (ctrl-D, a closed pipe).
+    end of input: ctrl-D on a terminal ends that one read only (it cancels one question,
+    and the next read waits for the person again); a closed pipe ends every read.
     """
 
     def __init__(
@@ -222,7 +225,8 @@ class LineReader:
         self._ready = False  # a line (or EOF) is waiting to be taken
         self._line: str | None = None
         self._buffer = b""
-        self._eof = False
+        self._eof = False  # the input is over for good (not a terminal: ctrl-D there ends one read)
+        self._terminal = _isatty(sys.stdin)
         self._lock: anyio.Lock | None = None
 
     @property
@@ -293,7 +297,7 @@ class LineReader:
             self._busy = False
             self._ready = True
             self._line = line
-            if line is None:
+            if line is None and not self._terminal:
                 self._eof = True
             self._cond.notify_all()
 
@@ -471,15 +475,29 @@ def _json(value: Any) -> str:
 
 @dataclasses.dataclass(slots=True)
 class Scripted:
-    """How questions are answered without asking (``--answers``, ``--accept-defaults``, ``--accept-urls``)."""
+    """How questions are answered without asking (``--answers``, ``--accept-defaults``, ``--accept-urls``).
 
-    answers: Mapping[str, Any] | None = None
+    ``answers``: one object of field values for every question, or a list of them, one
+    per question in the order they are asked.
+    """
+
+    answers: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
     accept_defaults: bool = False
     accept_urls: bool = False
+    #: Questions answered from the flags so far.
+    asked: int = 0
 
     @property
     def answers_forms(self) -> bool:
         return self.answers is not None or self.accept_defaults
+
+    def next_answers(self) -> Mapping[str, Any] | None:
+        """The field values for the next question (``None``: the list has run out)."""
+        self.asked += 1
+        answers = self.answers
+        if answers is None or isinstance(answers, Mapping):
+            return answers if answers is not None else {}
+        return answers[self.asked - 1] if self.asked <= len(answers) else None
 
 
 class Questions:
@@ -497,6 +515,10 @@ class Questions:
         self._lock: anyio.Lock | None = None
         self._active = 0
         self._idle: anyio.Event | None = None
+        #: The server whose question is on screen waiting for the person, if any.
+        self.asking: str | None = None
+        #: Why the flags could not answer a question (it was cancelled; the run ends with status 2).
+        self.failures: list[str] = []
 
     @contextlib.asynccontextmanager
     async def _asking(self) -> AsyncIterator[None]:
@@ -539,11 +561,15 @@ class Questions:
                     "(answer with --answers '{\"field\": value}' or --accept-defaults)"
                 )
                 return Declined()
+            self.asking = question.server_name
             try:
                 return await self._ask_form(question, self.reader)
             except anyio.get_cancelled_exc_class():
-                self.console.show(self.console.ui_style.yellow("  (the question was closed before you answered)"))
+                if not self.console.interrupted:
+                    self.console.show(self.console.ui_style.yellow("  (the question was closed before you answered)"))
                 raise
+            finally:
+                self.asking = None
 
     def _note_question(self, question: ElicitationRequest) -> None:
         style = self.console.err_style
@@ -551,19 +577,41 @@ class Questions:
         for field in question.form.fields:
             default = "" if field.default is NO_DEFAULT else f", default {_json(field.default)}"
             self.console.note(style.dim(f"  - {field.name} ({_kind_hint(field)}{default}): {_label(field)}"))
+            if field.options:  # the values --answers takes, as JSON
+                shown = [_json(value) + ("" if title == value else f" ({title})") for value, title in field.options]
+                self.console.note(style.dim(f"      options: {', '.join(shown)}"))
 
     def _answer_from_flags(self, question: ElicitationRequest) -> Answer:
         self._note_question(question)
-        names = {f.name for f in question.form.fields}
-        content = {k: v for k, v in (self.scripted.answers or {}).items() if k in names}
-        content = question.form.fill_defaults(content)
+        fields = [f.name for f in question.form.fields]
+        answers = self.scripted.next_answers()
+        if answers is None:
+            count = self.scripted.asked - 1
+            return self._refuse(question, (
+                f"--answers lists {count} object{'s' if count != 1 else ''}, one per question, and this is question "
+                f"{count + 1}"
+            ))  # fmt: skip
+        unknown = [key for key in answers if key not in fields]
+        if unknown:
+            names = ", ".join(map(repr, unknown))
+            return self._refuse(question, (
+                f"--answers names {names}, {'which is not a field' if len(unknown) == 1 else 'which are not fields'} "
+                f"of this form; its fields: {', '.join(fields)}"
+            ))  # fmt: skip
+        content = question.form.fill_defaults(dict(answers))
         try:
             content = question.form.validate(content)
         except FormValidationError as exc:
-            self.console.note(self.console.err_style.yellow(f"  declined: cannot answer from the flags: {exc}"))
-            return Declined()
+            flags = "--answers" if self.scripted.answers is not None else "--accept-defaults"
+            return self._refuse(question, f"the form refuses what {flags} gives: {exc}")
         self.console.note(f"  answered: {_json(content)}")
         return Accepted(content)
+
+    def _refuse(self, question: ElicitationRequest, why: str) -> Cancelled:
+        """The flags cannot answer: say why, cancel the question (never guess), and fail the run."""
+        self.console.note(self.console.err_style.red(f"  error: {why}; the question is cancelled"))
+        self.failures.append(why)
+        return Cancelled()
 
     async def _ask_form(self, question: ElicitationRequest, reader: LineReader) -> Answer:
         console, style = self.console, self.console.ui_style
@@ -685,11 +733,15 @@ class Questions:
                     return Accepted(None)
                 self.console.note("  declined: stdin is not a terminal (consent without asking with --accept-urls)")
                 return Declined()
+            self.asking = request.server_name
             try:
                 return await self._ask_consent(request, self.reader)
             except anyio.get_cancelled_exc_class():
-                self.console.show(self.console.ui_style.yellow("  (the request was closed before you answered)"))
+                if not self.console.interrupted:
+                    self.console.show(self.console.ui_style.yellow("  (the request was closed before you answered)"))
                 raise
+            finally:
+                self.asking = None
 
     async def _ask_consent(self, request: UrlElicitationRequest, reader: LineReader) -> Answer:
         console, style = self.console, self.console.ui_style

@@ -27,6 +27,7 @@ from minimcp.elicitation import (
     UrlElicitationRequired,
 )
 from minimcp.errors import McpError
+from minimcp.interrupt import run_until_interrupted
 from minimcp.jsonrpc import Notification, Request
 from minimcp.metrics import ElicitationMetrics
 from minimcp.modern import Envelope, Parking, Run
@@ -422,8 +423,11 @@ class Server:
             await self.serve(transport)
 
     def run(self, *, backend: str = "asyncio") -> None:
-        """Serve stdio in a new event loop (``backend``: ``"asyncio"`` or ``"trio"``)."""
-        anyio.run(self.serve_stdio, backend=backend)
+        """Serve stdio in a new event loop (``backend``: ``"asyncio"`` or ``"trio"``).
+
+        Ctrl-C stops it quietly: one line on stderr, then ``SystemExit(130)``.
+        """
+        run_until_interrupted(self.serve_stdio, backend=backend, what=f"server {self.name}", logger=logger)
 
 
 class ServerConnection:

@@ -126,6 +126,31 @@ if __name__ == "__main__":
     app.run(backend=sys.argv[1] if len(sys.argv) > 1 else "asyncio")
 '''
 
+# Floods stderr when it shuts down; a SIGINT leaves a mark in a file instead of stopping it.
+NOISY_SOURCE = '''
+import signal, sys
+from minimcp import Context, Server
+
+app = Server("noisy", "0.1.0")
+
+
+@app.tool()
+async def ask(ctx: Context) -> str:
+    """Asks one yes/no question."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await ctx.elicit("Go on?", schema)
+    return "ask " + type(answer).__name__.lower()
+
+
+if __name__ == "__main__":
+    marker = sys.argv[2]
+    signal.signal(signal.SIGINT, lambda *_: open(marker, "w").write("the server got SIGINT"))
+    print("noisy server ready", file=sys.stderr, flush=True)
+    app.run(backend=sys.argv[1])
+    for i in range(200):
+        print(f"shutdown noise {i}", file=sys.stderr)
+'''
+
 # Serves the booking server over Streamable HTTP or WebSocket; prints the port.
 NETWORK_SOURCE = '''
 import sys
@@ -181,9 +206,22 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = RUN_TIMEOUT) 
 
 
 @pytest.fixture(scope="module")
-def peer(tmp_path_factory: pytest.TempPathFactory) -> str:
+def peer_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("peer") / "cli_peer.py"
     path.write_text(PEER_SOURCE)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def peer(peer_file: str) -> str:
+    return f"{shlex.quote(PY)} {shlex.quote(peer_file)}"
+
+
+@pytest.fixture(scope="module")
+def noisy(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A server whose shutdown floods stderr, and which records a SIGINT in the file named by its 2nd argument."""
+    path = tmp_path_factory.mktemp("noisy") / "noisy_peer.py"
+    path.write_text(NOISY_SOURCE)
     return f"{shlex.quote(PY)} {shlex.quote(str(path))}"
 
 
@@ -195,21 +233,34 @@ def backend(request: pytest.FixtureRequest) -> str:
 # --- the pseudo-terminal ------------------------------------------------------------------------------------
 
 
-class Terminal:
-    """``python -m minimcp ARGS`` on a pseudo-terminal: read what it shows, type answers."""
+def _controlling_terminal() -> None:
+    """In the child: a session of its own, whose controlling terminal is its stdin (the pty)."""
+    import fcntl
+    import termios
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """``python -m minimcp ARGS`` (or ``argv``) on a pseudo-terminal: read what it shows, type answers.
+
+    The pty is the program's controlling terminal and the program its foreground process
+    group, as in a shell: the ctrl-C character typed reaches every process of that group.
+    """
+
+    def __init__(self, args: list[str], env: dict[str, str], argv: list[str] | None = None) -> None:
         import pty
 
         self.master, self.slave = pty.openpty()
         self.proc = subprocess.Popen(
-            [PY, "-m", "minimcp", *args],
+            argv or [PY, "-m", "minimcp", *args],
             stdin=self.slave,
             stdout=self.slave,
             stderr=self.slave,
             cwd=str(REPO),
             env=env,
-            start_new_session=True,
+            preexec_fn=_controlling_terminal,
         )
         self.seen = ""  # everything read so far
         self._pos = 0  # where the next expect() starts looking
@@ -250,6 +301,18 @@ class Terminal:
         self.expect(question)
         self.type(text)
 
+    def ctrl_c(self) -> None:
+        """Type the interrupt character: the terminal sends SIGINT to its foreground process group."""
+        import termios
+
+        self.type(termios.tcgetattr(self.master)[6][termios.VINTR].decode())
+
+    def ctrl_d(self) -> None:
+        """Type the end-of-file character."""
+        import termios
+
+        self.type(termios.tcgetattr(self.master)[6][termios.VEOF].decode())
+
     def finish(self, timeout: float = RUN_TIMEOUT) -> tuple[int, str]:
         """Wait for the program to exit; its status and the output after the last match."""
         deadline = time.monotonic() + timeout
@@ -278,8 +341,8 @@ class Terminal:
 def terminal() -> Iterator[Any]:
     opened: list[Terminal] = []
 
-    def start(*args: str, **env: str) -> Terminal:
-        term = Terminal(list(args), cli_env(**env))
+    def start(*args: str, argv: list[str] | None = None, **env: str) -> Terminal:
+        term = Terminal(list(args), cli_env(**env), argv)
         opened.append(term)
         return term
 
@@ -438,6 +501,67 @@ def test_pty_interrupt_restores_the_terminal(terminal: Any) -> None:
     assert after[3] & (termios.ICANON | termios.ECHO) == before[3] & (termios.ICANON | termios.ECHO)
 
 
+def _said(text: str) -> list[str]:
+    """The non-empty lines of ``text``."""
+    return [line for line in text.splitlines() if line.strip()]
+
+
+@posix_only
+def test_pty_ctrl_c_at_a_question_ends_the_client_in_one_line(
+    terminal: Any, noisy: str, backend: str, tmp_path: pathlib.Path
+) -> None:
+    marker = tmp_path / "sigint"
+    term = terminal("call", f"{noisy} {backend} {shlex.quote(str(marker))}", "ask", "--backend", backend)
+    term.expect(MENU)
+    term.ctrl_c()
+    status, rest = term.finish()
+    assert status == 130, term.seen
+    assert "noisy server ready" in term.seen  # the server's stderr is shown while it runs
+    # No traceback from either side, no note about the question, none of the server's shutdown noise.
+    assert _said(rest) == ["minimcp: interrupted while calling ask on noisy, with noisy's question open"], term.seen
+    assert not marker.exists(), "the server got the terminal's SIGINT: the client alone must shut it down"
+
+
+@posix_only
+def test_pty_ctrl_c_at_the_connect_prompt(terminal: Any, backend: str) -> None:
+    term = terminal("connect", HELLO, "--backend", backend)
+    term.expect("minimcp> ")
+    term.ctrl_c()
+    status, rest = term.finish()
+    assert status == 130, term.seen
+    assert _said(rest) == ["minimcp: interrupted while in the connect session with hello"], term.seen
+
+
+@posix_only
+def test_pty_ctrl_c_stops_a_stdio_server_in_one_line(terminal: Any, peer_file: str, backend: str) -> None:
+    """``Server.run()`` started in a terminal: one ctrl-C, one line, status 130 (no hang, no exception group)."""
+    term = terminal(argv=[PY, peer_file, backend])
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "person", "version": "1"}}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    term.type(json.dumps(initialize) + "\r")
+    term.expect('"serverInfo"')  # the server is up and answering on the terminal
+    term.expect("\n")
+    term.ctrl_c()
+    status, rest = term.finish(timeout=READ_TIMEOUT)
+    assert status == 130, term.seen
+    assert _said(rest.replace("^C", "")) == ["interrupted (ctrl-C): server cli-peer stopped"], term.seen
+
+
+@posix_only
+def test_pty_ctrl_d_at_a_field_cancels_that_question_only(terminal: Any, backend: str) -> None:
+    term = terminal("connect", BOOKING, "--backend", backend)
+    term.type("call book_table date=2025-12-25 party_size=2\r")
+    term.answer(MENU, "\r")
+    term.expect(TRY_ANOTHER)
+    term.ctrl_d()
+    assert "Not booked: the question was cancelled" in term.expect("minimcp> ")
+    term.type("ping\r")  # the session goes on: the next read waits for the person again
+    assert "pong" in term.expect("minimcp> ")
+    term.ctrl_d()  # at the prompt: leave
+    status, _ = term.finish()
+    assert status == 0, term.seen
+
+
 @posix_only
 def test_pty_connect_session(terminal: Any) -> None:
     term = terminal("connect", BOOKING)
@@ -510,6 +634,74 @@ def test_a_bad_target_exits_2(target: str, message: str) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_help_shows_the_shared_text_once() -> None:
+    top = run_cli("--help")
+    assert top.returncode == 0
+    assert top.stdout.count("examples:") == 1 and "questions from the server" in top.stdout
+    assert "--trace-pretty" in top.stdout and "print every wire message" in top.stdout
+    for command in ("tools", "call", "connect"):
+        done = run_cli(command, "--help")
+        assert done.returncode == 0, done.stderr
+        # The command's own arguments, and one pointer to the shared text: not a copy of it.
+        assert "TARGET" in done.stdout and "-m minimcp --help" in done.stdout
+        assert "questions from the server" not in done.stdout and "print every wire message" not in done.stdout
+        assert len(done.stdout.splitlines()) < 35, done.stdout
+    assert "--json OBJECT" in run_cli("call", "--help").stdout
+    done = run_cli("call", HELLO, "add", "a=1", "b=2", "--trace")  # common options still work after the command
+    assert done.returncode == 0 and "tools/call" in done.stderr
+
+
+def test_help_examples_name_the_running_interpreter(tmp_path: pathlib.Path) -> None:
+    """A bare ``python`` is another interpreter when the virtual environment is not active."""
+    elsewhere = tmp_path / "bin"  # a PATH whose python is not this one
+    elsewhere.mkdir()
+    (elsewhere / "python").symlink_to("/bin/false")
+    env = cli_env(PATH=f"{elsewhere}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run([PY, "-m", "minimcp", "--help"], capture_output=True, text=True, cwd=str(REPO), env=env,
+                          stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT, check=False)  # fmt: skip
+    relative = os.path.relpath(PY, REPO)
+    shown = shlex.quote(PY if relative.startswith("..") else relative)
+    assert f'{shown} -m minimcp tools "{shown} examples/booking.py"' in done.stdout, done.stdout
+    assert "a bare 'python' here is another one" in done.stdout
+    env = cli_env(PATH=f"{os.path.dirname(PY)}{os.pathsep}{os.environ.get('PATH', '')}")  # as when it is active
+    done = subprocess.run([PY, "-m", "minimcp", "--help"], capture_output=True, text=True, cwd=str(REPO), env=env,
+                          stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT, check=False)  # fmt: skip
+    assert 'python -m minimcp tools "python examples/booking.py"' in done.stdout, done.stdout
+    assert "a bare 'python'" not in done.stdout
+
+
+# What ``pip install -e`` adds: a finder asked only after sys.path, whose first entry is the current directory.
+EDITABLE_SOURCE = '''
+import importlib.machinery, importlib.util, runpy, sys
+PACKAGE = sys.argv[1]
+class Editable:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name == "minimcp":
+            return importlib.util.spec_from_file_location(name, PACKAGE + "/__init__.py")
+        if name.startswith("minimcp."):
+            return importlib.machinery.PathFinder.find_spec(name, [PACKAGE])
+        return None
+sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()] + [Editable]
+sys.argv = ["minimcp", "--help"]
+runpy.run_module("minimcp", run_name="__main__", alter_sys=True)
+'''
+
+
+def test_a_clone_named_minimcp_in_the_current_directory_is_explained(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "minimcp" / "minimcp").mkdir(parents=True)  # a clone: the repository holds the package
+    (tmp_path / "minimcp" / "README.md").write_text("# minimcp\n")
+    env = cli_env()
+    env.pop("PYTHONPATH")
+    done = subprocess.run([PY, "-c", EDITABLE_SOURCE, str(REPO / "minimcp")], capture_output=True, text=True,
+                          cwd=str(tmp_path), env=env, stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT,
+                          check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "ImportError" not in done.stderr
+    assert f"'import minimcp' found the directory {tmp_path / 'minimcp'}, not the minimcp package" in done.stderr
+    assert "Run it from another directory" in done.stderr
+
+
 def test_usage_errors_exit_2() -> None:
     assert run_cli().returncode == 2
     done = run_cli("call", HELLO, "greet", "name")
@@ -566,19 +758,73 @@ def test_answers_flag() -> None:
     assert "Booked a table for 2 on 2025-12-28" in done.stdout
 
 
-def test_answers_that_break_the_form_are_declined() -> None:
+def test_answers_the_form_refuses_fail_the_run() -> None:
+    """Never a decline and status 0: the question is cancelled, the reason named, the status 2."""
     answers = json.dumps({"accept_alternative": True, "date": "someday"})
     done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", answers)
+    assert done.returncode == 2, done.stderr
+    assert "Not booked: the question was cancelled" in done.stdout
+    assert "error: the form refuses what --answers gives: field 'date': expected a date" in done.stderr
+    assert done.stderr.rstrip().endswith("minimcp: error: the flags could not answer 1 question (see above): cancelled")
+
+
+def test_answers_with_a_key_that_is_not_a_field_fail_the_run() -> None:
+    """A misspelled key is not dropped (the field would silently take its default): it names the fields."""
+    answers = json.dumps({"accept_alternative": True, "dat": "2025-12-28"})
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", answers)
+    assert done.returncode == 2, done.stderr
+    assert "Booked" not in done.stdout
+    assert "--answers names 'dat', which is not a field of this form; its fields: accept_alternative, date" in (
+        done.stderr
+    )
+
+
+def test_answers_one_object_per_question(peer: str) -> None:
+    answers = json.dumps([{"accept_alternative": True, "date": "2025-12-28"}])
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", answers)
     assert done.returncode == 0, done.stderr
-    assert "Not booked: the person declined" in done.stdout
-    assert "cannot answer from the flags: field 'date'" in done.stderr
+    assert "Booked a table for 2 on 2025-12-28" in done.stdout
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", "[]")
+    assert done.returncode == 2 and "--answers lists 0 objects, one per question, and this is question 1" in done.stderr
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--answers", "[1]")
+    assert done.returncode == 2 and "or a list of them, one per question" in done.stderr
+
+
+def test_question_summaries_list_the_options(peer: str) -> None:
+    """Without a terminal, the summary gives what --answers needs: each field, and a select's values."""
+    done = run_cli("call", peer, "survey")
+    assert done.returncode == 0, done.stderr
+    assert '  - cuisine (choose one, required, default "fr"): Cuisine' in done.stderr
+    assert '      options: "it" (Italian), "fr" (French), "jp" (Japanese)' in done.stderr
+    assert '      options: "wine", "dessert", "coffee"' in done.stderr
+
+
+def test_the_servers_shutdown_output_is_bounded(noisy: str, tmp_path: pathlib.Path) -> None:
+    from minimcp.cli_stderr import SHUTDOWN_LINES
+
+    target = f"{noisy} asyncio {shlex.quote(str(tmp_path / 'sigint'))}"
+    done = run_cli("call", target, "ask", "--answers", '{"ok": true}')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ask accepted"
+    assert "noisy server ready" in done.stderr  # while the session runs, everything is passed on
+    shown = [line for line in done.stderr.splitlines() if line.startswith("shutdown noise")]
+    assert shown == [f"shutdown noise {i}" for i in range(SHUTDOWN_LINES)]
+    assert f"(the server wrote {200 - SHUTDOWN_LINES} more lines to stderr while shutting down; -v shows them)" in (
+        done.stderr
+    )
+    done = run_cli("call", target, "ask", "--answers", '{"ok": true}', "-v")
+    assert done.returncode == 0, done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.startswith("shutdown noise")]) == 200
 
 
 def test_accept_defaults(peer: str) -> None:
-    # booking's accept_alternative has no default: defaults alone cannot answer, so it is declined
+    # booking's accept_alternative has no default: defaults alone cannot answer; cancelled, and the run fails
     done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2", "--accept-defaults")
-    assert "Not booked: the person declined" in done.stdout
-    assert "'accept_alternative': a value is required" in done.stderr
+    assert done.returncode == 2
+    assert "Not booked: the question was cancelled" in done.stdout
+    assert "the form refuses what --accept-defaults gives: field 'accept_alternative': a value is required" in (
+        done.stderr
+    )
     done = run_cli("call", peer, "survey", "--accept-defaults", "--answers", '{"guests": 2, "email": "a@b.co"}')
     assert done.returncode == 0, done.stderr
     expected = {"cuisine": "fr", "email": "a@b.co", "extras": ["coffee"], "guests": 2, "outside": False}
@@ -834,11 +1080,16 @@ async def test_decline_and_cancel_keys() -> None:
 
 async def test_flags_answer_without_asking() -> None:
     out = io.StringIO()
-    questions = Questions(Console(out, out, color=False), None, Scripted(answers={"n": 2, "pick": "a", "zz": 1}))
+    questions = Questions(Console(out, out, color=False), None, Scripted(answers={"n": 2, "pick": "a"}))
     assert await questions.elicit(QUESTION) == Accepted({"ok": True, "n": 2, "pick": "a"})
+    assert not questions.failures
+    questions = Questions(Console(out, out, color=False), None, Scripted(answers={"n": 2, "pick": "a", "zz": 1}))
+    assert await questions.elicit(QUESTION) == Cancelled()  # never answered with a key dropped
+    assert questions.failures == ["--answers names 'zz', which is not a field of this form; its fields: "
+                                  "ok, n, x, pick, many, note"]  # fmt: skip
     questions = Questions(Console(out, out, color=False), None, Scripted(accept_defaults=True))
-    assert await questions.elicit(QUESTION) == Declined()  # n and pick have no defaults
-    assert "a value is required" in out.getvalue()
+    assert await questions.elicit(QUESTION) == Cancelled()  # n and pick have no defaults
+    assert "a value is required" in out.getvalue() and len(questions.failures) == 1
     questions = Questions(Console(out, out, color=False), None)
     assert await questions.elicit(QUESTION) == Declined()
 

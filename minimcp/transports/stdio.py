@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
 import stat
 import subprocess
 import sys
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any
@@ -252,12 +254,15 @@ class _FdReceive(anyio.abc.ByteReceiveStream):
         self.fd = fd
         mode = os.fstat(fd).st_mode
         # epoll cannot watch regular files, and a terminal is shared with the shell.
-        self.threaded = stat.S_ISREG(mode) or os.isatty(fd)
+        self.terminal = _TerminalRead(fd) if os.isatty(fd) else None
+        self.threaded = stat.S_ISREG(mode) or self.terminal is not None
         if not self.threaded:
             os.set_blocking(fd, False)
 
     async def receive(self, max_bytes: int = _CHUNK) -> bytes:
-        if self.threaded:
+        if self.terminal is not None:
+            data = await self.terminal.read(max_bytes)
+        elif self.threaded:
             data = await anyio.to_thread.run_sync(os.read, self.fd, max_bytes, abandon_on_cancel=True)
         else:
             while True:
@@ -274,6 +279,51 @@ class _FdReceive(anyio.abc.ByteReceiveStream):
         if not self.threaded:
             with contextlib.suppress(OSError):
                 os.set_blocking(self.fd, True)
+
+
+class _TerminalRead:
+    """Reads a terminal on a daemon thread of its own.
+
+    A read nobody waits for any more (ctrl-C) stays blocked until the next line; on a
+    worker thread of the event loop it would hold up the process's exit until then.
+    An abandoned read is taken up again by the next :meth:`read`, so no line is lost.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._done: anyio.Event | None = None  # set when the running read has its outcome
+        self._outcome: bytes | OSError = b""
+
+    async def read(self, max_bytes: int) -> bytes:
+        if self._done is None:
+            self._done = done = anyio.Event()
+            wake = _threadsafe(done.set)
+
+            def work() -> None:
+                try:
+                    self._outcome = os.read(self.fd, max_bytes)
+                except OSError as exc:
+                    self._outcome = exc
+                with contextlib.suppress(RuntimeError):  # the event loop has ended meanwhile
+                    wake()
+
+            threading.Thread(target=work, name="minimcp stdin", daemon=True).start()
+        await self._done.wait()
+        self._done = None
+        if isinstance(self._outcome, OSError):
+            raise self._outcome
+        return self._outcome
+
+
+def _threadsafe(fn: Callable[[], object]) -> Callable[[], object]:
+    """A function another thread can call to run ``fn`` in the current event loop."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        import trio  # only ever reached when running on trio
+
+        return functools.partial(trio.lowlevel.current_trio_token().run_sync_soon, fn)
+    return functools.partial(loop.call_soon_threadsafe, fn)
 
 
 class _FdSend(anyio.abc.ByteSendStream):
@@ -586,6 +636,7 @@ async def stdio_client(
     cwd: str | None = None,
     limits: Limits | None = None,
     stderr: int | None = None,
+    new_session: bool = True,
 ) -> AsyncIterator[StdioTransport]:
     """Spawn ``command`` and talk MCP over its stdin/stdout.
 
@@ -595,6 +646,9 @@ async def stdio_client(
         cwd: Working directory for the child.
         limits: ``max_message_bytes`` and ``shutdown_timeout``.
         stderr: Where the child's stderr goes (default: inherited).
+        new_session: Start the child in a session of its own (POSIX), so the
+            terminal's ctrl-C reaches only us and we shut the child down as
+            below; ``False`` keeps it in ours (a server that asks on /dev/tty).
 
     On exit: close the child's stdin and wait ``shutdown_timeout``; then
     terminate and wait; then kill.
@@ -607,6 +661,7 @@ async def stdio_client(
         stderr=stderr,
         env=env,
         cwd=cwd,
+        start_new_session=new_session,
     )
     assert process.stdin is not None and process.stdout is not None
     transport = StdioTransport(process.stdout, process.stdin, limits)
