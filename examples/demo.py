@@ -316,7 +316,8 @@ async def run(interactive: bool, trace: Trace | None, backend_args: list[str], d
     if diagram:
         drawn = write_diagram(recorded, diagram, title="minimcp demo: the booking scenario")
         if diagram != "-":
-            print(f"The sequence diagram of this run ({len(drawn.events)} messages) is in {diagram}: open it in a browser.")
+            print(f"The sequence diagram of this run ({len(drawn.events)} messages) is in {diagram}: "
+                  "open it in a browser.")
 
 
 def main() -> None:
@@ -327,7 +328,8 @@ def main() -> None:
                         default=pathlib.Path(tempfile.gettempdir()) / "minimcp-demo-trace.txt",
                         help="where --trace writes the messages in full (default: %(default)s)")
     parser.add_argument("--script", action="store_true", help="use scripted answers even on a terminal")
-    parser.add_argument("--diagram", metavar="FILE", help="draw this run as a sequence diagram: FILE.html, FILE.svg or -")
+    parser.add_argument("--diagram", metavar="FILE",
+                        help="draw this run as a sequence diagram: FILE.html, FILE.svg or -")  # fmt: skip
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio",
                         help="the event loop of the client and of the server")  # fmt: skip
     args = parser.parse_args()
