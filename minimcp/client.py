@@ -474,7 +474,7 @@ class Client:
         self.session.protocol_version = result.protocol_version
         self.server_info = result.server_info
         self.server_capabilities = result.capabilities
-        self.instructions = result.instructions if not isinstance(result.instructions, UnsetType) else None
+        self.instructions = result.instructions
         await self.session.notify("notifications/initialized")
         return result
 

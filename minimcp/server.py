@@ -153,7 +153,7 @@ class Server:
         state_ttl: float = 600.0,
         trace: WireTrace | None = None,
     ) -> None:
-        self.info = Implementation(name=name, version=version, title=title if title else UNSET)
+        self.info = Implementation(name=name, version=version, title=title or None)
         self.instructions = instructions
         self.limits = limits or Limits()
         self.trace = trace
@@ -491,7 +491,7 @@ class ServerConnection:
             protocol_version=version,
             capabilities=server.capabilities(),
             server_info=server.info,
-            instructions=server.instructions if server.instructions else UNSET,
+            instructions=server.instructions or None,
         )
 
     async def _list_tools(self, request: Request) -> ListToolsResult:

@@ -5,8 +5,8 @@ and ``_meta`` is spelled as the spec spells it. ``UNSET`` means "absent from the
 message", which is different from ``None``. Unknown fields from a newer peer are
 ignored on input; output carries exactly the fields that are set.
 
-The results a client hands to its caller (tools, resources, prompts, completions,
-content blocks, ``tools/call`` results) say "absent" with ``None`` (and ``is_error``
+The results a client hands to its caller (``initialize``, server info, tools,
+resources, prompts, completions, content blocks, ``tools/call`` results) say "absent" with ``None`` (and ``is_error``
 with ``False``) instead: a field left at that default is omitted on the wire all
 the same, so the bytes are unchanged.
 """
@@ -97,10 +97,10 @@ class Implementation(_Base, kw_only=True):
 
     name: str
     version: str
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    website_url: str | UnsetType = UNSET
-    icons: list[dict[str, Any]] | UnsetType = UNSET
+    title: str | None = None
+    description: str | None = None
+    website_url: str | None = None
+    icons: list[dict[str, Any]] | None = None
 
 
 class ClientCapabilities(_Base, kw_only=True):
@@ -136,8 +136,8 @@ class InitializeResult(_Base, kw_only=True):
     protocol_version: str
     capabilities: ServerCapabilities
     server_info: Implementation
-    instructions: str | UnsetType = UNSET
-    meta: Meta = _meta()
+    instructions: str | None = None
+    meta: ResultMeta = _result_meta()
 
 
 class PaginatedParams(_Base, kw_only=True):

@@ -20,11 +20,14 @@ from minimcp.types import (
     CallToolResult,
     Completion,
     GetPromptResult,
+    Implementation,
+    InitializeResult,
     Prompt,
     Resource,
     ResourceContents,
     ResourceLink,
     ResourceTemplate,
+    ServerCapabilities,
     TextContent,
     Tool,
     ToolAnnotations,
@@ -152,6 +155,7 @@ async def test_results_hold_none_and_false_where_the_wire_has_nothing(era: str) 
             "list_prompts": prompts,
             "get_prompt": prompt,
             "complete": completion,
+            "server_info": client.server_info,
         }.items():
             assert _unset_paths(value, name) == []
 
@@ -170,6 +174,14 @@ def test_the_wire_still_omits_what_is_absent() -> None:
     assert encode(Prompt(name="p")) == b'{"name":"p"}'
     assert encode(GetPromptResult(messages=[])) == b'{"messages":[]}'
     assert encode(Completion(values=[], has_more=False)) == b'{"values":[],"hasMore":false}'
+    assert encode(Implementation(name="n", version="1")) == b'{"name":"n","version":"1"}'
+    init = InitializeResult(protocol_version="v", capabilities=ServerCapabilities(), server_info=Implementation(
+        name="n", version="1"
+    ))
+    assert encode(init) == b'{"protocolVersion":"v","capabilities":{},"serverInfo":{"name":"n","version":"1"}}'
+    decoded_init = msgspec.json.decode(encode(init), type=InitializeResult)
+    assert decoded_init.instructions is None and decoded_init.server_info.title is None
+    assert _unset_paths(decoded_init.server_info) == []
     # A peer's explicit false decodes to False; absent decodes to None / False.
     decoded = msgspec.json.decode(b'{"content":[],"isError":false}', type=CallToolResult)
     assert decoded.is_error is False and decoded.structured_content is None and decoded.meta is None
