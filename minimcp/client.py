@@ -8,11 +8,11 @@
 
 A client declares a capability only when it really has it: ``elicitation`` is
 declared only when an elicitation handler is set and the revision offered has
-elicitation (and ``elicitation/create`` is answered only where the negotiated
-revision has it). The handler runs in its own
-task; while it runs (a person is reading the question), the clocks of our
-pending requests are paused, so a ``tools/call`` does not time out because its
-tool is waiting for the person -- up to ``limits.max_request_time``.
+elicitation (``elicitation/create`` is answered only where the negotiated revision
+has it). The handler runs in its own task; while it runs (a person is reading the
+question), the clocks of our pending requests are paused, so a ``tools/call`` does
+not time out because its tool is waiting for the person -- up to
+``limits.max_request_time``.
 """
 
 from __future__ import annotations
