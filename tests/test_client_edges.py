@@ -367,3 +367,19 @@ async def test_the_first_modern_request_has_id_1() -> None:
         call = await peer.recv(30)
         assert call["method"] == "tools/list" and call["id"] == 1
         await peer.send({"jsonrpc": "2.0", "id": 1, "result": {"tools": [], "resultType": "complete"}})
+
+
+def test_the_readme_client_snippet_prints_no_sentinel() -> None:
+    import subprocess
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in readme.split("```python\n")[1:] if "connect_stdio(" in b.split("```")[0]]
+    assert blocks, "the README has no client snippet"
+    snippet = blocks[0].split("```")[0]
+    assert "structured_content" in snippet
+    done = subprocess.run(
+        [sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120, cwd=root, check=True
+    )
+    assert "booked" in done.stdout
+    assert "UNSET" not in done.stdout
