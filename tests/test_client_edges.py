@@ -383,3 +383,45 @@ def test_the_readme_client_snippet_prints_no_sentinel() -> None:
     )
     assert "booked" in done.stdout
     assert "UNSET" not in done.stdout
+
+
+TS_HOST = pathlib.Path(__file__).resolve().parent / "peers" / "npm" / "ts_cancelled_question.mjs"
+ASKING_SERVER = """
+import sys, anyio
+from minimcp import Context, Server
+
+app = Server("ids", "1.0.0")
+
+@app.tool()
+async def ask(ctx: Context) -> str:
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    return repr(await ctx.elicit("ok?", schema, timeout=1.0))
+
+anyio.run(app.serve_stdio, backend=sys.argv[1])
+"""
+
+
+def test_a_typescript_host_hears_the_cancellation_of_the_first_question(anyio_backend: str, tmp_path: Any) -> None:
+    # The TypeScript SDK ignores notifications/cancelled for a falsy requestId: with ids from 0, the
+    # host of the session's first question would keep showing it after the server gave up.
+    import json
+    import os
+    import subprocess
+
+    from tests.npm_peer import everything_command, node_and_npm
+
+    everything_command()  # installs the pinned npm peers (the SDK comes with them) on first use
+    node, _ = node_and_npm()
+    server = tmp_path / "asking_server.py"
+    server.write_text(ASKING_SERVER, encoding="utf-8")
+    root = pathlib.Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [str(node), str(TS_HOST), sys.executable, str(server), anyio_backend],
+        capture_output=True, text=True, timeout=120, cwd=root, env=env, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["aborted"] == report["asked"], f"the host did not hear that the server gave up: {report}"
+    assert report["asked"] == [1]
+    assert "Cancelled" in report["result"]["content"][0]["text"]
