@@ -1,9 +1,14 @@
 """minimcp: a small, fast Model Context Protocol implementation on anyio and msgspec.
 
-The public API is re-exported here; modules hold the details.
+The public API is re-exported here; modules hold the details. The HTTP and WebSocket
+entry points (and a few names only some programs need) are loaded on first use, so the
+``http`` and ``ws`` extras stay optional and ``import minimcp`` stays quick.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from minimcp.client import Client as Client
 from minimcp.client import ElicitationRequest as ElicitationRequest
@@ -36,10 +41,45 @@ from minimcp.server import tool_result as tool_result
 from minimcp.transports.memory import memory_pair as memory_pair
 from minimcp.urls import InvalidElicitationUrl as InvalidElicitationUrl
 
+if TYPE_CHECKING:
+    from minimcp.forms import AllowSensitive as AllowSensitive
+    from minimcp.forms import Titled as Titled
+    from minimcp.trace import WireTrace as WireTrace
+    from minimcp.transports.http import connect_http as connect_http
+    from minimcp.transports.http import serve_http as serve_http
+    from minimcp.transports.websocket import connect_websocket as connect_websocket
+    from minimcp.transports.websocket import serve_websocket as serve_websocket
+
 __version__ = "0.1.0"
+
+# Public names loaded on first access (module ``__getattr__``): name -> module.
+_LAZY: dict[str, str] = {
+    "AllowSensitive": "minimcp.forms",
+    "Titled": "minimcp.forms",
+    "WireTrace": "minimcp.trace",
+    "connect_http": "minimcp.transports.http",
+    "serve_http": "minimcp.transports.http",
+    "connect_websocket": "minimcp.transports.websocket",
+    "serve_websocket": "minimcp.transports.websocket",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'minimcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "Accepted",
+    "AllowSensitive",
     "Cancelled",
     "Client",
     "ConnectionClosed",
@@ -58,16 +98,22 @@ __all__ = [
     "Sample",
     "Server",
     "ToolError",
+    "Titled",
     "TooManyPending",
     "UnsupportedVersion",
     "UrlElicitation",
     "UrlElicitationRequest",
     "UrlElicitationRequired",
+    "WireTrace",
     "__version__",
     "check_form",
     "compile_form",
+    "connect_http",
     "connect_stdio",
+    "connect_websocket",
     "memory_pair",
     "open_in_browser",
+    "serve_http",
+    "serve_websocket",
     "tool_result",
 ]

@@ -962,7 +962,7 @@ def format_result(result: CallToolResult) -> str:
             else:
                 parts.append(f"[resource {res.uri}]")
     structured = result.structured_content
-    if not parts and not isinstance(structured, UnsetType):
+    if not parts and structured is not None:
         parts.append(json.dumps(structured, indent=2, ensure_ascii=False))
     return "\n".join(parts)
 

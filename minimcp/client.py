@@ -7,10 +7,12 @@
         result = await client.call_tool("add", {"a": 1, "b": 2})
 
 A client declares a capability only when it really has it: ``elicitation`` is
-declared only when an elicitation handler is set. The handler runs in its own
-task; while it runs (a person is reading the question), the clocks of our
-pending requests are paused, so a ``tools/call`` does not time out because its
-tool is waiting for the person -- up to ``limits.max_request_time``.
+declared only when an elicitation handler is set and the revision offered has
+elicitation (``elicitation/create`` is answered only where the negotiated revision
+has it). The handler runs in its own task; while it runs (a person is reading the
+question), the clocks of our pending requests are paused, so a ``tools/call`` does
+not time out because its tool is waiting for the person -- up to
+``limits.max_request_time``.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.urls import UrlInfo, inspect_url
-from minimcp.versions import LATEST, LATEST_MODERN, SUPPORTED, is_modern, is_supported
+from minimcp.versions import LATEST, LATEST_MODERN, SUPPORTED, Feature, is_modern, is_supported, supports
 
 __all__ = [
     "Client",
@@ -118,6 +120,16 @@ class _ResultKind(msgspec.Struct, rename="camel"):
     result_type: str = "complete"  # absent means complete (older servers)
     input_requests: dict[str, _InputRequest] | None = None
     request_state: str | UnsetType = UNSET
+
+
+#: The values ``Client(era=...)`` accepts; the first is the default.
+ERAS: tuple[str, ...] = ("legacy", "modern", "auto")
+
+
+def _check_era(era: object) -> None:
+    if era not in ERAS:
+        choices = ", ".join(repr(e) for e in ERAS)
+        raise ValueError(f"unknown era {era!r}: choose one of {choices} (default {ERAS[0]!r})")
 
 
 def _supported(exc: McpError) -> list[str]:
@@ -193,10 +205,11 @@ class Client:
         fill_defaults: Fill fields the handler left out from the schema's
             defaults before validating and sending.
         protocol_version: The handshake revision to offer (default: the latest).
-        era: ``"legacy"``: the ``initialize`` handshake (every deployed server speaks
-            it); ``"modern"``: revision 2026-07-28, no handshake, questions come back
-            as ``input_required`` results answered by the same handlers; ``"auto"``:
-            probe with ``server/discover`` and fall back to the handshake.
+        era: ``"legacy"`` (the default): the ``initialize`` handshake (every deployed
+            server speaks it); ``"modern"``: revision 2026-07-28, no handshake, questions
+            come back as ``input_required`` results answered by the same handlers;
+            ``"auto"``: probe with ``server/discover`` and fall back to the handshake.
+            Anything else raises :class:`ValueError`.
         probe_timeout: Seconds the ``auto`` probe waits for an answer.
         max_rounds: Most ``input_required`` rounds one call may take (modern).
         limits: Bounds and timeouts.
@@ -224,6 +237,7 @@ class Client:
         limits: Limits | None = None,
         trace: WireTrace | None = None,
     ) -> None:
+        _check_era(era)
         self.info = Implementation(name=name, version=version)
         self.elicitation_handler = elicitation_handler
         self.url_handler = url_handler
@@ -252,13 +266,16 @@ class Client:
         self.protocol_version: str | None = None
         self._stack: contextlib.AsyncExitStack | None = None
 
-    def capabilities(self) -> ClientCapabilities:
-        """What this client declares: only what it has a handler for."""
+    def capabilities(self, version: str | None = None) -> ClientCapabilities:
+        """What this client declares on ``version`` (default: the negotiated revision, else the
+        one it offers): only what it has a handler for and that revision has."""
+        version = version or self.protocol_version or self.requested_version
         modes: dict[str, Any] = {}
-        if self.elicitation_handler is not None:
-            modes["form"] = {}
-        if self.url_handler is not None:
-            modes["url"] = {}
+        if supports(version, Feature.ELICITATION):
+            if self.elicitation_handler is not None:
+                modes["form"] = {}
+            if self.url_handler is not None and supports(version, Feature.ELICITATION_URL):
+                modes["url"] = {}
         return ClientCapabilities(
             elicitation=modes if modes else UNSET,
             sampling={} if self.sampling_handler is not None else UNSET,
@@ -445,7 +462,7 @@ class Client:
         """The handshake (done by ``async with``)."""
         params = InitializeParams(
             protocol_version=self.requested_version,
-            capabilities=self.capabilities(),
+            capabilities=self.capabilities(self.requested_version),
             client_info=self.info,
         )
         result = await self.session.request("initialize", params, result_type=InitializeResult)
@@ -457,7 +474,7 @@ class Client:
         self.session.protocol_version = result.protocol_version
         self.server_info = result.server_info
         self.server_capabilities = result.capabilities
-        self.instructions = result.instructions if not isinstance(result.instructions, UnsetType) else None
+        self.instructions = result.instructions
         await self.session.notify("notifications/initialized")
         return result
 
@@ -736,11 +753,17 @@ class Client:
     async def _elicit(self, request: Request) -> ElicitResult:
         if self.elicitation_handler is None and self.url_handler is None:
             raise McpError(errors.METHOD_NOT_FOUND, "this client does not support elicitation")
+        version = self.protocol_version or self.requested_version
+        if not supports(version, Feature.ELICITATION):
+            raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: revision {version} has no elicitation/create")
         return await self._answer_elicitation(jsonrpc.decode_params(request.params, ElicitRequestParams))
 
     async def _answer_elicitation(self, params: ElicitRequestParams) -> ElicitResult:
         handler = self.elicitation_handler
         if params.mode == "url":
+            version = self.protocol_version or self.requested_version
+            if not supports(version, Feature.ELICITATION_URL):
+                raise McpError(errors.INVALID_PARAMS, f"revision {version} has no URL-mode elicitation")
             return await self._elicit_url(params)
         if handler is None:
             raise McpError(errors.INVALID_PARAMS, "this client did not declare form-mode elicitation")
@@ -770,7 +793,11 @@ class Client:
                 content = form.validate(content)
             except forms.FormValidationError as exc:
                 logger.error("elicitation handler answered with invalid content: %s", exc)
-                raise McpError(errors.INTERNAL_ERROR, "the client's answer did not match the form") from None
+                raise McpError(
+                    errors.INTERNAL_ERROR,
+                    f"the client's answer did not match the form: {exc}",
+                    {"field": exc.field, "constraint": exc.constraint},
+                ) from None
             return ElicitResult(action="accept", content=content)
         return ElicitResult(action=action_of(answer))
 
@@ -791,6 +818,7 @@ async def connect_stdio(
     """
     from minimcp.transports.stdio import stdio_client
 
+    _check_era(client_options.get("era", ERAS[0]))  # before anything is spawned
     async with (
         stdio_client(command, env=env, cwd=cwd, limits=limits) as transport,
         Client(transport, limits=limits, **client_options) as client,

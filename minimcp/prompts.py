@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minimcp.types import (
-    UNSET,
     AudioContent,
     EmbeddedResource,
     GetPromptResult,
@@ -68,9 +67,9 @@ def build_prompt(
     doc = description if description is not None else inspect.getdoc(fn)
     definition = Prompt(
         name=name or fn.__name__,
-        title=title if title is not None else UNSET,
-        description=doc if doc else UNSET,
-        arguments=arguments if arguments else UNSET,
+        title=title,
+        description=doc or None,
+        arguments=arguments or None,
     )
     return RegisteredPrompt(
         definition, fn, frozenset(required), frozenset(a.name for a in arguments), context_param
@@ -92,4 +91,4 @@ def to_prompt_result(value: Any, description: str | None) -> GetPromptResult:
             messages.append(PromptMessage(role="user", content=item))
         else:
             raise TypeError(f"a prompt returned {type(item).__name__}; return str, content blocks or PromptMessage")
-    return GetPromptResult(messages=messages, description=description if description else UNSET)
+    return GetPromptResult(messages=messages, description=description or None)

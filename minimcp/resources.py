@@ -16,7 +16,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from minimcp.types import UNSET, Resource, ResourceContents, ResourceTemplate
+from minimcp.types import Resource, ResourceContents, ResourceTemplate
 
 __all__ = ["RegisteredResource", "RegisteredTemplate", "UriTemplate", "to_contents"]
 
@@ -79,14 +79,14 @@ def to_contents(uri: str, mime_type: str | None, value: Any) -> list[ResourceCon
     """Turn what a reader returned into ``contents``."""
     items = value if isinstance(value, list) else [value]
     out: list[ResourceContents] = []
-    mt = mime_type if mime_type is not None else UNSET
     for item in items:
         if isinstance(item, ResourceContents):
             out.append(item)
         elif isinstance(item, str):
-            out.append(ResourceContents(uri=uri, mime_type=mt, text=item))
+            out.append(ResourceContents(uri=uri, mime_type=mime_type, text=item))
         elif isinstance(item, (bytes, bytearray, memoryview)):
-            out.append(ResourceContents(uri=uri, mime_type=mt, blob=base64.b64encode(bytes(item)).decode("ascii")))
+            blob = base64.b64encode(bytes(item)).decode("ascii")
+            out.append(ResourceContents(uri=uri, mime_type=mime_type, blob=blob))
         else:
             raise TypeError(f"a resource reader returned {type(item).__name__}; return str, bytes or ResourceContents")
     return out

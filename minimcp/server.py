@@ -159,7 +159,7 @@ class Server:
         used_states: UsedStates | None = None,
         trace: WireTrace | None = None,
     ) -> None:
-        self.info = Implementation(name=name, version=version, title=title if title else UNSET)
+        self.info = Implementation(name=name, version=version, title=title or None)
         self.instructions = instructions
         self.limits = limits or Limits()
         self.trace = trace
@@ -508,7 +508,7 @@ class ServerConnection:
             protocol_version=version,
             capabilities=server.capabilities(),
             server_info=server.info,
-            instructions=server.instructions if server.instructions else UNSET,
+            instructions=server.instructions or None,
         )
 
     async def _list_tools(self, request: Request) -> ListToolsResult:

@@ -322,7 +322,9 @@ class Session:
         # three times the memory), a cancel scope in our task group on trio. Both have .cancel().
         self._inflight: dict[RequestId, Any] = {}  # asyncio.Task | trio.CancelScope
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._next_id = 0
+        # Outbound ids start at 1: some hosts (the TypeScript SDK) test a cancelled request's
+        # id for truthiness and would ignore a notifications/cancelled for id 0.
+        self._next_id = 1
         self._deadlines: Deadlines[_Cell] = Deadlines()
         self._timer_wake = anyio.Event()
         self._human_waits = 0

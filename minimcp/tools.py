@@ -20,7 +20,6 @@ from typing import Any
 import msgspec
 
 from minimcp.types import (
-    UNSET,
     AudioContent,
     CallToolResult,
     EmbeddedResource,
@@ -29,7 +28,6 @@ from minimcp.types import (
     TextContent,
     Tool,
     ToolAnnotations,
-    UnsetType,
 )
 
 __all__ = ["RegisteredTool", "ToolError", "argument_error", "build_tool", "error_result", "to_result", "tool_result"]
@@ -48,12 +46,10 @@ def tool_result(
     text: str, structured: Mapping[str, Any] | msgspec.Struct | None = None, *, is_error: bool = False
 ) -> CallToolResult:
     """A tool result with one text block and, optionally, structured content."""
-    sc: dict[str, Any] | UnsetType = UNSET
+    sc: dict[str, Any] | None = None
     if structured is not None:
         sc = msgspec.to_builtins(structured)
-    return CallToolResult(
-        content=[TextContent(text=text)], structured_content=sc, is_error=True if is_error else UNSET
-    )
+    return CallToolResult(content=[TextContent(text=text)], structured_content=sc, is_error=is_error)
 
 
 
@@ -184,10 +180,10 @@ def build_tool(
     definition = Tool(
         name=tool_name,
         input_schema=input_schema,
-        title=title if title is not None else UNSET,
-        description=doc if doc else UNSET,
-        output_schema=output_schema if output_schema is not None else UNSET,
-        annotations=annotations if annotations is not None else UNSET,
+        title=title,
+        description=doc or None,
+        output_schema=output_schema,
+        annotations=annotations,
     )
     return RegisteredTool(
         fn, definition, args_type, context_param, tuple(f[0] for f in fields), is_structured

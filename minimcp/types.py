@@ -4,6 +4,11 @@ Python names are snake_case; on the wire they are camelCase (``rename="camel"``)
 and ``_meta`` is spelled as the spec spells it. ``UNSET`` means "absent from the
 message", which is different from ``None``. Unknown fields from a newer peer are
 ignored on input; output carries exactly the fields that are set.
+
+The results a client hands to its caller (``initialize``, server info, tools,
+resources, prompts, completions, content blocks, ``tools/call`` results) say "absent" with ``None`` (and ``is_error``
+with ``False``) instead: a field left at that default is omitted on the wire all
+the same, so the bytes are unchanged.
 """
 
 from __future__ import annotations
@@ -73,6 +78,14 @@ def _meta() -> Any:
     return msgspec.field(default=UNSET, name="_meta")
 
 
+#: ``_meta`` of a result handed to the caller: ``None`` when absent.
+ResultMeta: TypeAlias = "dict[str, Any] | None"
+
+
+def _result_meta() -> Any:
+    return msgspec.field(default=None, name="_meta")
+
+
 class _Base(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, gc=False):
     # gc=False: these messages never form reference cycles, so the cyclic collector need not
     # track them (it was a large share of the time with many calls pending).
@@ -84,10 +97,10 @@ class Implementation(_Base, kw_only=True):
 
     name: str
     version: str
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    website_url: str | UnsetType = UNSET
-    icons: list[dict[str, Any]] | UnsetType = UNSET
+    title: str | None = None
+    description: str | None = None
+    website_url: str | None = None
+    icons: list[dict[str, Any]] | None = None
 
 
 class ClientCapabilities(_Base, kw_only=True):
@@ -123,8 +136,8 @@ class InitializeResult(_Base, kw_only=True):
     protocol_version: str
     capabilities: ServerCapabilities
     server_info: Implementation
-    instructions: str | UnsetType = UNSET
-    meta: Meta = _meta()
+    instructions: str | None = None
+    meta: ResultMeta = _result_meta()
 
 
 class PaginatedParams(_Base, kw_only=True):
@@ -135,22 +148,22 @@ class PaginatedParams(_Base, kw_only=True):
 class ToolAnnotations(_Base, kw_only=True):
     """Hints about a tool's behaviour (untrusted unless the server is)."""
 
-    title: str | UnsetType = UNSET
-    read_only_hint: bool | UnsetType = UNSET
-    destructive_hint: bool | UnsetType = UNSET
-    idempotent_hint: bool | UnsetType = UNSET
-    open_world_hint: bool | UnsetType = UNSET
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
 
 
 class Tool(_Base, kw_only=True):
     name: str
     input_schema: dict[str, Any]
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    output_schema: dict[str, Any] | UnsetType = UNSET
-    annotations: ToolAnnotations | UnsetType = UNSET
-    icons: list[dict[str, Any]] | UnsetType = UNSET
-    meta: Meta = _meta()
+    title: str | None = None
+    description: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: ToolAnnotations | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: ResultMeta = _result_meta()
 
 
 class ListToolsResult(_Base, kw_only=True):
@@ -170,8 +183,8 @@ class CallToolParams(_Base, kw_only=True):
 # --- content -----------------------------------------------------------------------------------
 
 class _Content(_Base, tag_field="type"):
-    annotations: dict[str, Any] | UnsetType = UNSET
-    meta: Meta = _meta()
+    annotations: dict[str, Any] | None = None
+    meta: ResultMeta = _result_meta()
 
 
 class TextContent(_Content, tag="text", kw_only=True):
@@ -191,20 +204,20 @@ class AudioContent(_Content, tag="audio", kw_only=True):
 class ResourceLink(_Content, tag="resource_link", kw_only=True):
     uri: str
     name: str
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    mime_type: str | UnsetType = UNSET
-    size: int | UnsetType = UNSET
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
 
 
 class ResourceContents(_Base, kw_only=True):
     """Text (``text``) or binary (``blob``, base64) contents of a resource."""
 
     uri: str
-    mime_type: str | UnsetType = UNSET
-    text: str | UnsetType = UNSET
-    blob: str | UnsetType = UNSET
-    meta: Meta = _meta()
+    mime_type: str | None = None
+    text: str | None = None
+    blob: str | None = None
+    meta: ResultMeta = _result_meta()
 
 
 class EmbeddedResource(_Content, tag="resource", kw_only=True):
@@ -218,9 +231,9 @@ class CallToolResult(_Base, kw_only=True):
     """The result of ``tools/call``. ``is_error`` marks a tool error (not a protocol error)."""
 
     content: list[ContentBlock]
-    structured_content: dict[str, Any] | UnsetType = UNSET
-    is_error: bool | UnsetType = UNSET
-    meta: Meta = _meta()
+    structured_content: dict[str, Any] | None = None
+    is_error: bool = False
+    meta: ResultMeta = _result_meta()
 
     @property
     def text(self) -> str:
@@ -272,22 +285,22 @@ class ProgressParams(_Base, kw_only=True):
 class Resource(_Base, kw_only=True):
     uri: str
     name: str
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    mime_type: str | UnsetType = UNSET
-    size: int | UnsetType = UNSET
-    annotations: dict[str, Any] | UnsetType = UNSET
-    meta: Meta = _meta()
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+    meta: ResultMeta = _result_meta()
 
 
 class ResourceTemplate(_Base, kw_only=True):
     uri_template: str
     name: str
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    mime_type: str | UnsetType = UNSET
-    annotations: dict[str, Any] | UnsetType = UNSET
-    meta: Meta = _meta()
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: dict[str, Any] | None = None
+    meta: ResultMeta = _result_meta()
 
 
 class ListResourcesResult(_Base, kw_only=True):
@@ -313,7 +326,7 @@ class ResourceParams(_Base, kw_only=True):
 
 class ReadResourceResult(_Base, kw_only=True):
     contents: list[ResourceContents]
-    meta: Meta = _meta()
+    meta: ResultMeta = _result_meta()
 
 
 class ResourceUpdatedParams(_Base, kw_only=True):
@@ -324,17 +337,17 @@ class ResourceUpdatedParams(_Base, kw_only=True):
 
 class PromptArgument(_Base, kw_only=True):
     name: str
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    required: bool | UnsetType = UNSET
+    title: str | None = None
+    description: str | None = None
+    required: bool | None = None
 
 
 class Prompt(_Base, kw_only=True):
     name: str
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    arguments: list[PromptArgument] | UnsetType = UNSET
-    meta: Meta = _meta()
+    title: str | None = None
+    description: str | None = None
+    arguments: list[PromptArgument] | None = None
+    meta: ResultMeta = _result_meta()
 
 
 class ListPromptsResult(_Base, kw_only=True):
@@ -358,8 +371,8 @@ class PromptMessage(_Base, kw_only=True):
 
 class GetPromptResult(_Base, kw_only=True):
     messages: list[PromptMessage]
-    description: str | UnsetType = UNSET
-    meta: Meta = _meta()
+    description: str | None = None
+    meta: ResultMeta = _result_meta()
 
 
 # --- completion and logging ----------------------------------------------------------------------
@@ -378,13 +391,13 @@ class CompleteParams(_Base, kw_only=True):
 
 class Completion(_Base, kw_only=True):
     values: list[str]
-    total: int | UnsetType = UNSET
-    has_more: bool | UnsetType = UNSET
+    total: int | None = None
+    has_more: bool | None = None
 
 
 class CompleteResult(_Base, kw_only=True):
     completion: Completion
-    meta: Meta = _meta()
+    meta: ResultMeta = _result_meta()
 
 
 LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]

@@ -739,7 +739,7 @@ def test_trace_shows_the_nested_question_on_stderr() -> None:
 def test_trace_pretty() -> None:
     done = run_cli("--trace-pretty", "tools", HELLO)
     assert done.returncode == 0, done.stderr
-    assert "request 0 initialize" in done.stderr
+    assert "request 1 initialize" in done.stderr
     assert '    "method": "initialize",' in done.stderr
 
 

@@ -117,11 +117,11 @@ async def test_read_text_and_binary_resources() -> None:
         assert listed["test://text"].description == "Some text."
         (text,) = await client.read_resource("test://text")
         assert text == ResourceContents(uri="test://text", mime_type="text/plain", text="hello world")
-        assert text.blob is msgspec.UNSET
+        assert text.blob is None
         (blob,) = await client.read_resource("test://binary")
         assert blob.uri == "test://binary"
         assert blob.mime_type == "application/octet-stream"
-        assert blob.text is msgspec.UNSET
+        assert blob.text is None
         assert isinstance(blob.blob, str) and base64.b64decode(blob.blob) == BINARY
 
 
@@ -313,9 +313,9 @@ async def test_prompts_list() -> None:
         greet = prompts["greet"]
         assert greet.title == "Greeting"
         assert greet.description == "Say hello."
-        assert not isinstance(greet.arguments, msgspec.UnsetType)
+        assert greet.arguments is not None
         assert [(a.name, a.required) for a in greet.arguments] == [("name", True), ("style", False)]
-        assert prompts["rich"].arguments is msgspec.UNSET
+        assert prompts["rich"].arguments is None
 
 
 async def test_get_prompt_with_arguments() -> None:

@@ -9,8 +9,9 @@ client-side :class:`~minimcp.trace.WireTrace`, books 2025-12-25 for two, accepts
 the alternative date, and checks against the doc:
 
 * the sequence of (direction, method or ``result``/``error``);
-* which response answers which request (by id correlation, not id values);
-* every message in full, except volatile values: ids, the sealed
+* which response answers which request (by id correlation);
+* the id values (each side numbers its own requests from 1);
+* every message in full, except volatile values: the sealed
   ``requestState``, the implementations' version strings, and the booking id
   (unguessable, different every run);
 * the key facts of the story, on both sides: the question names 2025-12-25
@@ -163,6 +164,7 @@ def compare(tag: str, live: list[Entry]) -> list[Entry]:
     hint = f"\n(if the change is deliberate, regenerate the block:\n{render(tag, live)})"
     assert sequence(live) == sequence(expected), hint
     assert pairs(live, "the live trace") == pairs(expected, f"the doc's {tag} block"), hint
+    assert [m.get("id") for _, m in live] == [m.get("id") for _, m in expected], f"{tag}: the ids differ{hint}"
     for n, ((_, got), (_, want)) in enumerate(zip(live, expected, strict=True), 1):
         assert stable(got) == stable(want), f"{tag}: message {n} differs{hint}"
     return expected

@@ -190,7 +190,7 @@ async def test_input_schema_from_type_hints() -> None:
         "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
         "required": ["x", "y"],
     }
-    assert tools["add"].output_schema is msgspec.UNSET
+    assert tools["add"].output_schema is None
 
 
 def test_registration_errors() -> None:
