@@ -67,6 +67,7 @@ from minimcp.config import Limits
 from minimcp.elicitation import UrlElicitationRequired
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedVersion
 from minimcp.interrupt import EXIT_INTERRUPTED, is_interrupt
+from minimcp.trace import WireTrace
 from minimcp.transports import Transport
 from minimcp.transports.trace import TracedTransport
 from minimcp.types import CallToolResult, LoggingLevel, LoggingMessageParams, Tool, UnsetType
@@ -213,6 +214,7 @@ class Options:
     command: str
     target: Target
     trace: Literal["off", "compact", "pretty"]
+    diagram: str | None
     scripted: Scripted
     timeout: float | None
     log_level: str | None
@@ -228,6 +230,8 @@ class Options:
     #: What the run is doing (named if ctrl-C interrupts it), and what it was doing when ctrl-C came.
     doing: str = "starting"
     interrupted_while: str | None = None
+    #: The session's wire trace, kept for ``--diagram``.
+    wire: list[str] = dataclasses.field(default_factory=list)
 
 
 def _headers(items: Sequence[str]) -> dict[str, str]:
@@ -258,6 +262,7 @@ def options_from(args: argparse.Namespace) -> Options:
         command=args.command,
         target=parse_target(args.target),
         trace="pretty" if args.trace_pretty else "compact" if args.trace else "off",
+        diagram=args.diagram,
         scripted=Scripted(answers=answers, accept_defaults=args.accept_defaults, accept_urls=args.accept_urls),
         timeout=timeout,
         log_level=args.log_level,
@@ -345,28 +350,51 @@ async def connect(options: Options, console: Console, questions: Questions) -> A
         if relay is not None:
             relay.child_started()
         transport: Transport = raw if options.trace == "off" else TracedTransport(raw, trace)
-        async with Client(
-            transport,
-            name="minimcp-cli",
-            version=__version__,
-            elicitation_handler=questions.elicit,
-            url_handler=questions.consent,
-            on_elicitation_complete=completed,
-            logging_handler=log,
-            on_notification=notified,
-            limits=limits,
-        ) as client:
-            options.connected = True
-            if options.log_level is not None:
-                if isinstance(client.server_capabilities.logging, UnsetType):
-                    console.note(err_style.dim("(the server does not offer logging; --log-level ignored)"))
-                else:
-                    await client.set_logging_level(typing.cast("LoggingLevel", options.log_level))
-            try:
-                yield client
-            finally:
-                if relay is not None:
-                    relay.end()
+        try:
+            async with Client(
+                transport,
+                name="minimcp-cli",
+                version=__version__,
+                elicitation_handler=questions.elicit,
+                url_handler=questions.consent,
+                on_elicitation_complete=completed,
+                logging_handler=log,
+                on_notification=notified,
+                limits=limits,
+                trace=None if options.diagram is None else WireTrace(options.wire.append),
+            ) as client:
+                options.connected = True
+                if options.log_level is not None:
+                    if isinstance(client.server_capabilities.logging, UnsetType):
+                        console.note(err_style.dim("(the server does not offer logging; --log-level ignored)"))
+                    else:
+                        await client.set_logging_level(typing.cast("LoggingLevel", options.log_level))
+                try:
+                    yield client
+                finally:
+                    if relay is not None:
+                        relay.end()
+        finally:
+            if options.diagram is not None:
+                _draw(options, console)
+
+
+def _draw(options: Options, console: Console) -> None:
+    """Write the ``--diagram`` of the session (even one that failed: that is when it helps most)."""
+    from minimcp.diagram_cmd import write_diagram
+
+    assert options.diagram is not None
+    if options.diagram == "-":
+        from minimcp.diagram import read_trace, render_text
+
+        console.note(render_text(read_trace(options.wire)).rstrip("\n"))
+        return
+    try:
+        drawn = write_diagram(options.wire, options.diagram, title=f"minimcp {options.command}")
+    except OSError as exc:
+        console.note(console.err_style.red(f"could not write the diagram to {options.diagram}: {exc.strerror or exc}"))
+    else:
+        console.note(f"the diagram of this session ({len(drawn.events)} messages) is in {options.diagram}")
 
 
 # --- commands ------------------------------------------------------------------------------------------------
@@ -659,6 +687,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_FAILURE
+    if args.command == "diagram":  # (``python -m minimcp diagram`` goes there directly)
+        from minimcp.diagram_cmd import main as diagram_main
+
+        return diagram_main(args.rest)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         stream=sys.stderr,

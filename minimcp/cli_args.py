@@ -36,6 +36,9 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
                        help=helps("print every wire message to stderr (-> sent, <- received), compact JSON"))
     group.add_argument("--trace-pretty", action="store_true", default=default(False),
                        help=helps("like --trace, with indented JSON and a one-line summary"))
+    group.add_argument("--diagram", metavar="FILE", default=default(None),
+                       help=helps("when the session ends, draw it as a sequence diagram: FILE.html (a page), "
+                                  "FILE.svg, or - (text on stderr)"))
     group.add_argument("--answers", metavar="JSON", default=default(None),
                        help=helps("answer the server's questions without asking, from this JSON object of "
                                   "field values (fields not given take their defaults; a key that is not a "
@@ -165,4 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         "an interactive session: list tools, call them",
         "An interactive session. Commands: call TOOL key=value ..., tools, help, quit.",
     )
+    drawing = commands.add_parser(
+        "diagram", help="draw a wire trace as a sequence diagram (see: diagram --help)", add_help=False
+    )
+    drawing.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser

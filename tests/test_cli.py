@@ -609,6 +609,21 @@ def test_call_prints_the_result_and_exits_0() -> None:
     assert re.fullmatch(r"Booked a table for 2 on 2025-12-24 \(booking [A-Za-z0-9_-]{22}\)\.", done.stdout.strip())
 
 
+def test_call_draws_its_session_with_diagram(tmp_path: pathlib.Path) -> None:
+    """``call ... --diagram FILE``: the page of the session, the question nested in the call."""
+    page = tmp_path / "call.html"
+    done = run_cli("call", BOOKING, "book_table", "date=2025-12-25", "party_size=2",
+                   "--answers", '{"accept_alternative": true}', "--diagram", str(page))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"is in {page}" in done.stderr
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "elicitation/create" in html
+    assert re.search(r"inside tools/call #\d+", html)  # the question is drawn inside the call that asked it
+    text = run_cli("call", BOOKING, "booking_status", "booking_id=nope", "--diagram", "-")
+    assert text.returncode == 1  # an unknown booking is a tool error; the diagram is drawn all the same
+    assert re.search(r"tools/call #\d+ booking_status", text.stderr) and "tool error" in text.stderr
+
+
 def test_call_output_json() -> None:
     done = run_cli("call", BOOKING, "book_table", "date=2025-12-24", "party_size=3", "-o", "json")
     assert done.returncode == 0, done.stderr
