@@ -36,6 +36,7 @@ from minimcp import Accepted, Cancelled, Client, ConnectionClosed, Context, Decl
 from minimcp.server import ServerConnection
 from minimcp.transports.websocket import (
     WebSocketHandshakeError,
+    WebSocketTransport,
     connect_websocket,
     serve_websocket,
     websocket_client,
@@ -423,6 +424,118 @@ async def test_binary_frame_closes_with_1003(anyio_backend: str) -> None:
             raw.protocol.send_binary(msgspec.json.encode(INIT))
             await raw.flush()
             assert await raw.close_code() == 1003
+
+
+# --- liveness: keepalive, initialize and idle deadlines ---------------------------------------
+
+
+def server_transport(server: Server) -> WebSocketTransport:
+    transport = only_connection(server).session.transport
+    assert isinstance(transport, WebSocketTransport)
+    return transport
+
+
+async def test_keepalive_drops_a_peer_that_never_answers_pings(anyio_backend: str) -> None:
+    server = Server("s")
+    limits = Limits(ping_interval=0.05, ping_timeout=0.3, idle_timeout=None)
+    with anyio.fail_after(30):
+        async with serving(server, limits=limits) as url, RawWs.connect(url, subprotocols=["mcp"]) as raw:
+            await raw.send(INIT)
+            assert (await raw.recv())["id"] == "init"
+            await raw.send(INITIALIZED)
+            conn = only_connection(server)
+            # From here on the client reads nothing, so the server's pings go unanswered.
+            await wait_until(lambda: not server.connections, 20)
+            assert conn.session.closed
+            assert conn.session.transport._pongs == 0  # type: ignore[attr-defined]
+            # what the client finds when it reads again: pings, maybe the 1011 close frame, then the end
+            assert await raw.close_code() in (1011, None)
+            assert any(f.opcode is Opcode.PING for f in raw.frames)
+
+
+async def test_healthy_idle_clients_that_answer_pings_stay(anyio_backend: str) -> None:
+    """Our client and the websockets library's own client answer pings by themselves; nobody drops them."""
+    server = Server("s")
+    limits = Limits(ping_interval=0.02, ping_timeout=5, idle_timeout=None, initialize_timeout=1)
+    with anyio.fail_after(30):
+        async with serving(server, limits=limits) as url:
+            async with connect_websocket(url) as client:
+                transport = server_transport(server)
+                await wait_until(lambda: transport._pongs >= 75, 20)  # longer than initialize_timeout
+                assert server.connections
+                await client.ping()
+            await wait_until(lambda: not server.connections)
+
+            if anyio_backend == "asyncio":
+                from websockets.asyncio.client import connect
+            else:
+                from websockets.trio.client import connect  # type: ignore[assignment]
+            async with connect(url, subprotocols=[Subprotocol("mcp")], ping_interval=None) as ws:
+                await ws.send(msgspec.json.encode(INIT).decode())
+                assert msgspec.json.decode(await ws.recv())["id"] == "init"
+                transport = server_transport(server)
+                await wait_until(lambda: transport._pongs >= 20, 20)
+                await ws.send(msgspec.json.encode({"jsonrpc": "2.0", "id": 2, "method": "ping"}).decode())
+                assert msgspec.json.decode(await ws.recv()) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+async def test_idle_connection_is_closed_but_not_while_a_person_is_answering(anyio_backend: str) -> None:
+    idle = 0.3
+    limits = Limits(idle_timeout=idle, ping_interval=0.05, ping_timeout=5)
+
+    async def slow_person(question: ElicitationRequest) -> Accepted[dict[str, Any]] | Declined | Cancelled:
+        await anyio.sleep(idle * 5)  # thinking for much longer than the idle timeout
+        return Accepted({"accept_alternative": True})
+
+    app = booking.build_server()
+    with anyio.fail_after(30):
+        async with serving(app, limits=limits) as url:
+            async with websocket_client(url) as transport, Client(transport, elicitation_handler=slow_person) as client:
+                booked = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
+                assert booked.structured_content["status"] == "booked"  # type: ignore[index]
+                assert server_transport(app)._pongs >= 5  # the connection was alive and idle meanwhile
+                # Nothing pending any more and nothing sent: the server closes the connection.
+                await wait_until(lambda: transport.close_code is not None, 20)
+                assert (transport.close_code, transport.close_reason) == (1000, "idle timeout")
+            await wait_until(lambda: not app.connections)
+
+
+async def test_senders_wait_for_room_so_unsent_output_stays_bounded(anyio_backend: str) -> None:
+    room = 64 * 1024
+    big = 200_000
+    app = Server("s")
+
+    @app.tool()
+    async def blob(size: int) -> str:
+        return "x" * size
+
+    with anyio.fail_after(60):
+        async with (
+            serving(app, limits=Limits(stream_buffer_bytes=room, ping_interval=None)) as url,
+            RawWs.connect(url, subprotocols=["mcp"]) as raw,
+        ):
+            await raw.send(INIT)
+            assert (await raw.recv())["id"] == "init"
+            await raw.send(INITIALIZED)
+            transport = server_transport(app)
+            # 60 small requests in one go ask for 12 MB of results; the client then reads nothing.
+            n = 60
+            for i in range(n):
+                call = {"name": "blob", "arguments": {"size": big}}
+                raw.protocol.send_text(
+                    msgspec.json.encode({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})
+                )
+            await raw.flush()
+            await wait_until(lambda: transport._unsent > room, 20)  # the writer has stalled
+            peak = 0
+            for _ in range(50):
+                peak = max(peak, transport._unsent)
+                await anyio.sleep(0.01)
+            assert peak <= room + big + 1024  # the rest of the results wait in their handlers
+            # Reading again, every result arrives whole.
+            replies = [await raw.recv(timeout=20) for _ in range(n)]
+            assert sorted(r["id"] for r in replies) == list(range(n))
+            assert all(len(r["result"]["content"][0]["text"]) == big for r in replies)
 
 
 # --- the handshake ---------------------------------------------------------------------------
