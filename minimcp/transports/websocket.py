@@ -529,13 +529,17 @@ async def serve_websocket(
         host: Interface to listen on (loopback by default).
         port: TCP port; 0 for any free one.
         path: The only accepted request path (404 otherwise); ``None`` accepts any.
-        limits: ``max_message_bytes`` per message (default: ``server.limits``).
+        limits: ``max_message_bytes`` per message, ``stream_buffer_bytes`` of
+            unsent output, and the liveness bounds ``initialize_timeout``,
+            ``idle_timeout``, ``ping_interval`` and ``ping_timeout`` (default:
+            ``server.limits``).
         allowed_origins: Origins a browser may connect from (exact strings or
             compiled patterns matched in full). Default: loopback origins
             (``http(s)://localhost|127.0.0.1|[::1]`` with any port). A request
             without ``Origin`` is always accepted.
         max_connections: Connections served at once; further ones wait in the
-            listen backlog.
+            listen backlog (a slot is freed when its connection ends, at the
+            latest by the initialize, idle or keepalive deadline).
         handshake_timeout: Seconds a client has to complete the upgrade request.
         close_timeout: Seconds to spend on a closing handshake.
     """
@@ -622,7 +626,8 @@ async def websocket_client(
 
     Args:
         url: The server's WebSocket URL, e.g. ``ws://127.0.0.1:8000/mcp``.
-        limits: ``max_message_bytes`` for incoming messages.
+        limits: ``max_message_bytes`` for incoming messages, ``stream_buffer_bytes``
+            of unsent output, ``ping_interval`` / ``ping_timeout`` for keepalive.
         headers: Extra handshake headers (``Authorization``, ``Origin``, ...).
         open_timeout: Seconds for the TCP connection and the upgrade together.
         close_timeout: Seconds to spend on the closing handshake at exit.
