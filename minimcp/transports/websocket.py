@@ -304,7 +304,10 @@ class WebSocketTransport:
 
     def _pull(self) -> None:
         """Take what the core queued (it counts toward ``_unsent`` until written) and wake the writer."""
-        for chunk in self._protocol.data_to_send():
+        chunks = self._protocol.data_to_send()
+        if not chunks:
+            return  # most reads queue nothing: the writer sleeps on
+        for chunk in chunks:
             if chunk:
                 self._out.append(chunk)
                 self._unsent += len(chunk)
