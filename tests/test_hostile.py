@@ -9,7 +9,8 @@ Each test states one guarantee of ``docs/guarantees.md``. Sections:
 3. stray messages -- unknown, duplicate and late answers, cancellations and completion notices for
    unknown ids: harmless and counted;
 4. no internal detail on the wire -- exception text, stack traces and file paths stay in the log;
-5. regressions found by the fuzzer (``fuzz/fuzz_targets.py``).
+5. regressions found by the fuzzer (``fuzz/fuzz_targets.py``);
+6. WebSocket: unsent output under a ping flood, slots held by silent connections, text that is not UTF-8.
 """
 
 from __future__ import annotations
