@@ -728,3 +728,75 @@ async def test_minimcp_client_against_websockets_library_server(anyio_backend: s
                 result = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
                 assert result.structured_content["date"] == "2025-12-26"  # type: ignore[index]
     assert accepted == ["mcp"]
+
+
+async def test_large_uploads_and_downloads_at_once_do_not_deadlock(anyio_backend: str) -> None:
+    """Both sides over their output bound at once: the client keeps reading, so the server's output drains."""
+    room = 64 * 1024
+    size = 1_000_000
+    app = Server("s", limits=Limits(stream_buffer_bytes=room))
+
+    @app.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    limits = Limits(stream_buffer_bytes=room)
+    with anyio.fail_after(60):
+        async with serving(app, limits=limits) as url, connect_websocket(url, limits=limits) as client:
+            results: list[int] = []
+
+            async def call(i: int) -> None:
+                results.append(len((await client.call_tool("echo", {"text": str(i % 10) * size})).text))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(30):  # 30 MB each way
+                    tg.start_soon(call, i)
+            assert results == [size] * 30
+
+
+async def test_client_fails_a_server_that_floods_pings_and_never_reads(anyio_backend: str) -> None:
+    """A client never stops reading (see above), so it bounds the pongs a hostile server makes it owe."""
+    from websockets.server import ServerProtocol
+
+    room = 64 * 1024
+    flooding = anyio.Event()
+
+    async def hostile(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            protocol = ServerProtocol(subprotocols=[Subprotocol("mcp")])
+            while not (events := protocol.events_received()):
+                protocol.receive_data(await stream.receive())
+            protocol.send_response(protocol.accept(events[0]))  # type: ignore[arg-type]
+            await stream.send(b"".join(protocol.data_to_send()))
+            for _ in range(500):
+                protocol.send_ping(b"p" * 125)
+            blob = b"".join(protocol.data_to_send())
+            flooding.set()
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                for _ in range(64 * 1024 * 1024 // len(blob)):  # 64 MiB at most; never reads
+                    await stream.send(blob)
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    limits = Limits(stream_buffer_bytes=room, ping_interval=None)
+    with anyio.fail_after(60):
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, hostile)
+            port = listener.extra(anyio.abc.SocketAttribute.local_port)
+            async with websocket_client(f"ws://127.0.0.1:{port}/mcp", limits=limits) as transport:
+                await flooding.wait()
+                peak = 0
+
+                async def watch() -> None:
+                    nonlocal peak
+                    while True:
+                        peak = max(peak, transport._unsent)
+                        await anyio.sleep(0.005)
+
+                tg.start_soon(watch)
+                with pytest.raises((anyio.EndOfStream, anyio.ClosedResourceError)):
+                    await transport.receive()  # reads (and answers pings) until the client gives up
+                peak = max(peak, transport._unsent)
+                assert peak <= 2 * room + 65536 + 1024
+                assert transport._protocol.close_sent is not None
+                assert transport._protocol.close_sent.code == 1008  # "peer does not read"
+            tg.cancel_scope.cancel()

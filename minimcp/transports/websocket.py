@@ -53,13 +53,14 @@ import anyio.abc
 
 from minimcp.config import Limits
 from minimcp.jsonrpc import RequestId
+from minimcp.transports._activity import SessionActivity, is_utf8
 
 try:
     from websockets.client import ClientProtocol
     from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI, NegotiationError
     from websockets.frames import CloseCode, Frame, Opcode
     from websockets.http11 import Request, Response
-    from websockets.protocol import CLOSED, OPEN, Protocol
+    from websockets.protocol import CLOSED, OPEN, SERVER, Protocol
     from websockets.server import ServerProtocol
     from websockets.typing import Origin, Subprotocol
     from websockets.uri import parse_uri
@@ -68,7 +69,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 if TYPE_CHECKING:
     from minimcp.client import Client
-    from minimcp.server import Server, ServerConnection
+    from minimcp.server import Server
 
 __all__ = [
     "SUBPROTOCOL",
@@ -126,6 +127,11 @@ class WebSocketTransport:
         self._close_timeout = close_timeout
         self._limits = limits = limits or Limits()
         self._room = limits.stream_buffer_bytes
+        # A server stops reading while its output is over the bound; a client never does (were
+        # both to stop, large uploads and downloads at once would deadlock). A client fails the
+        # connection instead when the peer's own frames (pings) pile up a bound's worth of replies.
+        self._pause_reading = protocol.side is SERVER
+        self._owed = 0
         self._inbox: deque[bytes] = deque()
         self._partial: bytearray | None = None
         self._ended = False  # no more messages will come (close frame, failure or EOF)
@@ -238,7 +244,7 @@ class WebSocketTransport:
         async with self._read_lock:
             # Stop reading while too much output waits (the peer reads slower than it
             # makes us answer, e.g. a ping flood): the backlog is then its own.
-            while self._unsent > self._room and not self._writer_dead:
+            while self._pause_reading and self._unsent > self._room and not self._writer_dead:
                 await self._progress.wait()
             if self._tcp_eof:
                 self._ended = True
@@ -251,7 +257,15 @@ class WebSocketTransport:
             else:
                 proto.receive_data(chunk)
             self._take_events(proto.events_received())
+            before = self._unsent
             self._pull()  # pongs, close frames, EOF
+            if not self._pause_reading and self._unsent > self._room:
+                self._owed += self._unsent - before
+                if self._owed > self._room and proto.state is OPEN:
+                    logger.debug("the peer makes us answer but does not read; closing with 1008")
+                    proto.fail(CloseCode.POLICY_VIOLATION, "peer does not read")
+                    self._pull()
+                    self._ended = True
 
     def _take_events(self, events: Sequence[object]) -> None:
         proto = self._protocol
@@ -262,7 +276,7 @@ class WebSocketTransport:
             if opcode is Opcode.TEXT:
                 if event.fin:
                     data = bytes(event.data)
-                    if not (data.isascii() or _is_utf8(data)):
+                    if not (data.isascii() or is_utf8(data)):
                         self._invalid_utf8()
                         break
                     self._inbox.append(data)
@@ -276,7 +290,7 @@ class WebSocketTransport:
                     if event.fin:
                         data = bytes(self._partial)
                         self._partial = None
-                        if not (data.isascii() or _is_utf8(data)):
+                        if not (data.isascii() or is_utf8(data)):
                             self._invalid_utf8()
                             break
                         self._inbox.append(data)
@@ -351,6 +365,8 @@ class WebSocketTransport:
                 data = b"".join(chunks)
                 await self._stream.send(data)
                 self._unsent -= len(data)
+                if self._unsent <= self._room:
+                    self._owed = 0
             if eof:
                 with contextlib.suppress(NotImplementedError):  # TLS streams cannot half-close
                     await self._stream.send_eof()
@@ -359,7 +375,7 @@ class WebSocketTransport:
 
     # --- liveness ----------------------------------------------------------------------------
 
-    async def _keep_watch(self, peer: _Peer | None) -> None:
+    async def _keep_watch(self, peer: SessionActivity | None) -> None:
         """Keepalive pings; on a server (``peer``) also the initialize and idle deadlines.
 
         One task per connection that sleeps until its next deadline: nothing on the
@@ -414,42 +430,6 @@ class WebSocketTransport:
                     pong_by = now + answer_within if answer_within else math.inf
 
 
-class _Peer:
-    """What a server's watchdog reads from the session on a connection; filled in by ``Server.serve``."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self) -> None:
-        self.conn: ServerConnection | None = None
-
-    def started(self, value: ServerConnection | None = None) -> None:  # anyio TaskStatus
-        self.conn = value
-
-    def has_requested(self) -> bool:
-        return self.conn is not None and self.conn.session.stats.requests_received > 0
-
-    def activity(self) -> tuple[int, bool]:
-        """Messages received so far, and whether work is pending on either side."""
-        conn = self.conn
-        if conn is None:
-            return 0, False
-        session = conn.session
-        stats = session.stats
-        received = (
-            stats.requests_received + stats.notifications_received + stats.responses_received + stats.invalid_messages
-        )
-        busy = bool(session.pending_count or session.inflight_count or conn.url_elicitations or conn.subscriptions)
-        return received, busy
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 @contextlib.asynccontextmanager
 async def _running(
     stream: anyio.abc.ByteStream,
@@ -457,7 +437,7 @@ async def _running(
     close_timeout: float,
     early_events: Sequence[object],
     limits: Limits,
-    peer: _Peer | None = None,
+    peer: SessionActivity | None = None,
 ) -> AsyncIterator[WebSocketTransport]:
     transport = WebSocketTransport(
         stream, protocol, close_timeout=close_timeout, early_events=early_events, limits=limits
@@ -577,7 +557,7 @@ async def serve_websocket(
                     await _write_now(stream, protocol)
                 if handshake.cancelled_caught or protocol.state is not OPEN:
                     return  # refused, malformed, or too slow: the stream closes here
-                peer = _Peer()
+                peer = SessionActivity()
                 async with _running(stream, protocol, close_timeout, events, limits, peer) as transport:
                     await server.serve(transport, task_status=peer)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError) as exc:
