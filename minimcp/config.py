@@ -42,8 +42,9 @@ class Limits:
             direction: read-ahead waiting to be handled (reading pauses above
             it) and written messages the pipe has not taken yet (senders wait
             above it). WebSocket: output the socket has not taken yet (pongs,
-            close frames and messages); above it the connection stops reading
-            and senders wait.
+            close frames and messages); above it senders wait and a server stops
+            reading (a client fails the connection, 1008, when pongs it owes a
+            server that does not read pass this much again).
         initialize_timeout: Seconds a WebSocket connection has, once upgraded,
             to send its first request (``initialize``, or any request of
             2026-07-28); then it is closed with 1008. ``None``: no deadline.

@@ -17,9 +17,12 @@ The connection behaviour, documented as the spec asks:
   ``limits.max_message_bytes`` closes it with 1009 as soon as the frame header
   announces it, so its payload is never buffered.
 * Output not yet taken by the socket (pongs the protocol core queues, close
-  frames, messages) is bounded by ``limits.stream_buffer_bytes``: above it the
-  connection stops reading (so a peer that floods pings and never reads stalls
-  itself) and senders wait for room.
+  frames, messages) is bounded by ``limits.stream_buffer_bytes``: above it
+  senders wait for room, and a server stops reading (so a client that floods
+  pings and never reads stalls itself). A client keeps reading (were both ends
+  to stop, large uploads and downloads at once would deadlock); it fails the
+  connection (1008) once another bound's worth of answers to the server's own
+  frames piles up.
 * Liveness (all in :class:`~minimcp.config.Limits`): both sides send a keepalive
   ping every ``ping_interval`` and drop the connection (1011) when it is not
   answered within ``ping_timeout``. A server closes a connection that sends no
