@@ -45,7 +45,23 @@ class Limits:
         stream_buffer_bytes: Bytes a byte-stream transport (stdio) holds in each
             direction: read-ahead waiting to be handled (reading pauses above
             it) and written messages the pipe has not taken yet (senders wait
-            above it).
+            above it). WebSocket: output the socket has not taken yet (pongs,
+            close frames and messages); above it senders wait and a server stops
+            reading (a client fails the connection, 1008, when pongs it owes a
+            server that does not read pass this much again).
+        initialize_timeout: Seconds a WebSocket connection has, once upgraded,
+            to send its first request (``initialize``, or any request of
+            2026-07-28); then it is closed with 1008. ``None``: no deadline.
+        idle_timeout: Seconds a WebSocket connection may stay idle: nothing
+            received from the client and no work pending on either side (no
+            question waiting on a person, no handler running, no subscription,
+            no URL step open); then it is closed with 1000. Checked at keepalive
+            ticks, so it may take up to one ``ping_interval`` longer. ``None``: never.
+        ping_interval: Seconds between keepalive pings on a WebSocket connection
+            (both sides); ``None``: no pings.
+        ping_timeout: Seconds the peer has to answer a keepalive ping (it is
+            queued behind unsent output, so a peer that stops reading fails it
+            too); then the connection is dropped (1011). ``None``: no deadline.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -61,6 +77,10 @@ class Limits:
     max_subscriptions: int = 10_000
     progress_interval: float = 0.05
     stream_buffer_bytes: int = 1024 * 1024
+    initialize_timeout: float | None = 30.0
+    idle_timeout: float | None = 1800.0
+    ping_interval: float | None = 20.0
+    ping_timeout: float | None = 20.0
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

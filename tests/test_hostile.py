@@ -9,7 +9,8 @@ Each test states one guarantee of ``docs/guarantees.md``. Sections:
 3. stray messages -- unknown, duplicate and late answers, cancellations and completion notices for
    unknown ids: harmless and counted;
 4. no internal detail on the wire -- exception text, stack traces and file paths stay in the log;
-5. regressions found by the fuzzer (``fuzz/fuzz_targets.py``).
+5. regressions found by the fuzzer (``fuzz/fuzz_targets.py``);
+6. WebSocket: unsent output under a ping flood, slots held by silent connections, text that is not UTF-8.
 """
 
 from __future__ import annotations
@@ -1173,3 +1174,119 @@ def test_fuzz_oracles_hold_on_seed_inputs() -> None:
         for seed in seeds:
             module.TARGETS[target](seed)
 
+
+
+# --- 6. WebSocket: output, slots and text that follow the attacker -----------------------------------
+
+
+async def test_websocket_ping_flood_without_reading_stops_the_server_reading_and_nothing_is_lost() -> None:
+    """Issue 15 (4): pings sent by a client that never reads used to queue a pong each without bound."""
+    from websockets.frames import Opcode
+
+    from minimcp.transports.websocket import WebSocketTransport
+    from tests.test_websocket import INIT, RawWs, only_connection, serving
+
+    room = 64 * 1024
+    # one chunk read past the bound can add at most its own size in pongs (a pong is smaller than its ping)
+    bound = room + 65536 + 1024
+    limits = Limits(stream_buffer_bytes=room, ping_interval=None, initialize_timeout=None, idle_timeout=None)
+    server = Server("flood", limits=limits)
+    with anyio.fail_after(120):
+        async with serving(server) as url, RawWs.connect(url, subprotocols=["mcp"]) as raw:
+            await raw.send(INIT)
+            assert (await raw.recv())["id"] == "init"
+            transport = only_connection(server).session.transport
+            assert isinstance(transport, WebSocketTransport)
+            per_blob = 500
+            for _ in range(per_blob):
+                raw.protocol.send_ping(b"p" * 125)  # 131 bytes on the wire, a 127-byte pong back
+            blob = b"".join(raw.protocol.data_to_send())
+            offered_cap = 64 * MiB
+            sent = peak = 0
+            stop = False
+            flood_done = anyio.Event()
+
+            async def flood() -> None:
+                nonlocal sent
+                while not stop and len(blob) * sent // per_blob < offered_cap:
+                    await raw.stream.send(blob)  # never cancelled: frames stay whole
+                    sent += per_blob
+                flood_done.set()
+
+            pongs = 0
+            reply: dict[str, Any] | None = None
+
+            async def drain() -> None:
+                nonlocal pongs, reply
+                while reply is None:
+                    raw.protocol.receive_data(await raw.stream.receive())
+                    for event in raw.protocol.events_received():
+                        if event.opcode is Opcode.PONG:
+                            pongs += 1
+                        elif event.opcode is Opcode.TEXT:
+                            reply = msgspec.json.decode(event.data)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(flood)
+                # Until the client is stuck because the server stopped reading (its unsent output is
+                # over the bound), or it has offered 64 MiB.
+                last, still = -1, 0
+                while not (still >= 100 and transport._unsent > room) and not flood_done.is_set():
+                    await anyio.sleep(0.01)
+                    peak = max(peak, transport._unsent)
+                    still = still + 1 if sent == last else 0
+                    last = sent
+                assert not flood_done.is_set(), "the server kept reading pings it could not answer"
+                assert peak <= bound, f"{peak} bytes of unsent output (bound {bound})"
+                # The client reads again: every ping is answered and the session goes on.
+                stop = True
+                tg.start_soon(drain)
+                await flood_done.wait()
+                raw.protocol.send_text(msgspec.json.encode({"jsonrpc": "2.0", "id": 99, "method": "ping"}))
+                await raw.flush()
+            assert reply == {"jsonrpc": "2.0", "id": 99, "result": {}}
+            assert pongs == sent  # the reply comes after every pong: nothing was dropped
+            assert peak <= bound
+
+
+@pytest.mark.parametrize("fragmented", [False, True])
+async def test_websocket_text_that_is_not_utf8_closes_with_1007(fragmented: bool) -> None:
+    """Issue 15 (11): RFC 6455 8.1 -- invalid UTF-8 in a text message fails the connection (not -32700)."""
+    from tests.test_websocket import RawWs, serving
+
+    server = Server("text")
+    bad = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\xff\xfe"}}'
+    with anyio.fail_after(20):
+        async with serving(server) as url, RawWs.connect(url, subprotocols=["mcp"]) as raw:
+            # valid UTF-8 that is not JSON is still a JSON-RPC parse error; the connection stays
+            raw.protocol.send_text("é, not json".encode())
+            await raw.flush()
+            assert (await raw.recv())["error"]["code"] == -32700
+            if fragmented:  # the bad byte sequence is split over two frames
+                cut = bad.index(b"\xff") + 1
+                raw.protocol.send_text(bad[:cut], fin=False)
+                raw.protocol.send_continuation(bad[cut:], fin=True)
+            else:
+                raw.protocol.send_text(bad)
+            await raw.flush()
+            assert await raw.close_code() == 1007
+            assert not any(f.opcode.name == "TEXT" for f in raw.frames)  # no -32700 answer for it
+        await wait_until(lambda: not server.connections, 10)
+
+
+async def test_websocket_silent_connection_is_closed_and_frees_its_slot() -> None:
+    """Issue 15 (5): a connection that never sends a request no longer holds a max_connections slot."""
+    from minimcp.transports.websocket import websocket_client
+    from tests.test_websocket import RawWs, serving
+
+    server = Server("slots", limits=Limits(initialize_timeout=2))
+    with anyio.fail_after(30):
+        async with (
+            serving(server, max_connections=1, close_timeout=1) as url,
+            RawWs.connect(url, subprotocols=["mcp"]) as silent,
+            # The only slot is taken: a real client waits in the listen backlog meanwhile.
+            websocket_client(url, open_timeout=25) as transport,
+            Client(transport) as client,
+        ):
+            await client.ping()  # the silent connection's slot went to the waiting client
+            assert await silent.close_code() == 1008  # it was closed ("no request in time")

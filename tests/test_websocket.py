@@ -36,6 +36,7 @@ from minimcp import Accepted, Cancelled, Client, ConnectionClosed, Context, Decl
 from minimcp.server import ServerConnection
 from minimcp.transports.websocket import (
     WebSocketHandshakeError,
+    WebSocketTransport,
     connect_websocket,
     serve_websocket,
     websocket_client,
@@ -426,6 +427,118 @@ async def test_binary_frame_closes_with_1003(anyio_backend: str) -> None:
             assert await raw.close_code() == 1003
 
 
+# --- liveness: keepalive, initialize and idle deadlines ---------------------------------------
+
+
+def server_transport(server: Server) -> WebSocketTransport:
+    transport = only_connection(server).session.transport
+    assert isinstance(transport, WebSocketTransport)
+    return transport
+
+
+async def test_keepalive_drops_a_peer_that_never_answers_pings(anyio_backend: str) -> None:
+    server = Server("s")
+    limits = Limits(ping_interval=0.05, ping_timeout=0.3, idle_timeout=None)
+    with anyio.fail_after(30):
+        async with serving(server, limits=limits) as url, RawWs.connect(url, subprotocols=["mcp"]) as raw:
+            await raw.send(INIT)
+            assert (await raw.recv())["id"] == "init"
+            await raw.send(INITIALIZED)
+            conn = only_connection(server)
+            # From here on the client reads nothing, so the server's pings go unanswered.
+            await wait_until(lambda: not server.connections, 20)
+            assert conn.session.closed
+            assert conn.session.transport._pongs == 0  # type: ignore[attr-defined]
+            # what the client finds when it reads again: pings, maybe the 1011 close frame, then the end
+            assert await raw.close_code() in (1011, None)
+            assert any(f.opcode is Opcode.PING for f in raw.frames)
+
+
+async def test_healthy_idle_clients_that_answer_pings_stay(anyio_backend: str) -> None:
+    """Our client and the websockets library's own client answer pings by themselves; nobody drops them."""
+    server = Server("s")
+    limits = Limits(ping_interval=0.02, ping_timeout=5, idle_timeout=None, initialize_timeout=2)
+    with anyio.fail_after(60):
+        async with serving(server, limits=limits) as url:
+            async with connect_websocket(url) as client:
+                transport = server_transport(server)
+                await wait_until(lambda: transport._pongs >= 125, 30)  # > 2.5 s: past initialize_timeout
+                assert server.connections
+                await client.ping()
+            await wait_until(lambda: not server.connections)
+
+            if anyio_backend == "asyncio":
+                from websockets.asyncio.client import connect
+            else:
+                from websockets.trio.client import connect  # type: ignore[assignment]
+            async with connect(url, subprotocols=[Subprotocol("mcp")], ping_interval=None) as ws:
+                await ws.send(msgspec.json.encode(INIT).decode())
+                assert msgspec.json.decode(await ws.recv())["id"] == "init"
+                transport = server_transport(server)
+                await wait_until(lambda: transport._pongs >= 20, 30)
+                await ws.send(msgspec.json.encode({"jsonrpc": "2.0", "id": 2, "method": "ping"}).decode())
+                assert msgspec.json.decode(await ws.recv()) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+async def test_idle_connection_is_closed_but_not_while_a_person_is_answering(anyio_backend: str) -> None:
+    idle = 1.0
+    limits = Limits(idle_timeout=idle, ping_interval=0.05, ping_timeout=5)
+
+    async def slow_person(question: ElicitationRequest) -> Accepted[dict[str, Any]] | Declined | Cancelled:
+        await anyio.sleep(idle * 3)  # thinking for much longer than the idle timeout
+        return Accepted({"accept_alternative": True})
+
+    app = booking.build_server()
+    with anyio.fail_after(30):
+        async with serving(app, limits=limits) as url:
+            async with websocket_client(url) as transport, Client(transport, elicitation_handler=slow_person) as client:
+                booked = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
+                assert booked.structured_content["status"] == "booked"  # type: ignore[index]
+                assert server_transport(app)._pongs >= 5  # the connection was alive and idle meanwhile
+                # Nothing pending any more and nothing sent: the server closes the connection.
+                await wait_until(lambda: transport.close_code is not None, 20)
+                assert (transport.close_code, transport.close_reason) == (1000, "idle timeout")
+            await wait_until(lambda: not app.connections)
+
+
+async def test_senders_wait_for_room_so_unsent_output_stays_bounded(anyio_backend: str) -> None:
+    room = 64 * 1024
+    big = 200_000
+    app = Server("s")
+
+    @app.tool()
+    async def blob(size: int) -> str:
+        return "x" * size
+
+    with anyio.fail_after(60):
+        async with (
+            serving(app, limits=Limits(stream_buffer_bytes=room, ping_interval=None)) as url,
+            RawWs.connect(url, subprotocols=["mcp"]) as raw,
+        ):
+            await raw.send(INIT)
+            assert (await raw.recv())["id"] == "init"
+            await raw.send(INITIALIZED)
+            transport = server_transport(app)
+            # 60 small requests in one go ask for 12 MB of results; the client then reads nothing.
+            n = 60
+            for i in range(n):
+                call = {"name": "blob", "arguments": {"size": big}}
+                raw.protocol.send_text(
+                    msgspec.json.encode({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})
+                )
+            await raw.flush()
+            await wait_until(lambda: transport._unsent > room, 20)  # the writer has stalled
+            peak = 0
+            for _ in range(50):
+                peak = max(peak, transport._unsent)
+                await anyio.sleep(0.01)
+            assert peak <= room + big + 1024  # the rest of the results wait in their handlers
+            # Reading again, every result arrives whole.
+            replies = [await raw.recv(timeout=20) for _ in range(n)]
+            assert sorted(r["id"] for r in replies) == list(range(n))
+            assert all(len(r["result"]["content"][0]["text"]) == big for r in replies)
+
+
 # --- the handshake ---------------------------------------------------------------------------
 
 
@@ -616,3 +729,75 @@ async def test_minimcp_client_against_websockets_library_server(anyio_backend: s
                 result = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
                 assert result.structured_content["date"] == "2025-12-26"  # type: ignore[index]
     assert accepted == ["mcp"]
+
+
+async def test_large_uploads_and_downloads_at_once_do_not_deadlock(anyio_backend: str) -> None:
+    """Both sides over their output bound at once: the client keeps reading, so the server's output drains."""
+    room = 64 * 1024
+    size = 1_000_000
+    app = Server("s", limits=Limits(stream_buffer_bytes=room))
+
+    @app.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    limits = Limits(stream_buffer_bytes=room)
+    with anyio.fail_after(60):
+        async with serving(app, limits=limits) as url, connect_websocket(url, limits=limits) as client:
+            results: list[int] = []
+
+            async def call(i: int) -> None:
+                results.append(len((await client.call_tool("echo", {"text": str(i % 10) * size})).text))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(30):  # 30 MB each way
+                    tg.start_soon(call, i)
+            assert results == [size] * 30
+
+
+async def test_client_fails_a_server_that_floods_pings_and_never_reads(anyio_backend: str) -> None:
+    """A client never stops reading (see above), so it bounds the pongs a hostile server makes it owe."""
+    from websockets.server import ServerProtocol
+
+    room = 64 * 1024
+    flooding = anyio.Event()
+
+    async def hostile(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            protocol = ServerProtocol(subprotocols=[Subprotocol("mcp")])
+            while not (events := protocol.events_received()):
+                protocol.receive_data(await stream.receive())
+            protocol.send_response(protocol.accept(events[0]))  # type: ignore[arg-type]
+            await stream.send(b"".join(protocol.data_to_send()))
+            for _ in range(500):
+                protocol.send_ping(b"p" * 125)
+            blob = b"".join(protocol.data_to_send())
+            flooding.set()
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                for _ in range(64 * 1024 * 1024 // len(blob)):  # 64 MiB at most; never reads
+                    await stream.send(blob)
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    limits = Limits(stream_buffer_bytes=room, ping_interval=None)
+    with anyio.fail_after(60):
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, hostile)
+            port = listener.extra(anyio.abc.SocketAttribute.local_port)
+            async with websocket_client(f"ws://127.0.0.1:{port}/mcp", limits=limits) as transport:
+                await flooding.wait()
+                peak = 0
+
+                async def watch() -> None:
+                    nonlocal peak
+                    while True:
+                        peak = max(peak, transport._unsent)
+                        await anyio.sleep(0.005)
+
+                tg.start_soon(watch)
+                with pytest.raises((anyio.EndOfStream, anyio.ClosedResourceError)):
+                    await transport.receive()  # reads (and answers pings) until the client gives up
+                peak = max(peak, transport._unsent)
+                assert peak <= 2 * room + 65536 + 1024
+                assert transport._protocol.close_sent is not None
+                assert transport._protocol.close_sent.code == 1008  # "peer does not read"
+            tg.cancel_scope.cancel()

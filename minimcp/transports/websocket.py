@@ -12,11 +12,24 @@ The connection behaviour, documented as the spec asks:
   default a loopback one), else 403. No ``Origin`` header (a non-browser
   client) is accepted. No extensions are negotiated (no compression).
 * Messages: each text frame (or fragmented text message) is one JSON-RPC
-  message in UTF-8. A binary frame closes the connection with 1003; a message
-  over ``limits.max_message_bytes`` closes it with 1009 as soon as the frame
-  header announces it, so its payload is never buffered.
-* Ping and pong are answered by the protocol core; no keepalive pings are
-  sent. Closing is the normal closing handshake (code 1000); losing the TCP
+  message in UTF-8. A binary frame closes the connection with 1003, a text
+  message that is not valid UTF-8 with 1007 (RFC 6455 8.1); a message over
+  ``limits.max_message_bytes`` closes it with 1009 as soon as the frame header
+  announces it, so its payload is never buffered.
+* Output not yet taken by the socket (pongs the protocol core queues, close
+  frames, messages) is bounded by ``limits.stream_buffer_bytes``: above it
+  senders wait for room, and a server stops reading (so a client that floods
+  pings and never reads stalls itself). A client keeps reading (were both ends
+  to stop, large uploads and downloads at once would deadlock); it fails the
+  connection (1008) once another bound's worth of answers to the server's own
+  frames piles up.
+* Liveness (all in :class:`~minimcp.config.Limits`): both sides send a keepalive
+  ping every ``ping_interval`` and drop the connection (1011) when it is not
+  answered within ``ping_timeout``. A server closes a connection that sends no
+  request within ``initialize_timeout`` (1008), and one that stays idle for
+  ``idle_timeout`` (1000): nothing received and no work pending -- a tool
+  waiting on a person's answer keeps its connection however long it takes.
+* Closing is the normal closing handshake (code 1000); losing the TCP
   connection ends the session like a close does: pending requests fail with
   ConnectionClosed and running handlers (tools waiting on a question) are
   cancelled.
@@ -31,6 +44,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import os
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -41,13 +56,14 @@ import anyio.abc
 
 from minimcp.config import Limits
 from minimcp.jsonrpc import RequestId
+from minimcp.transports._activity import SessionActivity, is_utf8
 
 try:
     from websockets.client import ClientProtocol
     from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI, NegotiationError
     from websockets.frames import CloseCode, Frame, Opcode
     from websockets.http11 import Request, Response
-    from websockets.protocol import CLOSED, OPEN, Protocol
+    from websockets.protocol import CLOSED, OPEN, SERVER, Protocol
     from websockets.server import ServerProtocol
     from websockets.typing import Origin, Subprotocol
     from websockets.uri import parse_uri
@@ -107,10 +123,18 @@ class WebSocketTransport:
         *,
         close_timeout: float,
         early_events: Sequence[object] = (),
+        limits: Limits | None = None,
     ) -> None:
         self._stream = stream
         self._protocol = protocol
         self._close_timeout = close_timeout
+        self._limits = limits = limits or Limits()
+        self._room = limits.stream_buffer_bytes
+        # A server stops reading while its output is over the bound; a client never does (were
+        # both to stop, large uploads and downloads at once would deadlock). A client fails the
+        # connection instead when the peer's own frames (pings) pile up a bound's worth of replies.
+        self._pause_reading = protocol.side is SERVER
+        self._owed = 0
         self._inbox: deque[bytes] = deque()
         self._partial: bytearray | None = None
         self._ended = False  # no more messages will come (close frame, failure or EOF)
@@ -119,6 +143,13 @@ class WebSocketTransport:
         # Writer bookkeeping: sends are numbered; the writer reports how far it got.
         self._queued = 0
         self._written = 0
+        # What the core gave us to send, and its size plus what the writer is sending now.
+        self._out: list[bytes] = []
+        self._unsent = 0
+        self._eof_wanted = False
+        # Keepalive: the payload of the ping awaiting its pong, and how many were answered.
+        self._ping_payload: bytes | None = None
+        self._pongs = 0
         self._wake = anyio.Event()
         self._progress = anyio.Event()
         self._writer_dead = False
@@ -128,7 +159,7 @@ class WebSocketTransport:
         self._closing = False
         self._closed = anyio.Event()
         self._take_events(early_events)
-        self._wake.set()  # anything the handshake left queued (a pong, a close)
+        self._pull()  # anything the handshake left queued (a pong, a close)
 
     # --- what the connection negotiated and how it ended -------------------------------------
 
@@ -152,11 +183,14 @@ class WebSocketTransport:
     # --- Transport protocol ------------------------------------------------------------------
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        while self._unsent > self._room and not self._writer_dead and not self._closing:
+            await self._progress.wait()  # wait for room before queueing (stream_buffer_bytes)
         if self._closing:
             raise anyio.ClosedResourceError
         if self._protocol.state is not OPEN or self._writer_dead:
             raise anyio.BrokenResourceError
         self._protocol.send_text(message)
+        self._pull()
         if not await self._flush():
             raise anyio.BrokenResourceError
 
@@ -172,6 +206,9 @@ class WebSocketTransport:
 
     async def aclose(self) -> None:
         """Close with code 1000 and finish the closing handshake (at most ``close_timeout`` seconds)."""
+        await self._close_with(CloseCode.NORMAL_CLOSURE, "")
+
+    async def _close_with(self, code: int, reason: str) -> None:
         if self._closing:
             await self._closed.wait()
             return
@@ -180,7 +217,8 @@ class WebSocketTransport:
         try:
             with anyio.move_on_after(self._close_timeout):
                 if proto.state is OPEN:
-                    proto.send_close(CloseCode.NORMAL_CLOSURE)
+                    proto.send_close(code, reason)
+                    self._pull()
                 await self._flush()
                 # Wait for the peer's close frame and the end of the TCP stream,
                 # discarding anything else it still sends.
@@ -190,18 +228,27 @@ class WebSocketTransport:
                 await self._flush()
         finally:
             with anyio.CancelScope(shield=True):
-                with contextlib.suppress(Exception):
-                    await self._stream.aclose()
-                self._writer_dead = True
-                self._writer_scope.cancel()
-                self._notify_progress()
-                self._closed.set()
+                await self._drop()
+
+    async def _drop(self) -> None:
+        """Close the TCP stream now: a blocked reader or writer fails and the session ends."""
+        self._closing = True
+        with contextlib.suppress(Exception):
+            await self._stream.aclose()
+        self._writer_dead = True
+        self._writer_scope.cancel()
+        self._notify_progress()
+        self._closed.set()
 
     # --- reading -----------------------------------------------------------------------------
 
     async def _read_some(self) -> None:
         proto = self._protocol
         async with self._read_lock:
+            # Stop reading while too much output waits (the peer reads slower than it
+            # makes us answer, e.g. a ping flood): the backlog is then its own.
+            while self._pause_reading and self._unsent > self._room and not self._writer_dead:
+                await self._progress.wait()
             if self._tcp_eof:
                 self._ended = True
                 return
@@ -213,7 +260,15 @@ class WebSocketTransport:
             else:
                 proto.receive_data(chunk)
             self._take_events(proto.events_received())
-            self._wake.set()  # pongs, close frames, EOF
+            before = self._unsent
+            self._pull()  # pongs, close frames, EOF
+            if not self._pause_reading and self._unsent > self._room:
+                self._owed += self._unsent - before
+                if self._owed > self._room and proto.state is OPEN:
+                    logger.debug("the peer makes us answer but does not read; closing with 1008")
+                    proto.fail(CloseCode.POLICY_VIOLATION, "peer does not read")
+                    self._pull()
+                    self._ended = True
 
     def _take_events(self, events: Sequence[object]) -> None:
         proto = self._protocol
@@ -223,7 +278,11 @@ class WebSocketTransport:
             opcode = event.opcode
             if opcode is Opcode.TEXT:
                 if event.fin:
-                    self._inbox.append(bytes(event.data))
+                    data = bytes(event.data)
+                    if not (data.isascii() or is_utf8(data)):
+                        self._invalid_utf8()
+                        break
+                    self._inbox.append(data)
                 else:
                     self._partial = bytearray(event.data)
             elif opcode is Opcode.CONT:
@@ -232,8 +291,16 @@ class WebSocketTransport:
                 if self._partial is not None:
                     self._partial += event.data
                     if event.fin:
-                        self._inbox.append(bytes(self._partial))
+                        data = bytes(self._partial)
                         self._partial = None
+                        if not (data.isascii() or is_utf8(data)):
+                            self._invalid_utf8()
+                            break
+                        self._inbox.append(data)
+            elif opcode is Opcode.PONG:
+                if event.data == self._ping_payload:
+                    self._ping_payload = None
+                    self._pongs += 1
             elif opcode is Opcode.BINARY:
                 logger.debug("binary frame received; closing with 1003")
                 if proto.state is OPEN:
@@ -243,7 +310,27 @@ class WebSocketTransport:
             self._ended = True
             self._partial = None
 
+    def _invalid_utf8(self) -> None:
+        # RFC 6455 8.1: text that is not UTF-8 fails the connection (1007); it is
+        # not handed on to be answered as a JSON-RPC parse error.
+        logger.debug("text message with invalid UTF-8; closing with 1007")
+        if self._protocol.state is OPEN:
+            self._protocol.fail(CloseCode.INVALID_DATA, "text message is not valid UTF-8")
+
     # --- writing -----------------------------------------------------------------------------
+
+    def _pull(self) -> None:
+        """Take what the core queued (it counts toward ``_unsent`` until written) and wake the writer."""
+        chunks = self._protocol.data_to_send()
+        if not chunks:
+            return  # most reads queue nothing: the writer sleeps on
+        for chunk in chunks:
+            if chunk:
+                self._out.append(chunk)
+                self._unsent += len(chunk)
+            else:  # the core asks to half-close the TCP connection
+                self._eof_wanted = True
+        self._wake.set()
 
     async def _flush(self) -> bool:
         """Have the writer send all the core has queued; False if the connection is gone."""
@@ -261,39 +348,107 @@ class WebSocketTransport:
         progress.set()
 
     async def _write_loop(self) -> None:
-        proto = self._protocol
         try:
             with self._writer_scope:
-                await self._write_forever(proto)
+                await self._write_forever()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             logger.debug("websocket write failed; the connection is gone")
         finally:
             self._writer_dead = True
             self._notify_progress()
 
-    async def _write_forever(self, proto: Protocol) -> None:
+    async def _write_forever(self) -> None:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
             target = self._queued
-            chunks = proto.data_to_send()
-            data = b"".join(chunks)
-            if data:
+            chunks, self._out = self._out, []
+            eof, self._eof_wanted = self._eof_wanted, False
+            if chunks:
+                data = b"".join(chunks)
                 await self._stream.send(data)
-            if b"" in chunks:  # the core asks to half-close the TCP connection
+                self._unsent -= len(data)
+                if self._unsent <= self._room:
+                    self._owed = 0
+            if eof:
                 with contextlib.suppress(NotImplementedError):  # TLS streams cannot half-close
                     await self._stream.send_eof()
             self._written = target
             self._notify_progress()
 
+    # --- liveness ----------------------------------------------------------------------------
+
+    async def _keep_watch(self, peer: SessionActivity | None) -> None:
+        """Keepalive pings; on a server (``peer``) also the initialize and idle deadlines.
+
+        One task per connection that sleeps until its next deadline: nothing on the
+        message path reads a clock. Activity is the session's own message counters,
+        compared at each wake-up, so a connection is closed for idleness between
+        ``idle_timeout`` and ``idle_timeout`` plus one ``ping_interval`` after it fell
+        silent (twice ``idle_timeout`` with pings off).
+        """
+        limits = self._limits
+        interval, answer_within = limits.ping_interval, limits.ping_timeout
+        idle = limits.idle_timeout if peer is not None else None
+        now = anyio.current_time()
+        first_by = now + limits.initialize_timeout if peer is not None and limits.initialize_timeout else math.inf
+        next_ping = now + interval if interval else math.inf
+        pong_by = math.inf
+        seen, quiet_since = -1, now
+        while True:
+            wake = min(first_by, next_ping, quiet_since + idle if idle else math.inf)
+            if self._ping_payload is not None:
+                wake = min(wake, pong_by)
+            await anyio.sleep_until(wake)
+            now = anyio.current_time()
+            if first_by != math.inf:
+                if peer is not None and peer.has_requested():
+                    first_by = math.inf
+                elif now >= first_by:
+                    logger.info("websocket: no request within %s s; closing", limits.initialize_timeout)
+                    await self._close_with(CloseCode.POLICY_VIOLATION, "no request in time")
+                    return
+            if idle and peer is not None:
+                count, busy = peer.activity()
+                if busy or count != seen:
+                    seen, quiet_since = count, now
+                elif now >= quiet_since + idle:
+                    logger.info("websocket: idle for %s s; closing", idle)
+                    await self._close_with(CloseCode.NORMAL_CLOSURE, "idle timeout")
+                    return
+            if self._ping_payload is not None and now >= pong_by:
+                logger.info("websocket: keepalive ping not answered within %s s; dropping", answer_within)
+                if self._protocol.state is OPEN:
+                    self._protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+                    self._pull()
+                with anyio.CancelScope(shield=True):
+                    await self._drop()
+                return
+            if now >= next_ping:
+                next_ping = now + interval  # type: ignore[operator]  # finite only with an interval
+                if self._ping_payload is None and self._protocol.state is OPEN:
+                    self._ping_payload = os.urandom(4)
+                    self._protocol.send_ping(self._ping_payload)
+                    self._pull()
+                    pong_by = now + answer_within if answer_within else math.inf
+
 
 @contextlib.asynccontextmanager
 async def _running(
-    stream: anyio.abc.ByteStream, protocol: Protocol, close_timeout: float, early_events: Sequence[object]
+    stream: anyio.abc.ByteStream,
+    protocol: Protocol,
+    close_timeout: float,
+    early_events: Sequence[object],
+    limits: Limits,
+    peer: SessionActivity | None = None,
 ) -> AsyncIterator[WebSocketTransport]:
-    transport = WebSocketTransport(stream, protocol, close_timeout=close_timeout, early_events=early_events)
+    transport = WebSocketTransport(
+        stream, protocol, close_timeout=close_timeout, early_events=early_events, limits=limits
+    )
     async with anyio.create_task_group() as tg:
         tg.start_soon(transport._write_loop)
+        if limits.ping_interval or (peer is not None and (limits.initialize_timeout or limits.idle_timeout)):
+            tg.start_soon(transport._keep_watch, peer)
         try:
             yield transport
         finally:
@@ -360,13 +515,17 @@ async def serve_websocket(
         host: Interface to listen on (loopback by default).
         port: TCP port; 0 for any free one.
         path: The only accepted request path (404 otherwise); ``None`` accepts any.
-        limits: ``max_message_bytes`` per message (default: ``server.limits``).
+        limits: ``max_message_bytes`` per message, ``stream_buffer_bytes`` of
+            unsent output, and the liveness bounds ``initialize_timeout``,
+            ``idle_timeout``, ``ping_interval`` and ``ping_timeout`` (default:
+            ``server.limits``).
         allowed_origins: Origins a browser may connect from (exact strings or
             compiled patterns matched in full). Default: loopback origins
             (``http(s)://localhost|127.0.0.1|[::1]`` with any port). A request
             without ``Origin`` is always accepted.
         max_connections: Connections served at once; further ones wait in the
-            listen backlog.
+            listen backlog (a slot is freed when its connection ends, at the
+            latest by the initialize, idle or keepalive deadline).
         handshake_timeout: Seconds a client has to complete the upgrade request.
         close_timeout: Seconds to spend on a closing handshake.
     """
@@ -401,8 +560,9 @@ async def serve_websocket(
                     await _write_now(stream, protocol)
                 if handshake.cancelled_caught or protocol.state is not OPEN:
                     return  # refused, malformed, or too slow: the stream closes here
-                async with _running(stream, protocol, close_timeout, events) as transport:
-                    await server.serve(transport)
+                peer = SessionActivity()
+                async with _running(stream, protocol, close_timeout, events, limits, peer) as transport:
+                    await server.serve(transport, task_status=peer)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError) as exc:
             logger.debug("websocket connection lost: %r", exc)
         except Exception:
@@ -452,7 +612,8 @@ async def websocket_client(
 
     Args:
         url: The server's WebSocket URL, e.g. ``ws://127.0.0.1:8000/mcp``.
-        limits: ``max_message_bytes`` for incoming messages.
+        limits: ``max_message_bytes`` for incoming messages, ``stream_buffer_bytes``
+            of unsent output, ``ping_interval`` / ``ping_timeout`` for keepalive.
         headers: Extra handshake headers (``Authorization``, ``Origin``, ...).
         open_timeout: Seconds for the TCP connection and the upgrade together.
         close_timeout: Seconds to spend on the closing handshake at exit.
@@ -494,7 +655,7 @@ async def websocket_client(
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
             raise
-    async with stream, _running(stream, protocol, close_timeout, events) as transport:
+    async with stream, _running(stream, protocol, close_timeout, events, limits) as transport:
         yield transport
 
 
