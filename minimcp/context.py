@@ -9,6 +9,7 @@ on the handshake era, and becomes an ``input_required`` round on revision
 from __future__ import annotations
 
 import dataclasses
+import logging
 import secrets
 import time
 import typing
@@ -19,7 +20,14 @@ import anyio
 import msgspec
 
 from minimcp import capabilities, errors, forms, modern
-from minimcp.elicitation import Accepted, Cancelled, Declined, ElicitationUnsupported, UrlElicitation
+from minimcp.elicitation import (
+    Accepted,
+    Cancelled,
+    Declined,
+    ElicitationUnsupported,
+    QuestionFailed,
+    UrlElicitation,
+)
 from minimcp.errors import McpError
 from minimcp.jsonrpc import RequestId
 from minimcp.modern import Envelope, Question, Run
@@ -50,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
 
 T = TypeVar("T")
+logger = logging.getLogger("minimcp.context")
 
 LOG_LEVELS: tuple[LoggingLevel, ...] = (
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
@@ -77,6 +86,12 @@ class Sample:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListRoots:
     """The client's roots, for :meth:`Context.gather` (like ``ctx.list_roots()``)."""
+
+
+def _refused(method: str, error: McpError) -> QuestionFailed:
+    """The client answered our question with an error response: say so (it reaches the tool)."""
+    logger.info("the client answered %s with error %d: %s", method, error.code, error.message)
+    return QuestionFailed(method, error)
 
 
 class Context:
@@ -196,7 +211,13 @@ class Context:
     async def _ask_typed(
         self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
     ) -> T:
-        return self._typed(method, await self._ask(method, params, timeout, key), result_type)
+        try:
+            answer = await self._ask(method, params, timeout, key)
+        except McpError as exc:
+            if type(exc) is McpError:  # the client's own error response (ours are subclasses)
+                raise _refused(method, exc) from None
+            raise
+        return self._typed(method, answer, result_type)
 
     @staticmethod
     def _typed(method: str, answer: Any, result_type: type[T]) -> T:
@@ -383,10 +404,16 @@ class Context:
         self._started()
         try:
             answer = await self._ask("elicitation/create", params, timeout, key)
-            result = self._typed("elicitation/create", answer, ElicitResult)
         except errors.RequestTimeout:
             self._outcome("timed_out")
             return Cancelled("timeout")
+        except BaseException as exc:
+            self._outcome("failed")
+            if type(exc) is McpError:  # the client's own error response (ours are subclasses)
+                raise _refused("elicitation/create", exc) from None
+            raise
+        try:
+            result = self._typed("elicitation/create", answer, ElicitResult)
         except BaseException:
             self._outcome("failed")
             raise

@@ -24,6 +24,7 @@ from minimcp.config import Limits
 from minimcp.context import Context
 from minimcp.elicitation import (
     ElicitationUnsupported,
+    QuestionFailed,
     UrlElicitationRequired,
 )
 from minimcp.errors import McpError
@@ -951,10 +952,14 @@ class _ToolRun(Deferred):
             if self.modern_call and exc.required is not None:
                 raise McpError(modern.MISSING_CAPABILITY, str(exc), {"requiredCapabilities": exc.required}) from None
             return error_result(str(exc))
-        except (
-            forms.FormValidationError, forms.FormDefinitionError, InvalidElicitationUrl
-        ) as exc:
+        except forms.FormDefinitionError as exc:
+            # The tool's own form is broken: the person cannot be asked; its author must hear of it.
+            logger.error("tool %r asked a question with a form that cannot be sent: %s", name, exc)
             return error_result(str(exc))
+        except (forms.FormValidationError, InvalidElicitationUrl) as exc:
+            return error_result(str(exc))
+        except QuestionFailed as exc:
+            return error_result(f"tool {name!r} could not finish: {exc.describe()}")
         except UrlElicitationRequired as exc:
             if not self.modern_call and not connection.can_elicit_url():
                 for item in exc.elicitations:
