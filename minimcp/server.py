@@ -13,7 +13,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, TypeVar, overload
 
 import anyio
@@ -21,7 +21,7 @@ import msgspec
 
 from minimcp import capabilities, errors, forms, jsonrpc, modern
 from minimcp.config import Limits
-from minimcp.context import Context
+from minimcp.context import Context, Elicit
 from minimcp.elicitation import (
     ElicitationUnsupported,
     QuestionFailed,
@@ -43,6 +43,7 @@ from minimcp.tools import (
     error_result,
     to_result,
     tool_result,
+    unchecked_failure,
 )
 from minimcp.trace import WireTrace
 from minimcp.transports import Transport
@@ -112,6 +113,17 @@ def _page(items: list[T], cursor: str | UnsetType, size: int) -> tuple[list[T], 
             raise McpError(errors.INVALID_PARAMS, f"invalid cursor {cursor!r}")
     end = start + size
     return items[start:end], (str(end) if end < len(items) else UNSET)
+
+
+def _check_forms(tool: str, items: Iterable[Any]) -> None:
+    """Compile each form a tool names (``@app.tool(forms=...)``): a broken one fails registration."""
+    for item in items:
+        form, allowed = (item.form, item.allow_sensitive) if isinstance(item, Elicit) else (item, ())
+        try:
+            forms.check_form(form, allow_sensitive=allowed)
+        except forms.FormDefinitionError as exc:
+            label = getattr(form, "__qualname__", None) or "schema"
+            raise type(exc)(exc.field, f"tool {tool!r}, form {label}: {exc}") from None
 
 
 class _CallToolWire(msgspec.Struct, rename="camel"):
@@ -203,6 +215,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured: bool | None = None,
         replayable: bool = True,
+        forms: Iterable[Any] = (),
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -217,6 +230,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured: bool | None = None,
         replayable: bool = True,
+        forms: Iterable[Any] = (),
     ) -> Any:
         """Register an async function as a tool.
 
@@ -230,6 +244,14 @@ class Server:
         ``replayable=False``: on the modern revision, never run this tool again
         from the top to rebuild a call whose suspended state is gone (a
         restart, another worker); such a retry fails cleanly instead.
+
+        ``forms``: the forms the tool asks with ``ctx.elicit`` (Struct, dataclass or
+        TypedDict types, raw schema dicts, or :class:`~minimcp.context.Elicit` items
+        when ``allow_sensitive`` applies), checked here: one that cannot be sent raises
+        :class:`~minimcp.forms.FormDefinitionError` naming the tool and the field. A form
+        not named here is compiled when the tool asks; if it cannot be sent, the call
+        ends with a tool error and the server logs the reason. Parameters without a type
+        annotation accept any JSON value and draw a warning here.
         """
 
         def register(f: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -246,6 +268,7 @@ class Server:
             )
             if t.definition.name in self._tools:
                 raise ValueError(f"a tool named {t.definition.name!r} is already registered")
+            _check_forms(t.definition.name, forms)
             self._tools[t.definition.name] = t
             self._tool_list.append(t.definition)
             if not replayable:
@@ -975,6 +998,8 @@ class _ToolRun(Deferred):
             raise
         except Exception:
             logger.exception("tool %r raised", name)
+            if self.tool.unchecked:
+                return error_result(unchecked_failure(self.tool, name))
             return error_result(f"tool {name!r} failed with an internal error")
 
 

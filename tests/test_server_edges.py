@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import pathlib
 import sys
+import warnings
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
-from minimcp import Accepted, Context, ElicitationRequest, McpError, Server
+from minimcp import Accepted, Context, Elicit, ElicitationRequest, FormDefinitionError, McpError, Server
+from minimcp.forms import SensitiveFieldError
 from tests.helpers import connected, raw_client
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -58,7 +62,8 @@ async def test_raw_error_response_to_the_question_is_not_passed_on_as_the_call_e
         )
         question = await peer.recv()
         assert question["method"] == "elicitation/create"
-        await peer.send({"jsonrpc": "2.0", "id": question["id"], "error": {"code": -32603, "message": "Internal error"}})
+        refusal = {"code": -32603, "message": "Internal error"}
+        await peer.send({"jsonrpc": "2.0", "id": question["id"], "error": refusal})
         reply = await peer.recv()
         assert reply["id"] == 1
         assert "error" not in reply, reply
@@ -96,3 +101,106 @@ async def test_a_tool_may_catch_the_clients_refusal() -> None:
     (exc,) = seen
     assert isinstance(exc, QuestionFailed)
     assert (exc.code, exc.message, exc.method) == (-32000, "user closed the dialog", "elicitation/create")
+
+
+# --- forms a tool names are checked at registration; a broken one is logged when it is asked ------------------
+
+
+class Nested(msgspec.Struct):
+    where: dict[str, str]
+
+
+class Login(msgspec.Struct):
+    user: str
+    password: str
+
+
+class Fine(msgspec.Struct):
+    ok: bool
+
+
+def test_a_form_named_at_registration_that_cannot_be_sent_fails_registration_naming_the_field() -> None:
+    app = Server("t")
+    with pytest.raises(FormDefinitionError, match=r"tool 'nested', form Nested: .*'where'") as info:
+
+        @app.tool(forms=[Fine, Nested])
+        async def nested(ctx: Context) -> str:
+            return "x"
+
+    assert info.value.field == "where"
+    with pytest.raises(SensitiveFieldError, match=r"tool 'login', form Login: .*'password'"):
+
+        @app.tool(forms=[Login])
+        async def login(ctx: Context) -> str:
+            return "x"
+
+    assert app.tools == []  # nothing was registered
+
+    # an opt-out given the way ctx.elicit gets it passes; so do good forms and raw schemas
+    @app.tool(forms=[Fine, Elicit("", Login, allow_sensitive={"password"}), {"type": "object",
+                     "properties": {"n": {"type": "integer"}}}])
+    async def fine(ctx: Context) -> str:
+        return "x"
+
+    assert [t.name for t in app.tools] == ["fine"]
+
+
+async def test_a_form_that_cannot_be_sent_is_logged_on_the_server_and_the_user_gets_a_tool_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = Server("t")
+
+    @app.tool()
+    async def ask(ctx: Context) -> str:
+        await ctx.elicit("where?", Nested)  # not named at registration: found when asked
+        return "x"
+
+    async def never(question: ElicitationRequest) -> Accepted[dict[str, Any]]:
+        raise AssertionError("nothing must be sent")
+
+    with caplog.at_level(logging.WARNING, logger="minimcp"):
+        async with connected(app, elicitation_handler=never) as (client, _):
+            result = await client.call_tool("ask", {})
+            assert result.is_error is True and "'where'" in result.text
+    logged = [r for r in caplog.records if r.name == "minimcp.server" and r.levelno >= logging.ERROR]
+    assert len(logged) == 1 and "'ask'" in logged[0].getMessage() and "'where'" in logged[0].getMessage()
+
+
+# --- un-annotated parameters ----------------------------------------------------------------------------------
+
+
+def test_an_unannotated_parameter_draws_a_warning_naming_the_tool_and_the_parameter() -> None:
+    app = Server("t")
+    with pytest.warns(UserWarning, match=r"tool 'greet': parameter 'name' has no type annotation") as caught:
+
+        @app.tool()
+        async def greet(ctx: Context, name, times: int = 2) -> str:  # type: ignore[no-untyped-def]
+            return str(name * times)
+
+    (warning,) = [w for w in caught if "greet" in str(w.message)]
+    assert warning.filename == __file__  # it points at the tool's own definition
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        @app.tool()
+        async def typed(name: str, anything: Any = None) -> str:  # annotated (Any on purpose): no warning
+            return name
+
+
+async def test_an_unannotated_argument_of_the_wrong_type_gives_a_clear_tool_error() -> None:
+    app = Server("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+
+        @app.tool()
+        async def greet(name, times: int = 2) -> str:  # type: ignore[no-untyped-def]
+            return str(name * times + "!")
+
+    async with connected(app) as (client, _):
+        ok = await client.call_tool("greet", {"name": "ab"})
+        assert ok.text == "abab!"
+        bad = await client.call_tool("greet", {"name": {"a": 1}})
+        assert bad.is_error is True
+        assert "internal error" not in bad.text
+        assert "'name'" in bad.text and "not type-checked" in bad.text
+        assert "TypeError" not in bad.text  # still no exception text or type on the wire
