@@ -432,8 +432,33 @@ class Server:
         async with stdio_server(limits=self.limits) as transport:
             await self.serve(transport)
 
-    def run(self, *, backend: str = "asyncio") -> None:
-        """Serve stdio in a new event loop (``backend``: ``"asyncio"`` or ``"trio"``)."""
+    def run(
+        self,
+        transport: Literal["stdio", "http", "ws"] = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        backend: str = "asyncio",
+        **options: Any,
+    ) -> None:
+        """Serve in a new event loop (``backend``: ``"asyncio"`` or ``"trio"``) until stopped.
+
+        ``transport``: ``"stdio"`` (one client on stdin/stdout), ``"http"`` (Streamable
+        HTTP at ``http://HOST:PORT/mcp``; the ``http`` extra) or ``"ws"`` (WebSocket at
+        ``ws://HOST:PORT/mcp``; the ``ws`` extra). A network transport logs its endpoint
+        URL on stderr at start; ``options`` go to :func:`~minimcp.transports.http.serve_http`
+        or :func:`~minimcp.transports.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
+
+        Raises:
+            ImportError: the transport's extra is not installed (the message names it).
+        """
+        if transport != "stdio":
+            from minimcp.serve import run_network
+
+            run_network(self, transport, host=host, port=port, backend=backend, **options)
+            return
+        if options:
+            raise TypeError(f"options {sorted(options)} apply to the http and ws transports only")
         anyio.run(self.serve_stdio, backend=backend)
 
 

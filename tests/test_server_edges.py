@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pathlib
+import re
+import signal
+import subprocess
 import sys
 import warnings
 from typing import Any
@@ -14,6 +18,8 @@ import pytest
 
 from minimcp import Accepted, Context, Elicit, ElicitationRequest, FormDefinitionError, McpError, Server
 from minimcp.forms import SensitiveFieldError
+from minimcp.transports.http import connect_http
+from minimcp.transports.websocket import connect_websocket
 from tests.helpers import connected, raw_client
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -204,3 +210,94 @@ async def test_an_unannotated_argument_of_the_wrong_type_gives_a_clear_tool_erro
         assert "internal error" not in bad.text
         assert "'name'" in bad.text and "not type-checked" in bad.text
         assert "TypeError" not in bad.text  # still no exception text or type on the wire
+
+
+# --- Server.run over HTTP and WebSocket -----------------------------------------------------------------------
+
+RUN_SERVER = """
+import sys
+from minimcp import Server
+app = Server("runner")
+
+@app.tool()
+async def hello(name: str) -> str:
+    return f"hello {name}"
+
+app.run(sys.argv[1], port=0, backend=sys.argv[2])
+"""
+
+
+def _start(transport: str, backend: str) -> subprocess.Popen[str]:
+    # SIGINT as a terminal delivers it (a background job may inherit it ignored).
+    return subprocess.Popen(
+        [sys.executable, "-c", RUN_SERVER, transport, backend],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(ROOT),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+async def test_server_run_serves_http_and_ws_and_logs_the_endpoint_url(anyio_backend: str, transport: str) -> None:
+    proc = _start(transport, anyio_backend)
+    try:
+        assert proc.stderr is not None
+        with anyio.fail_after(60):
+            line = await anyio.to_thread.run_sync(proc.stderr.readline)
+        name = "Streamable HTTP" if transport == "http" else "WebSocket"
+        match = re.fullmatch(rf"serving MCP over {name} at ((?:http|ws)://127\.0\.0\.1:\d+/mcp)\n", line)
+        assert match, line
+        url = match.group(1)
+        connect = connect_http if transport == "http" else connect_websocket
+        with anyio.fail_after(30):
+            async with connect(url) as client:
+                assert (await client.call_tool("hello", {"name": "you"})).text == "hello you"
+        # Ctrl-C: one line, exit status 130, no traceback
+        proc.send_signal(signal.SIGINT)
+        with anyio.fail_after(60):
+            rest = await anyio.to_thread.run_sync(proc.stderr.read)
+            code = await anyio.to_thread.run_sync(proc.wait)
+        assert code == 130, rest
+        assert rest.strip() == "interrupted: the MCP server stopped"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize(("transport", "module", "extra"), [
+    ("http", "uvicorn", "http"), ("ws", "websockets", "ws"),
+])
+def test_server_run_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, transport: str, module: str, extra: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    with pytest.raises(ImportError, match=re.escape(f"pip install 'minimcp[{extra}]'")):
+        Server("t").run(transport, port=0)  # type: ignore[arg-type]
+
+
+def test_server_run_refuses_unknown_transports_and_stray_options() -> None:
+    with pytest.raises(ValueError, match="'stdio', 'http', 'ws'"):
+        Server("t").run("sse", port=0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="allowed_hosts"):
+        Server("t").run("stdio", allowed_hosts=["x"])
+
+
+async def test_websocket_wrong_path_404_names_the_endpoint(anyio_backend: str) -> None:
+    from minimcp.transports.websocket import serve_websocket
+
+    app = Server("t")
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            port = await tg.start(serve_websocket, app)
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(
+                    b"GET /wrong HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                )
+                reply = b""
+                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                    while b"\r\n\r\n" not in reply or not reply.endswith(b"\n"):
+                        reply += await stream.receive()
+            tg.cancel_scope.cancel()
+    assert reply.startswith(b"HTTP/1.1 404"), reply
+    assert b"the MCP endpoint is /mcp" in reply
