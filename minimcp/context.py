@@ -51,6 +51,7 @@ from minimcp.types import (
 )
 from minimcp.urls import check_elicitation_url
 from minimcp.versions import Feature, supports
+from minimcp.waiting import Wait, Waits
 
 if TYPE_CHECKING:
     from minimcp.server import ServerConnection
@@ -59,6 +60,8 @@ __all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
 
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
+#: How much a keep-alive progress notification raises the call's progress value (relative, at least this).
+_NUDGE = 2.0**-20
 
 LOG_LEVELS: tuple[LoggingLevel, ...] = (
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
@@ -209,15 +212,61 @@ class Context:
         return await run.ask(Question.create(method, params, key), timeout, self.connection.server.parking)
 
     async def _ask_typed(
-        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
+        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None,
+        waiting_for: str | None = None,
     ) -> T:
+        wait = None if waiting_for is None or self.meta is UNSET else self._begin_wait(waiting_for)
         try:
             answer = await self._ask(method, params, timeout, key)
         except McpError as exc:
             if type(exc) is McpError:  # the client's own error response (ours are subclasses)
                 raise _refused(method, exc) from None
             raise
+        finally:
+            if wait is not None:
+                self._end_wait(wait)
         return self._typed(method, answer, result_type)
+
+    def _begin_wait(self, what: str) -> Wait | None:
+        """Keep the call alive with progress while a person answers (handshake era, progress token given)."""
+        if self.run is not None or self.progress_token is None:
+            return None  # 2026-07-28: no request stays open while the person answers
+        conn = self.connection
+        waits = conn.waits
+        if waits is None:
+            interval = conn.server.limits.waiting_progress_interval
+            if not interval:
+                return None
+            waits = conn.waits = Waits(conn.session, interval)
+        return waits.begin(self, what)
+
+    def _end_wait(self, wait: Wait) -> None:
+        waits = self.connection.waits
+        if waits is not None:
+            waits.end(wait)
+
+    async def _still_waiting(self, what: str, interval: float) -> None:
+        """One keep-alive progress notification (see :mod:`minimcp.waiting`), unless one went out lately.
+
+        Its ``progress`` is the call's last value nudged up by a hair (the spec wants each value
+        higher than the last; nothing advances while the person thinks), so the tool's own later
+        reports still count; its ``message`` says what the call waits for.
+        """
+        token = self.progress_token
+        if token is None or self.finished:
+            return
+        now = self.session.now()
+        if now - self._last_progress_at < interval / 2:
+            return  # another question of this call (ctx.gather) just sent one
+        last = self._last_progress if self._last_progress is not None else 0.0
+        progress = last + max(abs(last), 1.0) * _NUDGE
+        self._last_progress = progress
+        self._last_progress_at = now
+        await self.session.notify(
+            "notifications/progress",
+            ProgressParams(progress_token=token, progress=progress, message=f"waiting for {what}"),
+            related=self.request_id,
+        )
 
     @staticmethod
     def _typed(method: str, answer: Any, result_type: type[T]) -> T:
@@ -307,7 +356,8 @@ class Context:
             McpError: the client refused or failed.
         """
         params = self._sample_params(messages, max_tokens, system_prompt, temperature)
-        return await self._ask_typed("sampling/createMessage", params, CreateMessageResult, timeout, key)
+        waiting_for = "the client to answer a sampling request"
+        return await self._ask_typed("sampling/createMessage", params, CreateMessageResult, timeout, key, waiting_for)
 
     def _sample_params(
         self,
@@ -402,6 +452,7 @@ class Context:
         # The await is inline (not in a helper coroutine): one frame less for every
         # question that waits on a person.
         self._started()
+        wait = None if self.meta is UNSET else self._begin_wait("the person to answer a question")
         try:
             answer = await self._ask("elicitation/create", params, timeout, key)
         except errors.RequestTimeout:
@@ -412,6 +463,9 @@ class Context:
             if type(exc) is McpError:  # the client's own error response (ours are subclasses)
                 raise _refused("elicitation/create", exc) from None
             raise
+        finally:
+            if wait is not None:
+                self._end_wait(wait)
         try:
             result = self._typed("elicitation/create", answer, ElicitResult)
         except BaseException:
@@ -575,7 +629,9 @@ class Context:
             params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
         self._started()
         try:
-            result = await self._ask_typed("elicitation/create", params, ElicitResult, timeout, key)
+            result = await self._ask_typed(
+                "elicitation/create", params, ElicitResult, timeout, key, "the person to finish a step in their browser"
+            )
         except errors.RequestTimeout:
             conn._forget_url(eid)
             self._outcome("timed_out")

@@ -80,6 +80,7 @@ from minimcp.types import (
 )
 from minimcp.urls import InvalidElicitationUrl
 from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, Feature, negotiate, supports
+from minimcp.waiting import Waits
 
 __all__ = ["Context", "Server", "ServerConnection", "ToolError", "tool_result"]
 
@@ -482,6 +483,8 @@ class ServerConnection:
         self.log_level: LoggingLevel = "debug"
         #: ``"legacy"`` (began with initialize), ``"modern"`` (2026-07-28 envelopes), or ``None`` yet.
         self.era: str | None = None
+        #: Questions a person is answering for calls that asked for progress (made on first need).
+        self.waits: Waits | None = None
 
     # Dispatcher protocol
 
