@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import pathlib
+import sys
 from typing import Any
 
 import anyio
@@ -11,6 +14,7 @@ import anyio
 from minimcp import Accepted, Context, ElicitationRequest, Limits, Server, UrlElicitationRequest
 from minimcp.types import CreateMessageParams, CreateMessageResult, ProgressParams, TextContent
 from tests.helpers import connected, raw_client
+from tests.npm_peer import NPM_PEERS, sdk_node
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FAST = Limits(waiting_progress_interval=0.05)
@@ -159,3 +163,41 @@ async def test_many_waiting_questions_share_one_timer(anyio_backend: str) -> Non
                     done += 1
         await wait_for(lambda: not conn.waits.running, "the timer to end")  # type: ignore[union-attr]
         assert len(conn.waits) == 0
+
+
+# --- a real host: the TypeScript SDK client with resetTimeoutOnProgress ----------------------------------------
+
+BOOKING_WITH_QUICK_KEEPALIVES = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import booking
+app = booking.build()
+app.server.limits = app.server.limits.replace(waiting_progress_interval=float(sys.argv[3]))
+app.server.run(backend=sys.argv[2])
+"""
+
+
+async def test_typescript_host_with_reset_on_progress_keeps_a_call_the_person_answers_slowly(
+    anyio_backend: str,
+) -> None:
+    """The SDK's request clock (here 1.5 s) restarts on each progress; the person answers after 4.5 s."""
+    node = sdk_node()  # installs the pinned npm peers on first use
+    timeout_ms, interval = 1500, 0.3
+    command = [
+        str(node), str(NPM_PEERS / "slow_person_host.mjs"), str(timeout_ms),
+        sys.executable, "-c", BOOKING_WITH_QUICK_KEEPALIVES, str(ROOT / "examples"), anyio_backend, str(interval),
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    with anyio.fail_after(120):
+        done = await anyio.run_process(command, cwd=str(ROOT), env=env, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    out = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert "error" not in out, out  # before: -32001 "Request timed out" after 1.5 s
+    assert out["asked"] == 1
+    assert out["result"]["structuredContent"]["status"] == "booked"
+    assert out["result"]["structuredContent"]["date"] == "2025-12-26"
+    progress = out["progress"]
+    assert len(progress) >= 3  # 4.5 s of waiting, one every 0.3 s: well over the three it needs
+    assert all(p["message"] == "waiting for the person to answer a question" for p in progress)
+    values = [p["progress"] for p in progress]
+    assert values == sorted(values) and len(set(values)) == len(values)
