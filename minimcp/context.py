@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
+import sys
 import time
 import typing
 from collections.abc import Awaitable, Collection, Mapping
@@ -60,6 +61,12 @@ __all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
 
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
+#: What a call waits for while its question is open, by method (a URL step by its mode); roots/list waits on no one.
+_WAITING_FOR = {
+    "elicitation/create": "the person to answer a question",
+    "url": "the person to finish a step in their browser",
+    "sampling/createMessage": "the client to answer a sampling request",
+}
 #: How much a keep-alive progress notification raises the call's progress value (relative, at least this).
 _NUDGE = 2.0**-20
 
@@ -91,10 +98,13 @@ class ListRoots:
     """The client's roots, for :meth:`Context.gather` (like ``ctx.list_roots()``)."""
 
 
-def _refused(method: str, error: McpError) -> QuestionFailed:
-    """The client answered our question with an error response: say so (it reaches the tool)."""
-    logger.info("the client answered %s with error %d: %s", method, error.code, error.message)
-    return QuestionFailed(method, error)
+def _raise_if_refused(method: str) -> None:
+    """In an ``except`` block: when the client answered our question with an error response (a plain
+    :class:`McpError`; ours are subclasses), raise :class:`QuestionFailed` instead (it reaches the tool)."""
+    error = sys.exc_info()[1]
+    if type(error) is McpError:
+        logger.info("the client answered %s with error %d: %s", method, error.code, error.message)
+        raise QuestionFailed(method, error) from None
 
 
 class Context:
@@ -200,11 +210,27 @@ class Context:
         """Send one question to the client: a nested request, or an input request (modern).
 
         What it gives is the raw answer, for :meth:`_typed`: on the handshake era the pending
-        request itself, awaited without a coroutine of its own while the person answers.
+        request itself, awaited without a coroutine of its own while the person answers --
+        unless the call asked for progress: then the wait for a person (a form, a URL step,
+        sampling) is kept alive with progress (:mod:`minimcp.waiting`).
         """
         if self.run is None:
-            return self.session.start_request(method, params, timeout=timeout, related=self.request_id)
+            pending = self.session.start_request(method, params, timeout=timeout, related=self.request_id)
+            if self.meta is not UNSET and method in _WAITING_FOR:  # a person (or their model) answers
+                url = getattr(params, "mode", None) == "url"
+                wait = self._begin_wait(_WAITING_FOR["url" if url else method])
+                if wait is not None:
+                    return self._kept_alive(pending, wait)
+            return pending
         return self._ask_modern(self.run, method, params, timeout, key)
+
+    async def _kept_alive(self, pending: Awaitable[Any], wait: Wait) -> Any:
+        try:
+            return await pending
+        finally:
+            waits = self.connection.waits
+            if waits is not None:
+                waits.end(wait)
 
     async def _ask_modern(self, run: Run, method: str, params: Any, timeout: float | None, key: str | None) -> Any:
         if timeout is DEFAULT:
@@ -212,25 +238,20 @@ class Context:
         return await run.ask(Question.create(method, params, key), timeout, self.connection.server.parking)
 
     async def _ask_typed(
-        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None,
-        waiting_for: str | None = None,
+        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
     ) -> T:
-        wait = None if waiting_for is None or self.meta is UNSET else self._begin_wait(waiting_for)
         try:
             answer = await self._ask(method, params, timeout, key)
-        except McpError as exc:
-            if type(exc) is McpError:  # the client's own error response (ours are subclasses)
-                raise _refused(method, exc) from None
+        except McpError:
+            _raise_if_refused(method)
             raise
-        finally:
-            if wait is not None:
-                self._end_wait(wait)
         return self._typed(method, answer, result_type)
 
     def _begin_wait(self, what: str) -> Wait | None:
-        """Keep the call alive with progress while a person answers (handshake era, progress token given)."""
-        if self.run is not None or self.progress_token is None:
-            return None  # 2026-07-28: no request stays open while the person answers
+        """Keep the call alive with progress while a person answers (handshake era: on 2026-07-28 no
+        request stays open meanwhile), if the call carried a progress token."""
+        if self.progress_token is None:
+            return None
         conn = self.connection
         waits = conn.waits
         if waits is None:
@@ -239,11 +260,6 @@ class Context:
                 return None
             waits = conn.waits = Waits(conn.session, interval)
         return waits.begin(self, what)
-
-    def _end_wait(self, wait: Wait) -> None:
-        waits = self.connection.waits
-        if waits is not None:
-            waits.end(wait)
 
     async def _still_waiting(self, what: str, interval: float) -> None:
         """One keep-alive progress notification (see :mod:`minimcp.waiting`), unless one went out lately.
@@ -356,8 +372,7 @@ class Context:
             McpError: the client refused or failed.
         """
         params = self._sample_params(messages, max_tokens, system_prompt, temperature)
-        waiting_for = "the client to answer a sampling request"
-        return await self._ask_typed("sampling/createMessage", params, CreateMessageResult, timeout, key, waiting_for)
+        return await self._ask_typed("sampling/createMessage", params, CreateMessageResult, timeout, key)
 
     def _sample_params(
         self,
@@ -452,20 +467,15 @@ class Context:
         # The await is inline (not in a helper coroutine): one frame less for every
         # question that waits on a person.
         self._started()
-        wait = None if self.meta is UNSET else self._begin_wait("the person to answer a question")
         try:
             answer = await self._ask("elicitation/create", params, timeout, key)
         except errors.RequestTimeout:
             self._outcome("timed_out")
             return Cancelled("timeout")
-        except BaseException as exc:
+        except BaseException:
             self._outcome("failed")
-            if type(exc) is McpError:  # the client's own error response (ours are subclasses)
-                raise _refused("elicitation/create", exc) from None
+            _raise_if_refused("elicitation/create")  # no local for the exception: frames stay as small
             raise
-        finally:
-            if wait is not None:
-                self._end_wait(wait)
         try:
             result = self._typed("elicitation/create", answer, ElicitResult)
         except BaseException:
@@ -629,9 +639,7 @@ class Context:
             params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
         self._started()
         try:
-            result = await self._ask_typed(
-                "elicitation/create", params, ElicitResult, timeout, key, "the person to finish a step in their browser"
-            )
+            result = await self._ask_typed("elicitation/create", params, ElicitResult, timeout, key)
         except errors.RequestTimeout:
             conn._forget_url(eid)
             self._outcome("timed_out")
