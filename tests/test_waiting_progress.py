@@ -201,3 +201,24 @@ async def test_typescript_host_with_reset_on_progress_keeps_a_call_the_person_an
     assert all(p["message"] == "waiting for the person to answer a question" for p in progress)
     values = [p["progress"] for p in progress]
     assert values == sorted(values) and len(set(values)) == len(values)
+
+
+async def test_keepalives_reach_the_call_over_streamable_http() -> None:
+    """On HTTP the keep-alives travel on the tools/call POST's own stream (they name that request)."""
+    from minimcp.transports.http import connect_http, serve_http
+
+    app = asking_server()
+    seen: list[ProgressParams] = []
+
+    async def person(question: ElicitationRequest) -> Accepted[dict[str, Any]]:
+        await wait_for(lambda: len(seen) >= 3, "three keep-alives")
+        return Accepted({"ok": True})
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            port = await tg.start(serve_http, app)
+            async with connect_http(f"http://127.0.0.1:{port}/mcp", elicitation_handler=person) as client:
+                result = await client.call_tool("ask", {}, on_progress=seen.append)
+                assert result.text == "Accepted(value={'ok': True})"
+            tg.cancel_scope.cancel()
+    assert {p.message for p in seen[:-1]} == {"waiting for the person to answer a question"}
