@@ -7,12 +7,14 @@ a tool waits on a form, a URL step or a sampling request, and its call carried a
 ``progressToken``, the connection sends one every ``limits.waiting_progress_interval``
 seconds, saying what it waits for, and stops the moment the answer arrives.
 
-Cost: a call without a progress token pays nothing (no entry, no task). A waiting
-question with one costs one small entry in a :class:`~minimcp.deadlines.Deadlines` (one
-lane: every entry has the same interval, so adding is an append and the earliest entry
-is the lane's head); the connection runs one timer task while any entry exists, and it
-ends when the last one does. With 100,000 waiting questions the timer sends 100,000
-notifications per interval, spread over it the way the questions were.
+Cost: a call without a progress token pays nothing (no entry, no task, no frame). A
+waiting question with one costs one small entry in a :class:`~minimcp.deadlines.Deadlines`
+(one lane: every entry has the same interval, so adding is an append and the earliest
+entry is the lane's head) and one coroutine frame that ends the entry when the answer
+arrives (``Context._kept_alive``); no task. The connection runs one timer task while any
+entry exists, and it ends when the last one does. With 100,000 waiting questions the
+timer sends 100,000 notifications per interval (15 s by default), spread over it the way
+the questions were asked.
 """
 
 from __future__ import annotations
