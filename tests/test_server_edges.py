@@ -242,7 +242,7 @@ async def test_server_run_serves_http_and_ws_and_logs_the_endpoint_url(anyio_bac
     try:
         assert proc.stderr is not None
         with anyio.fail_after(60):
-            line = await anyio.to_thread.run_sync(proc.stderr.readline)
+            line = await anyio.to_thread.run_sync(proc.stderr.readline, abandon_on_cancel=True)
         name = "Streamable HTTP" if transport == "http" else "WebSocket"
         match = re.fullmatch(rf"serving MCP over {name} at ((?:http|ws)://127\.0\.0\.1:\d+/mcp)\n", line)
         assert match, line
@@ -254,8 +254,8 @@ async def test_server_run_serves_http_and_ws_and_logs_the_endpoint_url(anyio_bac
         # Ctrl-C: one line, exit status 130, no traceback
         proc.send_signal(signal.SIGINT)
         with anyio.fail_after(60):
-            rest = await anyio.to_thread.run_sync(proc.stderr.read)
-            code = await anyio.to_thread.run_sync(proc.wait)
+            rest = await anyio.to_thread.run_sync(proc.stderr.read, abandon_on_cancel=True)
+            code = await anyio.to_thread.run_sync(proc.wait, abandon_on_cancel=True)
         assert code == 130, rest
         assert rest.strip() == "interrupted: the MCP server stopped"
     finally:
