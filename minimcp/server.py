@@ -21,7 +21,7 @@ import msgspec
 
 from minimcp import capabilities, errors, forms, jsonrpc, modern
 from minimcp.config import Limits
-from minimcp.context import Context, Elicit
+from minimcp.context import Context
 from minimcp.elicitation import (
     ElicitationUnsupported,
     QuestionFailed,
@@ -40,6 +40,7 @@ from minimcp.tools import (
     ToolError,
     argument_error,
     build_tool,
+    check_tool_forms,
     error_result,
     to_result,
     tool_result,
@@ -114,17 +115,6 @@ def _page(items: list[T], cursor: str | UnsetType, size: int) -> tuple[list[T], 
             raise McpError(errors.INVALID_PARAMS, f"invalid cursor {cursor!r}")
     end = start + size
     return items[start:end], (str(end) if end < len(items) else UNSET)
-
-
-def _check_forms(tool: str, items: Iterable[Any]) -> None:
-    """Compile each form a tool names (``@app.tool(forms=...)``): a broken one fails registration."""
-    for item in items:
-        form, allowed = (item.form, item.allow_sensitive) if isinstance(item, Elicit) else (item, ())
-        try:
-            forms.check_form(form, allow_sensitive=allowed)
-        except forms.FormDefinitionError as exc:
-            label = getattr(form, "__qualname__", None) or "schema"
-            raise type(exc)(exc.field, f"tool {tool!r}, form {label}: {exc}") from None
 
 
 class _CallToolWire(msgspec.Struct, rename="camel"):
@@ -269,7 +259,7 @@ class Server:
             )
             if t.definition.name in self._tools:
                 raise ValueError(f"a tool named {t.definition.name!r} is already registered")
-            _check_forms(t.definition.name, forms)
+            check_tool_forms(t.definition.name, forms)
             self._tools[t.definition.name] = t
             self._tool_list.append(t.definition)
             if not replayable:

@@ -15,11 +15,12 @@ import inspect
 import re
 import typing
 import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
+from minimcp import forms
 from minimcp.types import (
     UNSET,
     AudioContent,
@@ -38,6 +39,7 @@ __all__ = [
     "ToolError",
     "argument_error",
     "build_tool",
+    "check_tool_forms",
     "error_result",
     "to_result",
     "tool_result",
@@ -231,6 +233,24 @@ def _warn_unchecked(fn: Callable[..., Any], tool: str, names: list[str]) -> None
         message, UserWarning, code.co_filename, code.co_firstlineno, module=getattr(fn, "__module__", None),
         registry=getattr(fn, "__globals__", {}).setdefault("__warningregistry__", {}),
     )
+
+
+def check_tool_forms(tool: str, items: Iterable[Any]) -> None:
+    """Compile each form a tool names (``@app.tool(forms=...)``): a broken one fails registration.
+
+    An item is a form (a type or a raw schema dict), or an object with ``form`` and
+    ``allow_sensitive`` (an :class:`~minimcp.context.Elicit`).
+    """
+    for item in items:
+        if isinstance(item, (type, Mapping)) or not hasattr(item, "allow_sensitive"):
+            form, allowed = item, ()
+        else:
+            form, allowed = item.form, item.allow_sensitive
+        try:
+            forms.check_form(form, allow_sensitive=allowed)
+        except forms.FormDefinitionError as exc:
+            label = getattr(form, "__qualname__", None) or "schema"
+            raise type(exc)(exc.field, f"tool {tool!r}, form {label}: {exc}") from None
 
 
 def unchecked_failure(tool: RegisteredTool, name: str) -> str:

@@ -394,7 +394,8 @@ async def test_busy_client_answer_reaches_the_tool_call_as_minus_32003() -> None
                 await wait_until(lambda: len(outcomes) == 1)
                 gate.set()
             assert outcomes[1:] == ["Accepted(value=Seats(count=2))"]
-            assert isinstance(outcomes[0], str) and "could not answer the question (error -32003: too many" in outcomes[0]
+            busy = outcomes[0]
+            assert isinstance(busy, str) and "could not answer the question (error -32003: too many" in busy
             assert client.session.stats.rejected_busy == 1
         tg.cancel_scope.cancel()
 
@@ -1080,7 +1081,8 @@ async def test_client_handler_crash_reaches_the_server_as_internal_error_only() 
         async with Client(client_tap, elicitation_handler=handler, sampling_handler=sampler) as client:  # type: ignore[arg-type]
             # The client's error answer ends the call with a tool error; only its generic text travels.
             asked = await client.call_tool("ask")
-            assert asked.is_error is True and "could not answer the question (error -32603: internal error)" in asked.text
+            assert asked.is_error is True
+            assert "could not answer the question (error -32603: internal error)" in asked.text
             assert (await client.call_tool("sample")).text == "-32603: internal error"
         tg.cancel_scope.cancel()
     client_tap.assert_no_leaks()
