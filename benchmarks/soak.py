@@ -87,7 +87,7 @@ EXPECT_CLIENT = {
     "decline": "decline",
     "cancel": "cancel",
     "invalid": "tool_error",
-    "bad_answer": "rpc_error:-32603",
+    "bad_answer": "tool_error",  # the client could not answer: a tool error, not its -32603
     "timeout": "timeout",
     "parent": "cancelled",
 }

@@ -24,6 +24,7 @@ from minimcp.elicitation import Accepted as Accepted
 from minimcp.elicitation import Cancelled as Cancelled
 from minimcp.elicitation import Declined as Declined
 from minimcp.elicitation import ElicitationUnsupported as ElicitationUnsupported
+from minimcp.elicitation import QuestionFailed as QuestionFailed
 from minimcp.elicitation import UrlElicitation as UrlElicitation
 from minimcp.elicitation import UrlElicitationRequired as UrlElicitationRequired
 from minimcp.errors import ConnectionClosed as ConnectionClosed
@@ -104,6 +105,7 @@ __all__ = [
     "UrlElicitation",
     "UrlElicitationRequest",
     "UrlElicitationRequired",
+    "QuestionFailed",
     "WireTrace",
     "__version__",
     "check_form",

@@ -42,6 +42,10 @@ class Limits:
         max_subscriptions: Resource subscriptions per session.
         progress_interval: Minimum seconds between two progress notifications of
             one request (extra ones are dropped; the final one is always sent).
+        waiting_progress_interval: Seconds between the progress notifications sent
+            while a tool waits on a person (a form, a URL step, sampling), to calls
+            that carried a ``progressToken``; a host that restarts its request clock
+            on progress then does not give up on the call. ``None``: never sent.
         stream_buffer_bytes: Bytes a byte-stream transport (stdio) holds in each
             direction: read-ahead waiting to be handled (reading pauses above
             it) and written messages the pipe has not taken yet (senders wait
@@ -76,6 +80,7 @@ class Limits:
     page_size: int = 100
     max_subscriptions: int = 10_000
     progress_interval: float = 0.05
+    waiting_progress_interval: float | None = 15.0
     stream_buffer_bytes: int = 1024 * 1024
     initialize_timeout: float | None = 30.0
     idle_timeout: float | None = 1800.0

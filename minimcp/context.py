@@ -9,7 +9,9 @@ on the handshake era, and becomes an ``input_required`` round on revision
 from __future__ import annotations
 
 import dataclasses
+import logging
 import secrets
+import sys
 import time
 import typing
 from collections.abc import Awaitable, Collection, Mapping
@@ -19,7 +21,14 @@ import anyio
 import msgspec
 
 from minimcp import capabilities, errors, forms, modern
-from minimcp.elicitation import Accepted, Cancelled, Declined, ElicitationUnsupported, UrlElicitation
+from minimcp.elicitation import (
+    Accepted,
+    Cancelled,
+    Declined,
+    ElicitationUnsupported,
+    QuestionFailed,
+    UrlElicitation,
+)
 from minimcp.errors import McpError
 from minimcp.jsonrpc import RequestId
 from minimcp.modern import Envelope, Question, Run
@@ -43,6 +52,7 @@ from minimcp.types import (
 )
 from minimcp.urls import check_elicitation_url
 from minimcp.versions import Feature, supports
+from minimcp.waiting import Wait, Waits
 
 if TYPE_CHECKING:
     from minimcp.server import ServerConnection
@@ -50,6 +60,15 @@ if TYPE_CHECKING:
 __all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
 
 T = TypeVar("T")
+logger = logging.getLogger("minimcp.context")
+#: What a call waits for while its question is open, by method (a URL step by its mode); roots/list waits on no one.
+_WAITING_FOR = {
+    "elicitation/create": "the person to answer a question",
+    "url": "the person to finish a step in their browser",
+    "sampling/createMessage": "the client to answer a sampling request",
+}
+#: How much a keep-alive progress notification raises the call's progress value (relative, at least this).
+_NUDGE = 2.0**-20
 
 LOG_LEVELS: tuple[LoggingLevel, ...] = (
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
@@ -77,6 +96,15 @@ class Sample:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListRoots:
     """The client's roots, for :meth:`Context.gather` (like ``ctx.list_roots()``)."""
+
+
+def _raise_if_refused(method: str) -> None:
+    """In an ``except`` block: when the client answered our question with an error response (a plain
+    :class:`McpError`; ours are subclasses), raise :class:`QuestionFailed` instead (it reaches the tool)."""
+    error = sys.exc_info()[1]
+    if type(error) is McpError:
+        logger.info("the client answered %s with error %d: %s", method, error.code, error.message)
+        raise QuestionFailed(method, error) from None
 
 
 class Context:
@@ -182,11 +210,27 @@ class Context:
         """Send one question to the client: a nested request, or an input request (modern).
 
         What it gives is the raw answer, for :meth:`_typed`: on the handshake era the pending
-        request itself, awaited without a coroutine of its own while the person answers.
+        request itself, awaited without a coroutine of its own while the person answers --
+        unless the call asked for progress: then the wait for a person (a form, a URL step,
+        sampling) is kept alive with progress (:mod:`minimcp.waiting`).
         """
         if self.run is None:
-            return self.session.start_request(method, params, timeout=timeout, related=self.request_id)
+            pending = self.session.start_request(method, params, timeout=timeout, related=self.request_id)
+            if self.meta is not UNSET and method in _WAITING_FOR:  # a person (or their model) answers
+                url = getattr(params, "mode", None) == "url"
+                wait = self._begin_wait(_WAITING_FOR["url" if url else method])
+                if wait is not None:
+                    return self._kept_alive(pending, wait)
+            return pending
         return self._ask_modern(self.run, method, params, timeout, key)
+
+    async def _kept_alive(self, pending: Awaitable[Any], wait: Wait) -> Any:
+        try:
+            return await pending
+        finally:
+            waits = self.connection.waits
+            if waits is not None:
+                waits.end(wait)
 
     async def _ask_modern(self, run: Run, method: str, params: Any, timeout: float | None, key: str | None) -> Any:
         if timeout is DEFAULT:
@@ -196,7 +240,49 @@ class Context:
     async def _ask_typed(
         self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
     ) -> T:
-        return self._typed(method, await self._ask(method, params, timeout, key), result_type)
+        try:
+            answer = await self._ask(method, params, timeout, key)
+        except McpError:
+            _raise_if_refused(method)
+            raise
+        return self._typed(method, answer, result_type)
+
+    def _begin_wait(self, what: str) -> Wait | None:
+        """Keep the call alive with progress while a person answers (handshake era: on 2026-07-28 no
+        request stays open meanwhile), if the call carried a progress token."""
+        if self.progress_token is None:
+            return None
+        conn = self.connection
+        waits = conn.waits
+        if waits is None:
+            interval = conn.server.limits.waiting_progress_interval
+            if not interval:
+                return None
+            waits = conn.waits = Waits(conn.session, interval)
+        return waits.begin(self, what)
+
+    async def _still_waiting(self, what: str, interval: float) -> None:
+        """One keep-alive progress notification (see :mod:`minimcp.waiting`), unless one went out lately.
+
+        Its ``progress`` is the call's last value nudged up by a hair (the spec wants each value
+        higher than the last; nothing advances while the person thinks), so the tool's own later
+        reports still count; its ``message`` says what the call waits for.
+        """
+        token = self.progress_token
+        if token is None or self.finished:
+            return
+        now = self.session.now()
+        if now - self._last_progress_at < interval / 2:
+            return  # another question of this call (ctx.gather) just sent one
+        last = self._last_progress if self._last_progress is not None else 0.0
+        progress = last + max(abs(last), 1.0) * _NUDGE
+        self._last_progress = progress
+        self._last_progress_at = now
+        await self.session.notify(
+            "notifications/progress",
+            ProgressParams(progress_token=token, progress=progress, message=f"waiting for {what}"),
+            related=self.request_id,
+        )
 
     @staticmethod
     def _typed(method: str, answer: Any, result_type: type[T]) -> T:
@@ -383,10 +469,15 @@ class Context:
         self._started()
         try:
             answer = await self._ask("elicitation/create", params, timeout, key)
-            result = self._typed("elicitation/create", answer, ElicitResult)
         except errors.RequestTimeout:
             self._outcome("timed_out")
             return Cancelled("timeout")
+        except BaseException:
+            self._outcome("failed")
+            _raise_if_refused("elicitation/create")  # no local for the exception: frames stay as small
+            raise
+        try:
+            result = self._typed("elicitation/create", answer, ElicitResult)
         except BaseException:
             self._outcome("failed")
             raise

@@ -25,6 +25,7 @@ __all__ = [
     "Cancelled",
     "Declined",
     "ElicitationUnsupported",
+    "QuestionFailed",
     "UrlElicitation",
     "UrlElicitationRequired",
 ]
@@ -84,6 +85,31 @@ class ElicitationUnsupported(Exception):
         super().__init__(message)
         #: The capabilities that would have allowed it (``data.requiredCapabilities``).
         self.required = required
+
+
+class QuestionFailed(errors.McpError):
+    """The client answered a question (``elicitation/create``, ``sampling/createMessage``,
+    ``roots/list``) with a JSON-RPC error instead of a result.
+
+    It keeps the client's ``code``, ``message`` and ``data``. Uncaught in a tool, the call
+    ends with a tool error result saying the client could not answer (with the client's
+    message shortened), not with the client's error as the ``tools/call`` error.
+    """
+
+    #: Characters of the client's message kept in the tool error's text.
+    SHOWN = 200
+
+    def __init__(self, method: str, error: errors.McpError) -> None:
+        super().__init__(error.code, error.message, error.data)
+        self.method = method
+
+    def describe(self) -> str:
+        """One line for the tool error: what failed, and the client's message shortened."""
+        text = " ".join(self.message.split())
+        if len(text) > self.SHOWN:
+            text = text[: self.SHOWN - 1].rstrip() + "\u2026"
+        what = "the question" if self.method == "elicitation/create" else f"the server's {self.method} request"
+        return f"the client could not answer {what} (error {self.code}: {text or 'no message'})"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

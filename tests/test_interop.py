@@ -190,6 +190,24 @@ async def test_official_client_booking_invalid_answer_is_tool_error() -> None:
     assert result.structured_content is None
 
 
+async def test_official_client_answering_with_an_error_gets_a_tool_error() -> None:
+    """A client that checks the form itself and refuses with -32603 (FastMCP does): the booking call ends
+    with a tool error saying the client could not answer, not with the client's error (booking.md)."""
+    refusal = mcp_types.ErrorData(code=-32603, message="Elicitation response content does not match requested schema")
+    recorder = Recorder(refusal)
+    with anyio.fail_after(TIMEOUT):
+        async with official_client(BOOKING_SERVER, elicitation_callback=recorder) as client:
+            result = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
+            status = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 2})
+    assert len(recorder.questions) == 1
+    assert result.is_error is True
+    assert "could not answer the question" in texts(result)
+    assert "does not match requested schema" in texts(result)
+    assert result.structured_content is None  # nothing booked
+    assert not status.is_error and status.structured_content is not None
+    assert status.structured_content["booking_id"]  # the session goes on
+
+
 async def test_official_client_without_elicitation_gets_full_date_error() -> None:
     # No elicitation callback: the official client does not declare the capability, so the
     # booking server must not ask; it answers with a tool error naming the next free date.

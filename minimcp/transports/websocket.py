@@ -553,7 +553,7 @@ async def serve_websocket(
                     if isinstance(request, Request):
                         del events[0]
                         if path is not None and request.path.split("?", 1)[0] != path:
-                            response = protocol.reject(404, "Not Found\n")
+                            response = protocol.reject(404, f"Not Found: the MCP endpoint is {path}\n")
                         else:
                             response = protocol.accept(request)
                         protocol.send_response(response)
