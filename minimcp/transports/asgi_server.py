@@ -6,6 +6,12 @@ listening socket is bound here first, so the caller learns the real port even
 when it asked for port 0, and connections made before the server accepts wait
 in the backlog. Used by the Streamable HTTP transport and by the example's
 pages.
+
+Both servers get the same bounds from :class:`~minimcp.config.Limits`: a
+request's headers must arrive within ``http_header_timeout`` (uvicorn has no
+such timeout of its own: see :mod:`minimcp.transports._uvicorn_guard`;
+hypercorn closes a connection that stays without a request for its
+``keep_alive_timeout``), and uvicorn takes at most ``max_http_connections``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from typing import Any, Literal, cast
 
 import anyio
 import anyio.abc
+
+from minimcp.config import Limits
 
 __all__ = ["bind", "run_asgi", "run_hypercorn", "run_uvicorn", "running_backend", "serve_asgi"]
 
@@ -50,20 +58,33 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _limits_of(app: Any, limits: Limits | None) -> Limits:
+    if limits is not None:
+        return limits
+    found = getattr(app, "limits", None)
+    return found if isinstance(found, Limits) else Limits()
+
+
 async def run_uvicorn(
     app: Any,
     sock: socket.socket,
     stop: anyio.Event,
     graceful_timeout: float,
     task_status: anyio.abc.TaskStatus[None],
+    limits: Limits | None = None,
 ) -> None:
     import uvicorn
 
+    from minimcp.transports._uvicorn_guard import guarded_h11_protocol
+
+    bounds = _limits_of(app, limits)
     config = uvicorn.Config(
         app,
         lifespan="off",
         interface="asgi3",
         ws="none",
+        http=guarded_h11_protocol(bounds.http_header_timeout, bounds.max_http_connections),
+        limit_concurrency=bounds.max_http_connections,
         log_config=None,
         log_level="warning",
         access_log=False,
@@ -104,12 +125,17 @@ async def run_hypercorn(
     graceful_timeout: float,
     backend: str,
     task_status: anyio.abc.TaskStatus[None],
+    limits: Limits | None = None,
 ) -> None:
     from hypercorn.config import Config
 
+    bounds = _limits_of(app, limits)
     config = Config()
     config.bind = [f"fd://{sock.detach()}"]
     config.graceful_timeout = graceful_timeout
+    # hypercorn's idle timer runs from the connection (or the previous response) until a request's
+    # head is parsed, and bytes arriving do not restart it: so it is a header timeout too.
+    config.keep_alive_timeout = bounds.http_header_timeout
     config.loglevel = "WARNING"
     config.accesslog = None
     asgi_app = cast("Any", app)  # hypercorn's ASGI types are TypedDicts; ours are plain mappings
@@ -135,9 +161,14 @@ async def run_asgi(
     *,
     asgi_server: Literal["uvicorn", "hypercorn"] | None = None,
     graceful_timeout: float = 2.0,
+    limits: Limits | None = None,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` on the listening ``sock`` until ``stop`` is set (uvicorn on asyncio, hypercorn on trio)."""
+    """Serve ``app`` on the listening ``sock`` until ``stop`` is set (uvicorn on asyncio, hypercorn on trio).
+
+    ``limits`` (default: the app's ``limits`` attribute, else :class:`Limits`) gives the
+    header timeout and the connection bound.
+    """
     backend = running_backend()
     kind = asgi_server or ("hypercorn" if backend == "trio" else "uvicorn")
     if kind not in ("uvicorn", "hypercorn"):
@@ -145,9 +176,9 @@ async def run_asgi(
     if kind == "uvicorn" and backend != "asyncio":
         raise RuntimeError("uvicorn runs on asyncio only; use asgi_server='hypercorn' on trio")
     if kind == "uvicorn":
-        await run_uvicorn(app, sock, stop, graceful_timeout, task_status)
+        await run_uvicorn(app, sock, stop, graceful_timeout, task_status, limits)
     else:
-        await run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status)
+        await run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status, limits)
 
 
 async def serve_asgi(
