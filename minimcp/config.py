@@ -50,8 +50,9 @@ class Limits:
             hypercorn, as run by minimcp) has to send a request's headers,
             counted from the connection or the end of its previous request;
             then the connection is closed.
-        max_http_connections: Open connections the HTTP server takes at once
-            (uvicorn: requests beyond get ``503``; hypercorn has no such bound).
+        max_http_connections: Requests the HTTP server serves at once (open
+            SSE streams included); beyond, ``503``. uvicorn also closes
+            connections beyond it as soon as they are accepted.
         progress_interval: Minimum seconds between two progress notifications of
             one request (extra ones are dropped; the final one is always sent).
         stream_buffer_bytes: Bytes a byte-stream transport (stdio) holds in each

@@ -11,7 +11,10 @@ Both servers get the same bounds from :class:`~minimcp.config.Limits`: a
 request's headers must arrive within ``http_header_timeout`` (uvicorn has no
 such timeout of its own: see :mod:`minimcp.transports._uvicorn_guard`;
 hypercorn closes a connection that stays without a request for its
-``keep_alive_timeout``), and uvicorn takes at most ``max_http_connections``.
+``keep_alive_timeout``), and at most ``max_http_connections`` are served at
+once: uvicorn closes connections beyond at once and answers ``503`` at the
+bound; hypercorn has no such bound, so its app is wrapped to answer requests
+beyond it with ``503``.
 """
 
 from __future__ import annotations
@@ -65,6 +68,30 @@ def _limits_of(app: Any, limits: Limits | None) -> Limits:
     return found if isinstance(found, Limits) else Limits()
 
 
+def _bounded(app: Any, limit: int) -> Any:
+    """``app``, answering ``503`` to an HTTP request while ``limit`` others are being served."""
+    active = 0
+
+    async def bounded(scope: Any, receive: Any, send: Any) -> None:
+        nonlocal active
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        if active >= limit:
+            logger.warning("answered 503: %d requests are being served (limit %d)", active, limit)
+            headers = [(b"content-type", b"text/plain"), (b"connection", b"close")]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": b"too many connections; try again later\n"})
+            return
+        active += 1
+        try:
+            await app(scope, receive, send)
+        finally:
+            active -= 1
+
+    return bounded
+
+
 async def run_uvicorn(
     app: Any,
     sock: socket.socket,
@@ -84,7 +111,7 @@ async def run_uvicorn(
         interface="asgi3",
         ws="none",
         http=guarded_h11_protocol(bounds.http_header_timeout, bounds.max_http_connections),
-        limit_concurrency=bounds.max_http_connections,
+        limit_concurrency=bounds.max_http_connections + 1,  # uvicorn counts the connection asking
         log_config=None,
         log_level="warning",
         access_log=False,
@@ -138,7 +165,7 @@ async def run_hypercorn(
     config.keep_alive_timeout = bounds.http_header_timeout
     config.loglevel = "WARNING"
     config.accesslog = None
-    asgi_app = cast("Any", app)  # hypercorn's ASGI types are TypedDicts; ours are plain mappings
+    asgi_app = cast("Any", _bounded(app, bounds.max_http_connections))  # hypercorn's ASGI types are TypedDicts
     if backend == "trio":
         from hypercorn.trio import serve as trio_serve
 
