@@ -72,10 +72,10 @@ class Limits:
     page_size: int = 100
     max_subscriptions: int = 10_000
     session_init_timeout: float = 30.0
-    max_sessions_per_client: int | None = 1000
+    max_sessions_per_client: int | None = 2000
     max_parked_per_client: int = 1000
     http_header_timeout: float = 10.0
-    max_http_connections: int = 1000
+    max_http_connections: int = 10_000
     progress_interval: float = 0.05
     stream_buffer_bytes: int = 1024 * 1024
 

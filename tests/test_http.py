@@ -1058,6 +1058,13 @@ def test_sse_decoder_basics() -> None:
     assert events == [] and decoder.last_event_id == "8"
 
 
+def test_sse_decoder_ignores_a_retry_with_thousands_of_digits() -> None:
+    # int() raises past 4,300 digits: such a retry is ignored like any other invalid one.
+    events, decoder = decode_all([b"retry: 10\n\nretry: " + b"9" * 5000 + b"\ndata: x\n\n"], limit=100_000)
+    assert decoder.retry == 10
+    assert len(events) == 1
+
+
 @pytest.mark.parametrize("split", range(1, 30))
 def test_sse_decoder_any_chunking_and_line_ending(split: int) -> None:
     for newline in (b"\n", b"\r\n", b"\r"):

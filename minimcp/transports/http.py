@@ -21,8 +21,11 @@ One endpoint (default ``/mcp``) takes POST, GET and DELETE.
   ASGI lifespan, by :meth:`StreamableHTTPApp.run`, or by :func:`serve_http`).
   DELETE ends a session: its pending questions end and running tools are
   cancelled. A session with no open stream and no request for
-  ``session_idle_timeout`` seconds is ended the same way. At most
-  ``max_sessions`` live at once (``503`` beyond).
+  ``session_idle_timeout`` seconds is ended the same way, one that never went
+  past ``initialize`` after ``limits.session_init_timeout``. At most
+  ``max_sessions`` live at once, ``limits.max_sessions_per_client`` per client
+  address: one more ends the least recently used one without pending work
+  (``503`` when all have work; see :mod:`minimcp.transports._session_table`).
 * **Streams.** Every SSE stream of a session has its own number; event ids are
   ``<stream>-<seq>``, unique in the session. On clients of 2025-11-25 and later
   a stream starts with a *priming* event (an id, empty data, and ``retry``).
@@ -593,7 +596,8 @@ class StreamableHTTPApp:
             ``"*"`` for any). Default: :data:`DEFAULT_ALLOWED_ORIGINS`.
         session_idle_timeout: Seconds a session without open streams or
             requests lives on; ``None`` never expires sessions.
-        max_sessions: Live sessions at most (``503`` for more).
+        max_sessions: Live sessions at most; one more ends the least recently
+            used session without pending work (``503`` when all have some).
         keepalive_interval: Seconds between keep-alive comments on an idle stream.
         retry_interval: Seconds a client should wait before reconnecting a
             dropped stream (the SSE ``retry`` field).
