@@ -319,18 +319,21 @@ async def test_http_sessions_per_client_address_are_bounded_and_its_lru_idle_one
     h = _http_helpers()
     limits = Limits(max_sessions_per_client=2)
     with anyio.fail_after(30):
-        async with h.serving(Server("per-client", limits=limits)) as (url, app):
-            async with h.raw_session(url) as one, h.raw_session(url) as two:
-                assert await _ping(one) == 200  # now `two` is the least recently used
-                async with h.raw_session(url) as three:
-                    assert app.session_count == 2
-                    assert await _ping(two) == 404  # ended to make room
-                    assert await _ping(one) == 200 and await _ping(three) == 200
-                    # Another address has its own bound.
-                    other = h.httpx.AsyncHTTPTransport(local_address="127.0.0.2")
-                    async with h.httpx.AsyncClient(transport=other, timeout=10) as http:
-                        await _initialize_only(http, url)
-                    assert app.session_count == 3
+        async with (
+            h.serving(Server("per-client", limits=limits)) as (url, app),
+            h.raw_session(url) as one,
+            h.raw_session(url) as two,
+        ):
+            assert await _ping(one) == 200  # now `two` is the least recently used
+            async with h.raw_session(url) as three:
+                assert app.session_count == 2
+                assert await _ping(two) == 404  # ended to make room
+                assert await _ping(one) == 200 and await _ping(three) == 200
+                # Another address has its own bound.
+                other = h.httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+                async with h.httpx.AsyncClient(transport=other, timeout=10) as http:
+                    await _initialize_only(http, url)
+                assert app.session_count == 3
 
 
 async def test_http_one_client_filling_the_session_cap_does_not_lock_others_out() -> None:
@@ -360,10 +363,8 @@ async def test_http_connections_trickling_their_headers_are_closed(asgi_server: 
             await stream.send(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
             while True:
                 with anyio.move_on_after(0.2):
-                    try:
+                    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                         await stream.receive()
-                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                        pass
                     closed.append(n)  # an answer (no server sends one here) or the end
                     return
                 with contextlib.suppress(anyio.BrokenResourceError, OSError):

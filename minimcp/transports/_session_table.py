@@ -1,13 +1,55 @@
-"""The HTTP app's session table: least-recently-used order, a bound per client address, and whom to evict at a cap."""
+"""The HTTP app's sessions and their table: least-recently-used order, a bound per client address, whom to evict."""
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-__all__ = ["SessionTable", "TableFull", "client_key"]
+import anyio
+
+if TYPE_CHECKING:
+    from minimcp.server import ServerConnection
+    from minimcp.transports.http import _SessionTransport
+
+__all__ = ["ASSUMED_VERSION", "HTTPSession", "SessionTable", "TableFull", "client_key"]
+
+logger = logging.getLogger("minimcp.http")
+
+#: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
+ASSUMED_VERSION = "2025-03-26"
+
+
+class HTTPSession:
+    """One Streamable HTTP session: its transport, its server connection, and what the table needs."""
+
+    __slots__ = ("client", "connection", "finished", "id", "initialized", "last_active", "live", "transport")
+
+    def __init__(self, session_id: str, transport: _SessionTransport, client: str) -> None:
+        self.id = session_id
+        self.transport = transport
+        self.client = client  # whom it counts against (client_key)
+        self.connection: ServerConnection | None = None
+        self.last_active = anyio.current_time()
+        self.live = 0  # open SSE connections
+        self.initialized = False  # a request after initialize came (else it expires after session_init_timeout)
+        self.finished = anyio.Event()
+
+    def busy(self) -> bool:
+        """Whether it has work pending: a request being answered, a question asked, or an open stream."""
+        conn = self.connection
+        return bool(self.live or self.transport.by_request or (conn is not None and conn.session.pending_count))
+
+    def touch(self, table: SessionTable[HTTPSession]) -> None:
+        self.last_active = anyio.current_time()
+        table.touch(self)
+
+    @property
+    def version(self) -> str:
+        conn = self.connection
+        return conn.protocol_version if conn is not None and conn.protocol_version else ASSUMED_VERSION
 
 
 class _Entry(Protocol):
@@ -16,6 +58,15 @@ class _Entry(Protocol):
 
     @property
     def client(self) -> str: ...
+
+    @property
+    def live(self) -> int: ...
+
+    @property
+    def last_active(self) -> float: ...
+
+    @property
+    def initialized(self) -> bool: ...
 
     def busy(self) -> bool: ...
 
@@ -99,6 +150,21 @@ class SessionTable(Generic[S]):
         if not mine:
             del self._by_client[sess.client]
         return True
+
+    def expired(self, now: float, idle: float | None, fresh: float) -> list[S]:
+        """Sessions without an open stream quiet for ``idle`` seconds, or ``fresh`` seconds if never past initialize."""
+        out: list[S] = []
+        for sess in self._all.values():
+            if sess.live:
+                continue
+            quiet = now - sess.last_active
+            if idle is not None and quiet > idle:
+                logger.info("MCP session %s expired after %g s idle", sess.id[:8], idle)
+                out.append(sess)
+            elif not sess.initialized and quiet > fresh and not sess.busy():
+                logger.info("MCP session %s expired: nothing came after initialize for %g s", sess.id[:8], fresh)
+                out.append(sess)
+        return out
 
     def make_room(self, client: str) -> S | None:
         """The session to end before a new one of ``client`` is added; ``None``: there is room.

@@ -126,7 +126,7 @@ from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.transports import MessageTooLarge
 from minimcp.transports import _headers as mcp_headers
-from minimcp.transports._session_table import SessionTable, TableFull, client_key
+from minimcp.transports._session_table import ASSUMED_VERSION, HTTPSession, SessionTable, TableFull, client_key
 from minimcp.transports._sse import PING, SSEDecoder, encode_event
 from minimcp.transports.asgi_server import bind, run_asgi
 from minimcp.types import CancelledParams
@@ -164,8 +164,6 @@ DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost:*", "127.0.0.1:*", "[::1]:*
 DEFAULT_ALLOWED_ORIGINS: tuple[str, ...] = tuple(
     f"{scheme}://{host}" for scheme in ("http", "https") for host in DEFAULT_ALLOWED_HOSTS
 )
-#: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
-ASSUMED_VERSION = "2025-03-26"
 
 _JSON = "application/json"
 _SSE = "text/event-stream"
@@ -434,34 +432,6 @@ class _SessionTransport:
         return stream, int(seq)
 
 
-class _HTTPSession:
-    __slots__ = ("client", "connection", "finished", "id", "initialized", "last_active", "live", "transport")
-
-    def __init__(self, session_id: str, transport: _SessionTransport, client: str) -> None:
-        self.id = session_id
-        self.transport = transport
-        self.client = client  # whom it counts against (client_key)
-        self.connection: ServerConnection | None = None
-        self.last_active = anyio.current_time()
-        self.live = 0  # open SSE connections
-        self.initialized = False  # a request after initialize came (else it expires after session_init_timeout)
-        self.finished = anyio.Event()
-
-    def busy(self) -> bool:
-        """Whether it has work pending: a request being answered, a question asked, or an open stream."""
-        conn = self.connection
-        return bool(self.live or self.transport.by_request or (conn is not None and conn.session.pending_count))
-
-    def touch(self, table: SessionTable[_HTTPSession]) -> None:
-        self.last_active = anyio.current_time()
-        table.touch(self)
-
-    @property
-    def version(self) -> str:
-        conn = self.connection
-        return conn.protocol_version if conn is not None and conn.protocol_version else ASSUMED_VERSION
-
-
 class _ModernTransport:
     """The inert transport under an app's modern connection.
 
@@ -643,7 +613,7 @@ class StreamableHTTPApp:
         self.retry_ms = max(0, round(retry_interval * 1000))
         self.replay_buffer = max(1, replay_buffer)
         self.retained_streams = max(0, retained_streams)
-        self._sessions: SessionTable[_HTTPSession] = SessionTable(max_sessions, self.limits.max_sessions_per_client)
+        self._sessions: SessionTable[HTTPSession] = SessionTable(max_sessions, self.limits.max_sessions_per_client)
         self._tg: anyio.abc.TaskGroup | None = None
         self._modern: _ModernHost | None = None
         # tool name -> (its definition, its x-mcp-header annotations), recomputed when the definition changes
@@ -727,7 +697,7 @@ class StreamableHTTPApp:
         self._end(sess)
         return True
 
-    def _end(self, sess: _HTTPSession) -> None:
+    def _end(self, sess: HTTPSession) -> None:
         self._sessions.remove(sess)
         sess.transport.close()
         if sess.connection is not None:
@@ -745,20 +715,11 @@ class StreamableHTTPApp:
     def _expire(self, idle: float | None, fresh: float) -> None:
         # A method of its own, so that no loop variable keeps the last session (and all it holds)
         # alive while the loop above sleeps.
-        now = anyio.current_time()
-        for sess in self._sessions.values():
-            if sess.live:
-                continue
-            quiet = now - sess.last_active
-            if idle is not None and quiet > idle:
-                logger.info("MCP session %s expired after %g s idle", sess.id[:8], idle)
-                self._end(sess)
-            elif not sess.initialized and quiet > fresh and not sess.busy():
-                logger.info("MCP session %s expired: nothing came after initialize for %g s", sess.id[:8], fresh)
-                self._end(sess)
+        for sess in self._sessions.expired(anyio.current_time(), idle, fresh):
+            self._end(sess)
 
     async def _run_session(
-        self, sess: _HTTPSession, *, task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED
+        self, sess: HTTPSession, *, task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         try:
             await self.server.serve(sess.transport, task_status=task_status)
@@ -769,7 +730,7 @@ class StreamableHTTPApp:
             await sess.transport.aclose()
             sess.finished.set()
 
-    async def _new_session(self, client: str) -> _HTTPSession | str:
+    async def _new_session(self, client: str) -> HTTPSession | str:
         tg = self._tg
         if tg is None:
             return "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)"
@@ -782,7 +743,7 @@ class StreamableHTTPApp:
             self._end(victim)
         sid = secrets.token_urlsafe(24)
         transport = _SessionTransport(max_events=self.replay_buffer, max_retained=self.retained_streams)
-        sess = _HTTPSession(sid, transport, client)
+        sess = HTTPSession(sid, transport, client)
         self._sessions.add(sess)
         try:
             sess.connection = await tg.start(self._run_session, sess)
@@ -875,7 +836,7 @@ class StreamableHTTPApp:
                 headers=[(b"allow", b"GET, POST, DELETE")],
             )
 
-    async def _session_of(self, headers: Mapping[str, str], send: Send) -> _HTTPSession | None:
+    async def _session_of(self, headers: Mapping[str, str], send: Send) -> HTTPSession | None:
         """The session a request names; answers the request itself (400/404) when there is none."""
         sid = headers.get("mcp-session-id")
         version = headers.get("mcp-protocol-version")
@@ -936,7 +897,7 @@ class StreamableHTTPApp:
         if _wants_modern(headers):
             await self._post_modern(headers, receive, send, scope)
             return
-        sess: _HTTPSession | None = None
+        sess: HTTPSession | None = None
         if "mcp-session-id" in headers:
             sess = await self._session_of(headers, send)
             if sess is None:
@@ -1194,7 +1155,7 @@ class StreamableHTTPApp:
 
     async def _stream(
         self,
-        sess: _HTTPSession,
+        sess: HTTPSession,
         stream: _Stream,
         cursor: int,
         version: str,
@@ -1249,7 +1210,7 @@ class StreamableHTTPApp:
                     sess.transport.retain(stream)
 
     async def _pump(
-        self, sess: _HTTPSession, stream: _Stream, token: object, cursor: int, head: bytes, send: Send
+        self, sess: HTTPSession, stream: _Stream, token: object, cursor: int, head: bytes, send: Send
     ) -> None:
         pending = head
         transport = sess.transport
