@@ -78,8 +78,9 @@ envelope, is served *statelessly*.
   one long-lived connection of the app (a :class:`~minimcp.server.ServerConnection`
   over an inert transport, started with the app), whose task group hosts the
   tool runs: a tool waiting for ``inputResponses`` stays parked between
-  POSTs, and the retry -- on any connection -- resumes it. Requests are
-  given app-unique internal ids, so clients reusing ids never collide.
+  POSTs, and the retry -- on any connection -- resumes it (one client address
+  parks at most ``limits.max_parked_per_client``; ``-32003`` beyond). Requests
+  get app-unique internal ids, so clients reusing ids never collide.
 
 Client: :func:`http_client`
 ---------------------------
