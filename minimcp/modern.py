@@ -315,13 +315,15 @@ class Parking:
         return len(self._runs)
 
     def park(self, run: Run) -> None:
-        """Raises:
-        McpError: ``-32003``, the owner of the request being served has its bound of parked calls.
+        """Keep ``run`` until its retry takes it.
+
+        Raises:
+            McpError: ``-32003``: the client of the request being served has its bound of parked calls.
         """
         owner = PARK_OWNER.get()
         if owner is not None:
             key, bound = owner
-            mine = self._owned.setdefault(key, set())
+            mine = self._owned.get(key, set())
             if len(mine) >= bound:
                 run.scope.cancel()
                 raise McpError(
@@ -330,6 +332,7 @@ class Parking:
                     "answer or abandon one first",
                 )
             mine.add(run.handle)
+            self._owned[key] = mine
             self._owner_of[run.handle] = key
         self._runs[run.handle] = run
         while len(self._runs) > self.limit:
@@ -348,10 +351,6 @@ class Parking:
         if self._runs.get(run.handle) is run:
             del self._runs[run.handle]
             self._disown(run.handle)
-
-    def owned(self, owner: str) -> int:
-        """Calls parked under ``owner``."""
-        return len(self._owned.get(owner, ()))
 
     def _disown(self, handle: str) -> None:
         key = self._owner_of.pop(handle, None)
