@@ -40,6 +40,23 @@ class Limits:
             each step of close stdin -> terminate -> kill.
         page_size: Items per page of ``tools/list`` and the other list methods.
         max_subscriptions: Resource subscriptions per session.
+        session_init_timeout: Seconds an HTTP session that never went past
+            ``initialize`` (no further request or notification) lives on.
+        max_sessions_per_client: HTTP sessions one client address (an IPv6
+            ``/64``) may hold; one more ends that client's least recently used
+            session without pending work (``503`` when all have work).
+            ``None``: no per-client bound (behind a proxy every client shares
+            the proxy's address).
+        max_parked_per_client: Tool calls of revision 2026-07-28 that one
+            client address may have parked waiting for answers; a new call
+            that would park one more is refused with ``-32003``.
+        http_header_timeout: Seconds a client of the HTTP server (uvicorn or
+            hypercorn, as run by minimcp) has to send a request's headers,
+            counted from the connection or the end of its previous request;
+            then the connection is closed.
+        max_http_connections: Requests the HTTP server serves at once (open
+            SSE streams included); beyond, ``503``. uvicorn also closes
+            connections beyond it as soon as they are accepted.
         progress_interval: Minimum seconds between two progress notifications of
             one request (extra ones are dropped; the final one is always sent).
         waiting_progress_interval: Seconds between the progress notifications sent
@@ -79,6 +96,11 @@ class Limits:
     shutdown_timeout: float = 2.0
     page_size: int = 100
     max_subscriptions: int = 10_000
+    session_init_timeout: float = 30.0
+    max_sessions_per_client: int | None = 2000
+    max_parked_per_client: int = 1000
+    http_header_timeout: float = 10.0
+    max_http_connections: int = 10_000
     progress_interval: float = 0.05
     waiting_progress_interval: float | None = 15.0
     stream_buffer_bytes: int = 1024 * 1024

@@ -29,6 +29,7 @@ handshake era, parked or replayed. A parked call is dropped when that timeout pa
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 import re
@@ -62,6 +63,7 @@ __all__ = [
     "META_LOG_LEVEL",
     "META_SERVER_INFO",
     "META_VERSION",
+    "PARK_OWNER",
     "Envelope",
     "Parking",
     "Question",
@@ -381,29 +383,72 @@ def _take(question: Question, answer: Any) -> tuple[dict[str, Any], dict[str, An
     return (answer, {}) if kept is None else (kept, kept)
 
 
+#: Whom the request being served comes from, and how many calls that client may have parked
+#: (set by the HTTP app around each request; ``None``: not counted per client).
+PARK_OWNER: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("PARK_OWNER", default=None)
+
+
 class Parking:
-    """Suspended runs by handle, bounded: the oldest are dropped (their retries replay)."""
+    """Suspended runs by handle, bounded: the oldest are dropped (their retries replay).
+
+    Runs parked under a :data:`PARK_OWNER` also count against that owner's own
+    bound: one more is refused with ``-32003`` (and its run cancelled).
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._runs: OrderedDict[str, Run] = OrderedDict()
+        self._owner_of: dict[str, str] = {}  # handle -> owner, for runs parked under an owner
+        self._owned: dict[str, set[str]] = {}  # owner -> handles
 
     def __len__(self) -> int:
         return len(self._runs)
 
     def park(self, run: Run) -> None:
+        """Keep ``run`` until its retry takes it.
+
+        Raises:
+            McpError: ``-32003``: the client of the request being served has its bound of parked calls.
+        """
+        owner = PARK_OWNER.get()
+        if owner is not None:
+            key, bound = owner
+            mine = self._owned.get(key, set())
+            if len(mine) >= bound:
+                run.scope.cancel()
+                raise McpError(
+                    errors.SERVER_BUSY,
+                    f"too many calls waiting for answers from this client (limit {bound}); "
+                    "answer or abandon one first",
+                )
+            mine.add(run.handle)
+            self._owned[key] = mine
+            self._owner_of[run.handle] = key
         self._runs[run.handle] = run
         while len(self._runs) > self.limit:
-            _, oldest = self._runs.popitem(last=False)
+            handle, oldest = self._runs.popitem(last=False)
+            self._disown(handle)
             logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
             oldest.scope.cancel()
 
     def take(self, handle: str) -> Run | None:
-        return self._runs.pop(handle, None)
+        run = self._runs.pop(handle, None)
+        if run is not None:
+            self._disown(handle)
+        return run
 
     def discard(self, run: Run) -> None:
         if self._runs.get(run.handle) is run:
             del self._runs[run.handle]
+            self._disown(run.handle)
+
+    def _disown(self, handle: str) -> None:
+        key = self._owner_of.pop(handle, None)
+        if key is not None:
+            mine = self._owned[key]
+            mine.discard(handle)
+            if not mine:
+                del self._owned[key]
 
 
 async def use_state(

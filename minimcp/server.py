@@ -112,7 +112,8 @@ def _page(items: list[T], cursor: str | UnsetType, size: int) -> tuple[list[T], 
     """One page of ``items`` after an opaque cursor (our cursors are offsets as text)."""
     start = 0
     if not isinstance(cursor, UnsetType):
-        start = int(cursor) if cursor.isascii() and cursor.isdigit() else -1
+        # At most 18 digits: int() raises past Python's digit limit (4,300), which would be a -32603.
+        start = int(cursor) if len(cursor) <= 18 and cursor.isascii() and cursor.isdigit() else -1
         if not 0 <= start <= len(items):
             raise McpError(errors.INVALID_PARAMS, f"invalid cursor {cursor!r}")
     end = start + size

@@ -276,6 +276,189 @@ async def test_http_50_mib_body_gets_413_with_bounded_memory() -> None:
     assert started[0]["status"] == 413 and sent == 0
 
 
+# --- Streamable HTTP: sessions, slow clients and odd numbers (issue 15, items 6, 7, 10) ------------
+
+
+def _http_helpers() -> Any:
+    pytest.importorskip("httpx")
+    pytest.importorskip("uvicorn")
+    pytest.importorskip("hypercorn")
+    from tests import test_http
+
+    return test_http
+
+
+async def _initialize_only(http: Any, url: str) -> str:
+    """POST initialize and nothing after it (no notifications/initialized): the new session's id."""
+    h = _http_helpers()
+    headers = {"accept": h.JSON_SSE, "content-type": "application/json"}
+    async with http.stream("POST", url, content=h.dump(h.initialize_request()), headers=headers) as response:
+        assert response.status_code == 200, await response.aread()
+        await response.aread()
+        return str(response.headers["mcp-session-id"])
+
+
+async def _ping(raw: Any) -> int:
+    return int((await raw.post(_http_helpers().req(7, "ping"))).status_code)
+
+
+async def test_http_a_session_that_never_went_past_initialize_expires_quickly() -> None:
+    h = _http_helpers()
+    limits = Limits(session_init_timeout=0.3)
+    with anyio.fail_after(30):
+        async with h.serving(Server("fresh", limits=limits)) as (url, app), h.raw_session(url) as raw:
+            async with h.httpx.AsyncClient(timeout=10) as http:
+                abandoned = await _initialize_only(http, url)
+            assert app.session_count == 2
+            while app.session_count > 1:  # noqa: ASYNC110 - the app's expiry task owns the table
+                await anyio.sleep(0.05)
+            assert app.session_ids() == [raw.session_id] and abandoned != raw.session_id
+            assert await _ping(raw) == 200  # the session that went on lives on (idle timeout: 30 min)
+
+
+async def test_http_sessions_per_client_address_are_bounded_and_its_lru_idle_one_makes_room() -> None:
+    h = _http_helpers()
+    limits = Limits(max_sessions_per_client=2)
+    with anyio.fail_after(30):
+        async with (
+            h.serving(Server("per-client", limits=limits)) as (url, app),
+            h.raw_session(url) as one,
+            h.raw_session(url) as two,
+        ):
+            assert await _ping(one) == 200  # now `two` is the least recently used
+            async with h.raw_session(url) as three:
+                assert app.session_count == 2
+                assert await _ping(two) == 404  # ended to make room
+                assert await _ping(one) == 200 and await _ping(three) == 200
+                # Another address has its own bound.
+                other = h.httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+                async with h.httpx.AsyncClient(transport=other, timeout=10) as http:
+                    await _initialize_only(http, url)
+                assert app.session_count == 3
+
+
+async def test_http_one_client_filling_the_session_cap_does_not_lock_others_out() -> None:
+    h = _http_helpers()
+    with anyio.fail_after(30):
+        async with h.serving(Server("cap"), max_sessions=3) as (url, app):
+            attacker = h.httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+            async with h.httpx.AsyncClient(transport=attacker, timeout=10) as http:
+                spam = [await _initialize_only(http, url) for _ in range(5)]
+            assert app.session_count == 3 and set(app.session_ids()) == set(spam[2:])
+            async with h.raw_session(url) as victim:  # the oldest idle session made room
+                assert await _ping(victim) == 200
+                assert app.session_count == 3 and spam[2] not in app.session_ids()
+
+
+@pytest.mark.parametrize("asgi_server", [None, "hypercorn"])
+async def test_http_connections_trickling_their_headers_are_closed(asgi_server: str | None) -> None:
+    """Issue 15 item 7: 20 connections each sending a header line every 0.2 s are all closed once
+    ``http_header_timeout`` passes (uvicorn had no such timeout); the server goes on serving."""
+    h = _http_helpers()
+    limits = Limits(http_header_timeout=0.5)
+    closed: list[int] = []
+
+    async def trickle(port: int, n: int) -> None:
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+            while True:
+                with anyio.move_on_after(0.2):
+                    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                        await stream.receive()
+                    closed.append(n)  # an answer (no server sends one here) or the end
+                    return
+                with contextlib.suppress(anyio.BrokenResourceError, OSError):
+                    await stream.send(b"x-slow: 1\r\n")
+
+    with anyio.fail_after(30):
+        async with h.serving(Server("slow", limits=limits), asgi_server=asgi_server) as (url, _):
+            port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+            async with anyio.create_task_group() as tg:
+                for n in range(20):
+                    tg.start_soon(trickle, port, n)
+            assert sorted(closed) == list(range(20))
+            async with h.raw_session(url) as raw:
+                assert await _ping(raw) == 200
+
+
+@pytest.mark.parametrize("asgi_server", [None, "hypercorn"])
+async def test_http_requests_beyond_max_http_connections_are_refused(asgi_server: str | None) -> None:
+    """Three questions wait on open streams with ``max_http_connections=3``: a fourth request is
+    refused (uvicorn closes its connection, hypercorn answers 503); once a stream ends it works."""
+    h = _http_helpers()
+    server = h.build_server()
+    limits = server.limits.replace(max_http_connections=3)
+    with anyio.fail_after(30):
+        async with h.serving(server, asgi_server=asgi_server, limits=limits) as (url, _), h.raw_session(url) as raw:
+            readers = []  # kept referenced: a collected line iterator closes its response
+            async with contextlib.AsyncExitStack() as streams:
+                for n in range(3):
+                    call = raw.stream(h.req(n + 1, "tools/call", h.BOOK_FULL_DAY))
+                    response = await streams.enter_async_context(call)
+                    assert response.status_code == 200
+                    readers.append(h.SSE(response))
+                    assert await readers[-1].message() is not None  # its question: the request is being served
+                async with h.httpx.AsyncClient(timeout=10) as fresh:
+                    try:
+                        status = (await fresh.post(url, content=b"{}", headers=raw.headers())).status_code
+                    except h.httpx.TransportError:
+                        status = 0
+                assert status in (0, 503)
+            while True:  # the streams ended; the server notices their connections went away
+                async with h.httpx.AsyncClient(timeout=10) as fresh:
+                    with contextlib.suppress(h.httpx.TransportError):
+                        r = await fresh.post(url, content=h.dump(h.req(9, "ping")), headers=raw.headers())
+                        if r.status_code == 200:
+                            break
+                await anyio.sleep(0.05)
+
+
+async def test_http_huge_numbers_in_headers_are_bad_requests_not_crashes() -> None:
+    """Issue 15 item 10: ``Last-Event-ID`` and ``Content-Length`` with 5,000 digits (past Python's
+    int-string limit) are refused like any other bad value (400 / read as a normal body), never 500."""
+    h = _http_helpers()
+    digits = "9" * 5000
+    with anyio.fail_after(30):
+        async with h.serving(Server("digits")) as (url, _), h.raw_session(url) as raw:
+            async with raw.get(**{"last-event-id": f"{digits}-1"}) as response:
+                assert response.status_code == 400
+            async with raw.get(**{"last-event-id": f"1-{digits}"}) as response:
+                assert response.status_code == 400
+            assert await _ping(raw) == 200
+    # Content-Length goes through the ASGI server's own parser first: call the app directly.
+    from minimcp.transports.http import StreamableHTTPApp
+
+    app = StreamableHTTPApp(Server("digits"))
+    started: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            started.append(message)
+
+    headers = [
+        (b"host", b"localhost"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"content-type", b"application/json"),
+        (b"content-length", digits.encode()),
+    ]
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers, "query_string": b""}
+    with anyio.fail_after(30):
+        await app(scope, receive, send)
+    assert started[0]["status"] == 400  # {} is not a JSON-RPC message; the length did not crash anything
+
+
+async def test_a_cursor_with_thousands_of_digits_is_invalid_params() -> None:
+    async with serve_raw(Server("cursor")) as (peer, _, _):
+        await peer.initialize()
+        reply = await peer.request(2, "tools/list", {"cursor": "9" * 5000})
+        assert reply["error"]["code"] == -32602, reply
+        assert (await peer.request(3, "ping"))["result"] == {}
+
+
 async def test_memory_transport_oversized_message_is_refused_and_counted() -> None:
     limits = Limits(max_message_bytes=2000)
     async with serve_raw(Server("mem-limit", limits=limits), limits=limits) as (peer, conn, _):

@@ -633,15 +633,55 @@ async def test_open_stream_keeps_a_session_alive() -> None:
 
 
 async def test_session_limit() -> None:
+    # At the cap, a new session ends the least recently used one without pending work; when every
+    # session has work pending (here: a question waiting for its person), the new one gets 503.
     with anyio.fail_after(TIMEOUT):
-        async with serving(hello_app, max_sessions=1) as (url, _), raw_session(url):
-            async with httpx.AsyncClient() as http:
-                r = await http.post(
-                    url,
-                    content=dump(initialize_request()),
-                    headers={"accept": JSON_SSE, "content-type": "application/json"},
-                )
-                assert r.status_code == 503
+        async with serving(build_server(), max_sessions=1) as (url, _), raw_session(url) as raw:
+            async with raw.stream(req(1, "tools/call", BOOK_FULL_DAY)) as response:
+                sse = SSE(response)  # kept referenced: a collected line iterator closes the response
+                assert await sse.message() is not None
+                async with httpx.AsyncClient() as http:
+                    r = await http.post(
+                        url,
+                        content=dump(initialize_request()),
+                        headers={"accept": JSON_SSE, "content-type": "application/json"},
+                    )
+                    assert r.status_code == 503
+                    assert r.json()["error"]["code"] == -32003
+                    assert "all with work pending" in r.json()["error"]["message"]
+
+
+async def test_an_expired_session_is_freed_at_once() -> None:
+    """Issue 15 item 8: the expiry loop kept the last session it saw (with its connection, streams
+    and buffered events) alive until a later tick; now nothing refers to it once it has ended."""
+    import gc
+    import weakref
+
+    with anyio.fail_after(TIMEOUT):
+        async with serving(build_server(), session_idle_timeout=0.2) as (url, app):
+            async with raw_session(url) as raw:
+                assert raw.session_id is not None
+                conn = app.connection(raw.session_id)
+                assert conn is not None
+                gone = weakref.ref(conn)
+                del conn
+            while app.session_count:  # noqa: ASYNC110 - the app's expiry task owns the table
+                await anyio.sleep(0.05)
+            for _ in range(20):  # the session's own tasks finish after it is taken out of the table
+                gc.collect()
+                if gone() is None:
+                    break
+                await anyio.sleep(0.05)
+            assert gone() is None, gc.get_referrers(gone())
+
+
+def test_client_key_counts_ipv6_per_64() -> None:
+    from minimcp.transports._session_table import client_key
+
+    assert client_key({"client": ("192.0.2.7", 5000)}) == "192.0.2.7"
+    assert client_key({"client": ("2001:db8:1:2:aaaa::1", 5000)}) == client_key({"client": ("2001:db8:1:2::9", 1)})
+    assert client_key({"client": ("2001:db8:1:3::1", 5000)}) != client_key({"client": ("2001:db8:1:2::1", 1)})
+    assert client_key({}) == client_key({"client": None}) == ""
 
 
 # --- streams: standalone GET, resumption, disconnect != cancel -----------------------------------
@@ -1016,6 +1056,13 @@ def test_sse_decoder_basics() -> None:
     # A block without any data line is not dispatched, but its id still counts.
     events, decoder = decode_all([b"id: 8\n\n"])
     assert events == [] and decoder.last_event_id == "8"
+
+
+def test_sse_decoder_ignores_a_retry_with_thousands_of_digits() -> None:
+    # int() raises past 4,300 digits: such a retry is ignored like any other invalid one.
+    events, decoder = decode_all([b"retry: 10\n\nretry: " + b"9" * 5000 + b"\ndata: x\n\n"], limit=100_000)
+    assert decoder.retry == 10
+    assert len(events) == 1
 
 
 @pytest.mark.parametrize("split", range(1, 30))

@@ -623,6 +623,41 @@ async def test_a_parked_call_outlives_its_post_and_resumes_on_another_connection
             assert app.session_count == 0
 
 
+async def test_parked_calls_are_bounded_per_client_address() -> None:
+    """Issue 15 item 6: one client address may park at most ``max_parked_per_client`` calls; a call
+    that would park one more is refused with -32003 (its run ends), the parked ones still resume,
+    and another address is not affected."""
+    probe = Probe()
+    server = make_server(probe, limits=minimcp.Limits(max_parked_per_client=2))
+    with anyio.fail_after(TIMEOUT):
+        async with serving(server) as (url, _), modern_http(url) as m:
+            first = input_required(await m.call("ask_three"))
+            second = input_required(await m.call("ask_three"))
+            assert len(server.parking) == 2
+            reply = await m.call("ask_three")
+            assert reply["error"]["code"] == -32003, reply
+            assert "limit 2" in reply["error"]["message"]
+            await wait_until(lambda: len(server.parking) == 2)  # the refused run did not stay parked
+            # Another address parks fine.
+            other = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+            async with httpx.AsyncClient(transport=other, timeout=httpx.Timeout(10, read=None)) as http:
+                input_required(await Modern(http, url).call("ask_three"))
+            assert len(server.parking) == 3
+            # A resumed call parks again in its own place; a finished one frees its place.
+            key, _, state = second
+            input_required(await m.call("ask_three", responses={key: accept(value="x")}, state=state))
+            assert (await m.call("ask_three"))["error"]["code"] == -32003
+            key, _, state = first
+            for value in ("a", "b"):
+                key, _, state = input_required(
+                    await m.call("ask_three", responses={key: accept(value=value)}, state=state)
+                )
+            reply = await m.call("ask_three", responses={key: accept(value="c")}, state=state)
+            assert complete_text(reply) == "a,b,c"
+            input_required(await m.call("ask_three"))
+            assert len(server.parking) == 3
+
+
 async def test_after_an_app_restart_the_retry_replays() -> None:
     """#34: a new app (new Server, same state_key) cannot find the parked call: it replays the tool
     with the recorded answers and finishes it; the old app's parked run was ended with its app."""

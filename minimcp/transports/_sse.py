@@ -174,7 +174,7 @@ class SSEDecoder:
             self._event_type = value.decode("utf-8", "replace")
         elif name == b"id" and b"\0" not in value:
             self.last_event_id = value.decode("utf-8", "replace")
-        elif name == b"retry" and value.isdigit():
+        elif name == b"retry" and value.isdigit() and len(value) <= 18:  # int() fails past 4,300 digits
             self.retry = int(value)
         # other field names are ignored (spec)
 

@@ -6,6 +6,15 @@ listening socket is bound here first, so the caller learns the real port even
 when it asked for port 0, and connections made before the server accepts wait
 in the backlog. Used by the Streamable HTTP transport and by the example's
 pages.
+
+Both servers get the same bounds from :class:`~minimcp.config.Limits`: a
+request's headers must arrive within ``http_header_timeout`` (uvicorn has no
+such timeout of its own: see :mod:`minimcp.transports._uvicorn_guard`;
+hypercorn closes a connection that stays without a request for its
+``keep_alive_timeout``), and at most ``max_http_connections`` are served at
+once: uvicorn closes connections beyond at once and answers ``503`` at the
+bound; hypercorn has no such bound, so its app is wrapped to answer requests
+beyond it with ``503``.
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from typing import Any, Literal, cast
 
 import anyio
 import anyio.abc
+
+from minimcp.config import Limits
 
 __all__ = ["bind", "run_asgi", "run_hypercorn", "run_uvicorn", "running_backend", "serve_asgi"]
 
@@ -50,20 +61,57 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _limits_of(app: Any, limits: Limits | None) -> Limits:
+    if limits is not None:
+        return limits
+    found = getattr(app, "limits", None)
+    return found if isinstance(found, Limits) else Limits()
+
+
+def _bounded(app: Any, limit: int) -> Any:
+    """``app``, answering ``503`` to an HTTP request while ``limit`` others are being served."""
+    active = 0
+
+    async def bounded(scope: Any, receive: Any, send: Any) -> None:
+        nonlocal active
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        if active >= limit:
+            logger.warning("answered 503: %d requests are being served (limit %d)", active, limit)
+            headers = [(b"content-type", b"text/plain"), (b"connection", b"close")]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": b"too many connections; try again later\n"})
+            return
+        active += 1
+        try:
+            await app(scope, receive, send)
+        finally:
+            active -= 1
+
+    return bounded
+
+
 async def run_uvicorn(
     app: Any,
     sock: socket.socket,
     stop: anyio.Event,
     graceful_timeout: float,
     task_status: anyio.abc.TaskStatus[None],
+    limits: Limits | None = None,
 ) -> None:
     import uvicorn
 
+    from minimcp.transports._uvicorn_guard import guarded_h11_protocol
+
+    bounds = _limits_of(app, limits)
     config = uvicorn.Config(
         app,
         lifespan="off",
         interface="asgi3",
         ws="none",
+        http=guarded_h11_protocol(bounds.http_header_timeout, bounds.max_http_connections),
+        limit_concurrency=bounds.max_http_connections + 1,  # uvicorn counts the connection asking
         log_config=None,
         log_level="warning",
         access_log=False,
@@ -104,15 +152,20 @@ async def run_hypercorn(
     graceful_timeout: float,
     backend: str,
     task_status: anyio.abc.TaskStatus[None],
+    limits: Limits | None = None,
 ) -> None:
     from hypercorn.config import Config
 
+    bounds = _limits_of(app, limits)
     config = Config()
     config.bind = [f"fd://{sock.detach()}"]
     config.graceful_timeout = graceful_timeout
+    # hypercorn's idle timer runs from the connection (or the previous response) until a request's
+    # head is parsed, and bytes arriving do not restart it: so it is a header timeout too.
+    config.keep_alive_timeout = bounds.http_header_timeout
     config.loglevel = "WARNING"
     config.accesslog = None
-    asgi_app = cast("Any", app)  # hypercorn's ASGI types are TypedDicts; ours are plain mappings
+    asgi_app = cast("Any", _bounded(app, bounds.max_http_connections))  # hypercorn's ASGI types are TypedDicts
     if backend == "trio":
         from hypercorn.trio import serve as trio_serve
 
@@ -135,9 +188,14 @@ async def run_asgi(
     *,
     asgi_server: Literal["uvicorn", "hypercorn"] | None = None,
     graceful_timeout: float = 2.0,
+    limits: Limits | None = None,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` on the listening ``sock`` until ``stop`` is set (uvicorn on asyncio, hypercorn on trio)."""
+    """Serve ``app`` on the listening ``sock`` until ``stop`` is set (uvicorn on asyncio, hypercorn on trio).
+
+    ``limits`` (default: the app's ``limits`` attribute, else :class:`Limits`) gives the
+    header timeout and the connection bound.
+    """
     backend = running_backend()
     kind = asgi_server or ("hypercorn" if backend == "trio" else "uvicorn")
     if kind not in ("uvicorn", "hypercorn"):
@@ -145,9 +203,9 @@ async def run_asgi(
     if kind == "uvicorn" and backend != "asyncio":
         raise RuntimeError("uvicorn runs on asyncio only; use asgi_server='hypercorn' on trio")
     if kind == "uvicorn":
-        await run_uvicorn(app, sock, stop, graceful_timeout, task_status)
+        await run_uvicorn(app, sock, stop, graceful_timeout, task_status, limits)
     else:
-        await run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status)
+        await run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status, limits)
 
 
 async def serve_asgi(

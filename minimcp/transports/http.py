@@ -21,8 +21,11 @@ One endpoint (default ``/mcp``) takes POST, GET and DELETE.
   ASGI lifespan, by :meth:`StreamableHTTPApp.run`, or by :func:`serve_http`).
   DELETE ends a session: its pending questions end and running tools are
   cancelled. A session with no open stream and no request for
-  ``session_idle_timeout`` seconds is ended the same way. At most
-  ``max_sessions`` live at once (``503`` beyond).
+  ``session_idle_timeout`` seconds is ended the same way, one that never went
+  past ``initialize`` after ``limits.session_init_timeout``. At most
+  ``max_sessions`` live at once, ``limits.max_sessions_per_client`` per client
+  address: one more ends the least recently used one without pending work
+  (``503`` when all have work; see :mod:`minimcp.transports._session_table`).
 * **Streams.** Every SSE stream of a session has its own number; event ids are
   ``<stream>-<seq>``, unique in the session. On clients of 2025-11-25 and later
   a stream starts with a *priming* event (an id, empty data, and ``retry``).
@@ -75,8 +78,9 @@ envelope, is served *statelessly*.
   one long-lived connection of the app (a :class:`~minimcp.server.ServerConnection`
   over an inert transport, started with the app), whose task group hosts the
   tool runs: a tool waiting for ``inputResponses`` stays parked between
-  POSTs, and the retry -- on any connection -- resumes it. Requests are
-  given app-unique internal ids, so clients reusing ids never collide.
+  POSTs, and the retry -- on any connection -- resumes it (one client address
+  parks at most ``limits.max_parked_per_client``; ``-32003`` beyond). Requests
+  get app-unique internal ids, so clients reusing ids never collide.
 
 Client: :func:`http_client`
 ---------------------------
@@ -123,6 +127,7 @@ from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.transports import MessageTooLarge
 from minimcp.transports import _headers as mcp_headers
+from minimcp.transports._session_table import ASSUMED_VERSION, HTTPSession, SessionTable, TableFull, client_key
 from minimcp.transports._sse import PING, SSEDecoder, encode_event
 from minimcp.transports.asgi_server import bind, run_asgi
 from minimcp.types import CancelledParams
@@ -160,8 +165,6 @@ DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost:*", "127.0.0.1:*", "[::1]:*
 DEFAULT_ALLOWED_ORIGINS: tuple[str, ...] = tuple(
     f"{scheme}://{host}" for scheme in ("http", "https") for host in DEFAULT_ALLOWED_HOSTS
 )
-#: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
-ASSUMED_VERSION = "2025-03-26"
 
 _JSON = "application/json"
 _SSE = "text/event-stream"
@@ -186,8 +189,11 @@ def _is_response(message: bytes) -> bool:
 
 
 def _is_uint(text: str) -> bool:
-    """ASCII digits only (``str.isdigit`` also accepts ``"²"``, which ``int`` rejects)."""
-    return text.isascii() and text.isdigit()
+    """At most 18 ASCII digits (``str.isdigit`` also accepts ``"²"``, which ``int`` rejects).
+
+    The bound keeps ``int()`` far from Python's digit limit (4,300), past which it raises.
+    """
+    return len(text) <= 18 and text.isascii() and text.isdigit()
 
 
 def _same_id(a: RequestId | None, b: RequestId | None) -> bool:
@@ -427,26 +433,6 @@ class _SessionTransport:
         return stream, int(seq)
 
 
-class _HTTPSession:
-    __slots__ = ("connection", "finished", "id", "last_active", "live", "transport")
-
-    def __init__(self, session_id: str, transport: _SessionTransport) -> None:
-        self.id = session_id
-        self.transport = transport
-        self.connection: ServerConnection | None = None
-        self.last_active = anyio.current_time()
-        self.live = 0  # open SSE connections
-        self.finished = anyio.Event()
-
-    def touch(self) -> None:
-        self.last_active = anyio.current_time()
-
-    @property
-    def version(self) -> str:
-        conn = self.connection
-        return conn.protocol_version if conn is not None and conn.protocol_version else ASSUMED_VERSION
-
-
 class _ModernTransport:
     """The inert transport under an app's modern connection.
 
@@ -569,7 +555,8 @@ class StreamableHTTPApp:
             ``"*"`` for any). Default: :data:`DEFAULT_ALLOWED_ORIGINS`.
         session_idle_timeout: Seconds a session without open streams or
             requests lives on; ``None`` never expires sessions.
-        max_sessions: Live sessions at most (``503`` for more).
+        max_sessions: Live sessions at most; one more ends the least recently
+            used session without pending work (``503`` when all have some).
         keepalive_interval: Seconds between keep-alive comments on an idle stream.
         retry_interval: Seconds a client should wait before reconnecting a
             dropped stream (the SSE ``retry`` field).
@@ -610,12 +597,12 @@ class StreamableHTTPApp:
         )
         self.session_idle_timeout = session_idle_timeout
         self.max_sessions = max_sessions
+        self.limits = limits or server.limits
         self.keepalive_interval = keepalive_interval
         self.retry_ms = max(0, round(retry_interval * 1000))
         self.replay_buffer = max(1, replay_buffer)
         self.retained_streams = max(0, retained_streams)
-        self.limits = limits or server.limits
-        self._sessions: dict[str, _HTTPSession] = {}
+        self._sessions: SessionTable[HTTPSession] = SessionTable(max_sessions, self.limits.max_sessions_per_client)
         self._tg: anyio.abc.TaskGroup | None = None
         self._modern: _ModernHost | None = None
         # tool name -> (its definition, its x-mcp-header annotations), recomputed when the definition changes
@@ -687,7 +674,7 @@ class StreamableHTTPApp:
         Tool calls of revision 2026-07-28 parked between rounds end too (their
         retries replay, see :mod:`minimcp.modern`).
         """
-        for sess in list(self._sessions.values()):
+        for sess in self._sessions.values():
             self._end(sess)
         if self._modern is not None:
             self._modern.session.close()
@@ -700,53 +687,59 @@ class StreamableHTTPApp:
         self._end(sess)
         return True
 
-    def _end(self, sess: _HTTPSession) -> None:
-        if self._sessions.get(sess.id) is sess:
-            del self._sessions[sess.id]
+    def _end(self, sess: HTTPSession) -> None:
+        self._sessions.remove(sess)
         sess.transport.close()
         if sess.connection is not None:
             sess.connection.session.close()
 
     async def _expire_idle(self) -> None:
         idle = self.session_idle_timeout
-        if idle is None:
-            return
-        interval = min(max(idle / 4, 0.05), 30.0)
+        fresh = self.limits.session_init_timeout
+        shortest = fresh if idle is None else min(idle, fresh)
+        interval = min(max(shortest / 4, 0.05), 30.0)
         while True:
             await anyio.sleep(interval)
-            now = anyio.current_time()
-            for sess in list(self._sessions.values()):
-                if sess.live == 0 and now - sess.last_active > idle:
-                    logger.info("MCP session %s expired after %g s idle", sess.id[:8], idle)
-                    self._end(sess)
+            self._expire(idle, fresh)
+
+    def _expire(self, idle: float | None, fresh: float) -> None:
+        # A method of its own, so that no loop variable keeps the last session (and all it holds)
+        # alive while the loop above sleeps.
+        for sess in self._sessions.expired(anyio.current_time(), idle, fresh):
+            self._end(sess)
 
     async def _run_session(
-        self, sess: _HTTPSession, *, task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED
+        self, sess: HTTPSession, *, task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         try:
             await self.server.serve(sess.transport, task_status=task_status)
         except Exception:
             logger.exception("MCP session %s failed", sess.id[:8])
         finally:
-            if self._sessions.get(sess.id) is sess:
-                del self._sessions[sess.id]
+            self._sessions.remove(sess)
             await sess.transport.aclose()
             sess.finished.set()
 
-    async def _new_session(self) -> _HTTPSession | str:
+    async def _new_session(self, client: str) -> HTTPSession | str:
         tg = self._tg
         if tg is None:
             return "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)"
-        if len(self._sessions) >= self.max_sessions:
-            return f"too many sessions (limit {self.max_sessions}); try again later"
+        try:
+            victim = self._sessions.make_room(client)
+        except TableFull as exc:
+            return f"{exc}; try again later"
+        if victim is not None:
+            logger.info("MCP session %s ended to make room for a new one (least recently used)", victim.id[:8])
+            self._end(victim)
         sid = secrets.token_urlsafe(24)
-        sess = _HTTPSession(sid, _SessionTransport(max_events=self.replay_buffer, max_retained=self.retained_streams))
-        self._sessions[sid] = sess
+        transport = _SessionTransport(max_events=self.replay_buffer, max_retained=self.retained_streams)
+        sess = HTTPSession(sid, transport, client)
+        self._sessions.add(sess)
         try:
             sess.connection = await tg.start(self._run_session, sess)
         except Exception:
             logger.exception("could not start an MCP session")
-            self._sessions.pop(sid, None)
+            self._sessions.remove(sess)
             return "could not start the session"
         return sess
 
@@ -814,7 +807,7 @@ class StreamableHTTPApp:
             )
             return
         if method == "POST":
-            await self._post(headers, receive, send)
+            await self._post(headers, receive, send, scope)
         elif method == "GET":
             await self._get(headers, receive, send)
         elif method == "DELETE":
@@ -828,7 +821,7 @@ class StreamableHTTPApp:
                 headers=[(b"allow", b"GET, POST, DELETE")],
             )
 
-    async def _session_of(self, headers: Mapping[str, str], send: Send) -> _HTTPSession | None:
+    async def _session_of(self, headers: Mapping[str, str], send: Send) -> HTTPSession | None:
         """The session a request names; answers the request itself (400/404) when there is none."""
         sid = headers.get("mcp-session-id")
         version = headers.get("mcp-protocol-version")
@@ -874,7 +867,7 @@ class StreamableHTTPApp:
             if not message.get("more_body", False):
                 return bytes(body)
 
-    async def _post(self, headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+    async def _post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
         version = headers.get("mcp-protocol-version")
         accept = headers.get("accept", "")
         if not (_accepts(accept, _JSON) and _accepts(accept, _SSE)):
@@ -887,9 +880,9 @@ class StreamableHTTPApp:
             await _respond_error(send, 415, errors.INVALID_REQUEST, f"Content-Type must be {_JSON}", version=version)
             return
         if _wants_modern(headers):
-            await self._post_modern(headers, receive, send)
+            await self._post_modern(headers, receive, send, scope)
             return
-        sess: _HTTPSession | None = None
+        sess: HTTPSession | None = None
         if "mcp-session-id" in headers:
             sess = await self._session_of(headers, send)
             if sess is None:
@@ -905,7 +898,7 @@ class StreamableHTTPApp:
             return
         new = False
         if sess is None and _claims_modern(message):
-            await self._modern_message(headers, message, receive, send)
+            await self._modern_message(headers, message, receive, send, scope)
             return
         if sess is None:
             if not (type(message) is Request and message.method == "initialize"):
@@ -917,12 +910,14 @@ class StreamableHTTPApp:
                     version=version,
                 )
                 return
-            created = await self._new_session()
+            created = await self._new_session(client_key(scope))
             if isinstance(created, str):
                 await _respond_error(send, 503, errors.SERVER_BUSY, created, version=version)
                 return
             sess, new = created, True
-        sess.touch()
+        else:
+            sess.initialized = True
+        sess.touch(self._sessions)
         transport = sess.transport
         if type(message) is Request:
             stream = transport.open_request_stream(message.id)
@@ -971,7 +966,8 @@ class StreamableHTTPApp:
         sess = await self._session_of(headers, send)
         if sess is None:
             return
-        sess.touch()
+        sess.initialized = True
+        sess.touch(self._sessions)
         last = headers.get("last-event-id")
         if last:
             found = sess.transport.find(last)
@@ -1001,7 +997,7 @@ class StreamableHTTPApp:
 
     # --- the modern leg (2026-07-28) --------------------------------------------------------------
 
-    async def _post_modern(self, headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+    async def _post_modern(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
         """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored."""
         body = await self._read_body(headers, receive, send)
         if body is None:
@@ -1012,7 +1008,7 @@ class StreamableHTTPApp:
         except jsonrpc.InvalidMessage as exc:
             await _respond_modern_error(send, exc.id, exc.code, exc.message)
             return
-        await self._modern_message(headers, message, receive, send)
+        await self._modern_message(headers, message, receive, send, scope)
 
     def _trace_modern(self, direction: str, data: bytes, related: RequestId | None = None) -> None:
         """Record a 2026-07-28 POST's request or final reply (its notifications go through the session)."""
@@ -1021,7 +1017,7 @@ class StreamableHTTPApp:
             trace.record(host.session.name, direction, data, related=related, origin=host.session)
 
     async def _modern_message(
-        self, headers: Mapping[str, str], message: jsonrpc.Message, receive: Receive, send: Send
+        self, headers: Mapping[str, str], message: jsonrpc.Message, receive: Receive, send: Send, scope: Scope
     ) -> None:
         if type(message) is not Request and type(message) is not Notification:
             await _respond_modern_error(
@@ -1037,7 +1033,7 @@ class StreamableHTTPApp:
             await _respond_modern_error(send, request_id, mcp_headers.HEADER_MISMATCH, f"Header mismatch: {problem}")
             return
         if type(message) is Request:
-            await self._modern_request(message, receive, send)
+            await self._modern_request(message, receive, send, scope)
         else:  # This revision defines no client notifications on HTTP (cancelling is closing the stream).
             await _respond(send, 202)
 
@@ -1057,7 +1053,7 @@ class StreamableHTTPApp:
         self._annotations[name] = (definition, found)
         return found
 
-    async def _modern_request(self, message: Request, receive: Receive, send: Send) -> None:
+    async def _modern_request(self, message: Request, receive: Receive, send: Send, scope: Scope) -> None:
         """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first."""
         host = self._modern
         if host is None:
@@ -1074,8 +1070,10 @@ class StreamableHTTPApp:
         out, notes = anyio.create_memory_object_stream[bytes](16)
         host.transport.routes[internal] = out
         final: list[tuple[int, bytes]] = []
+        owner = (client_key(scope), self.limits.max_parked_per_client)
 
         async def handle() -> None:
+            modern.PARK_OWNER.set(owner)  # this task's own context: parked calls count against the client
             try:
                 request = Request(id=internal, method=message.method, params=message.params)
                 result = await host.connection.handle_request(host.session, request)
@@ -1151,7 +1149,7 @@ class StreamableHTTPApp:
 
     async def _stream(
         self,
-        sess: _HTTPSession,
+        sess: HTTPSession,
         stream: _Stream,
         cursor: int,
         version: str,
@@ -1196,7 +1194,7 @@ class StreamableHTTPApp:
             logger.debug("SSE stream %d: client went away", stream.key)
         finally:
             sess.live -= 1
-            sess.touch()
+            sess.touch(self._sessions)
             if stream.owner is token:
                 stream.owner = None
             if stream.done:
@@ -1206,7 +1204,7 @@ class StreamableHTTPApp:
                     sess.transport.retain(stream)
 
     async def _pump(
-        self, sess: _HTTPSession, stream: _Stream, token: object, cursor: int, head: bytes, send: Send
+        self, sess: HTTPSession, stream: _Stream, token: object, cursor: int, head: bytes, send: Send
     ) -> None:
         pending = head
         transport = sess.transport
