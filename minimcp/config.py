@@ -40,8 +40,6 @@ class Limits:
             each step of close stdin -> terminate -> kill.
         page_size: Items per page of ``tools/list`` and the other list methods.
         max_subscriptions: Resource subscriptions per session.
-        session_init_timeout: Seconds an HTTP session that never went past
-            ``initialize`` (no further request or notification) lives on.
         max_sessions_per_client: HTTP sessions one client address (an IPv6
             ``/64``) may hold; one more ends that client's least recently used
             session without pending work (``503`` when all have work).
@@ -70,9 +68,11 @@ class Limits:
             close frames and messages); above it senders wait and a server stops
             reading (a client fails the connection, 1008, when pongs it owes a
             server that does not read pass this much again).
-        initialize_timeout: Seconds a WebSocket connection has, once upgraded,
-            to send its first request (``initialize``, or any request of
-            2026-07-28); then it is closed with 1008. ``None``: no deadline.
+        initialize_timeout: Seconds a new client has to get going: a WebSocket
+            connection, once upgraded, to send its first request (``initialize``,
+            or any request of 2026-07-28; else it is closed with 1008), and an
+            HTTP session to send anything after ``initialize`` (else it is
+            ended). ``None``: no deadline.
         idle_timeout: Seconds a WebSocket connection may stay idle: nothing
             received from the client and no work pending on either side (no
             question waiting on a person, no handler running, no subscription,
@@ -96,7 +96,6 @@ class Limits:
     shutdown_timeout: float = 2.0
     page_size: int = 100
     max_subscriptions: int = 10_000
-    session_init_timeout: float = 30.0
     max_sessions_per_client: int | None = 2000
     max_parked_per_client: int = 1000
     http_header_timeout: float = 10.0

@@ -304,7 +304,7 @@ async def _ping(raw: Any) -> int:
 
 async def test_http_a_session_that_never_went_past_initialize_expires_quickly() -> None:
     h = _http_helpers()
-    limits = Limits(session_init_timeout=0.3)
+    limits = Limits(initialize_timeout=0.3)
     with anyio.fail_after(30):
         async with h.serving(Server("fresh", limits=limits)) as (url, app), h.raw_session(url) as raw:
             async with h.httpx.AsyncClient(timeout=10) as http:

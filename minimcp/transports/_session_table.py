@@ -34,7 +34,7 @@ class HTTPSession:
         self.connection: ServerConnection | None = None
         self.last_active = anyio.current_time()
         self.live = 0  # open SSE connections
-        self.initialized = False  # a request after initialize came (else it expires after session_init_timeout)
+        self.initialized = False  # a request after initialize came (else it expires after initialize_timeout)
         self.finished = anyio.Event()
 
     def busy(self) -> bool:

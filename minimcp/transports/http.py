@@ -22,7 +22,7 @@ One endpoint (default ``/mcp``) takes POST, GET and DELETE.
   DELETE ends a session: its pending questions end and running tools are
   cancelled. A session with no open stream and no request for
   ``session_idle_timeout`` seconds is ended the same way, one that never went
-  past ``initialize`` after ``limits.session_init_timeout``. At most
+  past ``initialize`` after ``limits.initialize_timeout``. At most
   ``max_sessions`` live at once, ``limits.max_sessions_per_client`` per client
   address: one more ends the least recently used one without pending work
   (``503`` when all have work; see :mod:`minimcp.transports._session_table`).
@@ -113,6 +113,7 @@ import collections
 import contextlib
 import itertools
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -695,7 +696,7 @@ class StreamableHTTPApp:
 
     async def _expire_idle(self) -> None:
         idle = self.session_idle_timeout
-        fresh = self.limits.session_init_timeout
+        fresh = math.inf if self.limits.initialize_timeout is None else self.limits.initialize_timeout
         shortest = fresh if idle is None else min(idle, fresh)
         interval = min(max(shortest / 4, 0.05), 30.0)
         while True:
