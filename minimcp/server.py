@@ -13,7 +13,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 import anyio
@@ -34,7 +34,15 @@ from minimcp.modern import Envelope, Parking, Run
 from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
 from minimcp.session import Deferred, PendingBudget, Session
-from minimcp.state import StateSealer, StateTooLarge, digest
+from minimcp.state import (
+    ENV_STATE_KEYS,
+    StateKey,
+    StateSealer,
+    StateTooLarge,
+    digest,
+    parse_state_keys,
+    state_keys_from_env,
+)
 from minimcp.tools import (
     RegisteredTool,
     ToolError,
@@ -137,8 +145,11 @@ class Server:
         title: Optional display name.
         instructions: Hint text for the client's model.
         limits: Bounds and timeouts for every connection.
-        state_key: Key (32+ bytes) sealing ``requestState`` on the modern revision;
-            random per process when omitted.
+        state_key: Key sealing ``requestState`` on the modern revision: bytes (32 or
+            more) or hex text, or a sequence of them (the first seals, all open: put a new
+            key first to rotate). When omitted: the keys in ``MINIMCP_STATE_KEYS`` (comma-
+            separated hex) if that is set, else a key random to this process (then a retry
+            that reaches another worker is refused; the HTTP app warns at start).
         state_ttl: Seconds a ``requestState`` stays valid.
         used_states: Where used ``requestState`` tokens are recorded (each is good for
             one retry); in memory by default (``limits.max_used_states``). Workers that
@@ -154,7 +165,7 @@ class Server:
         title: str | None = None,
         instructions: str | None = None,
         limits: Limits | None = None,
-        state_key: bytes | None = None,
+        state_key: StateKey | Sequence[StateKey] | None = None,
         state_ttl: float = 600.0,
         used_states: UsedStates | None = None,
         trace: WireTrace | None = None,
@@ -167,7 +178,12 @@ class Server:
         self.budget = PendingBudget(self.limits.max_pending_total)
         #: Seals ``requestState`` on the modern revision. Give every worker behind a load
         #: balancer the same ``state_key`` so a retry can replay anywhere.
-        self.sealer = StateSealer(state_key)
+        keys = parse_state_keys(state_key) if state_key is not None else state_keys_from_env()
+        self.sealer = StateSealer(keys[0], old_keys=keys[1:]) if keys else StateSealer()
+        #: Where the sealing keys came from: ``"argument"``, ``"environment"``, or ``"random"``
+        #: (to this process: other workers cannot open its states).
+        self.state_key_source = "argument" if state_key is not None else "environment" if keys else "random"
+        self._warned_random_key = False
         self.state_ttl = state_ttl
         self.used_states: UsedStates = used_states or MemoryUsedStates(self.limits.max_used_states)
         #: Tool calls suspended between rounds of the modern revision.
@@ -381,6 +397,23 @@ class Server:
         if conn is None:
             return False
         return await conn._send_complete(elicitation_id)
+
+    def warn_if_state_key_random(self) -> None:
+        """Log once per server, when its sealing key is random to this process, what that breaks.
+
+        Hosts that may run as one of several workers (the Streamable HTTP app) call it at start.
+        """
+        if self.state_key_source != "random" or self._warned_random_key:
+            return
+        self._warned_random_key = True
+        logger.warning(
+            "server %s seals 2026-07-28 requestState with a key random to this process: with several "
+            "workers, a retry that reaches another worker is refused (-32602 Invalid or expired requestState) "
+            "and the call has to start over. Give every worker the same keys: set %s (comma-separated hex, "
+            "32+ bytes each, e.g. from: python -c \"import secrets; print(secrets.token_hex(32))\") "
+            "or pass Server(state_key=...). One worker only: nothing to do.",
+            self.name, ENV_STATE_KEYS,
+        )
 
     # serving
 

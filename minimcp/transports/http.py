@@ -655,6 +655,7 @@ class StreamableHTTPApp:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                self.server.warn_if_state_key_random()  # several workers need one key (issue 18)
                 self._modern = await self._start_modern(tg)
                 tg.start_soon(self._expire_idle)
                 task_status.started()
