@@ -336,6 +336,16 @@ class Run:
             self._replay = len(self.answers)
         return results
 
+    def replays(self, question_digest: str | None = None) -> bool:
+        """Whether the tool's next question is answered from the sealed record (that question, if given).
+
+        Such a question was asked in an earlier round, when the client could be asked; the
+        capability checks before it hold as they did then, whatever this retry declares.
+        """
+        if self._replay >= len(self.answers):
+            return False
+        return question_digest is None or self.answers[self._replay][0] == question_digest
+
     def finish(self, kind: str, value: Any) -> None:
         self.finished = True
         self._emit((kind, value))

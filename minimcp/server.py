@@ -155,6 +155,13 @@ class Server:
             one retry); in memory by default (``limits.max_used_states``). Workers that
             share a ``state_key`` share this store too.
         trace: Record every message of every connection (see :mod:`minimcp.trace`).
+        replay_every_retry: A test mode for the modern revision: never park a call. When a
+            tool asks, the ``input_required`` answer goes out and the call is dropped at
+            once (as when the park table is full), so every retry replays it from the
+            sealed state, in this one process -- as if it had reached another worker.
+            Tools that are not safe to replay (work before a question done twice, clean-up
+            on cancellation that undoes what the retry needs) fail in ordinary tests;
+            ``replayable=False`` tools are refused on every retry.
     """
 
     def __init__(
@@ -169,6 +176,7 @@ class Server:
         state_ttl: float = 600.0,
         used_states: UsedStates | None = None,
         trace: WireTrace | None = None,
+        replay_every_retry: bool = False,
     ) -> None:
         self.info = Implementation(name=name, version=version, title=title or None)
         self.instructions = instructions
@@ -188,6 +196,8 @@ class Server:
         self.used_states: UsedStates = used_states or MemoryUsedStates(self.limits.max_used_states)
         #: Tool calls suspended between rounds of the modern revision.
         self.parking = Parking(self.limits.max_pending_outbound)
+        #: Never park: every modern retry replays (a test mode, see the class docs).
+        self.replay_every_retry = replay_every_retry
         #: Elicitation counters per tool (see :mod:`minimcp.metrics`).
         self.metrics = ElicitationMetrics()
         self._not_replayable: set[str] = set()
@@ -902,7 +912,10 @@ class ServerConnection:
             if binding["m"] != "tools/call":
                 raise McpError(errors.INTERNAL_ERROR, text) from None
             return modern.complete(error_result(text), server.info)
-        server.parking.park(run)
+        if server.replay_every_retry:
+            run.scope.cancel()  # dropped at once, as on a full park table: the retry replays
+        else:
+            server.parking.park(run)
         requests = {key: q.to_wire() for key, q in zip(keys, questions, strict=True)}
         result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
         return modern.complete(result, self.server.info)

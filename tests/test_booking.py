@@ -16,6 +16,7 @@ import pytest
 from minimcp import Accepted, Cancelled, Declined, ElicitationRequest, check_form, connect_stdio
 from minimcp.forms import FormDefinitionError, compile_form
 from tests.helpers import RawPeer, connected, raw_client
+from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_url_mode import asgi_call
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -222,6 +223,7 @@ def booked_or_refused(message: dict[str, Any]) -> str | None:
     return booking_id
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_replaying_the_deposit_round_makes_one_booking() -> None:
     app = booking.build()
     app.pages_url = PAGES
@@ -242,6 +244,7 @@ async def test_replaying_the_deposit_round_makes_one_booking() -> None:
             assert app.bookings[made].status == "booked"
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_concurrent_retries_of_one_deposit_round_make_one_booking() -> None:
     app = booking.build()
     app.pages_url = PAGES
@@ -255,6 +258,7 @@ async def test_concurrent_retries_of_one_deposit_round_make_one_booking() -> Non
             assert len(app.bookings) == 1 and outcomes - {None} == set(app.bookings)
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_a_deposit_round_replayed_on_another_worker_finds_the_calls_booking() -> None:
     """One call id, one booking, even where no record says the state was used (another process, same data)."""
     first, second = booking.build(state_key=KEY), booking.build(state_key=KEY)
