@@ -153,7 +153,9 @@ class Server:
         state_ttl: Seconds a ``requestState`` stays valid.
         used_states: Where used ``requestState`` tokens are recorded (each is good for
             one retry); in memory by default (``limits.max_used_states``). Workers that
-            share a ``state_key`` share this store too.
+            share a ``state_key`` share this store too:
+            :class:`~minimcp.used_states.RedisUsedStates` (started by
+            :meth:`run_background`).
         trace: Record every message of every connection (see :mod:`minimcp.trace`).
         replay_every_retry: A test mode for the modern revision: never park a call. When a
             tool asks, the ``input_required`` answer goes out and the call is dropped at
@@ -424,6 +426,19 @@ class Server:
             "or pass Server(state_key=...). One worker only: nothing to do.",
             self.name, ENV_STATE_KEYS,
         )
+
+    async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run what the server keeps beside its connections until cancelled: the client of a shared
+        ``used_states`` store (one with a ``run`` method, as :class:`~minimcp.used_states.RedisUsedStates`).
+
+        Hosts of many connections start it in their task group (the Streamable HTTP app does).
+        """
+        run = getattr(self.used_states, "run", None)
+        async with anyio.create_task_group() as tg:
+            if run is not None:
+                await tg.start(run)
+            task_status.started()
+            await anyio.sleep_forever()
 
     # serving
 
