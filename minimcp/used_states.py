@@ -131,20 +131,26 @@ class RedisUsedStates:
     until it expires): turn on ``appendonly`` where that matters.
 
     Args:
-        url: ``redis://[:password@]host:port/db`` (``rediss://`` for TLS).
+        url: ``redis://[:password@]host:port/db`` (``rediss://`` for TLS, ``unix://`` for a socket).
         prefix: Prepended to each state id to make its key.
         timeout: Seconds one record may take before the retry is refused.
         clock_skew: Seconds a record is kept past its state's expiry.
     """
 
     def __init__(self, url: str, *, prefix: str = "minimcp:used:", timeout: float = 5.0, clock_skew: float = 60.0):
+        scheme = url.partition("://")[0] if "://" in url else ""
+        if scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"RedisUsedStates needs a redis://, rediss:// or unix:// URL, not {_safe(url)!r}")
+        self._coredis = _coredis()  # here, so that a missing extra shows at once
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
         self.clock_skew = clock_skew
+        self._nx = self._coredis.tokens.PureToken.NX
         self._client: Any = None
         self._owned: anyio.Event | None = None  # set when the owner's client closes
         self._context: anyio.abc.TaskGroup | None = None
+        self._failing = False  # warned about this outage already
 
     @property
     def running(self) -> bool:
@@ -155,27 +161,30 @@ class RedisUsedStates:
         client = self._client
         if client is None:
             raise StoreUnavailable("the Redis store of used states is not running (start RedisUsedStates.run)")
-        from coredis.tokens import PureToken
-
         try:
             with anyio.fail_after(self.timeout):
                 done = await client.set(
-                    self.prefix + key, b"1", condition=PureToken.NX,
-                    pxat=math.ceil((expires_at + self.clock_skew) * 1000),
-                )  # fmt: skip
+                    self.prefix + key, b"1", condition=self._nx, pxat=math.ceil((expires_at + self.clock_skew) * 1000)
+                )
         except Exception as exc:  # down, restarting, unreachable, timed out: refuse, never allow
-            logger.warning("used states: Redis at %s did not answer: %r", _safe(self.url), exc)
+            if not self._failing:  # once per outage; the refusals themselves are logged by the server
+                self._failing = True
+                logger.warning("used states: Redis at %s does not answer (%r); retries are refused until it does",
+                               _safe(self.url), exc)  # fmt: skip
             raise StoreUnavailable(f"Redis did not answer: {exc!r}") from exc
+        if self._failing:
+            self._failing = False
+            logger.warning("used states: Redis at %s answers again", _safe(self.url))
         return bool(done)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Keep the Redis client open until cancelled (start it in the server's task group).
 
-        Raises:
-            ImportError: ``coredis`` is missing (install the ``minimcp[redis]`` extra).
+        Opening the client does not wait for Redis (connections are made per command), so a
+        server starts while Redis is down; its retries are refused until Redis answers.
         """
-        coredis = _coredis()
         started = False
+        wait = 0.1
         while True:
             owned = self._owned
             if owned is not None:  # another runner owns the client: take over when it stops
@@ -185,8 +194,9 @@ class RedisUsedStates:
                 await owned.wait()
                 continue
             owned = self._owned = anyio.Event()
+            opening = self._coredis.Redis.from_url(self.url)  # a malformed URL fails the start, at once
             try:
-                async with coredis.Redis.from_url(self.url) as client:
+                async with opening as client:
                     self._client = client
                     if not started:
                         task_status.started()
@@ -195,16 +205,17 @@ class RedisUsedStates:
             except BaseException as exc:  # a failure inside the client's own tasks: open it again
                 if not _failure(exc):
                     raise
-                logger.warning("used states: the Redis client for %s failed: %r; opening it again", _safe(self.url),
-                               exc)  # fmt: skip
-                await anyio.sleep(0.1)
+                self._client = None
+                logger.warning("used states: the Redis client for %s failed (%r); opening it again in %.1f s",
+                               _safe(self.url), exc, wait)  # fmt: skip
+                await anyio.sleep(wait)
+                wait = min(wait * 2, 5.0)
             finally:
                 self._client = None
                 self._owned = None
                 owned.set()
 
     async def __aenter__(self) -> RedisUsedStates:
-        _coredis()
         tg = anyio.create_task_group()
         await tg.__aenter__()
         try:
@@ -228,7 +239,8 @@ class RedisUsedStates:
 def _coredis() -> Any:
     try:
         import coredis
-    except ImportError as exc:  # pragma: no cover - the extra is installed where tests run
+        import coredis.tokens
+    except ImportError as exc:
         raise ImportError(
             "RedisUsedStates needs the coredis package: install the minimcp[redis] extra (pip install 'minimcp[redis]')"
         ) from exc

@@ -179,8 +179,18 @@ async def test_several_runners_one_owner_the_next_takes_over(redis: RedisProcess
             outer.cancel_scope.cancel()
 
 
-async def test_without_coredis_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_coredis_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "coredis", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"minimcp\[redis\]"):
-        async with RedisUsedStates("redis://127.0.0.1:1/0"):
+        RedisUsedStates("redis://127.0.0.1:1/0")
+
+
+async def test_a_malformed_url_is_refused_naming_it() -> None:
+    for url in ("mysql://127.0.0.1/x", "127.0.0.1:6379"):
+        with pytest.raises(ValueError, match="needs a redis://, rediss:// or unix:// URL"):
+            RedisUsedStates(url)
+    with pytest.raises(ValueError, match=r"mysql://\*\*\*@h"):
+        RedisUsedStates("mysql://user:secret@h/x")  # the password never shows
+    with anyio.fail_after(WAIT), pytest.raises(ValueError, match="Port"):
+        async with RedisUsedStates("redis://127.0.0.1:notaport/0"):  # fails the start, at once
             pass  # pragma: no cover
