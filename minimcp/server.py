@@ -35,7 +35,7 @@ from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
 from minimcp.session import Deferred, PendingBudget, Session
 from minimcp.state import (
-    ENV_STATE_KEYS,
+    RANDOM_KEY_WARNING,
     StateKey,
     StateSealer,
     StateTooLarge,
@@ -418,14 +418,7 @@ class Server:
         if self.state_key_source != "random" or self._warned_random_key:
             return
         self._warned_random_key = True
-        logger.warning(
-            "server %s seals 2026-07-28 requestState with a key random to this process: with several "
-            "workers, a retry that reaches another worker is refused (-32602 Invalid or expired requestState) "
-            "and the call has to start over. Give every worker the same keys: set %s (comma-separated hex, "
-            "32+ bytes each, e.g. from: python -c \"import secrets; print(secrets.token_hex(32))\") "
-            "or pass Server(state_key=...). One worker only: nothing to do.",
-            self.name, ENV_STATE_KEYS,
-        )
+        logger.warning(RANDOM_KEY_WARNING, self.name)
 
     async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run what the server keeps beside its connections until cancelled: the client of a shared
