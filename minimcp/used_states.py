@@ -216,6 +216,8 @@ class RedisUsedStates:
                 owned.set()
 
     async def __aenter__(self) -> RedisUsedStates:
+        if self._context is not None:
+            raise RuntimeError("this RedisUsedStates is entered already (start its run() in more task groups instead)")
         tg = anyio.create_task_group()
         await tg.__aenter__()
         try:

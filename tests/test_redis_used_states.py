@@ -159,6 +159,15 @@ async def test_the_http_app_runs_the_store_while_it_runs(redis: RedisProcess) ->
     assert not used.running
 
 
+async def test_entering_twice_is_refused(redis: RedisProcess) -> None:
+    used = RedisUsedStates(redis.url)
+    with anyio.fail_after(WAIT):
+        async with used:
+            with pytest.raises(RuntimeError, match="entered already"):
+                await used.__aenter__()
+            assert used.running
+
+
 async def test_several_runners_one_owner_the_next_takes_over(redis: RedisProcess) -> None:
     used = RedisUsedStates(redis.url)
     with anyio.fail_after(WAIT):
