@@ -28,6 +28,7 @@ import html
 import logging
 import secrets
 import sys
+import time
 import urllib.parse
 import weakref
 from collections.abc import Awaitable, Callable
@@ -145,6 +146,8 @@ class BookingApp:
         #: The booking each tool call made (by ``ctx.call_id``): a replayed call finds it again.
         self.by_call: dict[str, Booking] = {}
         self.deposits: dict[str, Deposit] = {}
+        # deposit page id -> when no retry of its 2026-07-28 call can come back (oldest first)
+        self._deposit_expiry: dict[str, float] = {}
         # authorization page id -> the session to authorize (None: a modern-revision call waiting on it);
         # oldest first, at most max_pending_authorizations
         self.authorizations: dict[str, ServerConnection | None] = {}
@@ -152,7 +155,8 @@ class BookingApp:
         # the one pending authorization page of each live session
         self._pending_authorization: dict[ServerConnection, str] = {}
         self.authorized: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
-        self.completed_authorizations: set[str] = set()
+        #: Authorization pages completed whose call has not ended yet (oldest first, bounded).
+        self.completed_authorizations: dict[str, None] = {}
         self._register_tools()
 
     # --- state -----------------------------------------------------------------------------
@@ -188,7 +192,9 @@ class BookingApp:
         if elicitation_id not in self.authorizations:
             return False
         conn = self._forget_authorization(elicitation_id)
-        self.completed_authorizations.add(elicitation_id)
+        self.completed_authorizations[elicitation_id] = None
+        while len(self.completed_authorizations) > self.max_pending_authorizations:
+            del self.completed_authorizations[next(iter(self.completed_authorizations))]
         if conn is not None:
             self.authorized.add(conn)
             await self.server.complete_url_elicitation(elicitation_id)
@@ -349,9 +355,18 @@ class BookingApp:
                 )
                 if not isinstance(answer, Accepted):
                     raise ToolError("The calendar was not authorized, so the booking was not added.")
-        finally:
-            self._forget_authorization(eid)
-            self.completed_authorizations.discard(eid)
+        except anyio.get_cancelled_exc_class():
+            # A cancelled copy is not the end of the call: its retry replays it (here or on another
+            # worker) and needs the page and what it recorded (both bounded, oldest dropped first).
+            raise
+        except BaseException:
+            self._end_authorization(eid)
+            raise
+        self._end_authorization(eid)
+
+    def _end_authorization(self, eid: str) -> None:
+        self._forget_authorization(eid)
+        self.completed_authorizations.pop(eid, None)
 
     async def _deposit(self, ctx: Context, day: datetime.date, party_size: int) -> CallToolResult:
         if not ctx.can_elicit_url():
@@ -368,7 +383,12 @@ class BookingApp:
             return self._deposit_result(ctx, made, eid)
         url = self.page_url("deposit", eid)
         assert url is not None
-        deposit = self.deposits.setdefault(eid, Deposit(day, party_size))  # a replay finds its page again
+        self._drop_expired_deposits()
+        deposit = self.deposits.get(eid)  # a replay finds its page again
+        if deposit is None:
+            deposit = self.deposits[eid] = Deposit(day, party_size)
+            if ctx.modern:  # kept past a cancelled copy, until no retry of the call can come back
+                self._deposit_expiry[eid] = time.time() + self.server.state_ttl
         try:
             answer = await ctx.elicit_url(
                 f"A deposit is required for a party of {party_size} on {day.isoformat()}. "
@@ -379,8 +399,11 @@ class BookingApp:
         except McpError as exc:
             self._drop_unbooked_deposit(eid, deposit)
             raise could_not_answer(ctx, exc) from None
-        except BaseException:
-            self._drop_unbooked_deposit(eid, deposit)
+        except BaseException as exc:
+            # On 2026-07-28 a cancelled copy is not the end of the call: its retry replays it (here
+            # or on another worker) and needs the page, paid or not. Kept until no retry can come.
+            if not (ctx.modern and isinstance(exc, anyio.get_cancelled_exc_class())):
+                self._drop_unbooked_deposit(eid, deposit)
             raise
         made = self.by_call.get(call_id)
         if made is not None:  # another round of this call booked while this one waited
@@ -397,6 +420,16 @@ class BookingApp:
             case _:
                 self._drop_unbooked_deposit(eid, deposit)
                 return cancelled(day, party_size)
+
+    def _drop_expired_deposits(self) -> None:
+        """Drop the unbooked deposit pages of 2026-07-28 calls that no retry can continue any more."""
+        now, expiry = time.time(), self._deposit_expiry
+        while expiry and next(iter(expiry.values())) <= now:
+            eid = next(iter(expiry))
+            del expiry[eid]
+            deposit = self.deposits.get(eid)
+            if deposit is not None and deposit.booking is None:
+                del self.deposits[eid]
 
     def _drop_unbooked_deposit(self, eid: str, deposit: Deposit) -> None:
         if deposit.booking is None and self.deposits.get(eid) is deposit:

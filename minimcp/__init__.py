@@ -39,6 +39,7 @@ from minimcp.forms import compile_form as compile_form
 from minimcp.server import Server as Server
 from minimcp.server import ToolError as ToolError
 from minimcp.server import tool_result as tool_result
+from minimcp.state import state_keys_from_env as state_keys_from_env
 from minimcp.transports.memory import memory_pair as memory_pair
 from minimcp.urls import InvalidElicitationUrl as InvalidElicitationUrl
 
@@ -117,5 +118,6 @@ __all__ = [
     "open_in_browser",
     "serve_http",
     "serve_websocket",
+    "state_keys_from_env",
     "tool_result",
 ]

@@ -197,14 +197,25 @@ class Context:
         return v
 
     def can_elicit_form(self) -> bool:
-        """Whether the person can be asked a form question on this call."""
+        """Whether the person can be asked a form question on this call.
+
+        On the modern revision, while a replay hands back recorded answers: yes (the question
+        was asked in an earlier round, whatever this retry declares; as when the call is parked).
+        """
         if self.envelope is None:
             return self.connection.can_elicit_form()
-        return capabilities.can_elicit_form(self.protocol_version, self.envelope.capabilities)
+        return self._replaying() or capabilities.can_elicit_form(self.protocol_version, self.envelope.capabilities)
 
     def can_elicit_url(self) -> bool:
-        """Whether the person can be sent to a URL (URL mode) on this call."""
-        return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
+        """Whether the person can be sent to a URL (URL mode) on this call (replays: as :meth:`can_elicit_form`)."""
+        return self._replaying() or capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
+
+    def _replaying(self, method: str | None = None, params: Any = None) -> bool:
+        """Whether the next question (this one, if given) is answered from the sealed record."""
+        run = self.run
+        if run is None:
+            return False
+        return run.replays(None if method is None else Question.create(method, params).digest)
 
     def _ask(self, method: str, params: Any, timeout: float | None, key: str | None = None) -> Awaitable[Any]:
         """Send one question to the client: a nested request, or an input request (modern).
@@ -494,7 +505,9 @@ class Context:
         else:
             allowed = capabilities.can_elicit_form(version, self.envelope.capabilities)
             mode = "form" if supports(version, Feature.ELICITATION_URL) else UNSET
-        if not allowed:
+        if not allowed and not (self.run is not None and self._replaying("elicitation/create", ElicitRequestParams(
+            message=message, mode=mode, requested_schema=compiled.schema_for(version)
+        ))):
             self.connection.server.metrics.unsupported(self.tool, "form")
             raise self._unsupported(
                 "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
@@ -601,8 +614,11 @@ class Context:
             self.connection.register_url_elicitation(eid)
         return UrlElicitation(message, url, eid)
 
-    def _require_url_mode(self, message: str) -> None:
-        if not self.can_elicit_url():
+    def _require_url_mode(self, message: str, url: str | None = None) -> None:
+        if not capabilities.can_elicit_url(self.protocol_version, self.client_capabilities) and not (
+            url is not None and self._replaying("elicitation/create", ElicitRequestParams(message=message, mode="url",
+                                                                                          url=url))
+        ):
             self.connection.server.metrics.unsupported(self.tool, "url")
             raise self._unsupported(
                 "url", f"open links (it did not declare URL-mode elicitation); cannot ask: {message}"
@@ -629,7 +645,7 @@ class Context:
             InvalidElicitationUrl: not absolute http(s), has user info, or plain http
                 to a non-loopback host (before sending).
         """
-        self._require_url_mode(message)
+        self._require_url_mode(message, url if self.modern else None)
         check_elicitation_url(url)
         eid = elicitation_id or secrets.token_urlsafe(18)
         conn = self.connection

@@ -54,7 +54,7 @@ from minimcp.types import (
     LoggingLevel,
     UnsetType,
 )
-from minimcp.used_states import UsedStates
+from minimcp.used_states import StoreUnavailable, UsedStates
 from minimcp.versions import MODERN, is_modern
 
 __all__ = [
@@ -338,6 +338,16 @@ class Run:
             self._replay = len(self.answers)
         return results
 
+    def replays(self, question_digest: str | None = None) -> bool:
+        """Whether the tool's next question is answered from the sealed record (that question, if given).
+
+        Such a question was asked in an earlier round, when the client could be asked; the
+        capability checks before it hold as they did then, whatever this retry declares.
+        """
+        if self._replay >= len(self.answers):
+            return False
+        return question_digest is None or self.answers[self._replay][0] == question_digest
+
     def finish(self, kind: str, value: Any) -> None:
         self.finished = True
         self._emit((kind, value))
@@ -458,7 +468,8 @@ async def use_state(
 
     Raises:
         McpError: ``-32602``, frozen "Invalid or expired requestState" for a state that
-            does not verify (the reason goes to the log), or saying it was already used.
+            does not verify (the reason goes to the log), or saying it was already used;
+            ``-32603`` when the store of used states cannot tell (the state stays unused).
     """
     try:
         state = sealer.open(token, now=now, binding=binding)
@@ -467,7 +478,16 @@ async def use_state(
         raise McpError(
             errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
         ) from None
-    if not await used.consume(sealer.state_id(token), float(state["exp"])):
+    try:
+        fresh = await used.consume(sealer.state_id(token), float(state["exp"]))
+    except StoreUnavailable as exc:  # fail closed: refused, and the state stays unused
+        logger.warning("refused a requestState for %r: %s", binding.get("t"), exc)
+        raise McpError(
+            errors.INTERNAL_ERROR,
+            "cannot accept this requestState now: the store of used states is unavailable; retry later",
+            {"reason": "state_store_unavailable"},
+        ) from None
+    if not fresh:
         logger.info("refused a used requestState for %r", binding.get("t"))
         raise McpError(
             errors.INVALID_PARAMS,

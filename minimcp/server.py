@@ -13,7 +13,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 import anyio
@@ -35,7 +35,15 @@ from minimcp.modern import Envelope, Parking, Run
 from minimcp.prompts import RegisteredPrompt, build_prompt, to_prompt_result
 from minimcp.resources import RegisteredResource, RegisteredTemplate, to_contents
 from minimcp.session import Deferred, PendingBudget, Session
-from minimcp.state import StateSealer, StateTooLarge, digest
+from minimcp.state import (
+    RANDOM_KEY_WARNING,
+    StateKey,
+    StateSealer,
+    StateTooLarge,
+    digest,
+    parse_state_keys,
+    state_keys_from_env,
+)
 from minimcp.tools import (
     RegisteredTool,
     ToolError,
@@ -142,13 +150,25 @@ class Server:
         title: Optional display name.
         instructions: Hint text for the client's model.
         limits: Bounds and timeouts for every connection.
-        state_key: Key (32+ bytes) sealing ``requestState`` on the modern revision;
-            random per process when omitted.
+        state_key: Key sealing ``requestState`` on the modern revision: bytes (32 or
+            more) or hex text, or a sequence of them (the first seals, all open: put a new
+            key first to rotate). When omitted: the keys in ``MINIMCP_STATE_KEYS`` (comma-
+            separated hex) if that is set, else a key random to this process (then a retry
+            that reaches another worker is refused; the HTTP app warns at start).
         state_ttl: Seconds a ``requestState`` stays valid.
         used_states: Where used ``requestState`` tokens are recorded (each is good for
             one retry); in memory by default (``limits.max_used_states``). Workers that
-            share a ``state_key`` share this store too.
+            share a ``state_key`` share this store too:
+            :class:`~minimcp.used_states.RedisUsedStates` (started by
+            :meth:`run_background`).
         trace: Record every message of every connection (see :mod:`minimcp.trace`).
+        replay_every_retry: A test mode for the modern revision: never park a call. When a
+            tool asks, the ``input_required`` answer goes out and the call is dropped at
+            once (as when the park table is full), so every retry replays it from the
+            sealed state, in this one process -- as if it had reached another worker.
+            Tools that are not safe to replay (work before a question done twice, clean-up
+            on cancellation that undoes what the retry needs) fail in ordinary tests;
+            ``replayable=False`` tools are refused on every retry.
     """
 
     def __init__(
@@ -159,10 +179,11 @@ class Server:
         title: str | None = None,
         instructions: str | None = None,
         limits: Limits | None = None,
-        state_key: bytes | None = None,
+        state_key: StateKey | Sequence[StateKey] | None = None,
         state_ttl: float = 600.0,
         used_states: UsedStates | None = None,
         trace: WireTrace | None = None,
+        replay_every_retry: bool = False,
     ) -> None:
         self.info = Implementation(name=name, version=version, title=title or None)
         self.instructions = instructions
@@ -172,11 +193,18 @@ class Server:
         self.budget = PendingBudget(self.limits.max_pending_total)
         #: Seals ``requestState`` on the modern revision. Give every worker behind a load
         #: balancer the same ``state_key`` so a retry can replay anywhere.
-        self.sealer = StateSealer(state_key)
+        keys = parse_state_keys(state_key) if state_key is not None else state_keys_from_env()
+        self.sealer = StateSealer(keys[0], old_keys=keys[1:]) if keys else StateSealer()
+        #: Where the sealing keys came from: ``"argument"``, ``"environment"``, or ``"random"``
+        #: (to this process: other workers cannot open its states).
+        self.state_key_source = "argument" if state_key is not None else "environment" if keys else "random"
+        self._warned_random_key = False
         self.state_ttl = state_ttl
         self.used_states: UsedStates = used_states or MemoryUsedStates(self.limits.max_used_states)
         #: Tool calls suspended between rounds of the modern revision.
         self.parking = Parking(self.limits.max_pending_outbound)
+        #: Never park: every modern retry replays (a test mode, see the class docs).
+        self.replay_every_retry = replay_every_retry
         #: Elicitation counters per tool (see :mod:`minimcp.metrics`).
         self.metrics = ElicitationMetrics()
         self._not_replayable: set[str] = set()
@@ -397,6 +425,29 @@ class Server:
         if conn is None:
             return False
         return await conn._send_complete(elicitation_id)
+
+    def warn_if_state_key_random(self) -> None:
+        """Log once per server, when its sealing key is random to this process, what that breaks.
+
+        Hosts that may run as one of several workers (the Streamable HTTP app) call it at start.
+        """
+        if self.state_key_source != "random" or self._warned_random_key:
+            return
+        self._warned_random_key = True
+        logger.warning(RANDOM_KEY_WARNING, self.name)
+
+    async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run what the server keeps beside its connections until cancelled: the client of a shared
+        ``used_states`` store (one with a ``run`` method, as :class:`~minimcp.used_states.RedisUsedStates`).
+
+        Hosts of many connections start it in their task group (the Streamable HTTP app does).
+        """
+        run = getattr(self.used_states, "run", None)
+        async with anyio.create_task_group() as tg:
+            if run is not None:
+                await tg.start(run)
+            task_status.started()
+            await anyio.sleep_forever()
 
     # serving
 
@@ -911,7 +962,10 @@ class ServerConnection:
             if binding["m"] != "tools/call":
                 raise McpError(errors.INTERNAL_ERROR, text) from None
             return modern.complete(error_result(text), server.info)
-        server.parking.park(run)
+        if server.replay_every_retry:
+            run.scope.cancel()  # dropped at once, as on a full park table: the retry replays
+        else:
+            server.parking.park(run)
         requests = {key: q.to_wire() for key, q in zip(keys, questions, strict=True)}
         result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
         return modern.complete(result, self.server.info)

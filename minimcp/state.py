@@ -16,6 +16,12 @@ put server secrets in it.
 A sealed state is not single-use by itself: every seal carries a random nonce
 (so no two tokens are alike) and :meth:`StateSealer.state_id` names a token by
 its MAC, which the server records as used (:mod:`minimcp.used_states`).
+
+Keys: :func:`parse_state_keys` reads one key or several (bytes, or hex text); the
+first seals and all open, so a new key is rolled out by putting it first and
+dropping the old one after the states it sealed expired. :func:`state_keys_from_env`
+reads them from ``MINIMCP_STATE_KEYS`` (comma-separated hex), which is how every
+worker of one service gets the same keys.
 """
 
 from __future__ import annotations
@@ -23,12 +29,39 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 import secrets
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
-__all__ = ["InvalidState", "StateSealer", "StateTooLarge", "digest"]
+__all__ = [
+    "ENV_STATE_KEYS",
+    "InvalidState",
+    "RANDOM_KEY_WARNING",
+    "StateKey",
+    "StateSealer",
+    "StateTooLarge",
+    "digest",
+    "parse_state_keys",
+    "state_keys_from_env",
+]
+
+#: The environment variable with the sealing keys of a service's workers (comma-separated hex).
+ENV_STATE_KEYS = "MINIMCP_STATE_KEYS"
+#: What a server whose key is random to its process logs once (``%s``: the server's name).
+RANDOM_KEY_WARNING = (
+    "server %s seals 2026-07-28 requestState with a key random to this process: with several workers, a retry "
+    "that reaches another worker is refused (-32602 Invalid or expired requestState) and the call has to start "
+    f"over. Give every worker the same keys: set {ENV_STATE_KEYS} (comma-separated hex, 32+ bytes each, e.g. from: "
+    "python -c \"import secrets; print(secrets.token_hex(32))\") or pass Server(state_key=...). "
+    "One worker only: nothing to do."
+)
+#: Fewest bytes in a sealing key.
+MIN_KEY_BYTES = 32
+#: One sealing key: raw bytes, or hex text.
+StateKey = bytes | str
 
 _encoder = msgspec.json.Encoder(order="sorted")
 
@@ -61,6 +94,58 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def parse_state_keys(keys: StateKey | Sequence[StateKey], *, source: str = "state_key") -> tuple[bytes, ...]:
+    """Sealing keys from bytes, a hex string, or a sequence of them (the first seals, all open).
+
+    Raises:
+        ValueError: naming ``source`` and the key by its position (never its value): no key
+            at all, an empty one, one that is not hex, or one shorter than 32 bytes.
+    """
+    items: Sequence[StateKey] = [keys] if isinstance(keys, (bytes, str)) else keys
+    if isinstance(items, (bytes, str)) or not isinstance(items, Sequence):  # pragma: no cover - typed away
+        raise ValueError(f"{source}: expected bytes, a hex string, or a list of them")
+    if not items:
+        raise ValueError(f"{source}: no key given (at least one is needed)")
+    parsed: list[bytes] = []
+    for n, item in enumerate(items, 1):
+        name = f"{source}: key {n}" if len(items) > 1 else source
+        if isinstance(item, str):
+            text = item.strip()
+            if not text:
+                raise ValueError(f"{name} is empty")
+            try:
+                key = bytes.fromhex(text)
+            except ValueError:
+                raise ValueError(f"{name} is not hex (two hex digits per byte, 0-9 a-f)") from None
+        elif isinstance(item, bytes):
+            key = item
+        else:
+            raise ValueError(f"{name} is a {type(item).__name__}: expected bytes or a hex string")
+        if len(key) < MIN_KEY_BYTES:
+            raise ValueError(
+                f"{name} is {len(key)} bytes: a sealing key needs at least {MIN_KEY_BYTES} bytes "
+                f"({2 * MIN_KEY_BYTES} hex digits; make one with: python -c \"import secrets; "
+                "print(secrets.token_hex(32))\")"
+            )
+        parsed.append(key)
+    return tuple(parsed)
+
+
+def state_keys_from_env(environ: Mapping[str, str] | None = None) -> tuple[bytes, ...] | None:
+    """The sealing keys in ``MINIMCP_STATE_KEYS`` (comma-separated hex), or None when it is unset.
+
+    Raises:
+        ValueError: the variable is set but empty, or one of its keys is not hex or
+            shorter than 32 bytes (the message names which; it never shows a key).
+    """
+    value = (os.environ if environ is None else environ).get(ENV_STATE_KEYS)
+    if value is None:
+        return None
+    if not value.strip():
+        raise ValueError(f"{ENV_STATE_KEYS} is set but empty: give one or more hex keys, separated by commas")
+    return parse_state_keys(value.split(","), source=ENV_STATE_KEYS)
 
 
 class StateSealer:

@@ -4,19 +4,32 @@ A sealed state proves that this server issued it, not that nobody used it yet.
 The server records the id of every state a retry brings (:meth:`StateSealer.state_id
 <minimcp.state.StateSealer.state_id>`) until that state expires, and refuses a state
 whose id is recorded. The record sits behind :class:`UsedStates`, a one-method
-store, so that several workers can share it (say, ``SET key 1 NX PXAT expires_at``
-on Redis); :class:`MemoryUsedStates` is the in-process default.
+store, so that several workers can share it: :class:`MemoryUsedStates` is the
+in-process default; :class:`RedisUsedStates` keeps the records in Redis (``SET key 1
+NX PXAT expires_at``), so a state used on one worker is refused on every other.
+
+A store that cannot answer raises :class:`StoreUnavailable`: the retry is refused
+(``-32603``, "try again later") and the state stays unused. Never the other way: a
+store that is down never lets a state through.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from types import TracebackType
+from typing import Any, Protocol
 
-__all__ = ["MemoryUsedStates", "UsedStates"]
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from minimcp.bus import _failure, _safe
+
+__all__ = ["MemoryUsedStates", "RedisUsedStates", "StoreUnavailable", "UsedStates"]
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +44,16 @@ class UsedStates(Protocol):
         (and, in a store that had to forget records early, for any state it can no
         longer vouch for). Must be atomic: of concurrent calls with one key, exactly
         one returns True.
+
+        Raises:
+            StoreUnavailable: the store could not tell (the retry is refused, the state
+                stays unused).
         """
         ...
+
+
+class StoreUnavailable(Exception):
+    """The store of used states cannot answer now (e.g. Redis is down): refuse the retry."""
 
 
 class MemoryUsedStates:
@@ -84,3 +105,145 @@ class MemoryUsedStates:
         order, expiry = self._order, self._expiry
         while order and expiry[order[0]] < now:
             del expiry[order.popleft()]
+
+
+class RedisUsedStates:
+    """The used states of every worker of a service, in Redis, through ``coredis`` (extra ``minimcp[redis]``).
+
+    Each record is ``SET <prefix><state id> 1 NX PXAT <expiry>``: atomic in Redis, so of
+    concurrent retries with one state on any number of workers exactly one is let through,
+    and Redis forgets the record on its own once the state has expired (plus ``clock_skew``,
+    for workers whose clocks run ahead of Redis's). Nothing is held in the process.
+
+    Lifecycle: the Redis client is opened by :meth:`run`, which keeps it until cancelled;
+    every ``consume`` (from any number of concurrent tool calls) uses that one client.
+    The Streamable HTTP app starts it in its task group for you
+    (:meth:`minimcp.Server.run_background`); elsewhere, wrap your serving in
+    ``async with RedisUsedStates(url) as used_states:`` (or start ``used_states.run``
+    in your own task group with ``await tg.start(...)``). Several runners may share one
+    store: one owns the client, the others wait to take over.
+
+    Fails closed: while it is not running, or while Redis does not answer within
+    ``timeout`` (down, restarting, unreachable), ``consume`` raises
+    :class:`StoreUnavailable` and the retry is refused with ``-32603`` ("try again
+    later"); a state is never let through unrecorded. A Redis without persistence forgets
+    its records when it restarts (then a state used before the restart works once more
+    until it expires): turn on ``appendonly`` where that matters.
+
+    Args:
+        url: ``redis://[:password@]host:port/db`` (``rediss://`` for TLS, ``unix://`` for a socket).
+        prefix: Prepended to each state id to make its key.
+        timeout: Seconds one record may take before the retry is refused.
+        clock_skew: Seconds a record is kept past its state's expiry.
+    """
+
+    def __init__(self, url: str, *, prefix: str = "minimcp:used:", timeout: float = 5.0, clock_skew: float = 60.0):
+        scheme = url.partition("://")[0] if "://" in url else ""
+        if scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"RedisUsedStates needs a redis://, rediss:// or unix:// URL, not {_safe(url)!r}")
+        self._coredis = _coredis()  # here, so that a missing extra shows at once
+        self.url = url
+        self.prefix = prefix
+        self.timeout = timeout
+        self.clock_skew = clock_skew
+        self._nx = self._coredis.tokens.PureToken.NX
+        self._client: Any = None
+        self._owned: anyio.Event | None = None  # set when the owner's client closes
+        self._context: anyio.abc.TaskGroup | None = None
+        self._failing = False  # warned about this outage already
+
+    @property
+    def running(self) -> bool:
+        """Whether a client is open (records can be made)."""
+        return self._client is not None
+
+    async def consume(self, key: str, expires_at: float) -> bool:
+        client = self._client
+        if client is None:
+            raise StoreUnavailable("the Redis store of used states is not running (start RedisUsedStates.run)")
+        try:
+            with anyio.fail_after(self.timeout):
+                done = await client.set(
+                    self.prefix + key, b"1", condition=self._nx, pxat=math.ceil((expires_at + self.clock_skew) * 1000)
+                )
+        except Exception as exc:  # down, restarting, unreachable, timed out: refuse, never allow
+            if not self._failing:  # once per outage; the refusals themselves are logged by the server
+                self._failing = True
+                logger.warning("used states: Redis at %s does not answer (%r); retries are refused until it does",
+                               _safe(self.url), exc)  # fmt: skip
+            raise StoreUnavailable(f"Redis did not answer: {exc!r}") from exc
+        if self._failing:
+            self._failing = False
+            logger.warning("used states: Redis at %s answers again", _safe(self.url))
+        return bool(done)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Keep the Redis client open until cancelled (start it in the server's task group).
+
+        Opening the client does not wait for Redis (connections are made per command), so a
+        server starts while Redis is down; its retries are refused until Redis answers.
+        """
+        started = False
+        wait = 0.1
+        while True:
+            owned = self._owned
+            if owned is not None:  # another runner owns the client: take over when it stops
+                if not started:
+                    task_status.started()
+                    started = True
+                await owned.wait()
+                continue
+            owned = self._owned = anyio.Event()
+            opening = self._coredis.Redis.from_url(self.url)  # a malformed URL fails the start, at once
+            try:
+                async with opening as client:
+                    self._client = client
+                    if not started:
+                        task_status.started()
+                        started = True
+                    await anyio.sleep_forever()
+            except BaseException as exc:  # a failure inside the client's own tasks: open it again
+                if not _failure(exc):
+                    raise
+                self._client = None
+                logger.warning("used states: the Redis client for %s failed (%r); opening it again in %.1f s",
+                               _safe(self.url), exc, wait)  # fmt: skip
+                await anyio.sleep(wait)
+                wait = min(wait * 2, 5.0)
+            finally:
+                self._client = None
+                self._owned = None
+                owned.set()
+
+    async def __aenter__(self) -> RedisUsedStates:
+        if self._context is not None:
+            raise RuntimeError("this RedisUsedStates is entered already (start its run() in more task groups instead)")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        try:
+            await tg.start(self.run)
+        except BaseException:
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+            raise
+        self._context = tg
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        tg, self._context = self._context, None
+        assert tg is not None, "RedisUsedStates was not entered"
+        tg.cancel_scope.cancel()
+        return await tg.__aexit__(exc_type, exc, tb)
+
+
+def _coredis() -> Any:
+    try:
+        import coredis
+        import coredis.tokens
+    except ImportError as exc:
+        raise ImportError(
+            "RedisUsedStates needs the coredis package: install the minimcp[redis] extra (pip install 'minimcp[redis]')"
+        ) from exc
+    return coredis

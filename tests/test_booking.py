@@ -16,6 +16,7 @@ import pytest
 from minimcp import Accepted, Cancelled, Declined, ElicitationRequest, check_form, connect_stdio
 from minimcp.forms import FormDefinitionError, compile_form
 from tests.helpers import RawPeer, connected, raw_client
+from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_url_mode import asgi_call
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -222,6 +223,7 @@ def booked_or_refused(message: dict[str, Any]) -> str | None:
     return booking_id
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_replaying_the_deposit_round_makes_one_booking() -> None:
     app = booking.build()
     app.pages_url = PAGES
@@ -242,6 +244,7 @@ async def test_replaying_the_deposit_round_makes_one_booking() -> None:
             assert app.bookings[made].status == "booked"
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_concurrent_retries_of_one_deposit_round_make_one_booking() -> None:
     app = booking.build()
     app.pages_url = PAGES
@@ -255,6 +258,7 @@ async def test_concurrent_retries_of_one_deposit_round_make_one_booking() -> Non
             assert len(app.bookings) == 1 and outcomes - {None} == set(app.bookings)
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_a_deposit_round_replayed_on_another_worker_finds_the_calls_booking() -> None:
     """One call id, one booking, even where no record says the state was used (another process, same data)."""
     first, second = booking.build(state_key=KEY), booking.build(state_key=KEY)
@@ -466,3 +470,32 @@ def msgspec_unset() -> object:
     import msgspec
 
     return msgspec.UNSET
+
+
+# --- a dropped copy of a 2026-07-28 call is not its end (issue 18, the never-park mode) --------------------------
+
+
+async def test_a_deposit_page_outlives_a_dropped_copy_until_no_retry_can_come() -> None:
+    """The page stays when the parked copy goes (its retry replays and needs it); it goes once the state expired."""
+    app = booking.build()
+    app.pages_url = PAGES
+    app.server.replay_every_retry = True  # every copy is dropped as soon as it asks
+    app.server.state_ttl = 0.0  # ... and no retry can come back once the next call starts
+    with anyio.fail_after(30):
+        async with raw_client(app.server) as (peer, _):
+            _, url, _ = await ask_deposit(peer)
+            first = url.rsplit("/", 1)[1]
+            status = await peer.request(5, "tools/call",
+                                        modern_call(5, "booking_status", {"booking_id": "x"})["params"])
+            assert status["result"]["isError"] is True  # a round trip: the dropped copy has run its clean-up
+            assert list(app.deposits) == [first]
+            _, url, _ = await ask_deposit(peer)
+            assert list(app.deposits) == [url.rsplit("/", 1)[1]]  # the expired one is gone, unbooked
+
+
+async def test_completed_calendar_authorizations_are_bounded() -> None:
+    app = booking.build(max_pending_authorizations=2)
+    for n in range(3):
+        app._remember_authorization(f"e{n}", None)
+        assert await app.authorize(f"e{n}")
+    assert list(app.completed_authorizations) == ["e1", "e2"]

@@ -29,6 +29,7 @@ from minimcp import Accepted, Cancelled, Context, Elicit, Limits, Server
 from minimcp.state import StateSealer
 from minimcp.used_states import MemoryUsedStates
 from tests.helpers import raw_client
+from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_modern import (
     NAME_FORM,
     VALUE_FORM,
@@ -77,6 +78,7 @@ def status_of(msg: dict[str, Any]) -> str:
 # === 1. single use ===============================================================================
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_a_used_state_is_refused() -> None:
     """A retry with a state that already finished its round -> -32602 "already used"; one booking."""
     app = booking_app()
@@ -101,6 +103,7 @@ async def test_a_used_state_is_refused() -> None:
     assert len(app.bookings) == 2
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_concurrent_retries_with_one_state_make_one_booking() -> None:
     """Four connections retry with the same state at once: exactly one books, three get -32602."""
     app = booking_app()
@@ -124,6 +127,7 @@ async def test_concurrent_retries_with_one_state_make_one_booking() -> None:
     assert len(app.bookings) == 1
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_another_connection_resuming_the_call_uses_the_state_up() -> None:
     """A second connection holding the state resumes the parked call; the owner's retry is refused."""
     app = booking_app()
@@ -227,6 +231,7 @@ def padded(**content: Any) -> dict[str, Any]:
     return {"action": "accept", "content": {**content, "padding": PAD}, "padding": PAD, "_meta": {"pad": PAD}}
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_padded_answers_do_not_grow_the_state() -> None:
     """150 KB of extra fields in each answer: the next state grows by well under 1 KB; the call books."""
     app = booking_app()
@@ -348,6 +353,7 @@ def http_retry(key: str, state: str, answer: dict[str, Any]) -> dict[str, Any]:
     return {"name": "book_table", "arguments": FULL, "inputResponses": {key: answer}, "requestState": state}
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_http_a_used_state_is_refused_and_concurrent_retries_book_once() -> None:
     """Over HTTP: a finished round's state again -> 400 / -32602; four concurrent POSTs with one
     state -> one booking; a retry from another HTTP client resumes the call and the owner's is refused."""
@@ -382,6 +388,7 @@ async def test_http_a_used_state_is_refused_and_concurrent_retries_book_once() -
     assert len(app.bookings) == 3
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_http_padded_answers_do_not_grow_the_state() -> None:
     app = booking_app()
     with anyio.fail_after(TIMEOUT):

@@ -32,6 +32,7 @@ import minimcp
 from minimcp import Accepted, Context, Server
 from minimcp.transports import _headers as mcp_headers
 from minimcp.transports.http import StreamableHTTPApp, connect_http
+from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_http import SSE, accept_date, initialize_request, serving, serving_asgi
 
 httpx = pytest.importorskip("httpx")
@@ -741,6 +742,7 @@ async def test_closing_an_sse_answer_cancels_the_tool() -> None:
 # === our client on the modern leg ===============================================================
 
 
+@pytest.mark.usefixtures("booking_retries")
 @pytest.mark.parametrize("era", ["modern", "auto"])
 async def test_booking_over_modern_http_with_our_client(era: str) -> None:
     """The booking flow (full date -> the person picks another) over 2026-07-28 HTTP; every POST
@@ -995,6 +997,7 @@ mcp = pytest.importorskip("mcp", reason="the official MCP SDK (package 'mcp') is
 mcp_types = pytest.importorskip("mcp.types")
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_official_client_books_over_modern_http() -> None:
     """The official client, mode="auto": server/discover over HTTP finds 2026-07-28, then the
     booking question comes as input_required and the retry books."""

@@ -50,6 +50,7 @@ from minimcp.transports.memory import MemoryTransport
 from minimcp.transports.trace import TracedTransport
 from minimcp.types import CreateMessageParams, CreateMessageResult, Root, TextContent
 from tests.helpers import RawPeer, connected, raw_client
+from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_url_mode import asgi_call
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -542,6 +543,7 @@ def check_date_question(entry: dict[str, Any], *, day: str, party_size: int, def
     assert "elicitationId" not in params and "url" not in params
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_booking_full_date_multi_round_to_booked() -> None:
     """#16, #17, #21: input_required, no nested request; round 2 with a new state; round 3 books 12-28."""
     app = booking_app()
@@ -920,6 +922,7 @@ async def test_capabilities_come_from_each_request_not_the_connection() -> None:
         error_of(await m.call("ask_once", caps=NONE), -32021)
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_retry_without_elicitation_is_not_asked_again() -> None:
     """#27 + §1.1: booking 12-25 -> answer 12-27 (full) in a retry that declares no elicitation."""
     args = {"date": "2025-12-25", "party_size": 2}
@@ -937,6 +940,7 @@ async def test_retry_without_elicitation_is_not_asked_again() -> None:
         assert result["isError"] is True and "2025-12-28" in text_of(result)
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_form_only_client_never_gets_a_url_entry() -> None:
     """#28 / booking: elicitation {} is form only -> party of 8 is a tool error about payment links."""
     app = booking_app()
@@ -962,6 +966,7 @@ async def test_form_only_client_never_gets_a_url_entry() -> None:
         assert not app.bookings
 
 
+@pytest.mark.usefixtures("booking_retries")
 @pytest.mark.parametrize(("action", "status"), [("decline", "declined"), ("cancel", "cancelled")])
 async def test_decline_and_cancel_reach_the_tool_as_answers(action: str, status: str) -> None:
     """#31 / booking: decline -> declined, cancel -> cancelled (text suggests later); nothing booked."""
@@ -984,6 +989,7 @@ async def test_decline_and_cancel_reach_the_tool_as_answers(action: str, status:
         assert text_of(complete(await m.call("ask_once", responses={key: {"action": action}}, state=state))) == expected
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_booking_answer_breaking_the_schema_is_a_tool_error() -> None:
     """Booking: accept_alternative "maybe" -> tool error naming the field and the type; nothing booked."""
     app = booking_app()
@@ -999,6 +1005,7 @@ async def test_booking_answer_breaking_the_schema_is_a_tool_error() -> None:
         assert not app.bookings
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_booking_three_questions_then_not_booked() -> None:
     """Booking: at most three questions; a full date given to the third -> not_booked."""
     args = {"date": "2025-12-25", "party_size": 3}
@@ -1114,6 +1121,7 @@ def check_url_entry(entry: dict[str, Any], kind: str) -> str:
     return url
 
 
+@pytest.mark.usefixtures("booking_retries")
 @pytest.mark.parametrize("pay_first", [False, True])
 async def test_booking_deposit_on_modern(pay_first: bool) -> None:
     """#28, #29 / booking: url entry without elicitationId; deposit_pending without elicitation_id; page -> booked."""
@@ -1143,6 +1151,7 @@ async def test_booking_deposit_on_modern(pay_first: bool) -> None:
         assert await m.peer.nothing_for(0.2)  # no notifications/elicitation/complete on the modern leg
 
 
+@pytest.mark.usefixtures("booking_retries")
 @pytest.mark.parametrize(("action", "status"), [("decline", "declined"), ("cancel", "cancelled")])
 async def test_booking_deposit_decline_or_cancel_books_nothing(action: str, status: str) -> None:
     app = booking_app()
@@ -1157,6 +1166,7 @@ async def test_booking_deposit_decline_or_cancel_books_nothing(action: str, stat
         assert not app.bookings
 
 
+@pytest.mark.usefixtures("booking_retries")
 async def test_booking_add_to_calendar_on_modern() -> None:
     """Booking: input_required with one url entry; retry before the page -> asked again; after it -> added."""
     app = booking_app()
@@ -1215,6 +1225,7 @@ def check_booked_2812(result: Any, answers: Answers) -> None:
     assert [q.message.split(" ")[0] for q in answers.questions] == ["2025-12-25", "2025-12-27"]
 
 
+@pytest.mark.usefixtures("booking_retries")
 @pytest.mark.parametrize("era", ["modern", "auto"])
 async def test_client_books_through_input_required_over_memory(era: str) -> None:
     """#38/#44: our client picks modern (auto probes server/discover) and answers rounds with the same handler."""

@@ -643,6 +643,8 @@ class StreamableHTTPApp:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                self.server.warn_if_state_key_random()  # several workers need one key (issue 18)
+                await tg.start(self.server.run_background)  # e.g. the client of a shared used-state store
                 self._modern = await self._start_modern(tg)
                 tg.start_soon(self._expire_idle)
                 task_status.started()
