@@ -65,12 +65,13 @@ async def test_in_memory_bus_is_bounded_and_a_failing_handler_does_not_stop_it()
 
     async with anyio.create_task_group() as tg:
         await tg.start(bus.run, picky)
-        for i in range(10):  # published without a checkpoint: only 3 fit
+        for i in range(10):  # published without a checkpoint: only 3 fit (4 on trio, whose waiting reader takes one)
             bus.publish(Notice("resource_updated", "bad" if i == 0 else f"r{i}", "w"))
-        assert bus.stats.dropped == 7
-        await eventually(lambda: len(heard) == 2, "the two after the bad one")
+        assert bus.stats.dropped in (6, 7)
+        kept = 10 - bus.stats.dropped
+        await eventually(lambda: len(heard) == kept - 1, "those after the bad one")
         bus.publish(Notice("resource_updated", "later", "w"))
-        await eventually(lambda: len(heard) == 3, "the bus goes on after a failing handler")
+        await eventually(lambda: len(heard) == kept, "the bus goes on after a failing handler")
         tg.cancel_scope.cancel()
 
 

@@ -41,7 +41,7 @@ def test_the_first_screen_tells_the_story(backend: str, tmp_path: pathlib.Path) 
     traced = [line for line in lines if line.startswith(("   [client -> server]", "   [server -> client]"))]
     assert len(traced) > 20
     assert all(len(line) <= 100 for line in traced), max(traced, key=len)
-    assert any("#0 elicitation/create form: '2025-12-25 is fully booked" in line for line in traced)
+    assert any("#1 elicitation/create form: '2025-12-25 is fully booked" in line for line in traced)
     # The first screen: the connection and the first booking, not a wall of JSON.
     first_screen = "\n".join(lines[:24])
     assert "Connected to booking 1.0.0" in first_screen and "Booked a table for 2 on 2025-12-24" in first_screen
