@@ -22,20 +22,28 @@ authentication instead of offering it as a tool.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import html
+import inspect
 import logging
-import secrets
+import re
 import sys
 import time
 import urllib.parse
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio
 import msgspec
+from booking_store import (  # the example's state: in this process, or in Redis (several workers)
+    MAX_PENDING_AUTHORIZATIONS,
+    Booking,
+    BookingStore,
+    MemoryStore,
+    RedisStore,
+)
+from booking_store import Deposit as Deposit
+from booking_store import new_booking_id as new_booking_id
 
 from minimcp import (
     Accepted,
@@ -51,36 +59,16 @@ from minimcp import (
 )
 from minimcp.interrupt import run_until_interrupted
 from minimcp.server import ServerConnection
+from minimcp.state import ENV_STATE_KEYS, state_keys_from_env
 from minimcp.transports._headers import host_origin_problem
-from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
+from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp
 from minimcp.types import CallToolResult
 
 FULL_DATES = frozenset({datetime.date(2025, 12, 25), datetime.date(2025, 12, 27)})
 DEPOSIT_PARTY = 8
 MAX_QUESTIONS = 3
-#: Calendar authorizations waiting for their page, at most (the oldest is dropped beyond).
-MAX_PENDING_AUTHORIZATIONS = 10_000
 
 log = logging.getLogger("booking")
-
-
-@dataclasses.dataclass
-class Booking:
-    booking_id: str
-    date: datetime.date
-    party_size: int
-    status: str  # "booked" | "deposit_pending"
-    deposit_elicitation_id: str | None = None
-
-
-@dataclasses.dataclass
-class Deposit:
-    """A deposit page that exists from the moment its URL is sent."""
-
-    date: datetime.date
-    party_size: int
-    paid: bool = False
-    booking: Booking | None = None
 
 
 def is_full(day: datetime.date) -> bool:
@@ -117,7 +105,7 @@ def outcome(status: str, day: datetime.date, party_size: int, text: str, **extra
 
 
 class BookingApp:
-    """The MCP server, its in-memory state, and the two browser pages (an ASGI app)."""
+    """The MCP server, its state (a :class:`~booking_store.BookingStore`), and the two browser pages (an ASGI app)."""
 
     def __init__(
         self,
@@ -127,6 +115,8 @@ class BookingApp:
         allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS,
         allowed_origins: tuple[str, ...] = DEFAULT_ALLOWED_ORIGINS,
         max_pending_authorizations: int = MAX_PENDING_AUTHORIZATIONS,
+        store: BookingStore | None = None,
+        **server_options: Any,
     ) -> None:
         self.server = Server(
             "booking",
@@ -135,100 +125,61 @@ class BookingApp:
             instructions="Book tables. Dates are ISO YYYY-MM-DD. If a day is full the tool asks the person.",
             limits=Limits(elicitation_timeout=elicitation_timeout),
             state_key=state_key,
+            **server_options,
         )
         self.server.on_connection_closed = self._connection_closed
-        #: Base URL of the pages (``http://127.0.0.1:PORT``), once they are served.
+        #: Base URL of the pages (``http://127.0.0.1:PORT``, or ``PUBLIC_URL/pages``), once they are served.
         self.pages_url: str | None = None
         #: ``Host`` / ``Origin`` values the pages accept (patterns as for the MCP endpoint).
         self.allowed_hosts = tuple(h.lower() for h in allowed_hosts)
         self.allowed_origins = tuple(o.lower() for o in allowed_origins)
-        self.bookings: dict[str, Booking] = {}
-        #: The booking each tool call made (by ``ctx.call_id``): a replayed call finds it again.
-        self.by_call: dict[str, Booking] = {}
-        self.deposits: dict[str, Deposit] = {}
-        # deposit page id -> when no retry of its 2026-07-28 call can come back (oldest first)
-        self._deposit_expiry: dict[str, float] = {}
-        # authorization page id -> the session to authorize (None: a modern-revision call waiting on it);
-        # oldest first, at most max_pending_authorizations
-        self.authorizations: dict[str, ServerConnection | None] = {}
-        self.max_pending_authorizations = max(1, max_pending_authorizations)
-        # the one pending authorization page of each live session
-        self._pending_authorization: dict[ServerConnection, str] = {}
-        self.authorized: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
-        #: Authorization pages completed whose call has not ended yet (oldest first, bounded).
-        self.completed_authorizations: dict[str, None] = {}
+        #: Bookings, deposits and authorizations: this process's memory, or Redis (``--redis``).
+        self.store: BookingStore = store or MemoryStore(max_pending_authorizations=max_pending_authorizations)
         self._register_tools()
 
     # --- state -----------------------------------------------------------------------------
+    # (the in-memory store's tables, for tests and inspection; a shared store has no such view)
 
-    def create(self, day: datetime.date, party_size: int, status: str, call_id: str) -> Booking:
-        """A new booking with an unguessable id, made by the tool call ``call_id`` (once per call)."""
-        booking = Booking(new_booking_id(), day, party_size, status)
-        while booking.booking_id in self.bookings:  # pragma: no cover - 128 random bits
-            booking.booking_id = new_booking_id()
-        self.bookings[booking.booking_id] = booking
-        self.by_call[call_id] = booking
-        return booking
+    @property
+    def memory(self) -> MemoryStore:
+        if not isinstance(self.store, MemoryStore):
+            raise TypeError("this booking app keeps its state in a shared store, not in this process")
+        return self.store
 
-    def find(self, booking_id: str) -> Booking:
-        booking = self.bookings.get(booking_id)
+    bookings = property(lambda self: self.memory.bookings, lambda self, v: setattr(self.memory, "bookings", v))
+    by_call = property(lambda self: self.memory.by_call, lambda self, v: setattr(self.memory, "by_call", v))
+    deposits = property(lambda self: self.memory.deposits, lambda self, v: setattr(self.memory, "deposits", v))
+    authorizations = property(lambda self: self.memory.authorizations)
+    completed_authorizations = property(lambda self: self.memory.completed_authorizations)
+    authorized = property(lambda self: self.memory.authorized_sessions)
+    _pending_authorization = property(lambda self: self.memory._pending_authorization)
+
+    def _remember_authorization(self, eid: str, conn: ServerConnection | None) -> None:
+        self.memory.remember_authorization(eid, conn)
+
+    async def find(self, booking_id: str) -> Booking:
+        booking = await self.store.find(booking_id)
         if booking is None:
             raise ToolError(f"Unknown booking_id {booking_id!r}; use the id returned by book_table.")
         return booking
 
     async def pay(self, elicitation_id: str) -> bool:
-        """The deposit page was paid (or the provider reported it): book, and tell the client."""
-        deposit = self.deposits.get(elicitation_id)
-        if deposit is None:
-            return False
-        if not deposit.paid:
-            deposit.paid = True
-            if deposit.booking is not None and deposit.booking.status == "deposit_pending":
-                deposit.booking.status = "booked"
+        """The deposit page was paid (or the provider reported it): book, and tell the client (once)."""
+        paid_now = await self.store.pay(elicitation_id)
+        if paid_now:
+            # The worker holding the client's session tells it (through the bus when it is another one).
             await self.server.complete_url_elicitation(elicitation_id)
-        return True
+        return paid_now is not None
 
     async def authorize(self, elicitation_id: str) -> bool:
-        if elicitation_id not in self.authorizations:
-            return False
-        conn = self._forget_authorization(elicitation_id)
-        self.completed_authorizations[elicitation_id] = None
-        while len(self.completed_authorizations) > self.max_pending_authorizations:
-            del self.completed_authorizations[next(iter(self.completed_authorizations))]
-        if conn is not None:
-            self.authorized.add(conn)
+        session = await self.store.complete_authorization(elicitation_id)
+        if session:
             await self.server.complete_url_elicitation(elicitation_id)
-        return True
-
-    def _authorization_for(self, conn: ServerConnection) -> str:
-        """The pending authorization page of a session: one per session, reused by every retry."""
-        eid = self._pending_authorization.get(conn)
-        if eid is None:
-            eid = self._pending_authorization[conn] = secrets.token_urlsafe(18)
-            self._remember_authorization(eid, conn)
-        return eid
-
-    def _remember_authorization(self, eid: str, conn: ServerConnection | None) -> None:
-        if eid in self.authorizations:
-            return
-        self.authorizations[eid] = conn
-        while len(self.authorizations) > self.max_pending_authorizations:
-            oldest = next(iter(self.authorizations))
-            log.info("dropping the oldest pending calendar authorization (limit %d)", self.max_pending_authorizations)
-            self._forget_authorization(oldest)
-
-    def _forget_authorization(self, eid: str) -> ServerConnection | None:
-        conn = self.authorizations.pop(eid, None)
-        if conn is not None and self._pending_authorization.get(conn) == eid:
-            del self._pending_authorization[conn]
-        return conn
+        return session is not None
 
     def _connection_closed(self, conn: ServerConnection) -> None:
         """A session ended: its pending authorization page goes, and so does its authorization."""
-        eid = self._pending_authorization.pop(conn, None)
-        if eid is not None:
-            self.authorizations.pop(eid, None)
-        self.authorized.discard(conn)
+        self.store.connection_closed(conn)
 
     def page_url(self, kind: str, elicitation_id: str) -> str | None:
         if self.pages_url is None:
@@ -284,9 +235,8 @@ class BookingApp:
                         return cancelled(day, party_size)
             if party_size >= DEPOSIT_PARTY:
                 return await self._deposit(ctx, day, party_size)
-            booking = self.by_call.get(ctx.call_id)  # a replay of a call that already booked
-            if booking is None:
-                booking = self.create(day, party_size, "booked", ctx.call_id)
+            # One booking per call: a replay of a call that already booked finds that booking.
+            booking = await self.store.create(ctx.call_id, day, party_size, "booked")
             return outcome(
                 "booked", booking.date, booking.party_size,
                 f"Booked a table for {booking.party_size} on {booking.date.isoformat()} "
@@ -297,19 +247,20 @@ class BookingApp:
         @app.tool()
         async def confirm_deposit(booking_id: str) -> CallToolResult:
             """Record that the deposit of a booking was paid (what the payment page's Pay button does)."""
-            booking = self.find(booking_id)
+            booking = await self.find(booking_id)
             if booking.status == "deposit_pending" and booking.deposit_elicitation_id is not None:
                 await self.pay(booking.deposit_elicitation_id)
+                booking = await self.find(booking_id)
             return status_of(booking)
 
         @app.tool()
         async def add_to_calendar(ctx: Context, booking_id: str) -> CallToolResult:
             """Add a booking to the person's calendar (needs a one-time authorization in the browser)."""
-            booking = self.find(booking_id)
+            booking = await self.find(booking_id)
             conn = ctx.connection
             if ctx.modern:
                 await self._authorize_modern(ctx)
-            elif conn not in self.authorized:
+            elif not await self.store.authorized(conn):
                 if not ctx.can_elicit_url():
                     raise ToolError(
                         "Adding to a calendar needs the person to authorize a calendar provider in their browser, "
@@ -317,7 +268,7 @@ class BookingApp:
                     )
                 if self.pages_url is None:
                     raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
-                eid = self._authorization_for(conn)
+                eid = await self.store.pending_authorization(conn)
                 url = self.page_url("authorize", eid)
                 assert url is not None
                 step = ctx.url_elicitation(
@@ -333,7 +284,7 @@ class BookingApp:
         @app.tool()
         async def booking_status(booking_id: str) -> CallToolResult:
             """The current status of a booking."""
-            return status_of(self.find(booking_id))
+            return status_of(await self.find(booking_id))
 
     async def _authorize_modern(self, ctx: Context) -> None:
         """2026-07-28 has no -32042: ask with a URL input request until the page was completed."""
@@ -348,8 +299,8 @@ class BookingApp:
         if url is None:
             raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
         try:
-            while eid not in self.completed_authorizations:
-                self._remember_authorization(eid, None)
+            while not await self.store.authorization_done(eid):
+                await self.store.wait_authorization(eid)
                 answer = await ctx.elicit_url(
                     "Authorize access to your calendar so the booking can be added.", url, elicitation_id=eid
                 )
@@ -360,13 +311,9 @@ class BookingApp:
             # worker) and needs the page and what it recorded (both bounded, oldest dropped first).
             raise
         except BaseException:
-            self._end_authorization(eid)
+            await self.store.end_authorization(eid)
             raise
-        self._end_authorization(eid)
-
-    def _end_authorization(self, eid: str) -> None:
-        self._forget_authorization(eid)
-        self.completed_authorizations.pop(eid, None)
+        await self.store.end_authorization(eid)
 
     async def _deposit(self, ctx: Context, day: datetime.date, party_size: int) -> CallToolResult:
         if not ctx.can_elicit_url():
@@ -378,17 +325,15 @@ class BookingApp:
             raise ToolError("A deposit is required, but the payment pages are not available (install minimcp[http]).")
         call_id = ctx.call_id  # the same in every round and replay of this call
         eid = f"{call_id}-deposit"
-        made = self.by_call.get(call_id)
+        made = await self.store.of_call(call_id)
         if made is not None:  # a replay of a call that already booked: that booking, not a second one
             return self._deposit_result(ctx, made, eid)
         url = self.page_url("deposit", eid)
         assert url is not None
-        self._drop_expired_deposits()
-        deposit = self.deposits.get(eid)  # a replay finds its page again
-        if deposit is None:
-            deposit = self.deposits[eid] = Deposit(day, party_size)
-            if ctx.modern:  # kept past a cancelled copy, until no retry of the call can come back
-                self._deposit_expiry[eid] = time.time() + self.server.state_ttl
+        # A replay finds its page again. On 2026-07-28 the page is kept past a cancelled copy, until no
+        # retry of the call can come back (then it expires, unbooked); the store never drops it on cancel.
+        expires_at = time.time() + self.server.state_ttl if ctx.modern else None
+        await self.store.open_deposit(eid, day, party_size, expires_at)
         try:
             answer = await ctx.elicit_url(
                 f"A deposit is required for a party of {party_size} on {day.isoformat()}. "
@@ -397,43 +342,25 @@ class BookingApp:
                 elicitation_id=eid,
             )
         except McpError as exc:
-            self._drop_unbooked_deposit(eid, deposit)
+            await self.store.drop_unbooked_deposit(eid)
             raise could_not_answer(ctx, exc) from None
         except BaseException as exc:
             # On 2026-07-28 a cancelled copy is not the end of the call: its retry replays it (here
             # or on another worker) and needs the page, paid or not. Kept until no retry can come.
             if not (ctx.modern and isinstance(exc, anyio.get_cancelled_exc_class())):
-                self._drop_unbooked_deposit(eid, deposit)
+                await self.store.drop_unbooked_deposit(eid)
             raise
-        made = self.by_call.get(call_id)
-        if made is not None:  # another round of this call booked while this one waited
-            return self._deposit_result(ctx, made, eid)
         match answer:
             case Accepted():
-                status = "booked" if deposit.paid else "deposit_pending"
-                booking = deposit.booking = self.create(day, party_size, status, call_id)
-                booking.deposit_elicitation_id = eid
+                # Booked at once if the page was paid already; another round of this call that
+                # booked while this one waited (here or elsewhere) keeps its booking.
+                booking = await self.store.create(call_id, day, party_size, "deposit_pending", deposit_id=eid)
                 return self._deposit_result(ctx, booking, eid)
-            case Declined():
-                self._drop_unbooked_deposit(eid, deposit)
-                return declined(day, party_size)
-            case _:
-                self._drop_unbooked_deposit(eid, deposit)
-                return cancelled(day, party_size)
-
-    def _drop_expired_deposits(self) -> None:
-        """Drop the unbooked deposit pages of 2026-07-28 calls that no retry can continue any more."""
-        now, expiry = time.time(), self._deposit_expiry
-        while expiry and next(iter(expiry.values())) <= now:
-            eid = next(iter(expiry))
-            del expiry[eid]
-            deposit = self.deposits.get(eid)
-            if deposit is not None and deposit.booking is None:
-                del self.deposits[eid]
-
-    def _drop_unbooked_deposit(self, eid: str, deposit: Deposit) -> None:
-        if deposit.booking is None and self.deposits.get(eid) is deposit:
-            del self.deposits[eid]
+        made = await self.store.of_call(call_id)
+        if made is not None:  # another round of this call booked while this one waited
+            return self._deposit_result(ctx, made, eid)
+        await self.store.drop_unbooked_deposit(eid)
+        return declined(day, party_size) if isinstance(answer, Declined) else cancelled(day, party_size)
 
     @staticmethod
     def _deposit_result(ctx: Context, booking: Booking, eid: str) -> CallToolResult:
@@ -481,16 +408,22 @@ class BookingApp:
         if len(parts) != 2 or parts[0] not in ("deposit", "authorize") or method not in ("GET", "POST"):
             await _html(send, 404, "Not found", "<p>There is nothing here.</p>")
             return
-        kind, eid = parts[0], urllib.parse.unquote(parts[1])
+        try:
+            await self._page(parts[0], urllib.parse.unquote(parts[1]), method, send)
+        except ToolError as exc:  # the shared store does not answer (Redis away): nothing was done
+            await _html(send, 503, "Try again later", f"<p>{html.escape(str(exc))}</p>")
+
+    async def _page(self, kind: str, eid: str, method: str, send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         if kind == "deposit":
-            deposit = self.deposits.get(eid)
+            deposit = await self.store.deposit(eid)
             if deposit is None:
                 await _html(send, 404, "Unknown payment", "<p>This payment link is unknown or has expired.</p>")
                 return
             what = f"a deposit for a party of {deposit.party_size} on {deposit.date.isoformat()}"
+            paid = deposit.paid
             if method == "POST":
-                await self.pay(eid)
-            if deposit.paid:
+                paid = await self.pay(eid)
+            if paid:
                 await _html(send, 200, "Deposit paid", f"<p>Thank you: {html.escape(what)} is paid.</p>"
                             "<p>You can close this page and return to your assistant.</p>")
             else:
@@ -504,21 +437,12 @@ class BookingApp:
             else:
                 await _html(send, 404, "Unknown request", "<p>This authorization link is unknown or was used.</p>")
             return
-        if eid not in self.authorizations:
+        if not await self.store.authorization_pending(eid):
             await _html(send, 404, "Unknown request", "<p>This authorization link is unknown or was used.</p>")
             return
         await _html(send, 200, "Authorize calendar access",
                     "<p>Allow the booking assistant to add bookings to your calendar?</p>"
                     '<form method="post"><button type="submit">Authorize</button></form>')
-
-
-def new_booking_id() -> str:
-    """An unguessable booking id: 128 random bits as URL-safe text (22 characters), never sequential.
-
-    A client learns a booking id only from its own results, so it cannot look
-    at (or confirm) another client's booking by counting.
-    """
-    return secrets.token_urlsafe(16)
 
 
 def could_not_answer(ctx: Context, exc: McpError) -> Exception:
@@ -581,24 +505,129 @@ def build_server(*, elicitation_timeout: float = 300.0) -> Server:
     return build(elicitation_timeout=elicitation_timeout).server
 
 
-async def serve(args: argparse.Namespace) -> None:
-    booking = build(elicitation_timeout=args.elicitation_timeout)
-    async with anyio.create_task_group() as tg:
-        try:
-            from minimcp.transports.asgi_server import serve_asgi
+class BookingHTTPApp(StreamableHTTPApp):
+    """The MCP endpoint and, under ``/pages/``, the example's pages, on one port (``--public-url``).
 
-            port = await tg.start(serve_asgi, booking.pages, args.host, 0)
-        except ImportError:
-            log.warning("pages are not served: install the http extra (pip install minimcp[http])")
-        else:
-            booking.pages_url = f"http://{args.host}:{port}"
+    Every worker behind a load balancer serves the same pages at the same public URLs; the pages
+    apply the app's ``Host`` / ``Origin`` allow-list (``BookingApp.allowed_hosts``) as before.
+    """
+
+    def __init__(self, booking: BookingApp, **options: Any) -> None:
+        super().__init__(booking.server, **options)
+        self.booking = booking
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            path, root = str(scope.get("path", "")), str(scope.get("root_path", ""))
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            if path.startswith(PAGES_PATH + "/"):
+                inner = {**scope, "path": path[len(PAGES_PATH) :], "root_path": root + PAGES_PATH}
+                await self.booking.pages(inner, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+#: Where the pages are, under ``--public-url``, on every worker.
+PAGES_PATH = "/pages"
+WORKER_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\]")  # a DNS name, an IPv4 or a [IPv6]
+
+
+def worker_id(value: str) -> str:
+    if not WORKER_ID.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a worker id: use 1 to 32 letters, digits, '_' or '-' (it starts every session id)"
+        )
+    return value
+
+
+def public_url(value: str) -> str:
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an http:// or https:// URL with a host name")
+    if parsed.query or parsed.fragment:
+        raise argparse.ArgumentTypeError(f"{value!r}: the public URL takes no query or fragment")
+    return value.rstrip("/")
+
+
+def allowed_host(value: str) -> str:
+    if not HOST_NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a host name (give the name only, as in booking.example: no scheme, port or path)"
+        )
+    return value.lower()
+
+
+def allow_lists(hosts: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``Host`` and ``Origin`` patterns the app and the pages accept: loopback, plus ``hosts`` (any port)."""
+    extra_hosts = tuple(f"{h}:*" for h in hosts)
+    extra_origins = tuple(f"{scheme}://{h}:*" for h in hosts for scheme in ("http", "https"))
+    return (*DEFAULT_ALLOWED_HOSTS, *extra_hosts), (*DEFAULT_ALLOWED_ORIGINS, *extra_origins)
+
+
+def accepts(callable_: Any, name: str) -> bool:
+    """Whether ``callable_`` takes the keyword ``name`` (options other work adds to the library)."""
+    return name in inspect.signature(callable_).parameters
+
+
+def shared_options(redis_url: str | None) -> dict[str, Any]:
+    """The store and the server options for ``--redis``: shared bookings, used states and bus."""
+    if redis_url is None:
+        return {}
+    from minimcp.used_states import RedisUsedStates
+
+    options: dict[str, Any] = {"store": RedisStore(redis_url), "used_states": RedisUsedStates(redis_url)}
+    if accepts(Server, "bus"):
+        from minimcp.bus import RedisBus
+
+        options["bus"] = RedisBus(redis_url)
+    else:  # TODO(issue 18): Server(bus=...) is being added; until then completions stay on their worker
+        log.warning("this minimcp has no Server(bus=...): URL completions do not reach other workers")
+    return options
+
+
+def http_options(args: argparse.Namespace, hosts: tuple[str, ...], origins: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins}
+    if args.worker_id is not None:
+        if accepts(StreamableHTTPApp, "session_id_prefix"):
+            options["session_id_prefix"] = args.worker_id
+        else:  # TODO(issue 18): session_id_prefix is being added to the HTTP app; until then ids have no prefix
+            log.warning("this minimcp has no session_id_prefix: session ids do not start with %r", args.worker_id)
+    return options
+
+
+async def serve(args: argparse.Namespace) -> None:
+    hosts, origins = allow_lists(args.allowed_host)
+    shared = shared_options(args.redis)
+    booking = build(elicitation_timeout=args.elicitation_timeout, allowed_hosts=hosts, allowed_origins=origins,
+                    **shared)  # fmt: skip
+    async with anyio.create_task_group() as tg:
+        if isinstance(booking.store, RedisStore):
+            await tg.start(booking.store.run)  # the store's Redis client, for as long as the server runs
+            if args.transport != "http":  # the HTTP app runs it itself
+                await tg.start(booking.server.run_background)  # the used states' (and bus's) client
+        if args.public_url is not None:  # the MCP app serves the pages (below), the same on every worker
+            booking.pages_url = args.public_url + PAGES_PATH
             print(f"pages: {booking.pages_url}/", file=sys.stderr, flush=True)
+        else:
+            try:
+                from minimcp.transports.asgi_server import serve_asgi
+
+                port = await tg.start(serve_asgi, booking.pages, args.host, 0)
+            except ImportError:
+                log.warning("pages are not served: install the http extra (pip install minimcp[http])")
+            else:
+                booking.pages_url = f"http://{args.host}:{port}"
+                print(f"pages: {booking.pages_url}/", file=sys.stderr, flush=True)
         if args.transport == "stdio":
             await booking.server.serve_stdio()
         elif args.transport == "http":
             from minimcp.transports.http import serve_http
 
-            mcp_port = await tg.start(serve_http, booking.server, args.host, args.port)
+            app = BookingHTTPApp(booking, **http_options(args, hosts, origins))
+            mcp_port = await tg.start(serve_http, app, args.host, args.port)
             print(f"mcp: http://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
             await anyio.sleep_forever()
         else:
@@ -610,14 +639,39 @@ async def serve(args: argparse.Namespace) -> None:
         tg.cancel_scope.cancel()
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (and ``MINIMCP_STATE_KEYS``), checked: a bad value exits with a message naming it."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--transport", choices=["stdio", "http", "ws"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--elicitation-timeout", type=float, default=300.0, metavar="SECONDS")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument("--redis", metavar="URL", help="share bookings, states and notices with the other workers")
+    parser.add_argument("--worker-id", type=worker_id, metavar="ID", help="every HTTP session id starts with ID.")
+    parser.add_argument("--public-url", type=public_url, metavar="URL",
+                        help="where clients reach the service; the pages are then served at URL/pages/ (http)")
+    parser.add_argument("--allowed-host", type=allowed_host, action="append", default=[], metavar="HOST",
+                        help="also accept this Host / Origin name (repeatable)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.public_url is not None and args.transport != "http":
+        parser.error("--public-url needs --transport http (the MCP app serves the pages under /pages/)")
+    if args.worker_id is not None and args.transport != "http":
+        parser.error("--worker-id needs --transport http (it starts the HTTP session ids)")
+    if args.redis is not None:
+        try:
+            RedisStore(args.redis)
+        except (ValueError, ImportError) as exc:
+            parser.error(f"--redis: {exc}")
+    try:
+        state_keys_from_env()  # what Server() reads when it is given no key
+    except ValueError as exc:
+        parser.error(f"{ENV_STATE_KEYS}: {exc}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
     run_until_interrupted(serve, args, backend=args.backend, what="the booking server", logger=log)
 
