@@ -8,6 +8,10 @@ small pages this example serves itself on 127.0.0.1.
 
 Run: ``python examples/booking.py`` (stdio), or ``--transport http|ws`` with ``--host``
 (default 127.0.0.1) and ``--port`` (its address is announced on stderr as ``mcp: URL``).
+Several workers behind a load balancer (docs/booking.md, "Several workers"): ``--redis URL``
+(bookings, deposits and authorizations in Redis, see ``booking_store.py``), ``--worker-id ID``
+(session ids start with ``ID.``), ``--public-url URL`` (the pages at ``URL/pages/``, served by
+the MCP app), ``--allowed-host HOST``, and the same ``MINIMCP_STATE_KEYS`` on every worker.
 ``--elicitation-timeout SECONDS``
 sets how long one question waits for the person (default 300). The pages need
 the ``http`` extra (``pip install minimcp[http]``); their address is announced
@@ -606,7 +610,8 @@ async def serve(args: argparse.Namespace) -> None:
     async with anyio.create_task_group() as tg:
         if isinstance(booking.store, RedisStore):
             await tg.start(booking.store.run)  # the store's Redis client, for as long as the server runs
-            if args.transport != "http":  # the HTTP app runs it itself
+            if args.transport != "http":  # the HTTP app does both itself
+                booking.server.warn_if_state_key_random()  # several workers need one key
                 await tg.start(booking.server.run_background)  # the used states' (and bus's) client
         if args.public_url is not None:  # the MCP app serves the pages (below), the same on every worker
             booking.pages_url = args.public_url + PAGES_PATH
