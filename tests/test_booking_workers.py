@@ -117,6 +117,27 @@ async def test_a_deposit_page_paid_on_another_worker_completes_the_booking(redis
             assert reply["result"]["structuredContent"]["status"] == "booked"
 
 
+async def test_a_calendar_authorization_completed_on_another_worker_authorizes_the_session(
+    redis: RedisProcess,
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with workers(redis.url) as (a, b), raw_client(a.server) as (on_a, _):
+            await on_a.initialize("2025-11-25", URL_SESSION)
+            booking_id = (await on_a.request(1, "tools/call", {"name": "book_table", "arguments": {
+                "date": "2025-12-24", "party_size": 2}}))["result"]["structuredContent"]["booking_id"]  # fmt: skip
+            needs = await on_a.request(2, "tools/call", {"name": "add_to_calendar", "arguments": {"booking_id":
+                                                                                                 booking_id}})
+            [step] = needs["error"]["data"]["elicitations"]
+            again = await on_a.request(3, "tools/call", {"name": "add_to_calendar", "arguments": {"booking_id":
+                                                                                                 booking_id}})
+            assert again["error"]["data"]["elicitations"][0]["elicitationId"] == step["elicitationId"]  # one page
+            assert (await asgi_call(b.pages, "GET", step["url"]))[0] == 200  # worker B shows A's session's page
+            assert (await asgi_call(b.pages, "POST", step["url"]))[0] == 200
+            assert (await asgi_call(b.pages, "POST", step["url"]))[0] == 404  # used
+            added = await status(on_a, 4, booking_id, "add_to_calendar")
+            assert added["structuredContent"]["status"] == "added"
+
+
 async def test_booking_ids_are_unique_across_workers(redis: RedisProcess) -> None:
     made: list[tuple[int, str]] = []
     with anyio.fail_after(60):
