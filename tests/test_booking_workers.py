@@ -260,7 +260,7 @@ async def test_public_url_serves_the_pages_under_pages_with_the_host_checks() ->
         (["--public-url", "https://booking.example"], "--public-url needs --transport http"),
         (["--allowed-host", "https://booking.example"], "is not a host name"),
         (["--allowed-host", "booking.example:443"], "is not a host name"),
-        (["--redis", "http://127.0.0.1:6379"], "needs a redis://, rediss:// or unix:// URL"),
+        (["--redis", "http://:secret@127.0.0.1:6379"], "needs a redis://, rediss:// or unix:// URL"),
         (["--redis", "redis://:secret@127.0.0.1:1/0", "--allowed-host", "a b"], "is not a host name"),
     ],
 )
