@@ -125,11 +125,13 @@ async def test_a_calendar_authorization_completed_on_another_worker_authorizes_t
             await on_a.initialize("2025-11-25", URL_SESSION)
             booking_id = (await on_a.request(1, "tools/call", {"name": "book_table", "arguments": {
                 "date": "2025-12-24", "party_size": 2}}))["result"]["structuredContent"]["booking_id"]  # fmt: skip
-            needs = await on_a.request(2, "tools/call", {"name": "add_to_calendar", "arguments": {"booking_id":
-                                                                                                 booking_id}})
+            needs = await on_a.request(
+                2, "tools/call", {"name": "add_to_calendar", "arguments": {"booking_id": booking_id}}
+            )
             [step] = needs["error"]["data"]["elicitations"]
-            again = await on_a.request(3, "tools/call", {"name": "add_to_calendar", "arguments": {"booking_id":
-                                                                                                 booking_id}})
+            again = await on_a.request(
+                3, "tools/call", {"name": "add_to_calendar", "arguments": {"booking_id": booking_id}}
+            )
             assert again["error"]["data"]["elicitations"][0]["elicitationId"] == step["elicitationId"]  # one page
             assert (await asgi_call(b.pages, "GET", step["url"]))[0] == 200  # worker B shows A's session's page
             assert (await asgi_call(b.pages, "POST", step["url"]))[0] == 200
@@ -236,8 +238,9 @@ async def test_public_url_serves_the_pages_under_pages_with_the_host_checks() ->
             same_site = {"origin": "https://booking.example"}
             assert (await asgi_call(http_app, "POST", url, same_site))[0] == 200
             assert app.bookings[booking_id].status == "booked"
-            assert (await asgi_call(http_app, "POST", step["url"].replace("https://booking.example",
-                                                                          "http://127.0.0.1:9")))[0] == 200
+            assert (
+                await asgi_call(http_app, "POST", step["url"].replace("https://booking.example", "http://127.0.0.1:9"))
+            )[0] == 200
             assert (await asgi_call(http_app, "GET", "https://booking.example/pages/nothing"))[0] == 404
             mcp = await asgi_call(http_app, "GET", "https://booking.example/mcp")
             assert mcp[0] == 406 and '"jsonrpc"' in mcp[1]  # the MCP app answered (a GET without its Accept)
