@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio
+import anyio.abc
 import msgspec
 from booking_store import (  # the example's state: in this process, or in Redis (several workers)
     MAX_PENDING_AUTHORIZATIONS,
@@ -520,6 +521,16 @@ class BookingHTTPApp(StreamableHTTPApp):
         super().__init__(booking.server, **options)
         self.booking = booking
 
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run the app and, beside it in one task group, the client of a shared store (``--redis``)."""
+        run_store = getattr(self.booking.store, "run", None)
+        if run_store is None:
+            await super().run(task_status=task_status)
+            return
+        async with anyio.create_task_group() as tg:
+            await tg.start(run_store)
+            await super().run(task_status=task_status)  # until cancelled
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             path, root = str(scope.get("path", "")), str(scope.get("root_path", ""))
@@ -571,6 +582,15 @@ def allow_lists(hosts: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (*DEFAULT_ALLOWED_HOSTS, *extra_hosts), (*DEFAULT_ALLOWED_ORIGINS, *extra_origins)
 
 
+def allowed_names(args: argparse.Namespace) -> list[str]:
+    """Host names accepted besides loopback: the public URL's (where clients reach us), then ``--allowed-host``."""
+    names = []
+    if args.public_url is not None:
+        name = str(urllib.parse.urlsplit(args.public_url).hostname)
+        names.append(f"[{name}]" if ":" in name else name)
+    return [*names, *(name for name in args.allowed_host if name not in names)]
+
+
 def accepts(callable_: Any, name: str) -> bool:
     """Whether ``callable_`` takes the keyword ``name`` (options other work adds to the library)."""
     return name in inspect.signature(callable_).parameters
@@ -603,16 +623,15 @@ def http_options(args: argparse.Namespace, hosts: tuple[str, ...], origins: tupl
 
 
 async def serve(args: argparse.Namespace) -> None:
-    hosts, origins = allow_lists(args.allowed_host)
+    hosts, origins = allow_lists(allowed_names(args))
     shared = shared_options(args.redis)
     booking = build(elicitation_timeout=args.elicitation_timeout, allowed_hosts=hosts, allowed_origins=origins,
                     **shared)  # fmt: skip
     async with anyio.create_task_group() as tg:
-        if isinstance(booking.store, RedisStore):
+        if isinstance(booking.store, RedisStore) and args.transport != "http":  # the HTTP app does it itself
             await tg.start(booking.store.run)  # the store's Redis client, for as long as the server runs
-            if args.transport != "http":  # the HTTP app does both itself
-                booking.server.warn_if_state_key_random()  # several workers need one key
-                await tg.start(booking.server.run_background)  # the used states' (and bus's) client
+            booking.server.warn_if_state_key_random()  # several workers need one key
+            await tg.start(booking.server.run_background)  # the used states' (and bus's) client
         if args.public_url is not None:  # the MCP app serves the pages (below), the same on every worker
             booking.pages_url = args.public_url + PAGES_PATH
             print(f"pages: {booking.pages_url}/", file=sys.stderr, flush=True)

@@ -294,6 +294,11 @@ def test_good_options_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
                                "--redis", "redis://127.0.0.1:6379/0"])  # fmt: skip
     assert (args.worker_id, args.public_url, args.allowed_host) == ("w_1-A", "https://Booking.example",
                                                                     ["booking.example", "[::2]"])  # fmt: skip
+    assert booking.allowed_names(args) == ["booking.example", "[::2]"]  # the public URL's name is accepted too
+    ipv6 = booking.parse_args(["--transport", "http", "--public-url", "http://[::3]:8080"])
+    assert booking.allowed_names(ipv6) == ["[::3]"]
+    hosts, origins = booking.allow_lists(["[::3]"])
+    assert "[::3]:*" in hosts and "http://[::3]:*" in origins
     app = booking.build()
     assert app.server.state_key_source == "environment"  # the library's Server reads MINIMCP_STATE_KEYS itself
 
