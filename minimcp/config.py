@@ -42,6 +42,13 @@ class Limits:
             direction: read-ahead waiting to be handled (reading pauses above
             it) and written messages the pipe has not taken yet (senders wait
             above it).
+        notice_timeout: Seconds a ``notifications/cancelled`` the session sends on
+            its own (a request of ours that timed out or was given up) may take to
+            be handed to the transport; past it the notice is dropped (the peer's
+            output is stuck). Generous on purpose: on a loaded machine one turn of
+            the event loop can take seconds, and a dropped notice leaves the
+            peer's work running. While the output is stuck, a requester that gave
+            up (or whose request timed out) hears of it up to this much later.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -56,6 +63,7 @@ class Limits:
     max_subscriptions: int = 10_000
     progress_interval: float = 0.05
     stream_buffer_bytes: int = 1024 * 1024
+    notice_timeout: float = 10.0
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""
