@@ -612,9 +612,10 @@ async def test_idle_sessions_expire() -> None:
     with anyio.fail_after(TIMEOUT):
         async with serving(server, session_idle_timeout=0.3) as (url, app), raw_session(url) as raw:
             assert app.session_count == 1
-            await anyio.sleep(1.0)
-            assert app.session_count == 0
-            assert server.connections == set()
+            # Wait for the expiry sweep and the end of its connection (bounded by TIMEOUT above),
+            # however busy the machine.
+            while app.session_count or server.connections:  # noqa: ASYNC110 - no event to wait on
+                await anyio.sleep(0.05)
             r = await raw.post(req(1, "ping"))
             assert r.status_code == 404
 
