@@ -708,11 +708,11 @@ async def test_a_dropped_stream_does_not_keep_the_session_alive() -> None:
                 sse = SSE(response)
                 item = await sse.message()
                 assert item is not None
-            with anyio.fail_after(5):
-                while app.session_count:
-                    await anyio.sleep(0.05)
+            # The session ends at once; its connection a little later, in its own task (a busy
+            # machine shows the gap): wait for both, bounded by TIMEOUT above.
+            while app.session_count or server.connections:  # noqa: ASYNC110 - no event to wait on
+                await anyio.sleep(0.05)
             assert conn.session.holds_nothing()
-            assert server.connections == set()
 
 
 async def test_dropped_stream_is_not_a_cancel_and_resumes() -> None:
