@@ -1,4 +1,4 @@
-"""Headless Chromium for the real-browser tests, installed from Debian on first use.
+"""Headless Chromium for the real-browser tests (and other Debian programs the tests run), installed on first use.
 
 The tests call :func:`find_chromium`. When no Chromium is on PATH and we run as root on a
 machine with ``apt-get`` (a fresh Debian, as in the README's Quick start), it runs
@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -69,6 +69,80 @@ def _run(command: list[str], env: dict[str, str], deadline: float) -> subprocess
         raise ChromiumUnavailable(f"`{' '.join(command)}` took more than {deadline:.0f} s") from None
 
 
+def ensure_installed(
+    package: str,
+    names: Sequence[str],
+    *,
+    purpose: str,
+    hint: Callable[[Sequence[str], str], str] | None = None,
+    path: str | None = None,
+    root: bool | None = None,
+    lock_file: pathlib.Path | None = None,
+) -> str:
+    """An executable of Debian's ``package``, installed with apt-get first if it is missing and we may.
+
+    Args:
+        package: The Debian package that brings it.
+        names: Executables to look for.
+        purpose: What needs it (said while installing and on failure).
+        hint: Builds the failure message from ``names`` and why it could not be had.
+        path: The search path for them and for ``apt-get`` (default: ``$PATH``).
+        root: Whether we may install (default: running as root).
+        lock_file: Serializes installs across processes (default: one per package in the temp dir).
+
+    Raises:
+        ChromiumUnavailable: Missing and not installable; the message says what to do.
+    """
+    if hint is None:
+
+        def hint(names: Sequence[str], why: str) -> str:
+            wanted = " / ".join(f"`{n}`" for n in names)
+            return (
+                f"{wanted} is needed for {purpose} but was not found on PATH, and {why}. Install it "
+                f"(Debian/Ubuntu, as root): `apt-get update && apt-get install -y {package}`."
+            )
+
+    found = _which(names, path)
+    if found is not None:
+        return found
+    if root is None:
+        root = os.geteuid() == 0
+    if not root:
+        raise ChromiumUnavailable(hint(names, "this is not root, so the tests cannot install it"))
+    apt_get = shutil.which("apt-get", path=path)
+    if apt_get is None:
+        raise ChromiumUnavailable(hint(names, "there is no `apt-get` to install it with"))
+    lock_file = lock_file or pathlib.Path(tempfile.gettempdir()) / f"minimcp-{package}-install.lock"
+    with lock_file.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be installing it right now
+        try:
+            found = _which(names, path)
+            if found is not None:
+                return found
+            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            wait = f"DPkg::Lock::Timeout={APT_LOCK_WAIT}"
+            print(f"\ninstalling {package} for {purpose} (apt-get, once) ...", file=sys.stderr, flush=True)
+            for command in (
+                [apt_get, "-o", wait, "update", "-qq"],
+                [apt_get, "-o", wait, "install", "-y", "-qq", package],
+            ):
+                done = _run(command, env, INSTALL_TIMEOUT)
+                if done.returncode != 0:
+                    raise ChromiumUnavailable(
+                        f"`{' '.join(command)}` failed (exit {done.returncode}) while installing {package} for "
+                        f"{purpose}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+                    )
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    found = _which(names, path)
+    if found is None:
+        raise ChromiumUnavailable(
+            f"`apt-get install -y {package}` succeeded but no {' / '.join(f'`{n}`' for n in names)} "
+            f"is on PATH afterwards"
+        )
+    return found
+
+
 def ensure_chromium(
     *,
     names: Sequence[str] | None = None,
@@ -89,44 +163,9 @@ def ensure_chromium(
         ChromiumUnavailable: Missing and not installable; the message says what to do.
     """
     names = tuple(names) if names is not None else _names()
-    found = _which(names, path)
-    if found is not None:
-        return found
-    if root is None:
-        root = os.geteuid() == 0
-    if not root:
-        raise ChromiumUnavailable(_hint(names, "this is not root, so the tests cannot install it"))
-    apt_get = shutil.which("apt-get", path=path)
-    if apt_get is None:
-        raise ChromiumUnavailable(_hint(names, "there is no `apt-get` to install it with"))
-    with lock_file.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be installing it right now
-        try:
-            found = _which(names, path)
-            if found is not None:
-                return found
-            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-            wait = f"DPkg::Lock::Timeout={APT_LOCK_WAIT}"
-            print(f"\ninstalling {PACKAGE} for the real-browser tests (apt-get, once) ...", file=sys.stderr, flush=True)
-            for command in (
-                [apt_get, "-o", wait, "update", "-qq"],
-                [apt_get, "-o", wait, "install", "-y", "-qq", PACKAGE],
-            ):
-                done = _run(command, env, INSTALL_TIMEOUT)
-                if done.returncode != 0:
-                    raise ChromiumUnavailable(
-                        f"`{' '.join(command)}` failed (exit {done.returncode}) while installing Chromium for "
-                        f"tests/test_url_browser.py:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
-                    )
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    found = _which(names, path)
-    if found is None:
-        raise ChromiumUnavailable(
-            f"`apt-get install -y {PACKAGE}` succeeded but no {' / '.join(f'`{n}`' for n in names)} "
-            f"is on PATH afterwards (is {NAME_ENV} set to another name?)"
-        )
-    return found
+    return ensure_installed(
+        PACKAGE, names, purpose="the real-browser tests", hint=_hint, path=path, root=root, lock_file=lock_file
+    )
 
 
 def find_chromium() -> str:
