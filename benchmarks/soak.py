@@ -140,7 +140,10 @@ class SoakConfig:
     fault_rate: float = 0.05  # per answer sent: chance of an injected stray message
     max_delay: float = 0.05
     timeout_range: tuple[float, float] = (0.02, 0.3)
-    round_deadline: float = 60.0  # a round still running after this is a hang: stop it and report
+    # Hang detectors, not timings: generous, because a loaded 2-core machine with tracemalloc on
+    # runs a round 5-10 times slower than an idle one (a trio round of 3,000 calls took 56 s).
+    round_deadline: float = 300.0  # a round still running after this is a hang: stop it and report
+    settle_timeout: float = 60.0  # per connection: its sessions drain / its server side ends
     weights: dict[str, float] = dataclasses.field(default_factory=lambda: dict(KINDS))
 
 
@@ -384,7 +387,6 @@ async def _connection(
                     calls.start_soon(call, plan)
 
             if cut is None:
-                # Handlers cancelled by the server finish asynchronously; give them a moment.
                 # Handlers cancelled by the server finish asynchronously, and replies to injected
                 # garbage may still be on their way: give them a moment.
                 await _wait_until(
@@ -393,14 +395,16 @@ async def _connection(
                     and client.session.pending_count == 0
                     and client.session.inflight_count == 0
                     and client.session.stats.unknown_responses >= injected["garbage"],
-                    10,
+                    cfg.settle_timeout,
                     "live sessions to drain",
                     problems,
                 )
         # The client is gone: the server's side must end by itself.
-        await _wait_until(lambda: conn not in app.connections, 10, "the server connection to end", problems)
+        await _wait_until(
+            lambda: conn not in app.connections, cfg.settle_timeout, "the server connection to end", problems
+        )
         await client.session.wait_closed()
-        with anyio.move_on_after(10) as waited:
+        with anyio.move_on_after(cfg.settle_timeout) as waited:
             await conn.session.wait_closed()
         if waited.cancelled_caught:
             problems.append("server session did not finish after the client left")

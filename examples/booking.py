@@ -217,14 +217,13 @@ class BookingApp:
                     )
                 questions += 1
                 default = next_free(day)
-                try:
-                    answer = await ctx.elicit(
-                        f"{day.isoformat()} is fully booked for a party of {party_size}. "
-                        f"Would you like to try another date? The next free date is {default.isoformat()}.",
-                        date_question_schema(default),
-                    )
-                except McpError as exc:
-                    raise could_not_answer(ctx, exc) from None
+                # A client answering with a JSON-RPC error raises QuestionFailed: uncaught, the call
+                # ends with a tool error saying the client could not answer (nothing booked).
+                answer = await ctx.elicit(
+                    f"{day.isoformat()} is fully booked for a party of {party_size}. "
+                    f"Would you like to try another date? The next free date is {default.isoformat()}.",
+                    date_question_schema(default),
+                )
                 match answer:
                     case Accepted(value):
                         if not value["accept_alternative"]:
@@ -346,9 +345,9 @@ class BookingApp:
                 url,
                 elicitation_id=eid,
             )
-        except McpError as exc:
+        except McpError:  # QuestionFailed (the client answered with an error) included: no booking
             await self.store.drop_unbooked_deposit(eid)
-            raise could_not_answer(ctx, exc) from None
+            raise
         except BaseException as exc:
             # On 2026-07-28 a cancelled copy is not the end of the call: its retry replays it (here
             # or on another worker) and needs the page, paid or not. Kept until no retry can come.
@@ -448,17 +447,6 @@ class BookingApp:
         await _html(send, 200, "Authorize calendar access",
                     "<p>Allow the booking assistant to add bookings to your calendar?</p>"
                     '<form method="post"><button type="submit">Authorize</button></form>')
-
-
-def could_not_answer(ctx: Context, exc: McpError) -> Exception:
-    """The client answered a question with a JSON-RPC error (some check the form themselves and refuse it):
-    a tool error saying so, with the client's message shortened. Anything else goes on as it was."""
-    if ctx.modern or type(exc) is not McpError:  # our own timeouts, cancels, closed connections, limits
-        return exc
-    text = " ".join(exc.message.split())
-    if len(text) > 200:
-        text = text[:199] + "\u2026"
-    return ToolError(f"The client could not answer the question ({text}). Nothing was booked.")
 
 
 def _header_map(scope: dict[str, Any]) -> dict[str, str]:

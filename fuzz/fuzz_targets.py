@@ -24,11 +24,12 @@ Usage::
     python fuzz/fuzz_targets.py --minutes 3                  # every target, time split evenly
     python fuzz/fuzz_targets.py --minutes 1 --target forms   # one target
     python fuzz/fuzz_targets.py --engine random --minutes 1  # seeded mutation fuzzer (no atheris)
-    python fuzz/fuzz_targets.py --replay fuzz/crashes/crash-... --target jsonrpc
+    python fuzz/fuzz_targets.py --replay fuzz/regressions/jsonrpc-* --target jsonrpc
 
 The engine is atheris (coverage-guided libFuzzer) when it is installed, else a seeded mutation
 fuzzer. Crash inputs are copied to ``fuzz/crashes/<target>-<sha1>``; the regression test of each
-goes into ``tests/test_hostile.py``.
+goes into ``tests/test_hostile.py``, and the input into ``fuzz/regressions/`` (part of the
+target's seeds, so the test suite replays it).
 """
 
 from __future__ import annotations
@@ -77,9 +78,6 @@ else:
     from minimcp.framing import LineFramer, Oversized
 
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-#: Report crashes of bugs that are known and have an xfail test (see README "Findings"); off by default,
-#: so a run looks for new ones. ``--strict`` turns it on.
-STRICT = os.environ.get("MINIMCP_FUZZ_STRICT") == "1"
 MESSAGE_TYPES = (jsonrpc.Request, jsonrpc.Notification, jsonrpc.Response, jsonrpc.ErrorResponse)
 PARAM_TYPES = (
     types.InitializeParams,
@@ -157,8 +155,9 @@ def _raw_is_json(raw: msgspec.Raw) -> None:
     except msgspec.ValidationError:
         pass  # JSON that Python cannot hold (1e400): the typed decoders report it as -32602
     except msgspec.DecodeError as exc:
-        # Known bug (tests/test_hostile.py::test_fuzz_non_utf8_*): raw members skip UTF-8 validation.
-        if STRICT or "UTF-8" not in str(exc):
+        # Documented: raw members skip UTF-8 validation (msgspec.Raw); the typed decoders report such
+        # bytes as -32602 (checked for params below; tests/test_hostile.py::test_fuzz_non_utf8_*).
+        if "UTF-8" not in str(exc):
             raise
 
 
@@ -171,9 +170,9 @@ def target_jsonrpc(data: bytes) -> None:
         assert isinstance(exc.message, str) and exc.message
     else:
         _check_message(message)
-    # the str path (decode() accepts str too): same outcome classes as bytes. Known bug
-    # (test_decode_str_with_lone_surrogates_is_a_documented_error): lone surrogates raise UnicodeEncodeError.
-    text = data.decode("utf-8", "surrogateescape" if STRICT else "replace")
+    # the str path (decode() accepts str too): same outcome classes as bytes, lone surrogates included
+    # (test_decode_str_with_lone_surrogates_is_a_documented_error).
+    text = data.decode("utf-8", "surrogateescape")
     try:
         jsonrpc.decode(text)
     except jsonrpc.InvalidMessage as exc:
@@ -416,6 +415,13 @@ SEEDS: dict[str, list[bytes]] = {
     ],
 }
 
+#: The inputs behind the findings in fuzz/README.md, one file each, named as crash inputs are
+#: (``<target>-<sha1 prefix>``). They join their target's seeds, so the test suite replays them
+#: (tests/test_hostile.py::test_fuzz_oracles_hold_on_seed_inputs) and every fuzz run starts from them.
+REGRESSIONS = HERE / "regressions"
+for _path in sorted(REGRESSIONS.glob("*-*")):
+    SEEDS[_path.name.rsplit("-", 1)[0]].append(_path.read_bytes())
+
 
 # --- engines -------------------------------------------------------------------------------------------
 
@@ -566,7 +572,6 @@ def main() -> None:
     parser.add_argument("--work", type=pathlib.Path, default=None, help="corpus and artifacts (default: a temp dir)")
     parser.add_argument("--crashes", type=pathlib.Path, default=HERE / "crashes")
     parser.add_argument("--replay", type=pathlib.Path, nargs="*", help="run these inputs through --target")
-    parser.add_argument("--strict", action="store_true", help="also report the known bugs (README, Findings)")
     parser.add_argument("--worker", choices=list(TARGETS), help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=60.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -575,20 +580,18 @@ def main() -> None:
         work = args.work
         _worker(args.worker, args.seconds, work / "corpus" / args.worker, work / "artifacts" / args.worker)
         return
-    if args.strict:
-        global STRICT
-        STRICT = True
-        os.environ["MINIMCP_FUZZ_STRICT"] = "1"  # for the workers
     targets = list(TARGETS) if args.target == "all" else [args.target]
     if args.replay:
+        failed = 0
         for path in args.replay:
             for t in targets:
                 try:
                     TARGETS[t](path.read_bytes())
                     print(f"{path} [{t}]: ok")
                 except Exception as exc:
+                    failed += 1
                     print(f"{path} [{t}]: {type(exc).__name__}: {exc}")
-        return
+        sys.exit(1 if failed else 0)
     engine = args.engine
     if engine == "auto":
         engine = "atheris" if HAVE_ATHERIS else "random"

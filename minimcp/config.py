@@ -83,6 +83,13 @@ class Limits:
         ping_timeout: Seconds the peer has to answer a keepalive ping (it is
             queued behind unsent output, so a peer that stops reading fails it
             too); then the connection is dropped (1011). ``None``: no deadline.
+        notice_timeout: Seconds a ``notifications/cancelled`` the session sends on
+            its own (a request of ours that timed out or was given up) may take to
+            be handed to the transport; past it the notice is dropped (the peer's
+            output is stuck). Generous on purpose: on a loaded machine one turn of
+            the event loop can take seconds, and a dropped notice leaves the
+            peer's work running. While the output is stuck, a requester that gave
+            up (or whose request timed out) hears of it up to this much later.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -107,6 +114,7 @@ class Limits:
     idle_timeout: float | None = 1800.0
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
+    notice_timeout: float = 10.0
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

@@ -625,7 +625,7 @@ class Session:
             cancelled = self._abandon(cell)  # nothing, if the request had already ended
             if cancelled is not None and not self._sent_now(cancelled, related):
                 with anyio.CancelScope(shield=True):
-                    await self._send_within(cancelled, related, 1.0)
+                    await self._send_within(cancelled, related, self.limits.notice_timeout)
             raise
 
     def _abandon(self, cell: _Cell) -> bytes | None:
@@ -644,9 +644,9 @@ class Session:
         return _cancelled(id_, "cancelled by the requester")
 
     def _send_soon(self, message: bytes | None, related: RequestId | None) -> None:
-        """Send without awaiting: now if the transport takes it, else from a task (at most 1 s)."""
+        """Send without awaiting: now if the transport takes it, else from a task (``limits.notice_timeout``)."""
         if message is not None and not self._sent_now(message, related) and self._tg is not None:
-            self._tg.start_soon(self._send_within, message, related, 1.0)
+            self._tg.start_soon(self._send_within, message, related, self.limits.notice_timeout)
 
     async def _send_within(self, message: bytes, related: RequestId | None, seconds: float) -> None:
         with anyio.move_on_after(seconds):
@@ -705,7 +705,7 @@ class Session:
 
     async def _time_out(self, cell: _Cell, error: RequestTimeout, notice: bytes) -> None:
         try:
-            await self._send_within(notice, cell.related, 1.0)
+            await self._send_within(notice, cell.related, self.limits.notice_timeout)
         finally:
             cell.settle(None, error)
 

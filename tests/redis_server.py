@@ -8,8 +8,6 @@ and ``tests/test_redis_used_states.py``.
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -17,22 +15,17 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from chromium import ChromiumUnavailable, ensure_installed
 
 WAIT = 30  # seconds: generous bounds for a busy machine
 
 
 def redis_server_binary() -> str:
-    """Debian's redis-server; installed on first use when we are root, else a clear failure."""
-    found = shutil.which("redis-server")
-    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], check=False, capture_output=True, env=env, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=False, capture_output=True,
-                       env=env, timeout=600)  # fmt: skip
-        found = shutil.which("redis-server")
-    if found is None:
-        pytest.fail("redis-server is needed (Debian: apt-get install -y redis-server) and could not be installed")
-    return found
+    """Debian's redis-server; installed on first use when we are root (as Chromium is), else a clear failure."""
+    try:
+        return ensure_installed("redis-server", ("redis-server",), purpose="the tests of several workers")
+    except ChromiumUnavailable as exc:  # (the installer's error, whatever the package)
+        pytest.fail(str(exc), pytrace=False)
 
 
 def free_port() -> int:

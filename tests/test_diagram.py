@@ -292,19 +292,25 @@ def test_svg_and_html_show_lifelines_arrows_and_nothing_from_the_network() -> No
         assert f'id="m{event.index + 1}"' in page
 
 
-async def test_a_real_session_records_conn_and_rel() -> None:
-    app = Server("traced")
-    lines: list[str] = []
-    app.trace = WireTrace(lines.append)
+def asking_server(lines: list[str]) -> Server:
+    """A traced server with one tool that asks one question (see :func:`person`)."""
+    app = Server("traced", trace=WireTrace(lines.append))
 
     @app.tool()
     async def ask(ctx: Context) -> str:
         answer = await ctx.elicit("Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
         return type(answer).__name__
 
-    async def person(question: ElicitationRequest) -> Accepted[dict[str, Any]]:
-        return Accepted({"ok": True})
+    return app
 
+
+async def person(question: ElicitationRequest) -> Accepted[dict[str, Any]]:
+    return Accepted({"ok": True})
+
+
+async def test_a_real_session_records_conn_and_rel() -> None:
+    lines: list[str] = []
+    app = asking_server(lines)
     with anyio.fail_after(30):
         for _ in range(2):  # two connections, one trace
             async with connected(app, elicitation_handler=person) as (client, _conn):
@@ -383,16 +389,7 @@ async def test_traces_over_streamable_http_both_eras_both_sides() -> None:
     from minimcp.transports.http import connect_http, serve_http
 
     server_lines: list[str] = []
-    app = Server("traced", trace=WireTrace(server_lines.append))
-
-    @app.tool()
-    async def ask(ctx: Context) -> str:
-        answer = await ctx.elicit("Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
-        return type(answer).__name__
-
-    async def person(question: ElicitationRequest) -> Accepted[dict[str, Any]]:
-        return Accepted({"ok": True})
-
+    app = asking_server(server_lines)
     client_lines: dict[str, list[str]] = {"legacy": [], "modern": []}
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:

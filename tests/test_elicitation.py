@@ -662,12 +662,12 @@ async def test_client_call_timeout_cancels_tool_and_handler_despite_paused_clock
     limits = Limits(max_request_time=0.3)
     async with connected(make_server(state), elicitation_handler=handler, limits=limits) as (client, conn):
         start = anyio.current_time()
-        with pytest.raises(RequestTimeout), anyio.fail_after(5):
+        with pytest.raises(RequestTimeout), anyio.fail_after(30):
             await client.call_tool("ask", timeout=0.2)
         elapsed = anyio.current_time() - start
         assert handler_started.is_set()
         # the clock was paused while the person was being asked, up to max_request_time
-        assert 0.28 <= elapsed < 5
+        assert 0.28 <= elapsed < 30
         with anyio.fail_after(5):
             await state.tool_cancelled.wait()
             await handler_cancelled.wait()
@@ -702,13 +702,13 @@ async def test_client_clock_runs_again_once_the_handler_is_done() -> None:
     async with connected(make_server(state), elicitation_handler=handler) as (client, _):
         # after an answered question ...
         assert (await client.call_tool("ask")).is_error is not True
-        with pytest.raises(RequestTimeout), anyio.fail_after(3):
+        with pytest.raises(RequestTimeout), anyio.fail_after(30):  # paused, it would wait an hour
             await client.call_tool("stall", timeout=0.1)
         # ... and after a question the server gave up on (the handler was cancelled)
         block["on"] = True
         assert (await client.call_tool("ask", {"timeout": 0.05})).text == "Cancelled(reason='timeout')"
         await wait_until(lambda: client.session.inflight_count == 0)
-        with pytest.raises(RequestTimeout), anyio.fail_after(3):
+        with pytest.raises(RequestTimeout), anyio.fail_after(30):  # paused, it would wait an hour
             await client.call_tool("stall", timeout=0.1)
 
 

@@ -554,47 +554,49 @@ async def test_progress_rate_limit_lets_first_and_final_through() -> None:
     assert [(g.progress, g.total) for g in got] == [(1, 10), (10, 10)]
 
 
-def slow_progress_server() -> Server:
+def slow_progress_server(steps: int = 6) -> Server:
     app = Server("slow")
 
     @app.tool()
     async def slow(ctx: Context) -> str:
-        for i in range(1, 7):
+        for i in range(1, steps + 1):
             await anyio.sleep(0.1)
-            await ctx.report_progress(i, 6)
+            await ctx.report_progress(i, steps)
         return "finished"
 
     return app
 
 
+# The clocks below are generous next to the 0.1 s between two progress notifications, so that
+# a busy machine (a gap of several tenths) changes no outcome; every call still lasts longer
+# than its timeout.
+
+
 async def test_reset_timeout_on_progress_keeps_a_long_call_alive() -> None:
     got: list[float] = []
-    async with connected(slow_progress_server()) as (client, _):
+    async with connected(slow_progress_server(steps=15)) as (client, _):
         result = await client.call_tool(
-            "slow", timeout=0.3, reset_timeout_on_progress=True, on_progress=lambda p: got.append(p.progress)
+            "slow", timeout=1.0, reset_timeout_on_progress=True, on_progress=lambda p: got.append(p.progress)
         )
-        assert result.text == "finished"
-        assert got == [1, 2, 3, 4, 5, 6]
+        assert result.text == "finished"  # after 1.5 s or more: longer than the timeout
+        assert got == list(range(1, 16))
 
 
 async def test_without_reset_the_same_call_times_out() -> None:
-    async with connected(slow_progress_server()) as (client, conn):
-        start = anyio.current_time()
-        with pytest.raises(RequestTimeout):
-            await client.call_tool("slow", timeout=0.3, on_progress=lambda p: None)
-        assert anyio.current_time() - start < 0.55
-        with anyio.fail_after(5):
+    async with connected(slow_progress_server(steps=15)) as (client, conn):
+        with pytest.raises(RequestTimeout), anyio.fail_after(30):  # the call alone lasts 1.5 s or more
+            await client.call_tool("slow", timeout=1.0, on_progress=lambda p: None)
+        with anyio.fail_after(30):
             while conn.session.inflight_count:
                 await anyio.sleep(0.01)
 
 
 async def test_reset_timeout_is_capped_by_max_request_time() -> None:
-    async with connected(slow_progress_server(), limits=Limits(max_request_time=0.4)) as (client, _):
+    async with connected(slow_progress_server(steps=50), limits=Limits(max_request_time=1.5)) as (client, _):
         start = anyio.current_time()
-        with pytest.raises(RequestTimeout):
-            await client.call_tool("slow", timeout=0.3, reset_timeout_on_progress=True)
-        elapsed = anyio.current_time() - start
-        assert 0.35 <= elapsed < 0.58
+        with pytest.raises(RequestTimeout), anyio.fail_after(30):  # the call alone lasts 5 s or more
+            await client.call_tool("slow", timeout=1.0, reset_timeout_on_progress=True)
+        assert anyio.current_time() - start >= 1.45  # the cap, not the reset timeout, ended it
 
 
 # --- sampling ----------------------------------------------------------------------------------

@@ -612,9 +612,10 @@ async def test_idle_sessions_expire() -> None:
     with anyio.fail_after(TIMEOUT):
         async with serving(server, session_idle_timeout=0.3) as (url, app), raw_session(url) as raw:
             assert app.session_count == 1
-            await anyio.sleep(1.0)
-            assert app.session_count == 0
-            assert server.connections == set()
+            # Wait for the expiry sweep and the end of its connection (bounded by TIMEOUT above),
+            # however busy the machine.
+            while app.session_count or server.connections:  # noqa: ASYNC110 - no event to wait on
+                await anyio.sleep(0.05)
             r = await raw.post(req(1, "ping"))
             assert r.status_code == 404
 
@@ -747,11 +748,11 @@ async def test_a_dropped_stream_does_not_keep_the_session_alive() -> None:
                 sse = SSE(response)
                 item = await sse.message()
                 assert item is not None
-            with anyio.fail_after(5):
-                while app.session_count:
-                    await anyio.sleep(0.05)
+            # The session ends at once; its connection a little later, in its own task (a busy
+            # machine shows the gap): wait for both, bounded by TIMEOUT above.
+            while app.session_count or server.connections:  # noqa: ASYNC110 - no event to wait on
+                await anyio.sleep(0.05)
             assert conn.session.holds_nothing()
-            assert server.connections == set()
 
 
 async def test_dropped_stream_is_not_a_cancel_and_resumes() -> None:

@@ -11,8 +11,9 @@ Runs on asyncio and trio (see ``conftest.py``): the CDP conversation is synchron
 (``websockets.sync``) and runs in a worker thread (``anyio.to_thread``), so the event loop,
 whichever it is, keeps serving the MCP connection while the browser works.
 
-Chromium is required: without it the test fails and says how to install it
-(``apt-get install -y chromium``). Set ``MINIMCP_SKIP_BROWSER=1`` to skip it explicitly.
+Chromium is required: ``tests/chromium.py`` installs it from Debian on first use when the
+tests run as root (``apt-get install -y chromium``); when it cannot, the test fails and says
+how to install it. Set ``MINIMCP_SKIP_BROWSER=1`` to skip it explicitly.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import pytest
 
 from minimcp import Accepted, Client, UrlElicitationRequest
 from minimcp.transports.stdio import stdio_client
+from tests.chromium import find_chromium
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BOOKING = REPO / "examples" / "booking.py"
@@ -46,13 +48,6 @@ BOOKING = REPO / "examples" / "booking.py"
 TIMEOUT = 120  # seconds for the whole test: two process start-ups, a page load, a form POST
 STEP = 20.0  # seconds for one browser step (a CDP call, a page load)
 
-SKIP_ENV = "MINIMCP_SKIP_BROWSER"
-INSTALL_HINT = (
-    "Chromium is needed for the real-browser URL-mode test (tests/test_url_browser.py) but no "
-    "`chromium` executable was found on PATH. Install it (Debian/Ubuntu, as root): "
-    "`apt-get update && apt-get install -y chromium` -- .ci/run does this when it runs as root. "
-    f"To skip this test deliberately, set {SKIP_ENV}=1."
-)
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -65,17 +60,6 @@ CHROMIUM_FLAGS = [
     "--remote-debugging-port=0",
 ]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def find_chromium() -> str:
-    """The Chromium executable; skip only when asked to, fail loudly when it is missing."""
-    if os.environ.get(SKIP_ENV) == "1":
-        pytest.skip(f"{SKIP_ENV}=1 is set: the real-browser URL-mode test is skipped on request")
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path is not None:
-            return path
-    pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 def child_env() -> dict[str, str]:
