@@ -13,21 +13,21 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import pathlib
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
 
-from minimcp import Accepted, connect_http
+from minimcp import Accepted, Server, connect_http
+from minimcp.transports.http import StreamableHTTPApp
 from tests import redis_server
 from tests.helpers import RawPeer, raw_client
 from tests.redis_server import RedisProcess, free_port
-from tests.replay_mode import (
-    booking,  # the example (examples/ on the path)
-    booking_retries,  # noqa: F401 - a fixture
-)
+from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_booking import (
     BOOKING,
     DEPOSIT_ARGS,
@@ -39,6 +39,10 @@ from tests.test_booking import (
     retry,
 )
 from tests.test_url_mode import asgi_call
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "examples"))
+
+import booking
 
 redis = redis_server.redis  # the fixture
 WAIT = 30
@@ -70,7 +74,7 @@ async def deposit_booking(peer: RawPeer, id_: int) -> tuple[str, str]:
     return result["structuredContent"]["booking_id"], ask["params"]["url"]
 
 
-async def status(peer: RawPeer, id_: int, booking_id: str, tool: str = "booking_status") -> dict[str, Any]:
+async def status(peer: RawPeer, id_: int | str, booking_id: str, tool: str = "booking_status") -> dict[str, Any]:
     reply = await peer.request(id_, "tools/call", {"name": tool, "arguments": {"booking_id": booking_id}})
     result: dict[str, Any] = reply["result"]
     return result
@@ -138,6 +142,42 @@ async def test_a_calendar_authorization_completed_on_another_worker_authorizes_t
             assert (await asgi_call(b.pages, "POST", step["url"]))[0] == 404  # used
             added = await status(on_a, 4, booking_id, "add_to_calendar")
             assert added["structuredContent"]["status"] == "added"
+
+
+async def test_a_deposit_paid_on_another_worker_reaches_the_asked_client_once(redis: RedisProcess) -> None:
+    """With the server's bus (a RedisBus on the same Redis, as ``--redis`` sets up): the completion
+    notice for a page paid on B goes to the client on A that was asked, once."""
+    from minimcp.bus import RedisBus
+
+    if not booking.accepts(Server, "bus"):  # TODO(issue 18): drop this branch once Server(bus=...) is on main
+        return
+    with anyio.fail_after(WAIT):
+        async with contextlib.AsyncExitStack() as stack:
+            apps = []
+            for name in ("wa", "wb"):
+                store = await stack.enter_async_context(booking.RedisStore(redis.url, prefix="test:booking:"))
+                app = booking.build(state_key=KEY, store=store, bus=RedisBus(redis.url), worker_id=name)
+                app.pages_url = PAGES
+                apps.append(app)
+            a, b = apps
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            for app in apps:
+                await tg.start(app.server.run_background)
+            while not all(app.server.workers.bus.connected for app in apps):  # noqa: ASYNC110 - both listening
+                await anyio.sleep(0.02)
+            on_a, _ = await stack.enter_async_context(raw_client(a.server))
+            await on_a.initialize("2025-11-25", URL_SESSION)
+            booking_id, url = await deposit_booking(on_a, 1)
+            eid = url.rsplit("/", 1)[1]
+            assert (await asgi_call(b.pages, "POST", url))[0] == 200
+            note = await on_a.recv()
+            assert note == {"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                            "params": {"elicitationId": eid}}  # fmt: skip
+            confirmed = await status(on_a, 2, booking_id, "confirm_deposit")  # paid already: nothing sent again
+            assert confirmed["structuredContent"]["status"] == "booked"
+            assert (await asgi_call(b.pages, "POST", url))[0] == 200
+            assert await on_a.nothing_for(0.5)
+            tg.cancel_scope.cancel()
 
 
 async def test_booking_ids_are_unique_across_workers(redis: RedisProcess) -> None:
@@ -341,6 +381,9 @@ async def test_two_worker_processes_share_bookings_and_pages_through_redis(redis
                 assert made.structured_content is not None
                 assert made.structured_content["status"] == "booked"  # paid (on B) before the answer came
                 booking_id = made.structured_content["booking_id"]
+                if booking.accepts(StreamableHTTPApp, "session_id_prefix"):  # TODO(issue 18): always, once on main
+                    ids = [client.session.transport.session_id for client in (a, b)]  # type: ignore[attr-defined]
+                    assert [sid.split(".", 1)[0] for sid in ids] == ["w0", "w1"], ids
                 seen = await b.call_tool("booking_status", {"booking_id": booking_id})
                 assert seen.structured_content == {"status": "booked", "date": str(datetime.date(2025, 12, 26)),
                                                    "party_size": 8, "booking_id": booking_id}  # fmt: skip
