@@ -30,6 +30,7 @@ import datetime
 import html
 import inspect
 import logging
+import pathlib
 import re
 import sys
 import time
@@ -40,15 +41,6 @@ from typing import Annotated, Any
 import anyio
 import anyio.abc
 import msgspec
-from booking_store import (  # the example's state: in this process, or in Redis (several workers)
-    MAX_PENDING_AUTHORIZATIONS,
-    Booking,
-    BookingStore,
-    MemoryStore,
-    RedisStore,
-)
-from booking_store import Deposit as Deposit
-from booking_store import new_booking_id as new_booking_id
 
 from minimcp import (
     Accepted,
@@ -68,6 +60,19 @@ from minimcp.state import ENV_STATE_KEYS, state_keys_from_env
 from minimcp.transports._headers import host_origin_problem
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp
 from minimcp.types import CallToolResult
+
+if str(pathlib.Path(__file__).resolve().parent) not in sys.path:  # also when loaded by file path
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # booking_store.py sits beside this file
+
+from booking_store import (  # the example's state: in this process, or in Redis (several workers)
+    MAX_PENDING_AUTHORIZATIONS,
+    Booking,
+    BookingStore,
+    MemoryStore,
+    RedisStore,
+)
+from booking_store import Deposit as Deposit
+from booking_store import new_booking_id as new_booking_id
 
 FULL_DATES = frozenset({datetime.date(2025, 12, 25), datetime.date(2025, 12, 27)})
 DEPOSIT_PARTY = 8
