@@ -19,9 +19,16 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp import Server
+from minimcp import Context, Server, UrlElicitationRequired
+from minimcp.bus import Bus, InMemoryBus, Notice, RedisBus
 from minimcp.transports.http import StreamableHTTPApp
+from tests import redis_server
+from tests.helpers import RawPeer, raw_client
+from tests.redis_server import RedisProcess, free_port
 from tests.test_http import raw_session, serving
+from tests.test_modern import KEY, NAME_FORM, accept, complete, describe, input_required, modern_peer, only, text_of
+
+redis = redis_server.redis  # the fixture
 
 WAIT = 30  # seconds: generous bounds for a busy machine
 
@@ -97,3 +104,210 @@ async def test_serve_http_takes_the_prefix_and_checks_it() -> None:
         async with raw_session(f"http://127.0.0.1:{port}/mcp") as raw:
             assert raw.session_id is not None and raw.session_id.startswith("w2.")
         tg.cancel_scope.cancel()
+
+
+# --- two workers on one bus -------------------------------------------------------------------------
+
+
+def worker(name: str, bus: Bus | None, seen: list[str] | None = None, **options: Any) -> Server:
+    """One worker: a URL step, a question, a resource; ``seen`` records how a dropped copy of ``greet`` ended."""
+    server = Server("worker", bus=bus, worker_id=name, state_key=KEY, **options)
+    ended = seen if seen is not None else []
+
+    @server.tool()
+    async def needs_step(ctx: Context) -> str:
+        raise UrlElicitationRequired([ctx.url_elicitation("Pay the deposit", "https://pay.example.com/d")])
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        try:
+            return describe(await ctx.elicit("Your name?", NAME_FORM))
+        except anyio.get_cancelled_exc_class():
+            # What a tool's clean-up would look at: undo nothing when the call goes on elsewhere.
+            ended.append(f"{name}: " + ("continued elsewhere" if ctx.continued_elsewhere else "abandoned"))
+            raise
+
+    @server.resource("test://r")
+    async def r() -> str:
+        return "r"
+
+    return server
+
+
+@contextlib.asynccontextmanager
+async def running(*servers: Server) -> AsyncIterator[None]:
+    """What each worker's host starts beside its connections (the HTTP app does this)."""
+    async with anyio.create_task_group() as tg:
+        for server in servers:
+            await tg.start(server.run_background)
+        yield
+        tg.cancel_scope.cancel()
+
+
+async def url_step(peer: RawPeer) -> str:
+    """A 2025-11-25 client that can open links is sent a URL step (-32042); its elicitation id."""
+    await peer.initialize(capabilities={"elicitation": {"url": {}}})
+    step = await peer.request(1, "tools/call", {"name": "needs_step"})
+    eid: str = step["error"]["data"]["elicitations"][0]["elicitationId"]
+    return eid
+
+
+def completion(eid: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": eid}}
+
+
+def list_changed(kind: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}
+
+
+async def test_a_url_completion_on_b_reaches_the_client_on_a_exactly_once() -> None:
+    bus = InMemoryBus()
+    a, b = worker("a", bus), worker("b", bus)
+    async with running(a, b), raw_client(a) as (alice, alice_conn):
+        eid = await url_step(alice)
+        await eventually(lambda: alice_conn.initialized, "initialized")
+        # Not held on B: False (nothing was sent from B), and published for the other workers.
+        assert await b.complete_url_elicitation(eid) is False
+        assert bus.stats.published == 1
+        assert await alice.recv(WAIT) == completion(eid)  # A holds the session: it tells its client
+        assert eid not in alice_conn.url_elicitations
+        # Again from B, a forged notice for the same id, one for an id nobody holds: hints A re-checks
+        # against its own table, where the id is gone: nothing more.
+        assert await b.complete_url_elicitation(eid) is False
+        bus.publish(Notice("url_complete", eid, "forger"))
+        bus.publish(Notice("url_complete", "never-minted", "forger"))
+        await b.notify_list_changed("tools")  # behind them on the bus: what A's client hears next
+        assert await alice.recv(WAIT) == list_changed("tools")
+        assert await alice.nothing_for(0.2)
+
+
+async def test_a_url_completion_on_the_owning_worker_is_sent_there_and_not_published() -> None:
+    bus = InMemoryBus()
+    a, b = worker("a", bus), worker("b", bus)
+    async with running(a, b), raw_client(a) as (alice, _):
+        eid = await url_step(alice)
+        assert await a.complete_url_elicitation(eid) is True
+        assert await alice.recv(WAIT) == completion(eid)
+        assert bus.stats.published == 0
+        assert await alice.nothing_for(0.2)
+
+
+async def test_list_and_resource_notices_reach_every_workers_sessions_once() -> None:
+    bus = InMemoryBus()
+    a, b = worker("a", bus), worker("b", bus)
+    async with running(a, b), raw_client(a) as (on_a, conn_a), raw_client(b) as (on_b, conn_b):
+        for peer in (on_a, on_b):
+            await peer.initialize()
+            assert "result" in await peer.request(2, "resources/subscribe", {"uri": "test://r"})
+        await eventually(lambda: conn_a.initialized and conn_b.initialized, "initialized")
+        await a.notify_list_changed("tools")
+        assert await a.notify_resource_updated("test://r") == 1  # A's own subscriber; B tells its own
+        updated = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://r"}}
+        await b.notify_list_changed("prompts")
+        expected = sorted(map(repr, [list_changed("tools"), updated, list_changed("prompts")]))
+        for peer in (on_a, on_b):  # local ones at once, the others' through the bus: in either order
+            assert sorted([repr(await peer.recv(WAIT)) for _ in range(3)]) == expected
+        # A resource nobody here subscribed to, a list that does not exist: nothing. Then a notice from
+        # a third worker, behind them (and behind any echo of A's or B's own) on the bus: next, and once.
+        bus.publish(Notice("resource_updated", "test://other", "c"))
+        bus.publish(Notice("list_changed", "secrets", "c"))
+        bus.publish(Notice("list_changed", "resources", "c"))
+        for peer in (on_a, on_b):
+            assert await peer.recv(WAIT) == list_changed("resources")
+            assert await peer.nothing_for(0.2)
+
+
+async def test_a_replay_on_b_drops_the_copy_parked_on_a_which_sees_continued_elsewhere() -> None:
+    bus = InMemoryBus()
+    seen: list[str] = []
+    a, b = worker("a", bus, seen), worker("b", bus, seen)
+    async with running(a, b), modern_peer(a) as (on_a, _):
+        requests, state = input_required(await on_a.call("greet"))
+        key, _ = only(requests)
+        assert len(a.parking) == 1
+        async with modern_peer(b) as (on_b, _):
+            result = complete(await on_b.call("greet", responses={key: accept(name="Ada")}, state=state))
+        assert text_of(result) == "hello Ada"  # B replayed the call and finished it
+        await eventually(lambda: len(a.parking) == 0 and bool(seen), "A dropped its parked copy")
+        assert seen == ["a: continued elsewhere"]
+        # An abandoned copy (its connection gone) still says so.
+        input_required(await on_a.call("greet", {}, client="other"))
+        assert len(a.parking) == 1
+    await eventually(lambda: len(seen) == 2, "the abandoned copy ended")
+    assert seen[1] == "a: abandoned"
+
+
+async def test_a_replay_of_a_call_parked_on_the_same_worker_publishes_nothing() -> None:
+    bus = InMemoryBus()
+    a = worker("a", bus, replay_every_retry=True)  # never parks: every retry replays, here
+    async with running(a), modern_peer(a) as (peer, _):
+        requests, state = input_required(await peer.call("greet"))
+        key, _ = only(requests)
+        complete(await peer.call("greet", responses={key: accept(name="Ada")}, state=state))
+    assert bus.stats.published == 0
+
+
+# --- the bus fails: serving goes on -----------------------------------------------------------------
+
+
+class BrokenBus:
+    """A bus whose every publish raises and whose subscriber dies at once."""
+
+    def __init__(self) -> None:
+        from minimcp.bus import BusStats
+
+        self.stats = BusStats()
+        self.runs = 0
+
+    def publish(self, notice: Notice) -> None:
+        raise RuntimeError("the bus is broken")
+
+    async def run(self, deliver: Callable[[Notice], None], *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        self.runs += 1
+        raise RuntimeError("the bus is broken")
+
+
+@pytest.mark.parametrize("kind", ["broken", "redis down"])
+async def test_a_failing_bus_never_blocks_local_delivery(kind: str) -> None:
+    bus: Any = BrokenBus() if kind == "broken" else RedisBus(f"redis://127.0.0.1:{free_port()}/0", backoff=(0.05, 0.2))
+    a = worker("a", bus)
+    with anyio.fail_after(WAIT):
+        async with running(a), raw_client(a) as (alice, conn):
+            eid = await url_step(alice)
+            await eventually(lambda: conn.initialized, "initialized")
+            assert await a.complete_url_elicitation("elsewhere") is False  # published nowhere: no harm
+            await a.notify_list_changed("tools")
+            assert await alice.recv(WAIT) == list_changed("tools")
+            assert await a.complete_url_elicitation(eid) is True
+            assert await alice.recv(WAIT) == completion(eid)
+            if kind == "broken":
+                await eventually(lambda: bus.runs >= 2, "the subscriber is started again")
+
+
+# --- a real Redis -----------------------------------------------------------------------------------
+
+
+async def test_two_workers_on_a_real_redis(redis: RedisProcess) -> None:
+    seen: list[str] = []
+    bus_a, bus_b = RedisBus(redis.url, channel="test:workers"), RedisBus(redis.url, channel="test:workers")
+    a, b = worker("a", bus_a, seen), worker("b", bus_b, seen)
+    async with running(a, b), raw_client(a) as (alice, conn):
+        await eventually(lambda: bus_a.connected and bus_b.connected, "both subscribed")
+        eid = await url_step(alice)
+        await eventually(lambda: conn.initialized, "initialized")
+        # a URL completion on B reaches A's client, once
+        assert await b.complete_url_elicitation(eid) is False
+        assert await alice.recv(WAIT) == completion(eid)
+        assert await b.complete_url_elicitation(eid) is False
+        # a list change on B reaches A's client (after the repeated completion, which sends nothing)
+        await b.notify_list_changed("tools")
+        assert await alice.recv(WAIT) == list_changed("tools")
+        # a 2026-07-28 call parked on A and replayed on B: A drops its copy, which sees "continued elsewhere"
+        async with modern_peer(a) as (on_a, _):
+            requests, state = input_required(await on_a.call("greet"))
+            key, _ = only(requests)
+            async with modern_peer(b) as (on_b, _):
+                complete(await on_b.call("greet", responses={key: accept(name="Ada")}, state=state))
+            await eventually(lambda: len(a.parking) == 0 and bool(seen), "A dropped its parked copy")
+        assert seen == ["a: continued elsewhere"]
+        assert await alice.nothing_for(0.2)
