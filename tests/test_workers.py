@@ -12,6 +12,7 @@ the tool able to tell that from an abandoned call.
 from __future__ import annotations
 
 import contextlib
+import pathlib
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -29,6 +30,7 @@ from tests.test_http import raw_session, serving
 from tests.test_modern import KEY, NAME_FORM, accept, complete, describe, input_required, modern_peer, only, text_of
 
 redis = redis_server.redis  # the fixture
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 WAIT = 30  # seconds: generous bounds for a busy machine
 
@@ -311,3 +313,58 @@ async def test_two_workers_on_a_real_redis(redis: RedisProcess) -> None:
             await eventually(lambda: len(a.parking) == 0 and bool(seen), "A dropped its parked copy")
         assert seen == ["a: continued elsewhere"]
         assert await alice.nothing_for(0.2)
+
+
+# --- every host of a server listens on its bus ------------------------------------------------------
+
+
+async def test_the_websocket_server_listens_on_the_bus() -> None:
+    pytest.importorskip("websockets")
+    from minimcp.transports.websocket import connect_websocket, serve_websocket
+
+    bus = InMemoryBus()
+    a, b = worker("a", bus), worker("b", bus)
+    heard: list[str] = []
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(lambda task_status: serve_websocket(a, task_status=task_status))
+        async with connect_websocket(f"ws://127.0.0.1:{port}/mcp", on_notification=lambda m, p: heard.append(m)):
+            await eventually(lambda: any(conn.initialized for conn in a.connections), "initialized")
+            await b.notify_list_changed("tools")  # B has no clients: A's WebSocket client hears it
+            await eventually(lambda: heard == ["notifications/tools/list_changed"], "heard through the bus")
+        tg.cancel_scope.cancel()
+
+
+async def test_a_stdio_server_listens_on_its_bus(redis: RedisProcess, tmp_path: Any) -> None:
+    import sys
+    import textwrap
+
+    from minimcp import connect_stdio
+
+    root = ROOT
+    path = tmp_path / "stdio_worker.py"
+    path.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(root)!r})
+        from minimcp import Server
+        from minimcp.bus import RedisBus
+        app = Server("stdio-worker", bus=RedisBus({redis.url!r}, channel="test:stdio"), worker_id="s1")
+
+        @app.tool()
+        async def echo(text: str) -> str:
+            return text
+
+        app.run()
+    """))
+    heard: list[str] = []
+    other = RedisBus(redis.url, channel="test:stdio")
+    async with anyio.create_task_group() as tg:
+        await tg.start(other.run, lambda notice: None)
+        async with connect_stdio([sys.executable, str(path)], on_notification=lambda m, p: heard.append(m)) as client:
+            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+            with anyio.fail_after(WAIT):  # until the worker has subscribed (Redis drops what nobody hears)
+                while not heard:
+                    await eventually(lambda: other.connected, "connected")
+                    other.publish(Notice("list_changed", "tools", "s2"))
+                    await anyio.sleep(0.1)
+            assert heard[0] == "notifications/tools/list_changed"
+        tg.cancel_scope.cancel()
