@@ -26,7 +26,7 @@ from minimcp.transports.http import StreamableHTTPApp
 from tests import redis_server
 from tests.helpers import RawPeer, raw_client
 from tests.redis_server import RedisProcess, free_port
-from tests.test_http import raw_session, serving
+from tests.test_http import SSE, raw_session, req, serving
 from tests.test_modern import KEY, NAME_FORM, accept, complete, describe, input_required, modern_peer, only, text_of
 
 redis = redis_server.redis  # the fixture
@@ -111,8 +111,11 @@ async def test_serve_http_takes_the_prefix_and_checks_it() -> None:
 # --- two workers on one bus -------------------------------------------------------------------------
 
 
-def worker(name: str, bus: Bus | None, seen: list[str] | None = None, **options: Any) -> Server:
-    """One worker: a URL step, a question, a resource; ``seen`` records how a dropped copy of ``greet`` ended."""
+def worker(name: str | None, bus: Bus | None, seen: list[str] | None = None, **options: Any) -> Server:
+    """One worker: a URL step, a question, a resource; ``seen`` records how a dropped copy of ``greet`` ended.
+
+    ``name`` is its ``worker_id`` (``None``: the HTTP app's session id prefix names it).
+    """
     server = Server("worker", bus=bus, worker_id=name, state_key=KEY, **options)
     ended = seen if seen is not None else []
 
@@ -368,3 +371,26 @@ async def test_a_stdio_server_listens_on_its_bus(redis: RedisProcess, tmp_path: 
                     await anyio.sleep(0.1)
             assert heard[0] == "notifications/tools/list_changed"
         tg.cancel_scope.cancel()
+
+
+async def test_two_http_apps_on_one_bus_a_completion_on_w2_reaches_the_session_on_w1() -> None:
+    bus = InMemoryBus()
+    a, b = worker(None, bus), worker(None, bus)
+    async with (
+        serving(a, session_id_prefix="w1") as (url_a, _),
+        serving(b, session_id_prefix="w2") as _,
+        raw_session(url_a, capabilities={"elicitation": {"url": {}}}) as raw,
+    ):
+        assert (a.worker_id, b.worker_id) == ("w1", "w2")  # the prefixes name the workers on the bus
+        assert raw.session_id is not None and raw.session_id.startswith("w1.")
+        reply = await raw.call(req(1, "tools/call", {"name": "needs_step"}))
+        eid = reply["error"]["data"]["elicitations"][0]["elicitationId"]
+        async with raw.get() as response:  # the session's stream for messages related to no request
+            sse = SSE(response)
+            assert await b.complete_url_elicitation(eid) is False  # the page was paid on w2
+            item = await sse.message(WAIT)
+            assert item is not None and item[1] == completion(eid)
+            assert await b.complete_url_elicitation(eid) is False
+            with anyio.move_on_after(0.3):
+                extra = await sse.message()
+                raise AssertionError(f"sent twice: {extra}")
