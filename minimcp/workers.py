@@ -55,7 +55,7 @@ class Workers:
         # List and resource notices heard, not yet re-sent to this worker's sessions (coalesced: at most
         # the three lists, and the URIs some session here subscribed to).
         self._fan_out: dict[tuple[str, str], None] = {}
-        self._wake = anyio.Event()
+        self._wake: anyio.Event | None = None  # made by run(), in its event loop
         self._running: anyio.Event | None = None  # set when the running subscriber stops
 
     def adopt_id(self, worker_id: str) -> None:
@@ -112,7 +112,8 @@ class Workers:
 
     def _queue(self, kind: str, key: str) -> None:
         self._fan_out[(kind, key)] = None
-        self._wake.set()
+        if self._wake is not None:
+            self._wake.set()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Listen on the bus until cancelled (:meth:`Server.run_background` starts it).
@@ -129,6 +130,7 @@ class Workers:
                 started = True
             await running.wait()
         running = self._running = anyio.Event()
+        self._wake = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._send_fan_out)
@@ -155,7 +157,9 @@ class Workers:
     async def _send_fan_out(self) -> None:
         server, pending = self.server, self._fan_out
         while True:
-            await self._wake.wait()
+            if not pending:
+                assert self._wake is not None
+                await self._wake.wait()
             self._wake = anyio.Event()
             while pending:
                 kind, key = next(iter(pending))
