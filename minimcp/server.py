@@ -527,7 +527,8 @@ class Server:
         from minimcp.transports.stdio import stdio_server
 
         async with stdio_server(limits=self.limits) as transport, anyio.create_task_group() as tg:
-            await tg.start(self.run_background)
+            if self.workers.bus is not None or hasattr(self.used_states, "run"):  # else nothing to run
+                await tg.start(self.run_background)
             await self.serve(transport)
             tg.cancel_scope.cancel()
 
