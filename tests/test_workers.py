@@ -6,7 +6,8 @@ real ``redis-server``, see ``tests/redis_server.py``). Each checks one thing the
 a URL completion reaching the worker that holds the client's session (once; a forged or repeated
 notice does nothing), list and resource notices reaching every worker's sessions (once each), and
 a parked 2026-07-28 call dropped at once on its worker when its retry replays on another, with
-the tool able to tell that from an abandoned call.
+the tool able to tell that from an abandoned call; that a failing bus never holds up local
+delivery; and that every host of a server (the HTTP app, the WebSocket server, stdio) listens on it.
 """
 
 from __future__ import annotations
