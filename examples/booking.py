@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import html
-import inspect
 import logging
 import pathlib
 import re
@@ -584,11 +583,6 @@ def allowed_names(args: argparse.Namespace) -> list[str]:
     return [*names, *(name for name in args.allowed_host if name not in names)]
 
 
-def accepts(callable_: Any, name: str) -> bool:
-    """Whether ``callable_`` takes the keyword ``name`` (options other work adds to the library)."""
-    return name in inspect.signature(callable_).parameters
-
-
 def shared_options(redis_url: str | None) -> dict[str, Any]:
     """The store and the server options for ``--redis``: shared bookings, used states and bus."""
     if redis_url is None:
@@ -596,22 +590,16 @@ def shared_options(redis_url: str | None) -> dict[str, Any]:
     from minimcp.used_states import RedisUsedStates
 
     options: dict[str, Any] = {"store": RedisStore(redis_url), "used_states": RedisUsedStates(redis_url)}
-    if accepts(Server, "bus"):
-        from minimcp.bus import RedisBus
+    from minimcp.bus import RedisBus
 
-        options["bus"] = RedisBus(redis_url)
-    else:  # TODO(issue 18): Server(bus=...) is being added; until then completions stay on their worker
-        log.warning("this minimcp has no Server(bus=...): URL completions do not reach other workers")
+    options["bus"] = RedisBus(redis_url)  # URL completions reach the worker holding the client's session
     return options
 
 
 def http_options(args: argparse.Namespace, hosts: tuple[str, ...], origins: tuple[str, ...]) -> dict[str, Any]:
     options: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins}
     if args.worker_id is not None:
-        if accepts(StreamableHTTPApp, "session_id_prefix"):
-            options["session_id_prefix"] = args.worker_id
-        else:  # TODO(issue 18): session_id_prefix is being added to the HTTP app; until then ids have no prefix
-            log.warning("this minimcp has no session_id_prefix: session ids do not start with %r", args.worker_id)
+        options["session_id_prefix"] = args.worker_id  # a load balancer routes a session by this prefix
     return options
 
 

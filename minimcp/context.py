@@ -176,6 +176,13 @@ class Context:
         return self._call_id
 
     @property
+    def continued_elsewhere(self) -> bool:
+        """True once this copy of a 2026-07-28 call was dropped because its retry continued it on another
+        worker (``Server(bus=...)``): the copy is cancelled as an abandoned one would be, but the call goes
+        on there, so clean-up must not undo what it made. False on the handshake era."""
+        return self.run is not None and self.run.continued_elsewhere
+
+    @property
     def client_info(self) -> Implementation | None:
         if self.envelope is not None:
             return self.envelope.client_info

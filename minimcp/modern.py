@@ -225,6 +225,9 @@ class Run:
     of ``None`` stands for "came after the question's timeout".
     """
 
+    #: Set on a parked run dropped because its retry continued the call on another worker.
+    continued_elsewhere = False
+
     def __init__(
         self,
         tool: str,

@@ -20,6 +20,7 @@ import anyio
 import msgspec
 
 from minimcp import capabilities, errors, forms, jsonrpc, modern
+from minimcp.bus import Bus
 from minimcp.config import Limits
 from minimcp.context import Context
 from minimcp.elicitation import (
@@ -92,6 +93,7 @@ from minimcp.urls import InvalidElicitationUrl
 from minimcp.used_states import MemoryUsedStates, UsedStates
 from minimcp.versions import LATEST_MODERN, MODERN, SUPPORTED, Feature, negotiate, supports
 from minimcp.waiting import Waits
+from minimcp.workers import Workers
 
 __all__ = ["Context", "Server", "ServerConnection", "ToolError", "tool_result"]
 
@@ -169,6 +171,15 @@ class Server:
             Tools that are not safe to replay (work before a question done twice, clean-up
             on cancellation that undoes what the retry needs) fail in ordinary tests;
             ``replayable=False`` tools are refused on every retry.
+        bus: The bus between the workers of one service (:mod:`minimcp.bus`:
+            :class:`~minimcp.bus.InMemoryBus`, :class:`~minimcp.bus.RedisBus`), listened to
+            by :meth:`run_background`. URL completions reach the worker holding the
+            client's session, list and resource notices reach every worker's sessions, and
+            a parked 2026-07-28 call whose retry replays on another worker is dropped here
+            at once (see :mod:`minimcp.workers`). ``None``: this process alone.
+        worker_id: Names this worker on the bus and in the states it seals (1 to 32 ASCII
+            letters, digits, ``_`` or ``-``). Default: the HTTP app's ``session_id_prefix``
+            when one is given, else random.
     """
 
     def __init__(
@@ -184,6 +195,8 @@ class Server:
         used_states: UsedStates | None = None,
         trace: WireTrace | None = None,
         replay_every_retry: bool = False,
+        bus: Bus | None = None,
+        worker_id: str | None = None,
     ) -> None:
         self.info = Implementation(name=name, version=version, title=title or None)
         self.instructions = instructions
@@ -222,6 +235,8 @@ class Server:
         self.connections: set[ServerConnection] = set()
         # URL elicitation id -> the connection that received it (completion goes there only).
         self._url_owners: dict[str, ServerConnection] = {}
+        #: This worker on the bus between workers (``workers.worker_id`` names it).
+        self.workers = Workers(self, bus, worker_id)
 
     @property
     def name(self) -> str:
@@ -396,13 +411,24 @@ class Server:
         """Tell every initialized client that the ``kind`` list changed (tools, resources, prompts)."""
         if kind not in ("tools", "resources", "prompts"):
             raise ValueError(f"unknown list kind {kind!r}")
+        self.workers.publish("list_changed", kind)  # with a bus: every other worker's clients too
+        await self._list_changed_here(kind)
+
+    async def _list_changed_here(self, kind: str) -> None:
         for conn in list(self.connections):
             if conn.initialized and not conn.session.closed:
                 with contextlib.suppress(errors.ConnectionClosed):
                     await conn.session.notify(f"notifications/{kind}/list_changed")
 
     async def notify_resource_updated(self, uri: str) -> int:
-        """Send ``notifications/resources/updated`` to the clients subscribed to ``uri``; returns how many."""
+        """Send ``notifications/resources/updated`` to the clients subscribed to ``uri``; returns how many.
+
+        With a bus, the other workers send it to their subscribed clients too (not counted here).
+        """
+        self.workers.publish("resource_updated", uri)
+        return await self._resource_updated_here(uri)
+
+    async def _resource_updated_here(self, uri: str) -> int:
         sent = 0
         for conn in list(self.connections):
             if uri in conn.subscriptions and not conn.session.closed:
@@ -418,11 +444,16 @@ class Server:
 
         Sends ``notifications/elicitation/complete`` to the one connection that
         received that elicitation, and to no other. Returns whether a notice was
-        sent: repeating it, an unknown id, or a connection that is gone send
-        nothing.
+        sent from this worker: repeating it, an unknown id, or a connection that is
+        gone send nothing.
+
+        With a ``bus``, an id that no session of this worker holds is published for
+        the other workers, and returns False (it was not sent *here*): the worker
+        whose session holds it sends the notice, once; if none does, nothing is sent.
         """
         conn = self._url_owners.pop(elicitation_id, None)
         if conn is None:
+            self.workers.publish("url_complete", elicitation_id)
             return False
         return await conn._send_complete(elicitation_id)
 
@@ -436,16 +467,25 @@ class Server:
         self._warned_random_key = True
         logger.warning(RANDOM_KEY_WARNING, self.name)
 
+    @property
+    def worker_id(self) -> str:
+        """Names this worker on the bus (``Server(worker_id=...)``, the HTTP app's session id prefix, or random)."""
+        return self.workers.worker_id
+
     async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run what the server keeps beside its connections until cancelled: the client of a shared
-        ``used_states`` store (one with a ``run`` method, as :class:`~minimcp.used_states.RedisUsedStates`).
+        ``used_states`` store (one with a ``run`` method, as :class:`~minimcp.used_states.RedisUsedStates`),
+        and the listener on the ``bus``.
 
-        Hosts of many connections start it in their task group (the Streamable HTTP app does).
+        The Streamable HTTP app, :meth:`serve_stdio` and the WebSocket server start it; when you
+        call :meth:`serve` yourself, start it beside (running it twice at once is harmless).
         """
         run = getattr(self.used_states, "run", None)
         async with anyio.create_task_group() as tg:
             if run is not None:
                 await tg.start(run)
+            if self.workers.bus is not None:
+                await tg.start(self.workers.run)
             task_status.started()
             await anyio.sleep_forever()
 
@@ -486,8 +526,11 @@ class Server:
         """Serve one client on this process's stdin/stdout (logs belong on stderr)."""
         from minimcp.transports.stdio import stdio_server
 
-        async with stdio_server(limits=self.limits) as transport:
+        async with stdio_server(limits=self.limits) as transport, anyio.create_task_group() as tg:
+            if self.workers.bus is not None or hasattr(self.used_states, "run"):  # else nothing to run
+                await tg.start(self.run_background)
             await self.serve(transport)
+            tg.cancel_scope.cancel()
 
     def run(
         self,
@@ -867,6 +910,7 @@ class ServerConnection:
                         f"this call of {name!r} cannot be resumed here (its state is gone and the tool is "
                         "not replayable); call the tool again",
                     )
+                server.workers.continued_here(state)  # parked on another worker: it drops its copy
                 recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
                 if late:
                     recorded.extend([d, None] for d in digests)
@@ -948,6 +992,7 @@ class ServerConnection:
                     "to": run.pending_timeout,
                     "ans": run.answers,
                     "c": run.call_id,
+                    **server.workers.sealed,
                 },
                 now=time.time(),
                 ttl=server.state_ttl,

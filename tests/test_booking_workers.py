@@ -22,8 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp import Accepted, Server, connect_http
-from minimcp.transports.http import StreamableHTTPApp
+from minimcp import Accepted, connect_http
 from tests import redis_server
 from tests.helpers import RawPeer, raw_client
 from tests.redis_server import RedisProcess, free_port
@@ -149,8 +148,6 @@ async def test_a_deposit_paid_on_another_worker_reaches_the_asked_client_once(re
     notice for a page paid on B goes to the client on A that was asked, once."""
     from minimcp.bus import RedisBus
 
-    if not booking.accepts(Server, "bus"):  # TODO(issue 18): drop this branch once Server(bus=...) is on main
-        return
     with anyio.fail_after(WAIT):
         async with contextlib.AsyncExitStack() as stack:
             apps = []
@@ -381,9 +378,8 @@ async def test_two_worker_processes_share_bookings_and_pages_through_redis(redis
                 assert made.structured_content is not None
                 assert made.structured_content["status"] == "booked"  # paid (on B) before the answer came
                 booking_id = made.structured_content["booking_id"]
-                if booking.accepts(StreamableHTTPApp, "session_id_prefix"):  # TODO(issue 18): always, once on main
-                    ids = [client.session.transport.session_id for client in (a, b)]  # type: ignore[attr-defined]
-                    assert [sid.split(".", 1)[0] for sid in ids] == ["w0", "w1"], ids
+                ids = [client.session.transport.session_id for client in (a, b)]  # type: ignore[attr-defined]
+                assert [sid.split(".", 1)[0] for sid in ids] == ["w0", "w1"], ids
                 seen = await b.call_tool("booking_status", {"booking_id": booking_id})
                 assert seen.structured_content == {"status": "booked", "date": str(datetime.date(2025, 12, 26)),
                                                    "party_size": 8, "booking_id": booking_id}  # fmt: skip

@@ -15,7 +15,7 @@ One endpoint (default ``/mcp``) takes POST, GET and DELETE.
   POST of the response (``202``); the tool's result then arrives on the
   original stream.
 * **Sessions.** ``initialize`` creates one (``MCP-Session-Id``, random from
-  :mod:`secrets`); every later request must carry it (``400`` without,
+  :mod:`secrets`, after ``<session_id_prefix>.`` when one is given); every later request must carry it (``400`` without,
   ``404`` when unknown or ended). Each session is one
   :meth:`minimcp.Server.serve` running in the app's task group (started by
   ASGI lifespan, by :meth:`StreamableHTTPApp.run`, or by :func:`serve_http`).
@@ -133,6 +133,7 @@ from minimcp.transports._sse import PING, SSEDecoder, encode_event
 from minimcp.transports.asgi_server import bind, run_asgi
 from minimcp.types import CancelledParams
 from minimcp.versions import LATEST_MODERN, Feature, is_modern, is_supported, negotiate, supports
+from minimcp.workers import check_worker_id
 
 if TYPE_CHECKING:
     import httpx
@@ -569,6 +570,11 @@ class StreamableHTTPApp:
         metrics_path: Serve the server's elicitation metrics (Prometheus text) on
             ``GET`` at this path (e.g. ``"/metrics"``); ``None``: no such route. The
             ``Host`` / ``Origin`` checks apply to it as to the MCP endpoint.
+        session_id_prefix: Name this worker in every session id it issues
+            (``w1`` -> ``w1.<random>``), so a load balancer can route a session to its
+            worker by the id's prefix. 1 to 32 ASCII letters, digits, ``_`` or ``-``
+            (``ValueError`` otherwise). It also names the worker on the server's bus
+            unless ``Server(worker_id=...)`` does.
     """
 
     def __init__(
@@ -586,8 +592,13 @@ class StreamableHTTPApp:
         retained_streams: int = 16,
         limits: Limits | None = None,
         metrics_path: str | None = None,
+        session_id_prefix: str | None = None,
     ) -> None:
         self.server = server
+        self._sid_prefix = ""
+        if session_id_prefix is not None:
+            self._sid_prefix = check_worker_id(session_id_prefix, "session_id_prefix") + "."
+            server.workers.adopt_id(session_id_prefix)
         self.path = path.rstrip("/") or "/"
         self.metrics_path = (metrics_path.rstrip("/") or "/") if metrics_path else None
         self.allowed_hosts = tuple(
@@ -734,7 +745,7 @@ class StreamableHTTPApp:
         if victim is not None:
             logger.info("MCP session %s ended to make room for a new one (least recently used)", victim.id[:8])
             self._end(victim)
-        sid = secrets.token_urlsafe(24)
+        sid = self._sid_prefix + secrets.token_urlsafe(24)  # visible ASCII, as the spec asks
         transport = _SessionTransport(max_events=self.replay_buffer, max_retained=self.retained_streams)
         sess = HTTPSession(sid, transport, client)
         self._sessions.add(sess)

@@ -572,6 +572,7 @@ async def serve_websocket(
 
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     async with listener, anyio.create_task_group() as tg:
+        await tg.start(server.run_background)  # a shared used-state store, the bus between workers
 
         async def accept_loop(sub: anyio.abc.SocketListener) -> None:
             while True:
