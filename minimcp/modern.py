@@ -1,4 +1,4 @@
-"""Revision 2026-07-28 on the server: per-request envelopes, and one ``ctx.elicit`` for both eras.
+"""Revision 2026-07-28 on the server: runs that span rounds, and their parking (one ``ctx.elicit`` for both eras).
 
 On the modern revision there is no handshake: every request carries its
 protocol version, the client's capabilities and (usually) its identity in
@@ -25,14 +25,15 @@ What is recorded is only what the tool can use of each answer (:func:`clean_answ
 and when the open questions were asked: an answer arriving after the question's
 timeout is no answer, and ``ctx.elicit`` gives ``Cancelled("timeout")`` as on the
 handshake era, parked or replayed. A parked call is dropped when that timeout passes.
+
+The pure half of this revision (envelope, meta keys, codes, result shape, questions
+and answers) is :mod:`minimcp.mrtr`; this module holds what needs anyio.
 """
 
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import logging
-import re
 import secrets
 import time
 from collections import OrderedDict
@@ -40,22 +41,32 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-import msgspec
 
 from minimcp import errors
 from minimcp.errors import McpError
-from minimcp.state import InvalidState, StateSealer, digest
-from minimcp.types import (
-    ClientCapabilities,
-    CreateMessageResult,
-    ElicitResult,
-    Implementation,
-    ListRootsResult,
-    LoggingLevel,
-    UnsetType,
-)
+
+# The pure half (the wire of this revision) lives in mrtr.py; re-exported here so every
+# ``modern.X`` keeps working.
+from minimcp.mrtr import HEADER_MISMATCH as HEADER_MISMATCH
+from minimcp.mrtr import META_CAPABILITIES as META_CAPABILITIES
+from minimcp.mrtr import META_CLIENT_INFO as META_CLIENT_INFO
+from minimcp.mrtr import META_LOG_LEVEL as META_LOG_LEVEL
+from minimcp.mrtr import META_SERVER_INFO as META_SERVER_INFO
+from minimcp.mrtr import META_VERSION as META_VERSION
+from minimcp.mrtr import MISSING_CAPABILITY as MISSING_CAPABILITY
+from minimcp.mrtr import UNSUPPORTED_VERSION as UNSUPPORTED_VERSION
+from minimcp.mrtr import Envelope as Envelope
+from minimcp.mrtr import Question as Question
+from minimcp.mrtr import asked as asked
+from minimcp.mrtr import clean_answer as clean_answer
+from minimcp.mrtr import complete as complete
+from minimcp.mrtr import has_envelope as has_envelope
+from minimcp.mrtr import meta_dict as meta_dict
+from minimcp.mrtr import read_envelope as read_envelope
+from minimcp.mrtr import required_capability as required_capability
+from minimcp.mrtr import take_answer
+from minimcp.state import InvalidState, StateSealer
 from minimcp.used_states import StoreUnavailable, UsedStates
-from minimcp.versions import MODERN, is_modern
 
 __all__ = [
     "META_CAPABILITIES",
@@ -75,146 +86,8 @@ __all__ = [
 
 logger = logging.getLogger("minimcp.modern")
 
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-
-HEADER_MISMATCH = -32020
-MISSING_CAPABILITY = -32021
-UNSUPPORTED_VERSION = -32022
-
-_MARKER = re.compile(re.escape(META_VERSION.encode()))
-_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
-
-
-class _MetaOnly(msgspec.Struct):
-    meta: Any = msgspec.field(default=None, name="_meta")
-
-
-def has_envelope(params: msgspec.Raw) -> bool:
-    """Whether a request's params carry the modern ``_meta`` version key (cheap pre-check first)."""
-    if not params or _MARKER.search(params) is None:  # scans the buffer without copying it
-        return False
-    try:
-        meta = msgspec.json.decode(params, type=_MetaOnly).meta
-    except msgspec.DecodeError:
-        return False
-    return isinstance(meta, dict) and META_VERSION in meta
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Envelope:
-    """What one modern request says about its client."""
-
-    version: str
-    capabilities: ClientCapabilities
-    client_info: Implementation | None
-    log_level: LoggingLevel | None
-
-
-def read_envelope(params: msgspec.Raw) -> Envelope:
-    """Read and check a modern request's ``_meta``.
-
-    Raises:
-        McpError: ``-32602`` naming a missing or malformed key; ``-32022`` with
-            ``supported`` / ``requested`` for a revision we do not serve.
-    """
-    try:
-        meta = msgspec.json.decode(params or b"{}", type=_MetaOnly).meta
-    except msgspec.DecodeError:
-        meta = None
-    if not isinstance(meta, dict):
-        raise McpError(errors.INVALID_PARAMS, "params._meta is required on this protocol revision")
-    for key in (META_VERSION, META_CAPABILITIES):
-        if key not in meta:
-            raise McpError(errors.INVALID_PARAMS, f"params._meta is missing {key!r}")
-    version = meta[META_VERSION]
-    if not isinstance(version, str) or not is_modern(version):
-        raise McpError(
-            UNSUPPORTED_VERSION,
-            f"unsupported protocol version {version!r}",
-            {"supported": list(MODERN), "requested": version},
-        )
-    try:
-        caps = msgspec.convert(meta[META_CAPABILITIES], ClientCapabilities)
-        info_raw = meta.get(META_CLIENT_INFO)
-        info = msgspec.convert(info_raw, Implementation) if info_raw is not None else None
-    except msgspec.ValidationError as exc:
-        raise McpError(errors.INVALID_PARAMS, f"invalid params._meta: {exc}") from None
-    level = meta.get(META_LOG_LEVEL)
-    if level is not None and level not in _LEVELS:
-        raise McpError(errors.INVALID_PARAMS, f"unknown log level {level!r}")
-    return Envelope(version, caps, info, level)
-
-
-def complete(result: Any, server_info: Implementation, *, cacheable: bool = False) -> dict[str, Any]:
-    """A result in its modern shape: ``resultType``, ``serverInfo`` in ``_meta``, cache hints."""
-    data: dict[str, Any] = msgspec.to_builtins(result)
-    data.setdefault("resultType", "complete")
-    meta = data.get("_meta")
-    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: msgspec.to_builtins(server_info)}
-    if cacheable:
-        data.setdefault("ttlMs", 0)
-        data.setdefault("cacheScope", "private")
-    return data
-
 
 # --- runs: a tool executing across rounds ----------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Question:
-    """One input request: what the tool asked, ready for the wire."""
-
-    method: str
-    params: dict[str, Any]
-    digest: str
-    #: The ``inputRequests`` key the author chose (``None``: numbered ``q1``, ``q2``, ...).
-    key: str | None = None
-
-    @classmethod
-    def create(cls, method: str, params: Any, key: str | None = None) -> Question:
-        wire: dict[str, Any] = {} if params is msgspec.UNSET else msgspec.to_builtins(params)
-        return cls(method, wire, digest({"m": method, "p": wire}), key)
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"method": self.method, "params": self.params}
-
-
-def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
-    """What is kept of a client's answer to ``question``: its typed fields, no extras.
-
-    For a form question, the content keeps only the form's fields (the form checks
-    their values when the tool reads them); ``_meta`` and unknown members go
-    everywhere. This is what the tool gets and what the sealed state carries, so
-    padding an answer grows nothing. ``None``: the answer does not have the shape
-    of the method's result at all.
-    """
-    try:
-        if question.method == "elicitation/create":
-            result = msgspec.convert(answer, ElicitResult)
-            kept: dict[str, Any] = {"action": result.action}
-            if result.action == "accept" and not isinstance(result.content, UnsetType):
-                schema = question.params.get("requestedSchema")
-                fields = schema.get("properties") if isinstance(schema, dict) else None
-                names = fields if isinstance(fields, dict) else {}
-                kept["content"] = {k: v for k, v in result.content.items() if k in names}
-            return kept
-        if question.method == "sampling/createMessage":
-            sampled: dict[str, Any] = msgspec.to_builtins(msgspec.convert(answer, CreateMessageResult))
-            sampled.pop("_meta", None)
-            if isinstance(sampled.get("content"), dict):
-                sampled["content"].pop("_meta", None)
-            return sampled
-        if question.method == "roots/list":
-            roots = msgspec.convert(answer, ListRootsResult).roots
-            return {"roots": [{"uri": r.uri} if isinstance(r.name, UnsetType) else {"uri": r.uri, "name": r.name}
-                              for r in roots]}
-    except msgspec.ValidationError:
-        return None
-    return None
 
 
 class Run:
@@ -298,7 +171,7 @@ class Run:
                 recorded_digest, answer = self.answers[self._replay]
                 if recorded_digest == question.digest:
                     if answer is not None:
-                        answer, self.answers[self._replay][1] = _take(question, answer)
+                        answer, self.answers[self._replay][1] = take_answer(question, answer)
                     self._replay += 1
                     results[i] = answer
                     continue
@@ -307,7 +180,7 @@ class Run:
             offered = self.offered.pop(question.key, None) if question.key is not None else None
             if isinstance(offered, dict) and not need:
                 # The client answered this key before it was asked (first call with inputResponses).
-                results[i], first_kept = _take(question, offered)
+                results[i], first_kept = take_answer(question, offered)
                 self.answers.append([question.digest, first_kept])
                 self._replay = len(self.answers)
                 continue
@@ -334,7 +207,7 @@ class Run:
             for i, key in zip(need, self.pending_keys, strict=True):
                 kept: dict[str, Any] | None = None  # None: the answer came after the timeout
                 if answers is not None:
-                    results[i], kept = _take(questions[i], answers[key])
+                    results[i], kept = take_answer(questions[i], answers[key])
                 self.answers.append([questions[i].digest, kept])
             self._answers = None
             self.pending, self.pending_keys = [], []
@@ -388,12 +261,6 @@ class Run:
         assert outcome is not None
         self._event = anyio.Event()
         return outcome
-
-
-def _take(question: Question, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An answer as the tool gets it, and as it is recorded (an unusable one: as given, and ``{}``)."""
-    kept = clean_answer(question, answer)
-    return (answer, {}) if kept is None else (kept, kept)
 
 
 #: Whom the request being served comes from, and how many calls that client may have parked
@@ -498,26 +365,3 @@ async def use_state(
             {"reason": "request_state_used"},
         )
     return state
-
-
-def asked(state: dict[str, Any]) -> tuple[list[str], float | None, float | None]:
-    """The sealed state's open questions: their digests, when they were asked, and their timeout."""
-    digests, at, timeout = state.get("qs"), state.get("at"), state.get("to")
-    return [str(d) for d in digests] if isinstance(digests, list) else [], _number(at), _number(timeout)
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def required_capability(kind: str) -> dict[str, Any]:
-    """``data.requiredCapabilities`` for -32021."""
-    if kind == "url":
-        return {"elicitation": {"url": {}}}
-    if kind == "form":
-        return {"elicitation": {"form": {}}}
-    return {kind: {}}
-
-
-def meta_dict(meta: dict[str, Any] | UnsetType) -> dict[str, Any]:
-    return meta if isinstance(meta, dict) else {}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,10 @@ PURE_MODULES = [
     "deadlines.py",
     "diagram.py",
     "diagram_svg.py",
+    "metrics.py",
+    "mrtr.py",
+    "transports/_sse.py",
+    "transports/_headers.py",
 ]
 #: Event loops, sockets, clocks, threads and processes.
 FORBIDDEN = {"anyio", "trio", "asyncio", "socket", "time", "threading", "subprocess"}
@@ -85,8 +91,93 @@ def test_import_checker_finds_forbidden_imports(source: str, expected: set[str])
 
 def test_pure_modules_list_covers_existing_files() -> None:
     """Every module named as pure exists, so a rename cannot silently drop it from the check."""
-    existing = {p.name for p in PACKAGE.glob("*.py")}
+    existing = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")}
     assert set(PURE_MODULES) <= existing
+
+
+# --- transitive purity: what a pure module pulls in, not only what it names ---------------------
+
+#: Blocked while a pure module is imported in a fresh interpreter. ``time`` is left out: the
+#: interpreter has it loaded before any user code runs (the per-file check above still forbids it).
+TRANSITIVE_FORBIDDEN = ("anyio", "asyncio", "trio", "socket", "threading", "subprocess")
+
+# Run with ``python -c PROBE <package dir> <module> <blocked,...>``. The package ``__init__`` files
+# are bypassed (an empty package object stands in for each), so only what the module itself pulls
+# in is loaded. A finder placed first on ``sys.meta_path`` refuses the blocked names and records
+# the chain of modules being imported at that moment, so a ``try: import x except ImportError``
+# somewhere on the way cannot hide the attempt. The verdict is one line on stdout.
+PROBE = r"""
+import importlib, sys, types
+package_dir, target, blocked = sys.argv[1], sys.argv[2], frozenset(sys.argv[3].split(","))
+already = sorted(m for m in sys.modules if m.split(".")[0] in blocked)
+if already:
+    print("loaded before the probe started: " + ", ".join(already))
+    raise SystemExit(2)
+attempts = []
+
+def importing_chain():
+    chain, frame = [], sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            name = frame.f_globals.get("__name__")
+            if name and name != "__main__" and (not chain or chain[-1] != name):
+                chain.append(name)
+        frame = frame.f_back
+    return list(reversed(chain))
+
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked:
+            attempts.append(" -> ".join([*importing_chain(), name]))
+            raise ImportError(f"{name} is blocked while importing a pure module")
+        return None
+
+for package in ("minimcp", "minimcp.transports"):
+    stand_in = types.ModuleType(package)
+    stand_in.__path__ = [package_dir + package[len("minimcp"):].replace(".", "/")]
+    sys.modules[package] = stand_in
+sys.meta_path.insert(0, Refuse())
+try:
+    importlib.import_module(target)
+except ImportError as exc:
+    if not attempts:
+        attempts.append(f"import failed: {exc!r}")
+print("; ".join(dict.fromkeys(attempts)) or "clean")
+"""
+
+
+def transitive_imports(module: str, blocked: tuple[str, ...] = TRANSITIVE_FORBIDDEN) -> str:
+    """Import ``module`` in a fresh interpreter with ``blocked`` refused: ``"clean"``, or the chains."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(PACKAGE), module, ",".join(blocked)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr or done.stdout
+    return done.stdout.strip()
+
+
+def _dotted(filename: str) -> str:
+    return "minimcp." + filename.removesuffix(".py").replace("/", ".")
+
+
+@pytest.mark.parametrize("filename", PURE_MODULES)
+def test_pure_module_pulls_in_no_io_transitively(filename: str) -> None:
+    """A pure module imports no event loop, socket, thread or process module through anything it imports."""
+    verdict = transitive_imports(_dotted(filename))
+    assert verdict == "clean", f"{filename} pulls in a blocked module: {verdict}"
+
+
+def test_transitive_probe_names_the_chain() -> None:
+    """The probe catches an indirect import and names each module on the way to it."""
+    assert transitive_imports("minimcp.errors") == "clean"
+    # modern.py (the anyio half of revision 2026-07-28) is not pure; logging brings threading.
+    assert transitive_imports("minimcp.modern") == "minimcp.modern -> logging -> threading"
+    assert transitive_imports("minimcp.modern", ("anyio",)) == "minimcp.modern -> anyio"
+    # Reached only through another module: diagram_svg.py imports diagram.py, which imports json.
+    assert transitive_imports("minimcp.diagram_svg", ("json",)) == "minimcp.diagram_svg -> minimcp.diagram -> json"
 
 
 # --- versions.py -------------------------------------------------------------------------------

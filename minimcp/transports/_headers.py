@@ -35,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from minimcp.modern import META_VERSION
+from minimcp.mrtr import HEADER_MISMATCH, META_VERSION
 
 __all__ = [
     "HEADER_MISMATCH",
@@ -50,8 +50,6 @@ __all__ = [
     "request_headers",
 ]
 
-#: JSON-RPC error code for a header that is missing, malformed, or does not match the body.
-HEADER_MISMATCH = -32020
 #: Methods whose ``Mcp-Name`` header mirrors a body field, and which field.
 NAMED_METHODS: dict[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 

@@ -1,0 +1,224 @@
+"""The 2026-07-28 wire, pure: envelope keys and checks, error codes, result shape, questions and answers.
+
+This is the sans-I/O half of revision 2026-07-28 serving: what a request's
+``params._meta`` must say (:func:`has_envelope`, :func:`read_envelope`), the
+codes the revision adds, the shape of a complete result (:func:`complete`), a
+question as the wire carries it (:class:`Question`) and what is kept of an
+answer (:func:`clean_answer`). It imports no event loop; :mod:`minimcp.modern`
+builds the runs and their parking on top of it (and re-exports these names).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import msgspec
+
+from minimcp import errors
+from minimcp.errors import McpError
+from minimcp.state import digest
+from minimcp.types import (
+    ClientCapabilities,
+    CreateMessageResult,
+    ElicitResult,
+    Implementation,
+    ListRootsResult,
+    LoggingLevel,
+    UnsetType,
+)
+from minimcp.versions import MODERN, is_modern
+
+__all__ = [
+    "HEADER_MISMATCH",
+    "META_CAPABILITIES",
+    "META_CLIENT_INFO",
+    "META_LOG_LEVEL",
+    "META_SERVER_INFO",
+    "META_VERSION",
+    "MISSING_CAPABILITY",
+    "UNSUPPORTED_VERSION",
+    "Envelope",
+    "Question",
+    "asked",
+    "clean_answer",
+    "complete",
+    "has_envelope",
+    "meta_dict",
+    "read_envelope",
+    "required_capability",
+    "take_answer",
+]
+
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+#: A header that is missing, malformed, or does not match the body.
+HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
+
+_MARKER = re.compile(re.escape(META_VERSION.encode()))
+_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+
+
+class _MetaOnly(msgspec.Struct):
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+def has_envelope(params: msgspec.Raw) -> bool:
+    """Whether a request's params carry the modern ``_meta`` version key (cheap pre-check first)."""
+    if not params or _MARKER.search(params) is None:  # scans the buffer without copying it
+        return False
+    try:
+        meta = msgspec.json.decode(params, type=_MetaOnly).meta
+    except msgspec.DecodeError:
+        return False
+    return isinstance(meta, dict) and META_VERSION in meta
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Envelope:
+    """What one modern request says about its client."""
+
+    version: str
+    capabilities: ClientCapabilities
+    client_info: Implementation | None
+    log_level: LoggingLevel | None
+
+
+def read_envelope(params: msgspec.Raw) -> Envelope:
+    """Read and check a modern request's ``_meta``.
+
+    Raises:
+        McpError: ``-32602`` naming a missing or malformed key; ``-32022`` with
+            ``supported`` / ``requested`` for a revision we do not serve.
+    """
+    try:
+        meta = msgspec.json.decode(params or b"{}", type=_MetaOnly).meta
+    except msgspec.DecodeError:
+        meta = None
+    if not isinstance(meta, dict):
+        raise McpError(errors.INVALID_PARAMS, "params._meta is required on this protocol revision")
+    for key in (META_VERSION, META_CAPABILITIES):
+        if key not in meta:
+            raise McpError(errors.INVALID_PARAMS, f"params._meta is missing {key!r}")
+    version = meta[META_VERSION]
+    if not isinstance(version, str) or not is_modern(version):
+        raise McpError(
+            UNSUPPORTED_VERSION,
+            f"unsupported protocol version {version!r}",
+            {"supported": list(MODERN), "requested": version},
+        )
+    try:
+        caps = msgspec.convert(meta[META_CAPABILITIES], ClientCapabilities)
+        info_raw = meta.get(META_CLIENT_INFO)
+        info = msgspec.convert(info_raw, Implementation) if info_raw is not None else None
+    except msgspec.ValidationError as exc:
+        raise McpError(errors.INVALID_PARAMS, f"invalid params._meta: {exc}") from None
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in _LEVELS:
+        raise McpError(errors.INVALID_PARAMS, f"unknown log level {level!r}")
+    return Envelope(version, caps, info, level)
+
+
+def complete(result: Any, server_info: Implementation, *, cacheable: bool = False) -> dict[str, Any]:
+    """A result in its modern shape: ``resultType``, ``serverInfo`` in ``_meta``, cache hints."""
+    data: dict[str, Any] = msgspec.to_builtins(result)
+    data.setdefault("resultType", "complete")
+    meta = data.get("_meta")
+    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: msgspec.to_builtins(server_info)}
+    if cacheable:
+        data.setdefault("ttlMs", 0)
+        data.setdefault("cacheScope", "private")
+    return data
+
+
+# --- questions and answers ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Question:
+    """One input request: what the tool asked, ready for the wire."""
+
+    method: str
+    params: dict[str, Any]
+    digest: str
+    #: The ``inputRequests`` key the author chose (``None``: numbered ``q1``, ``q2``, ...).
+    key: str | None = None
+
+    @classmethod
+    def create(cls, method: str, params: Any, key: str | None = None) -> Question:
+        wire: dict[str, Any] = {} if params is msgspec.UNSET else msgspec.to_builtins(params)
+        return cls(method, wire, digest({"m": method, "p": wire}), key)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"method": self.method, "params": self.params}
+
+
+def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
+    """What is kept of a client's answer to ``question``: its typed fields, no extras.
+
+    For a form question, the content keeps only the form's fields (the form checks
+    their values when the tool reads them); ``_meta`` and unknown members go
+    everywhere. This is what the tool gets and what the sealed state carries, so
+    padding an answer grows nothing. ``None``: the answer does not have the shape
+    of the method's result at all.
+    """
+    try:
+        if question.method == "elicitation/create":
+            result = msgspec.convert(answer, ElicitResult)
+            kept: dict[str, Any] = {"action": result.action}
+            if result.action == "accept" and not isinstance(result.content, UnsetType):
+                schema = question.params.get("requestedSchema")
+                fields = schema.get("properties") if isinstance(schema, dict) else None
+                names = fields if isinstance(fields, dict) else {}
+                kept["content"] = {k: v for k, v in result.content.items() if k in names}
+            return kept
+        if question.method == "sampling/createMessage":
+            sampled: dict[str, Any] = msgspec.to_builtins(msgspec.convert(answer, CreateMessageResult))
+            sampled.pop("_meta", None)
+            if isinstance(sampled.get("content"), dict):
+                sampled["content"].pop("_meta", None)
+            return sampled
+        if question.method == "roots/list":
+            roots = msgspec.convert(answer, ListRootsResult).roots
+            return {"roots": [{"uri": r.uri} if isinstance(r.name, UnsetType) else {"uri": r.uri, "name": r.name}
+                              for r in roots]}
+    except msgspec.ValidationError:
+        return None
+    return None
+
+
+def take_answer(question: Question, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An answer as the tool gets it, and as it is recorded (an unusable one: as given, and ``{}``)."""
+    kept = clean_answer(question, answer)
+    return (answer, {}) if kept is None else (kept, kept)
+
+
+
+def asked(state: dict[str, Any]) -> tuple[list[str], float | None, float | None]:
+    """The sealed state's open questions: their digests, when they were asked, and their timeout."""
+    digests, at, timeout = state.get("qs"), state.get("at"), state.get("to")
+    return [str(d) for d in digests] if isinstance(digests, list) else [], _number(at), _number(timeout)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def required_capability(kind: str) -> dict[str, Any]:
+    """``data.requiredCapabilities`` for -32021."""
+    if kind == "url":
+        return {"elicitation": {"url": {}}}
+    if kind == "form":
+        return {"elicitation": {"form": {}}}
+    return {kind: {}}
+
+
+def meta_dict(meta: dict[str, Any] | UnsetType) -> dict[str, Any]:
+    return meta if isinstance(meta, dict) else {}
