@@ -29,6 +29,7 @@ from minimcp.elicitation import UrlElicitation as UrlElicitation
 from minimcp.elicitation import UrlElicitationRequired as UrlElicitationRequired
 from minimcp.errors import ConnectionClosed as ConnectionClosed
 from minimcp.errors import McpError as McpError
+from minimcp.errors import MinimcpError as MinimcpError
 from minimcp.errors import RequestTimeout as RequestTimeout
 from minimcp.errors import TooManyPending as TooManyPending
 from minimcp.errors import UnsupportedVersion as UnsupportedVersion
@@ -96,6 +97,7 @@ __all__ = [
     "Limits",
     "ListRoots",
     "McpError",
+    "MinimcpError",
     "RequestTimeout",
     "Sample",
     "Server",

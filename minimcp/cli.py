@@ -65,7 +65,7 @@ from minimcp.cli_stderr import StderrRelay, relaying
 from minimcp.client import Client
 from minimcp.config import Limits
 from minimcp.elicitation import UrlElicitationRequired
-from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedVersion
+from minimcp.errors import ConnectionClosed, McpError, MinimcpError, RequestTimeout, UnsupportedVersion
 from minimcp.interrupt import EXIT_INTERRUPTED, is_interrupt
 from minimcp.trace import WireTrace
 from minimcp.transports import Transport
@@ -83,7 +83,7 @@ EXIT_FAILURE = 2
 URL_STEP_WAIT = 600  # seconds to wait for the server to report consented browser steps complete
 
 
-class CliError(Exception):
+class CliError(MinimcpError):
     """A problem to report in one line, with exit status 2."""
 
 

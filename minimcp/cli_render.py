@@ -32,6 +32,7 @@ import msgspec
 from minimcp import forms
 from minimcp.client import ElicitationRequest, UrlElicitationRequest, open_in_browser
 from minimcp.elicitation import Accepted, Cancelled, Declined
+from minimcp.errors import MinimcpError
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
 from minimcp.types import (
     AudioContent,
@@ -333,7 +334,7 @@ class LineReader:
 # --- form answers --------------------------------------------------------------------------------------------
 
 
-class AnswerError(ValueError):
+class AnswerError(MinimcpError, ValueError):
     """A typed answer that cannot be a value of its field (the message says why)."""
 
 

@@ -72,7 +72,7 @@ def action_of(answer: Accepted[Any] | Declined | Cancelled) -> Action:
     return "decline" if isinstance(answer, Declined) else "cancel"
 
 
-class ElicitationUnsupported(Exception):
+class ElicitationUnsupported(errors.MinimcpError):
     """The client cannot be asked this way (capability or revision missing).
 
     Raised by ``ctx.elicit`` / ``ctx.elicit_url`` (and ``ctx.sample``,

@@ -1,7 +1,44 @@
-"""Errors: JSON-RPC error codes and the exceptions minimcp raises.
+"""Errors: JSON-RPC error codes and the one tree of exceptions minimcp raises.
 
-Every exception that corresponds to a wire error carries its ``code``; only
-:class:`McpError` (and subclasses) is ever turned into a JSON-RPC error
+Every exception class of minimcp derives from :class:`MinimcpError`, so
+``except MinimcpError`` catches anything the library raises on purpose. Below
+the root the tree splits in two. :class:`McpError` and its subclasses carry a
+JSON-RPC ``code``: an error the peer answered with, one a handler raises to
+answer with, or the end of a request reported in that same shape (closed
+connection, timeout, too many pending). Everything else is local: a problem
+found in this process (malformed bytes, a bad form type, a URL we must not
+send, a sealed state that does not verify, ...); where one leads to a reply,
+the code that catches it builds that reply.
+Classes that were ``ValueError`` or ``TypeError`` still are, so existing
+``except`` clauses keep working. The tree (module in brackets)::
+
+    MinimcpError
+    +-- McpError                          carries code, message, data
+    |   +-- ConnectionClosed              -32000: the connection ended first
+    |   +-- RequestTimeout                -32001: no answer in time (the peer was told)
+    |   +-- RequestCancelled              -32001: cancelled locally (the peer was told)
+    |   +-- TooManyPending                -32003: the bound on pending requests
+    |   +-- UnsupportedVersion            -32600: the peer chose a revision we do not speak
+    |   +-- QuestionFailed                [elicitation] the client answered a question with an error
+    |   +-- UrlElicitationRequired        [elicitation] -32042: URL steps must be completed first
+    +-- local errors                      not McpError: found and handled in this process
+        +-- InvalidMessage                [jsonrpc] bytes that are not one JSON-RPC message (code to answer with)
+        +-- MessageTooLarge               [transports] a message over the size limit, dropped
+        +-- WebSocketHandshakeError       [transports.websocket] the upgrade was refused
+        +-- TableFull                     [transports._session_table] no room for a new session
+        +-- ElicitationUnsupported        [elicitation] the client cannot be asked this way
+        +-- FormDefinitionError           [forms] also TypeError: a form type the schema cannot express
+        |   +-- SensitiveFieldError       [forms] a field that looks like a secret (URL mode only)
+        +-- FormValidationError           [forms] also ValueError: an answer that does not fit the form
+        +-- InvalidElicitationUrl         [urls] also ValueError: a URL a server must not send
+        +-- ToolError                     [tools] ends a tool call with an error result
+        +-- InvalidState                  [state] a requestState that cannot be trusted
+        +-- StateTooLarge                 [state] also ValueError: a requestState would be over its size bound
+        +-- StoreUnavailable              [used_states] the store of used states cannot answer
+        +-- CliError                      [cli] a problem the command line reports in one line
+        +-- AnswerError                   [cli_render] also ValueError: a typed answer that does not fit
+
+Only :class:`McpError` (and subclasses) is ever turned into a JSON-RPC error
 response, and only with its own message -- internal exception text never goes
 on the wire.
 """
@@ -22,6 +59,7 @@ __all__ = [
     "URL_ELICITATION_REQUIRED",
     "ConnectionClosed",
     "McpError",
+    "MinimcpError",
     "RequestCancelled",
     "RequestTimeout",
     "TooManyPending",
@@ -42,7 +80,11 @@ REQUEST_TIMEOUT = -32001
 SERVER_BUSY = -32003
 
 
-class McpError(Exception):
+class MinimcpError(Exception):
+    """The root of every exception minimcp raises (the tree is in this module's docstring)."""
+
+
+class McpError(MinimcpError):
     """A JSON-RPC error: received from the peer, or to be sent to it.
 
     Raise it from a request handler to answer with exactly this error.

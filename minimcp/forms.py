@@ -64,6 +64,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, get_args, get_orig
 
 import msgspec
 
+from minimcp.errors import MinimcpError
 from minimcp.versions import Feature, supports
 
 __all__ = [
@@ -88,7 +89,7 @@ _CANONICAL = "2025-11-25"  # the revision whose shape Form.schema has
 _EMPTY_FORM = "a form needs at least one field; for a yes/no question use a single bool field"
 
 
-class FormDefinitionError(TypeError):
+class FormDefinitionError(MinimcpError, TypeError):
     """The form type or schema cannot be expressed in the restricted elicitation schema.
 
     Attributes:
@@ -105,7 +106,7 @@ class SensitiveFieldError(FormDefinitionError):
     """A form field looks like a secret; secrets must go through URL mode (``ctx.elicit_url``)."""
 
 
-class FormValidationError(ValueError):
+class FormValidationError(MinimcpError, ValueError):
     """An elicitation answer breaks the form schema.
 
     Attributes:

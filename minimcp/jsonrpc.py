@@ -85,7 +85,7 @@ class ErrorResponse(msgspec.Struct, frozen=True, gc=False):
 Message: TypeAlias = "Request | Notification | Response | ErrorResponse"
 
 
-class InvalidMessage(Exception):
+class InvalidMessage(errors.MinimcpError):
     """Bytes that are not one valid JSON-RPC message.
 
     Attributes:

@@ -36,6 +36,8 @@ from typing import Any
 
 import msgspec
 
+from minimcp.errors import MinimcpError
+
 __all__ = [
     "ENV_STATE_KEYS",
     "InvalidState",
@@ -66,7 +68,7 @@ StateKey = bytes | str
 _encoder = msgspec.json.Encoder(order="sorted")
 
 
-class InvalidState(Exception):
+class InvalidState(MinimcpError):
     """A ``requestState`` that cannot be trusted; ``reason`` is for the log only."""
 
     def __init__(self, reason: str) -> None:
@@ -74,7 +76,7 @@ class InvalidState(Exception):
         self.reason = reason
 
 
-class StateTooLarge(ValueError):
+class StateTooLarge(MinimcpError, ValueError):
     """What a call carries across rounds would make a ``requestState`` over ``max_bytes``."""
 
     def __init__(self, size: int, limit: int) -> None:

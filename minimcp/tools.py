@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from minimcp import forms
+from minimcp.errors import MinimcpError
 from minimcp.types import (
     AudioContent,
     CallToolResult,
@@ -47,7 +48,7 @@ __all__ = [
 _CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 
 
-class ToolError(Exception):
+class ToolError(MinimcpError):
     """Raise from a tool to end the call with a tool error result (``isError: true``).
 
     The message is shown to the model, so make it say what to do differently.

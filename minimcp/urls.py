@@ -18,12 +18,14 @@ import ipaddress
 import unicodedata
 import urllib.parse
 
+from minimcp.errors import MinimcpError
+
 __all__ = ["InvalidElicitationUrl", "UrlInfo", "check_elicitation_url", "inspect_url"]
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
 
-class InvalidElicitationUrl(ValueError):
+class InvalidElicitationUrl(MinimcpError, ValueError):
     """A URL a server must not send in a URL-mode elicitation (the message says why)."""
 
 

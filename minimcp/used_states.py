@@ -28,6 +28,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from minimcp.bus import _failure, _safe
+from minimcp.errors import MinimcpError
 
 __all__ = ["MemoryUsedStates", "RedisUsedStates", "StoreUnavailable", "UsedStates"]
 
@@ -52,7 +53,7 @@ class UsedStates(Protocol):
         ...
 
 
-class StoreUnavailable(Exception):
+class StoreUnavailable(MinimcpError):
     """The store of used states cannot answer now (e.g. Redis is down): refuse the retry."""
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from minimcp.errors import MinimcpError
 from minimcp.jsonrpc import RequestId
 
 __all__ = ["MessageTooLarge", "Transport"]
 
 
-class MessageTooLarge(Exception):
+class MessageTooLarge(MinimcpError):
     """The peer sent a message over the size limit; it was dropped unread."""
 
     def __init__(self, limit: int) -> None:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
 
+from minimcp.errors import MinimcpError
+
 if TYPE_CHECKING:
     from minimcp.server import ServerConnection
     from minimcp.transports.http import _SessionTransport
@@ -74,7 +76,7 @@ class _Entry(Protocol):
 S = TypeVar("S", bound=_Entry)
 
 
-class TableFull(Exception):
+class TableFull(MinimcpError):
     """No room for a new session: every session that could make room still has work pending."""
 
 

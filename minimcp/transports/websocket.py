@@ -55,6 +55,7 @@ import anyio
 import anyio.abc
 
 from minimcp.config import Limits
+from minimcp.errors import MinimcpError
 from minimcp.jsonrpc import RequestId
 from minimcp.transports._activity import SessionActivity, is_utf8
 
@@ -93,7 +94,7 @@ _CHUNK = 65536
 _LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?", re.IGNORECASE)
 
 
-class WebSocketHandshakeError(Exception):
+class WebSocketHandshakeError(MinimcpError):
     """The server refused the WebSocket upgrade, or answered with something else.
 
     Attributes:
