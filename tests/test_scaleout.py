@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -261,7 +261,7 @@ async def pay_elsewhere(cluster: Cluster, url: str, owner: str) -> str:
 
 async def wait_for_log(cluster: Cluster, n: int, text: str, count: int = 1, timeout: float = WAIT) -> None:
     with anyio.fail_after(timeout):
-        while cluster.log(n).count(text) < count:
+        while cluster.log(n).count(text) < count:  # noqa: ASYNC110 - another process writes it
             await anyio.sleep(0.05)
 
 
@@ -276,7 +276,9 @@ async def test_2025_sessions_with_a_form_question_finish_through_haproxy(cluster
                 owners.append(session_id(client).split(".", 1)[0])
                 result = await client.call_tool("book_table", FULL)
                 booked_on_the_alternative(result.structured_content)
-                again = await client.call_tool("booking_status", {"booking_id": result.structured_content["booking_id"]})
+                again = await client.call_tool(
+                    "booking_status", {"booking_id": result.structured_content["booking_id"]}
+                )
                 assert again.structured_content["status"] == "booked"
         assert sorted(owners) == ["w1", "w2", "w3"]
         for _ in range(3):  # the official client, legacy handshake
@@ -407,3 +409,171 @@ async def test_booking_status_and_confirm_deposit_from_any_worker(cluster: Clust
                 seen = await official.call_tool("booking_status", {"booking_id": booking_id})
                 assert seen.structured_content["status"] == "booked"
 
+
+# --- (g) other balancer setups: nginx's map and haproxy's learned stickiness work; nginx's hash does not -----------
+
+# The recipe often given for "sticky sessions" in nginx: hash on the session header. initialize has no
+# Mcp-Session-Id (an empty key: nginx picks any worker), and the id it gets back then hashes to a worker
+# of its own, the session's worker for about one session in three.
+NGINX_HASH = """
+worker_processes 1;
+error_log stderr warn;
+pid nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path tmp_body; proxy_temp_path tmp_proxy; fastcgi_temp_path tmp_fastcgi;
+    uwsgi_temp_path tmp_uwsgi; scgi_temp_path tmp_scgi;
+    upstream mcp {
+        hash $http_mcp_session_id;
+        server 127.0.0.1:8101;
+        server 127.0.0.1:8102;
+        server 127.0.0.1:8103;
+    }
+    server {
+        listen 127.0.0.1:8100;
+        location / {
+            proxy_pass http://mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+            proxy_read_timeout 60s;
+        }
+    }
+}
+"""
+
+
+async def form_sessions(url: str, count: int) -> list[str]:
+    """``count`` 2025-11-25 sessions with a form question through ``url``: how each ended ("ok" or the error)."""
+    outcomes = []
+    for _ in range(count):
+        try:
+            with anyio.fail_after(WAIT):
+                async with connect_http(url, elicitation_handler=form_answer) as client:
+                    result = await client.call_tool("book_table", FULL)
+                    booked_on_the_alternative(result.structured_content)
+            outcomes.append("ok")
+        except Exception as exc:  # a session that reached the wrong worker
+            outcomes.append(f"{type(exc).__name__}: {exc}")
+    return outcomes
+
+
+async def test_nginx_map_and_haproxy_learned_stickiness_work_and_nginx_hash_does_not(cluster: Cluster) -> None:
+    mapped, learned, hashed = free_port(), free_port(), free_port()
+    cluster.nginx((DEPLOY / "nginx.conf").read_text(), mapped)
+    cluster.haproxy("haproxy-learned.cfg", learned)
+    cluster.nginx(NGINX_HASH, hashed)
+    with anyio.fail_after(120):
+        for front in (mapped, learned):
+            url = f"http://127.0.0.1:{front}/mcp"
+            assert await form_sessions(url, 6) == ["ok"] * 6, front
+            async with mcp.Client(url, mode="legacy", elicitation_callback=official_form_answer) as official:
+                booked_on_the_alternative((await official.call_tool("book_table", FULL)).structured_content)
+        # The negative control: with 9 sessions, all 9 reaching their own worker by chance is (1/3)^9.
+        outcomes = await form_sessions(f"http://127.0.0.1:{hashed}/mcp", 9)
+        broken = [outcome for outcome in outcomes if outcome != "ok"]
+        assert broken, outcomes
+        # (each broken one: a request with the session's id reached another worker, which answered 404, and the
+        # client ended the session as the server asked)
+
+
+# --- (e) a worker killed mid-question ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_cluster(anyio_backend: str) -> Iterator[Cluster]:
+    """A cluster of its own, for a test that kills a worker."""
+    with running(anyio_backend) as cluster:
+        yield cluster
+
+
+async def test_a_worker_killed_mid_question(fresh_cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    cluster = fresh_cluster
+    with anyio.fail_after(90):
+        # 2026-07-28: the first round on w3, w3 dies, the retry through haproxy finishes on a live worker.
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            key, _, state = input_required(await Modern(http, cluster.worker_url(2)).call("book_table", FULL))
+            cluster.kill_worker(2)
+            done = await Modern(http, cluster.url).call("book_table", FULL, responses={key: accept(**ALTERNATIVE)},
+                                                        state=state)  # fmt: skip
+            booked_on_the_alternative(done["result"]["structuredContent"])
+
+        # 2025-11-25: the session's worker dies while the person thinks; the session ends cleanly.
+        asked, killed = anyio.Event(), anyio.Event()
+
+        async def slow_answer(request: minimcp.ElicitationRequest) -> Any:
+            asked.set()
+            await killed.wait()
+            return Accepted(ALTERNATIVE)
+
+        failures: list[BaseException] = []
+        async with connect_http(cluster.url, elicitation_handler=slow_answer) as client:
+            owner = int(session_id(client).split(".", 1)[0][1:]) - 1
+            assert owner in (0, 1)
+
+            async def call() -> None:
+                try:
+                    await client.call_tool("book_table", FULL)
+                except Exception as exc:
+                    failures.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await asked.wait()
+                cluster.kill_worker(owner)
+                killed.set()
+            # The answer's POST names the session; haproxy sends it on to a live worker (the session's is down),
+            # which does not know the session: 404, and the client ends the session, saying so.
+            [failure] = failures
+            assert isinstance(failure, minimcp.ConnectionClosed), repr(failure)
+            with anyio.fail_after(WAIT):
+                while not any("(HTTP 404); start a new session" in r.getMessage() for r in caplog.records):  # noqa: ASYNC110
+                    await anyio.sleep(0.05)
+            with pytest.raises(minimcp.ConnectionClosed):
+                await client.call_tool("booking_status", {"booking_id": "x"})
+        # A new session lands on the worker that is left.
+        assert await form_sessions(cluster.url, 2) == ["ok", "ok"]
+
+
+# --- (f) Redis restarted mid-run: the workers reconnect, later completions arrive --------------------------------
+
+
+async def test_redis_restarted_later_completions_arrive(cluster: Cluster) -> None:
+    completed: list[str] = []
+    asked: list[str] = []
+
+    async def consent(request: minimcp.UrlElicitationRequest) -> Any:
+        asked.append(request.url)
+        return Accepted(None)
+
+    with anyio.fail_after(90):
+        async with connect_http(cluster.url, url_handler=consent, on_elicitation_complete=completed.append) as client:
+            owner = session_id(client).split(".", 1)[0]
+            listening = [cluster.log(n).count("redis bus: listening on") for n in range(3)]
+            cluster.redis.stop()
+            cluster.redis.start()  # empty (no persistence), same port
+            for n in range(3):  # every worker's bus subscribes again
+                await wait_for_log(cluster, n, "redis bus: listening on", listening[n] + 1, timeout=60)
+            while True:  # the store's client reconnects too (until then: a tool error saying to try again later)
+                made = await client.call_tool("book_table", DEPOSIT)
+                if not made.is_error:
+                    break
+                await anyio.sleep(0.2)
+            assert made.structured_content["status"] == "deposit_pending", made
+            await pay_elsewhere(cluster, asked[-1], owner)
+            with anyio.fail_after(WAIT):
+                while not completed:  # noqa: ASYNC110 - filled by the client's reader
+                    await anyio.sleep(0.02)
+            assert completed == [asked[-1].rsplit("/", 1)[1]]
+
+        # The used-state records are back as well: a 2026-07-28 retry on another worker, then refused on a third.
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            on = [Modern(http, cluster.worker_url(n)) for n in range(3)]
+            key, _, state = input_required(await on[0].call("book_table", FULL))
+            done = await on[1].call("book_table", FULL, responses={key: accept(**ALTERNATIVE)}, state=state)
+            booked_on_the_alternative(done["result"]["structuredContent"])
+            again = {"name": "book_table", "arguments": FULL, "inputResponses": {key: accept(**ALTERNATIVE)},
+                     "requestState": state}  # fmt: skip
+            assert (await on[2].request("tools/call", again)).json()["error"]["code"] == -32602
