@@ -265,6 +265,18 @@ async def wait_for_log(cluster: Cluster, n: int, text: str, count: int = 1, time
             await anyio.sleep(0.05)
 
 
+def continued(cluster: Cluster) -> int:
+    """How many parked 2026-07-28 calls the workers dropped because their retry finished on another worker."""
+    return sum(cluster.log(n).count("dropped here") for n in range(3))
+
+
+async def wait_until_continued(cluster: Cluster, count: int) -> None:
+    with anyio.fail_after(WAIT):
+        while continued(cluster) < count:  # noqa: ASYNC110 - the workers' logs, written by other processes
+            await anyio.sleep(0.05)
+    assert continued(cluster) == count
+
+
 # --- (a) 2025-11-25 sessions with a form question, through haproxy ---------------------------------------------------
 
 
@@ -313,17 +325,21 @@ async def test_2026_retry_on_another_worker_finishes_and_the_state_is_single_use
             status = await on[0].call("booking_status", {"booking_id": booking_id})
             assert status["result"]["structuredContent"]["status"] == "booked"  # nothing undone on w1
 
-        # Through haproxy: each POST of a 2026-07-28 call goes round robin, so every retry lands on another worker.
+        # Through haproxy: each POST of a 2026-07-28 call goes round robin, so every retry lands on another worker,
+        # and the worker that parked the first round says it dropped its copy.
+        before = continued(cluster)
         async with connect_http(cluster.url, era="modern", elicitation_handler=form_answer) as client:
             for _ in range(2):
                 result = await client.call_tool("book_table", FULL)
                 booked_on_the_alternative(result.structured_content)
+        await wait_until_continued(cluster, before + 2)
         async with mcp.Client(cluster.url, mode="auto", elicitation_callback=official_form_answer) as official:
             assert official.protocol_version == "2026-07-28"
             for _ in range(2):
                 result = await official.call_tool("book_table", FULL)
                 assert not result.is_error
                 booked_on_the_alternative(result.structured_content)
+        await wait_until_continued(cluster, before + 4)
 
 
 # --- (c) a deposit paid on another worker: the notice reaches the session's worker, once -------------------------
@@ -577,3 +593,68 @@ async def test_redis_restarted_later_completions_arrive(cluster: Cluster) -> Non
             again = {"name": "book_table", "arguments": FULL, "inputResponses": {key: accept(**ALTERNATIVE)},
                      "requestState": state}  # fmt: skip
             assert (await on[2].request("tools/call", again)).json()["error"]["code"] == -32602
+
+
+# --- deploy/try.sh ------------------------------------------------------------------------------------------------
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+def start_try_script(backend: str, workers: int) -> subprocess.Popen[str]:
+    """``deploy/try.sh`` with this Python and backend, and Debian's redis-server and haproxy on its PATH."""
+    from tests.redis_server import redis_server_binary
+
+    tools = [str(pathlib.Path(binary("haproxy", "haproxy")).parent), str(pathlib.Path(redis_server_binary()).parent)]
+    env = {**os.environ, "PYTHON": sys.executable, "BACKEND": backend, "TRY_SECONDS": "120", "PYTHONPATH": str(ROOT)}
+    env["PATH"] = os.pathsep.join([*tools, os.environ.get("PATH", "")])
+    return subprocess.Popen(["bash", str(DEPLOY / "try.sh"), str(workers)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+
+
+async def test_try_script_serves_through_haproxy_and_stops_what_it_started(anyio_backend: str) -> None:
+    script = start_try_script(anyio_backend, 2)
+    assert script.stdout is not None and script.stderr is not None
+    started: list[int] = []
+    try:
+        with anyio.fail_after(90):
+            while "MCP endpoint:" not in (line := await anyio.to_thread.run_sync(script.stdout.readline)):
+                assert line, f"try.sh ended: {script.stderr.read()}"
+            url = line.split()[2]
+            started = children(script.pid)
+            assert len(started) >= 4  # Redis, two workers, haproxy (and the timer)
+            assert await form_sessions(url, 2) == ["ok", "ok"]
+            async with connect_http(url, era="modern", elicitation_handler=form_answer) as client:
+                booked_on_the_alternative((await client.call_tool("book_table", FULL)).structured_content)
+    finally:
+        script.terminate()
+        try:
+            script.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            script.kill()
+            script.wait()
+            for pid in started:  # (only if the script itself failed to)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    assert script.returncode == 143
+    assert "stopped everything this script started" in script.stderr.read()
+    script.stdout.close()
+    script.stderr.close()
+    with anyio.fail_after(WAIT):
+        while not all(gone(pid) for pid in started):  # noqa: ASYNC110 - other processes
+            await anyio.sleep(0.05)
