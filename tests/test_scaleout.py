@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
@@ -642,6 +642,7 @@ async def test_try_script_serves_through_haproxy_and_stops_what_it_started(anyio
             async with connect_http(url, era="modern", elicitation_handler=form_answer) as client:
                 booked_on_the_alternative((await client.call_tool("book_table", FULL)).structured_content)
     finally:
+        started = sorted({*started, *children(script.pid)})  # (the timer starts after the URL is printed)
         script.terminate()
         try:
             script.wait(WAIT)
@@ -658,3 +659,49 @@ async def test_try_script_serves_through_haproxy_and_stops_what_it_started(anyio
     with anyio.fail_after(WAIT):
         while not all(gone(pid) for pid in started):  # noqa: ASYNC110 - other processes
             await anyio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def official_watched(url: str, seen: list[tuple[str, str | None]], **options: Any) -> AsyncIterator[Any]:
+    """The official client over HTTP, noting (the worker that answered, the session id) for every response."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def note(response: Any) -> None:
+        seen.append((response.headers.get("x-mcp-worker", ""), response.headers.get("mcp-session-id")))
+
+    http = create_mcp_http_client()
+    http.event_hooks = {"response": [note]}
+    async with http, mcp.Client(streamable_http_client(url, http_client=http), **options) as client:
+        yield client
+
+
+async def test_a_worker_killed_mid_question_official_client(fresh_cluster: Cluster) -> None:
+    cluster = fresh_cluster
+    seen: list[tuple[str, str | None]] = []
+    killed: list[int] = []
+
+    async def kill_the_asker(context: Any, params: Any) -> Any:
+        worker = seen[-1][0]  # the worker whose response carried this question
+        killed.append(int(worker[1:]) - 1)
+        cluster.kill_worker(killed[-1])
+        return mcp_types.ElicitResult(action="accept", content=ALTERNATIVE)
+
+    with anyio.fail_after(90):
+        # 2026-07-28: the worker that asked (and parked the call) dies; the retry finishes on another worker.
+        async with official_watched(cluster.url, seen, mode="auto", elicitation_callback=kill_the_asker) as official:
+            assert official.protocol_version == "2026-07-28"
+            result = await official.call_tool("book_table", FULL)
+            assert not result.is_error
+            booked_on_the_alternative(result.structured_content)
+        [dead] = killed
+        assert seen[-1][0] != f"w{dead + 1}"  # the retry's answer came from a live worker
+
+        # 2025-11-25: the session's worker dies while the person thinks: the call fails, it does not hang.
+        seen.clear()
+        async with official_watched(cluster.url, seen, mode="legacy", elicitation_callback=kill_the_asker) as official:
+            owner = next(sid for _, sid in seen if sid).split(".", 1)[0]
+            # (mcp 2.3: its stream broke and resuming it on the session's id got 404s: MCPError -32000)
+            with pytest.raises(mcp.MCPError):
+                await official.call_tool("book_table", FULL)
+            assert killed[-1] == int(owner[1:]) - 1
