@@ -238,13 +238,6 @@ async def served_by(http: Any, method: str, url: str) -> tuple[Any, str]:
     return response, response.headers["x-mcp-worker"]
 
 
-async def next_worker(cluster: Cluster) -> str:
-    """The worker haproxy's round robin sends the next session-less request to (nothing else runs meanwhile)."""
-    async with httpx.AsyncClient() as http:
-        _, last = await served_by(http, "GET", f"http://127.0.0.1:{cluster.front}/pages/nothing")
-    return f"w{int(last[1:]) % 3 + 1}"
-
-
 async def pay_elsewhere(cluster: Cluster, url: str, owner: str) -> str:
     """Pay a deposit page through haproxy on a worker other than ``owner``: the worker that took the payment."""
     async with httpx.AsyncClient() as http:
@@ -372,9 +365,10 @@ async def test_a_deposit_paid_on_another_worker_notifies_once(cluster: Cluster) 
             await anyio.sleep(0.5)
             assert completed == [eid]
 
-        # The official client (legacy): its session's worker is the next in haproxy's rotation.
+        # The official client (legacy); its session's worker read off the responses' Mcp-Session-Id.
         seen: list[Any] = []
         notes: list[str] = []
+        responses: list[tuple[str, str | None]] = []
 
         async def official_consent(context: Any, params: Any) -> Any:
             seen.append(params)
@@ -384,9 +378,9 @@ async def test_a_deposit_paid_on_another_worker_notifies_once(cluster: Cluster) 
             if isinstance(message, mcp_types.ElicitCompleteNotification):
                 notes.append(message.params.elicitation_id)
 
-        owner = await next_worker(cluster)
-        async with mcp.Client(cluster.url, mode="legacy", elicitation_callback=official_consent,
-                              message_handler=messages) as official:  # fmt: skip
+        async with official_watched(cluster.url, responses, mode="legacy", elicitation_callback=official_consent,
+                                    message_handler=messages) as official:  # fmt: skip
+            owner = next(sid for _, sid in responses if sid).split(".", 1)[0]
             made = await official.call_tool("book_table", DEPOSIT)
             assert made.structured_content["status"] == "deposit_pending", made
             [params] = seen
