@@ -481,6 +481,11 @@ async def test_nginx_map_and_haproxy_learned_stickiness_work_and_nginx_hash_does
             assert await form_sessions(url, 6) == ["ok"] * 6, front
             async with mcp.Client(url, mode="legacy", elicitation_callback=official_form_answer) as official:
                 booked_on_the_alternative((await official.call_tool("book_table", FULL)).structured_content)
+            async with connect_http(url, era="modern", elicitation_handler=form_answer) as client:  # 2026-07-28
+                booked_on_the_alternative((await client.call_tool("book_table", FULL)).structured_content)
+            async with mcp.Client(url, mode="auto", elicitation_callback=official_form_answer) as official:
+                assert official.protocol_version == "2026-07-28"
+                booked_on_the_alternative((await official.call_tool("book_table", FULL)).structured_content)
         # The negative control: with 9 sessions, all 9 reaching their own worker by chance is (1/3)^9.
         outcomes = await form_sessions(f"http://127.0.0.1:{hashed}/mcp", 9)
         broken = [outcome for outcome in outcomes if outcome != "ok"]
