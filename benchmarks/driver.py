@@ -76,19 +76,26 @@ decode_tool_result = msgspec.json.Decoder(ToolResult).decode
 PREFIX = "Answer for call "
 
 
-def server_command(server: str, wire: str, backend: str, trace: bool = False) -> list[str]:
-    """How to start one benchmark server."""
+def server_command(server: str, wire: str, backend: str, trace: bool = False, asgi: str = "default") -> list[str]:
+    """How to start one benchmark server (``asgi``: which ASGI server serves http; see servers/asgi_run.py)."""
     py = sys.executable
     if server == "floor":
-        if wire != "stdio":
-            raise SystemExit("the floor serves stdio only")
-        if backend == "trio":
+        if wire == "http":
+            cmd = [py, str(SERVERS / "floor_http.py"), "--backend", backend,
+                   "--asgi", "uvicorn-h11" if asgi == "default" else asgi]
+        elif wire != "stdio":
+            raise SystemExit("the floor serves stdio and http only")
+        elif backend == "trio":
             cmd = [py, str(SERVERS / "floor_trio.py")]
         else:
             cmd = [py, str(SERVERS / "floor_asyncio.py")] + (["--uvloop"] if backend == "uvloop" else [])
     else:
         script = "minimcp_server.py" if server == "minimcp" else "official_server.py"
         cmd = [py, str(SERVERS / script), "--transport", wire, "--backend", backend]
+        if asgi != "default":
+            if server != "minimcp" or wire != "http":
+                raise SystemExit("--asgi: minimcp and the floor over http only")
+            cmd += ["--asgi", asgi]
     prefix = os.environ.get("BENCH_SERVER_PREFIX", "").split()  # e.g. a profiler: "py-spy record -o f --"
     return prefix + cmd + (["--tracemalloc"] if trace else [])
 
@@ -498,7 +505,7 @@ class NetServer:
 @contextlib.asynccontextmanager
 async def open_sessions(args: argparse.Namespace, count: int = 1) -> Any:
     """Start the server and ``count`` initialized sessions to it; yields (pid, conns)."""
-    command = server_command(args.server, args.wire, args.backend, args.tracemalloc)
+    command = server_command(args.server, args.wire, args.backend, args.tracemalloc, args.asgi)
     if args.wire == "stdio":
         assert count == 1
         conn = StdioConn(command)
@@ -775,6 +782,8 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1)
     parser.add_argument("--per", type=int, default=10)
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
+    parser.add_argument("--asgi", default="default", help="http: the ASGI server (default: minimcp's serve_http; "
+                        "the floor: uvicorn-h11), or uvicorn-h11, uvicorn-httptools, hypercorn, granian")
     args = parser.parse_args()
     import resource
 
@@ -800,6 +809,8 @@ def main() -> None:
             pass
     row = runner(fn(args))
     row.update(server=args.server, wire=args.wire, backend=args.backend)
+    if args.wire == "http":
+        row["asgi"] = args.asgi if args.asgi != "default" or args.server != "floor" else "uvicorn-h11"
     print(json.dumps(row), flush=True)
 
 
