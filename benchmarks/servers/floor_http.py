@@ -47,6 +47,10 @@ class FloorHttp:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
+            if scope["type"] == "lifespan":  # hypercorn sends it (and on trio insists on an answer)
+                while (await receive())["type"] != "lifespan.shutdown":
+                    await send({"type": "lifespan.startup.complete"})
+                await send({"type": "lifespan.shutdown.complete"})
             return
         sid = b""
         for k, v in scope["headers"]:
