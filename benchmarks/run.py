@@ -148,7 +148,9 @@ def plan(args: argparse.Namespace) -> list[Job]:
             cc = ["-c", str(c), *win, "--max-seconds", "60"]
             for asgi in ASGI_SERVERS:
                 for b in backends():
-                    if supports(asgi, b):
+                    # trio at C = 1,000: hypercorn falls so far behind that the driver runs out of its
+                    # 15,000 sockets (answers wait for connections) and the run never ends; run it by hand
+                    if supports(asgi, b) and not (b == "trio" and c == 1000):
                         for s in ("minimcp", "floor"):
                             add(Job("http-servers", [*drv, "roundtrip", "--server", s, "--wire", "http",
                                                      "--backend", b, "--asgi", asgi, *cc], 300))
