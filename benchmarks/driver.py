@@ -483,6 +483,8 @@ class NetServer:
         self.pid = self.proc.pid
         assert self.proc.stdout is not None
         line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
+        while line.startswith(b"py-spy>") or line == b"\n":  # a profiler before the server (BENCH_SERVER_PREFIX) speaks first
+            line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
         if not line.startswith(b"PORT "):
             self.stderr.seek(0)
             raise RuntimeError(f"server did not start: {line!r} {self.stderr.read()[-2000:]!r}")
@@ -494,9 +496,14 @@ class NetServer:
 
     async def close(self) -> None:
         with contextlib.suppress(ProcessLookupError):
-            self.proc.terminate()
+            if os.environ.get("BENCH_SERVER_PREFIX"):  # a profiler writes its output on SIGINT
+                import signal
+
+                self.proc.send_signal(signal.SIGINT)
+            else:
+                self.proc.terminate()
         try:
-            await asyncio.wait_for(self.proc.wait(), 10)
+            await asyncio.wait_for(self.proc.wait(), 30)
         except TimeoutError:
             self.proc.kill()
             await self.proc.wait()

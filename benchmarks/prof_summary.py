@@ -44,6 +44,7 @@ COMPONENTS = [
     ("floor_http", "benchmark tool / floor"),
     ("msgspec", "msgspec"),
     ("secrets", "session ids"),
+    ("<frozen importlib", "start-up imports (inside the sampling window)"),
 ]
 
 
@@ -104,14 +105,25 @@ def main() -> None:
 
     unit = " | µs per round trip" if args.per_rt_us else ""
     print(f"{total} samples\n\n| component (innermost frame) | share{unit} |\n| --- | ---:{' | ---:' if unit else ''} |")
+    rest = 0
     for name, n in comp.most_common():
+        if n < 0.01 * total:
+            rest += n
+            continue
         print(f"| {name} | {fmt(n)} |")
+    print(f"| everything under 1% each | {fmt(rest)} |")
     print(f"\n| function (own samples) | share{unit} |\n| --- | ---:{' | ---:' if unit else ''} |")
     for name, n in own.most_common(args.top):
         print(f"| `{name}` | {fmt(n)} |")
     print(f"\n| function (inclusive) | share{unit} |\n| --- | ---:{' | ---:' if unit else ''} |")
-    for name, n in incl.most_common(args.top + 10):
+    shown = 0
+    for name, n in incl.most_common():
+        if n > 0.8 * total:  # the run loop and the frames every sample passes through
+            continue
         print(f"| `{name}` | {fmt(n)} |")
+        shown += 1
+        if shown == args.top:
+            break
 
 
 if __name__ == "__main__":
