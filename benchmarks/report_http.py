@@ -5,7 +5,7 @@
 For each C, ASGI server and loop: minimcp and the HTTP floor side by side (medians of
 the interleaved repeats; the ratio is the median of the ratios of adjacent runs),
 p50 / p99, the server's CPU per round trip (CPU seconds / round trips: steadier than
-round trips/s on a shared machine) and the driver's CPU share.
+round trips/s on a shared machine; "floor / minimcp CPU" compares them) and the driver's CPU share.
 """
 
 from __future__ import annotations
@@ -71,17 +71,19 @@ def markdown(doc: dict[str, Any]) -> str:
     for c in cs:
         lines += [f"**C = {c:,}**", "",
                   "| ASGI server | loop | minimcp rt/s | floor rt/s | minimcp / floor | minimcp p50 / p99 | "
-                  "floor p50 / p99 | server CPU per rt, minimcp / floor | driver CPU share |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "floor p50 / p99 | server CPU per rt, minimcp / floor | floor / minimcp CPU | driver CPU share |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         stems = sorted({k.rsplit("/", 1)[0] for k in s if k.startswith(f"{c}/") and "/default/" not in k})
         for stem in stems:
             m, f, r = s.get(f"{stem}/minimcp", {}), s.get(f"{stem}/floor", {}), s.get(f"{stem}/ratio", {})
             _c, asgi, backend = stem.split("/")
+            mu, fu = m.get("server_cpu_us_per_round_trip"), f.get("server_cpu_us_per_round_trip")
+            cpu_ratio = f"{fu / mu:.2f}x" if mu and fu else "-"
             lines.append(
                 f"| {asgi} | {backend} | {_n(m.get('round_trips_per_second'))} | {_n(f.get('round_trips_per_second'))} | "
                 f"{r.get('minimcp_over_floor', 0):.2f}x | {_ms(m.get('p50_ms'))} / {_ms(m.get('p99_ms'))} | "
                 f"{_ms(f.get('p50_ms'))} / {_ms(f.get('p99_ms'))} | "
-                f"{_n(m.get('server_cpu_us_per_round_trip'))} / {_n(f.get('server_cpu_us_per_round_trip'))} µs | "
+                f"{_n(mu)} / {_n(fu)} µs | {cpu_ratio} | "
                 f"{m.get('driver_cpu_share', 0):.2f} / {f.get('driver_cpu_share', 0):.2f} |")
         for server, label in (("minimcp", "minimcp, `serve_http` as shipped (uvicorn h11, guarded)"),
                               ("official", "official SDK (its own app on uvicorn)")):
@@ -89,7 +91,7 @@ def markdown(doc: dict[str, Any]) -> str:
             if v:
                 lines.append(f"| {label} | asyncio | {_n(v.get('round_trips_per_second'))} | | | "
                              f"{_ms(v.get('p50_ms'))} / {_ms(v.get('p99_ms'))} | | "
-                             f"{_n(v.get('server_cpu_us_per_round_trip'))} µs | {v.get('driver_cpu_share', 0):.2f} |")
+                             f"{_n(v.get('server_cpu_us_per_round_trip'))} µs | | {v.get('driver_cpu_share', 0):.2f} |")
         lines.append("")
     load = doc.get("loadavg")
     if load:
