@@ -483,7 +483,7 @@ class NetServer:
         self.pid = self.proc.pid
         assert self.proc.stdout is not None
         line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
-        while line.startswith(b"py-spy>") or line == b"\n":  # a profiler before the server (BENCH_SERVER_PREFIX) speaks first
+        while line.startswith(b"py-spy>") or line == b"\n":  # a profiler (BENCH_SERVER_PREFIX) speaks first
             line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
         if not line.startswith(b"PORT "):
             self.stderr.seek(0)

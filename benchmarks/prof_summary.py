@@ -104,7 +104,8 @@ def main() -> None:
         return f"{share * 100:5.1f}%{us}"
 
     unit = " | µs per round trip" if args.per_rt_us else ""
-    print(f"{total} samples\n\n| component (innermost frame) | share{unit} |\n| --- | ---:{' | ---:' if unit else ''} |")
+    sep = " | ---:" if unit else ""
+    print(f"{total} samples\n\n| component (innermost frame) | share{unit} |\n| --- | ---:{sep} |")
     rest = 0
     for name, n in comp.most_common():
         if n < 0.01 * total:

@@ -80,7 +80,8 @@ def markdown(doc: dict[str, Any]) -> str:
             mu, fu = m.get("server_cpu_us_per_round_trip"), f.get("server_cpu_us_per_round_trip")
             cpu_ratio = f"{fu / mu:.2f}x" if mu and fu else "-"
             lines.append(
-                f"| {asgi} | {backend} | {_n(m.get('round_trips_per_second'))} | {_n(f.get('round_trips_per_second'))} | "
+                f"| {asgi} | {backend} | {_n(m.get('round_trips_per_second'))} | "
+                f"{_n(f.get('round_trips_per_second'))} | "
                 f"{r.get('minimcp_over_floor', 0):.2f}x | {_ms(m.get('p50_ms'))} / {_ms(m.get('p99_ms'))} | "
                 f"{_ms(f.get('p50_ms'))} / {_ms(f.get('p99_ms'))} | "
                 f"{_n(mu)} / {_n(fu)} µs | {cpu_ratio} | "
@@ -101,4 +102,5 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    print(markdown(json.loads(open(sys.argv[1]).read())))
+    with open(sys.argv[1]) as f:
+        print(markdown(json.load(f)))

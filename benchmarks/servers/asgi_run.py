@@ -62,20 +62,20 @@ async def serve(app: Any, asgi: str, backend: str) -> None:
 
             sock = _bind()
             port = sock.getsockname()[1]
-            config = Config()
-            config.bind = [f"fd://{sock.detach()}"]
-            config.loglevel = "WARNING"
-            config.accesslog = None
-            config.backlog = 2048
+            hconfig = Config()
+            hconfig.bind = [f"fd://{sock.detach()}"]
+            hconfig.loglevel = "WARNING"
+            hconfig.accesslog = None
+            hconfig.backlog = 2048
             tg.start_soon(_announce_when_listening, port)
             if backend == "trio":
                 from hypercorn.trio import serve as trio_serve
 
-                await trio_serve(app, config, mode="asgi")
+                await trio_serve(app, hconfig, mode="asgi")
             else:
                 from hypercorn.asyncio import serve as asyncio_serve
 
-                await asyncio_serve(app, config, mode="asgi")
+                await asyncio_serve(app, hconfig, mode="asgi")
         elif asgi == "granian":
             from granian.constants import Interfaces
             from granian.server.embed import Server as Granian

@@ -23,7 +23,6 @@ import tracemalloc
 from typing import Any
 
 import anyio
-import msgspec
 from asgi_run import ASGI_SERVERS, serve
 from floor_asyncio import INIT, SCHEMA, Message, decode_call, decode_message, decode_reply, encode
 from instrument import stats_text
@@ -72,10 +71,10 @@ class FloorHttp:
         if m.method == "initialize":
             sid = secrets.token_urlsafe(24).encode()
             self.sessions[sid] = Session()
-            result = encode({"jsonrpc": "2.0", "id": m.id, "result": INIT})
+            answer = encode({"jsonrpc": "2.0", "id": m.id, "result": INIT})
             await send({"type": "http.response.start", "status": 200,
-                        "headers": [*JSON, (b"mcp-session-id", sid), (b"content-length", str(len(result)).encode())]})
-            await send({"type": "http.response.body", "body": result})
+                        "headers": [*JSON, (b"mcp-session-id", sid), (b"content-length", str(len(answer)).encode())]})
+            await send({"type": "http.response.body", "body": answer})
             return
         session = self.sessions[sid]
         if m.method is None or m.id is None:  # an answer to our question, or a notification
