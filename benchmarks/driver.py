@@ -76,19 +76,26 @@ decode_tool_result = msgspec.json.Decoder(ToolResult).decode
 PREFIX = "Answer for call "
 
 
-def server_command(server: str, wire: str, backend: str, trace: bool = False) -> list[str]:
-    """How to start one benchmark server."""
+def server_command(server: str, wire: str, backend: str, trace: bool = False, asgi: str = "default") -> list[str]:
+    """How to start one benchmark server (``asgi``: which ASGI server serves http; see servers/asgi_run.py)."""
     py = sys.executable
     if server == "floor":
-        if wire != "stdio":
-            raise SystemExit("the floor serves stdio only")
-        if backend == "trio":
+        if wire == "http":
+            cmd = [py, str(SERVERS / "floor_http.py"), "--backend", backend,
+                   "--asgi", "uvicorn-h11" if asgi == "default" else asgi]
+        elif wire != "stdio":
+            raise SystemExit("the floor serves stdio and http only")
+        elif backend == "trio":
             cmd = [py, str(SERVERS / "floor_trio.py")]
         else:
             cmd = [py, str(SERVERS / "floor_asyncio.py")] + (["--uvloop"] if backend == "uvloop" else [])
     else:
         script = "minimcp_server.py" if server == "minimcp" else "official_server.py"
         cmd = [py, str(SERVERS / script), "--transport", wire, "--backend", backend]
+        if asgi != "default":
+            if server != "minimcp" or wire != "http":
+                raise SystemExit("--asgi: minimcp and the floor over http only")
+            cmd += ["--asgi", asgi]
     prefix = os.environ.get("BENCH_SERVER_PREFIX", "").split()  # e.g. a profiler: "py-spy record -o f --"
     return prefix + cmd + (["--tracemalloc"] if trace else [])
 
@@ -476,6 +483,8 @@ class NetServer:
         self.pid = self.proc.pid
         assert self.proc.stdout is not None
         line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
+        while line.startswith(b"py-spy>") or line == b"\n":  # a profiler (BENCH_SERVER_PREFIX) speaks first
+            line = await asyncio.wait_for(self.proc.stdout.readline(), 60)
         if not line.startswith(b"PORT "):
             self.stderr.seek(0)
             raise RuntimeError(f"server did not start: {line!r} {self.stderr.read()[-2000:]!r}")
@@ -487,9 +496,14 @@ class NetServer:
 
     async def close(self) -> None:
         with contextlib.suppress(ProcessLookupError):
-            self.proc.terminate()
+            if os.environ.get("BENCH_SERVER_PREFIX"):  # a profiler writes its output on SIGINT
+                import signal
+
+                self.proc.send_signal(signal.SIGINT)
+            else:
+                self.proc.terminate()
         try:
-            await asyncio.wait_for(self.proc.wait(), 10)
+            await asyncio.wait_for(self.proc.wait(), 30)
         except TimeoutError:
             self.proc.kill()
             await self.proc.wait()
@@ -498,7 +512,7 @@ class NetServer:
 @contextlib.asynccontextmanager
 async def open_sessions(args: argparse.Namespace, count: int = 1) -> Any:
     """Start the server and ``count`` initialized sessions to it; yields (pid, conns)."""
-    command = server_command(args.server, args.wire, args.backend, args.tracemalloc)
+    command = server_command(args.server, args.wire, args.backend, args.tracemalloc, args.asgi)
     if args.wire == "stdio":
         assert count == 1
         conn = StdioConn(command)
@@ -775,6 +789,8 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1)
     parser.add_argument("--per", type=int, default=10)
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
+    parser.add_argument("--asgi", default="default", help="http: the ASGI server (default: minimcp's serve_http; "
+                        "the floor: uvicorn-h11), or uvicorn-h11, uvicorn-httptools, hypercorn, granian")
     args = parser.parse_args()
     import resource
 
@@ -800,6 +816,8 @@ def main() -> None:
             pass
     row = runner(fn(args))
     row.update(server=args.server, wire=args.wire, backend=args.backend)
+    if args.wire == "http":
+        row["asgi"] = args.asgi if args.asgi != "default" or args.server != "floor" else "uvicorn-h11"
     print(json.dumps(row), flush=True)
 
 

@@ -33,6 +33,8 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
         group = row.get("group", "")
         sc = row["scenario"]
         base = f"{row['wire']}/{row['server']}/{row['backend']}"
+        if row.get("asgi", "default") != "default":  # the HTTP server comparison (run.py --only http-servers)
+            base += f"/{row['asgi']}"
         if sc in ("pending", "sessions") and row["wire"] != "memory":
             key = f"{sc}:{base}/{row['n']}" + (f"/x{row['sessions']}" if sc == "sessions" else "")
             if group == "stdio-tracemalloc":

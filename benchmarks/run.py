@@ -139,6 +139,24 @@ def plan(args: argparse.Namespace) -> list[Job]:
         add(Job("sessions", [*drv, "sessions", "--server", s, "--wire", "http", "--sessions", "500", "--per", "10"],
                 300, 1))
 
+    # 6. Streamable HTTP: minimcp and the HTTP floor on each ASGI server and loop, side by side (adjacent runs),
+    #    with minimcp's own serve_http and the official SDK beside them (only with --only http-servers)
+    if args.only and "http-servers" in args.only.split(","):
+        from servers.asgi_run import ASGI_SERVERS, supports
+
+        for c in (100, 1000):
+            cc = ["-c", str(c), *win, "--max-seconds", "60"]
+            for asgi in ASGI_SERVERS:
+                for b in backends():
+                    # trio at C = 1,000: hypercorn falls so far behind that the driver runs out of its
+                    # 15,000 sockets (answers wait for connections) and the run never ends; run it by hand
+                    if supports(asgi, b) and not (b == "trio" and c == 1000):
+                        for s in ("minimcp", "floor"):
+                            add(Job("http-servers", [*drv, "roundtrip", "--server", s, "--wire", "http",
+                                                     "--backend", b, "--asgi", asgi, *cc], 300))
+            for s in ("minimcp", "official"):  # serve_http's default (uvicorn h11, guarded) and the official SDK
+                add(Job("http-servers", [*drv, "roundtrip", "--server", s, "--wire", "http", *cc], 300))
+
     # 5. footprint: idle sessions (the import times and idle RSS are measured by run.py itself)
     for s in ("minimcp", "official"):
         add(Job("idle", [*drv, "idle", "--server", s, "--wire", "http", "--sessions", "1000"], 200, 1))
@@ -164,6 +182,7 @@ def run_job(job: Job) -> dict[str, Any] | None:
         return {"error": proc.stderr[-2000:], "argv": job.argv[1:]}
     row: dict[str, Any] = json.loads(lines[-1])
     row["group"] = job.group
+    row["loadavg_1min"] = round(os.getloadavg()[0], 2)  # the machine is shared: how busy it was meanwhile
     row["wall_seconds"] = round(wall, 2)
     return row
 
@@ -202,7 +221,7 @@ def machine() -> dict[str, Any]:
         pass
     versions = {}
     for pkg in ("minimcp", "mcp", "anyio", "msgspec", "trio", "uvloop", "pydantic", "uvicorn", "hypercorn",
-                "websockets", "httpx", "starlette", "matplotlib"):
+                "websockets", "httpx", "starlette", "matplotlib", "httptools", "granian"):
         try:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -223,7 +242,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run, under a minute")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each measurement (median quoted)")
-    parser.add_argument("--only", help="comma-separated groups (stdio-pending, stdio-roundtrip, ...)")
+    parser.add_argument("--only", help="comma-separated groups (stdio-pending, stdio-roundtrip, ...; "
+                        "http-servers: the ASGI servers side by side, only when named)")
     parser.add_argument("--million", action="store_true", help="also 1,000,000 pending (minimcp and floor)")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
     parser.add_argument("--out", help="results file (default: results/<stamp>.json)")
@@ -234,6 +254,7 @@ def main() -> None:
         jobs = [j for j in jobs if j.group in wanted]
     repeats = 1 if args.quick else args.repeats
     rows: list[dict[str, Any]] = []
+    load_before = os.getloadavg()
     started = time.perf_counter()
     failures = 0
     for r in range(repeats):
@@ -258,16 +279,25 @@ def main() -> None:
         "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "quick": args.quick, "repeats": repeats, "machine": machine(),
         "seconds": round(time.perf_counter() - started, 1), "import_seconds": imports, "rows": rows,
+        "loadavg": {"before": load_before, "after": os.getloadavg()},  # the machine is shared: say how busy
     }
     doc["summary"] = report.summarize(doc)
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else RESULTS / ("quick.json" if args.quick else f"{stamp}.json")
     out.write_text(json.dumps(doc, indent=1))
-    if not args.quick:
+    # the server comparison alone is a side study: it leaves latest.json and the chart to the full run
+    side_study = bool(args.only) and set(args.only.split(",")) == {"http-servers"}
+    if not args.quick and not side_study:
         (RESULTS / "latest.json").write_text(json.dumps(doc, indent=1))
     print(report.text_tables(doc))
-    if not args.quick:
+    if any(r.get("group") == "http-servers" for r in rows):
+        import report_http
+
+        doc["http_servers"] = report_http.summarize(doc)
+        out.write_text(json.dumps(doc, indent=1))
+        print(report_http.markdown(doc))
+    if not args.quick and not side_study:
         chart = report.chart(doc, RESULTS / "chart.png")
         if chart:
             print(f"chart: {chart}")

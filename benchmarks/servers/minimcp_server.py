@@ -1,7 +1,7 @@
 """The benchmark tool on minimcp: ``ask(i)`` asks one question and returns the answer.
 
     python benchmarks/servers/minimcp_server.py [--transport stdio|ws|http] [--backend asyncio|uvloop|trio]
-        [--tracemalloc]
+        [--tracemalloc] [--asgi default|uvicorn-h11|uvicorn-httptools|hypercorn|granian]
 
 On ws/http the bound port is printed on stdout as ``PORT <n>``. The ``stats`` tool
 (identical in every benchmark server) reports this process's RSS and, with
@@ -67,10 +67,19 @@ async def main(args: argparse.Namespace) -> None:
 
             port = await tg.start(lambda task_status: serve_websocket(
                 app, "127.0.0.1", 0, max_connections=100_000, task_status=task_status))
-        else:
+        elif args.asgi == "default":
             from minimcp.transports.http import serve_http
 
             port = await tg.start(serve_http, app, "127.0.0.1", 0)
+        else:  # the server comparison: the same app on another ASGI server (asgi_run.py prints the port)
+            from asgi_run import serve
+
+            from minimcp.transports.http import StreamableHTTPApp
+
+            http_app = StreamableHTTPApp(app)
+            await tg.start(http_app.run)
+            await serve(http_app, args.asgi, args.backend)
+            return
         print(f"PORT {port}", flush=True)
 
 
@@ -81,6 +90,8 @@ if __name__ == "__main__":
     parser.add_argument("--transport", choices=["stdio", "ws", "http"], default="stdio")
     parser.add_argument("--backend", choices=["asyncio", "uvloop", "trio"], default="asyncio")
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--asgi", default="default",
+                        help="http only: default (serve_http), uvicorn-h11, uvicorn-httptools, hypercorn, granian")
     args = parser.parse_args()
     if args.tracemalloc:
         tracemalloc.start()

@@ -1,0 +1,106 @@
+"""Tables for the Streamable HTTP server comparison (``run.py --only http-servers``).
+
+    python benchmarks/report_http.py benchmarks/results/<file>.json
+
+For each C, ASGI server and loop: minimcp and the HTTP floor side by side (medians of
+the interleaved repeats; the ratio is the median of the ratios of adjacent runs),
+p50 / p99, the server's CPU per round trip (CPU seconds / round trips: steadier than
+round trips/s on a shared machine; "floor / minimcp CPU" compares them) and the driver's CPU share.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from typing import Any
+
+KEYS = ("round_trips_per_second", "p50_ms", "p99_ms", "server_cpu_share", "driver_cpu_share", "loadavg_1min")
+
+
+def _med(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), 3) if values else None
+
+
+def summarize(doc: dict[str, Any]) -> dict[str, Any]:
+    acc: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    by_repeat: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
+    for row in doc["rows"]:
+        if not row or "error" in row or row.get("group") != "http-servers":
+            continue
+        key = f"{row['c']}/{row.get('asgi', 'default')}/{row['backend']}/{row['server']}"
+        a = acc[key]
+        for k in KEYS:
+            a[k].append(row.get(k))
+        rt = row["round_trips_per_second"]
+        us = row["server_cpu_share"] / rt * 1e6 if rt else None
+        a["server_cpu_us_per_round_trip"].append(us)
+        a["runs"].append(1)
+        by_repeat[(key.rsplit("/", 1)[0], row.get("repeat", 0))][row["server"]] = rt
+    out: dict[str, Any] = {}
+    for key, a in acc.items():
+        out[key] = {k: _med(v) for k, v in a.items() if k != "runs"}
+        out[key]["runs"] = len(a["runs"])
+    for (stem, _r), servers in by_repeat.items():
+        if "minimcp" in servers and "floor" in servers:
+            out.setdefault(f"{stem}/ratio", {"minimcp_over_floor": []})["minimcp_over_floor"].append(
+                servers["minimcp"] / servers["floor"])
+    for key, v in out.items():
+        if key.endswith("/ratio"):
+            v["runs"] = len(v["minimcp_over_floor"])
+            v["minimcp_over_floor"] = _med(v["minimcp_over_floor"])
+    return out
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f} ms" if v >= 10 else f"{v:.1f} ms"
+
+
+def _n(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    s = doc.get("http_servers") or summarize(doc)
+    lines: list[str] = []
+    cs = sorted({int(k.split("/")[0]) for k in s})
+    for c in cs:
+        lines += [f"**C = {c:,}**", "",
+                  "| ASGI server | loop | minimcp rt/s | floor rt/s | minimcp / floor | minimcp p50 / p99 | "
+                  "floor p50 / p99 | server CPU per rt, minimcp / floor | floor / minimcp CPU | driver CPU share |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        stems = sorted({k.rsplit("/", 1)[0] for k in s if k.startswith(f"{c}/") and "/default/" not in k})
+        for stem in stems:
+            m, f, r = s.get(f"{stem}/minimcp", {}), s.get(f"{stem}/floor", {}), s.get(f"{stem}/ratio", {})
+            _c, asgi, backend = stem.split("/")
+            mu, fu = m.get("server_cpu_us_per_round_trip"), f.get("server_cpu_us_per_round_trip")
+            cpu_ratio = f"{fu / mu:.2f}x" if mu and fu else "-"
+            lines.append(
+                f"| {asgi} | {backend} | {_n(m.get('round_trips_per_second'))} | "
+                f"{_n(f.get('round_trips_per_second'))} | "
+                f"{r.get('minimcp_over_floor', 0):.2f}x | {_ms(m.get('p50_ms'))} / {_ms(m.get('p99_ms'))} | "
+                f"{_ms(f.get('p50_ms'))} / {_ms(f.get('p99_ms'))} | "
+                f"{_n(mu)} / {_n(fu)} µs | {cpu_ratio} | "
+                f"{m.get('driver_cpu_share', 0):.2f} / {f.get('driver_cpu_share', 0):.2f} |")
+        for server, label in (("minimcp", "minimcp, `serve_http` as shipped (uvicorn h11, guarded)"),
+                              ("official", "official SDK (its own app on uvicorn)")):
+            v = s.get(f"{c}/default/asyncio/{server}")
+            if v:
+                lines.append(f"| {label} | asyncio | {_n(v.get('round_trips_per_second'))} | | | "
+                             f"{_ms(v.get('p50_ms'))} / {_ms(v.get('p99_ms'))} | | "
+                             f"{_n(v.get('server_cpu_us_per_round_trip'))} µs | | {v.get('driver_cpu_share', 0):.2f} |")
+        lines.append("")
+    load = doc.get("loadavg")
+    if load:
+        lines.append(f"Load average (1 min) before / after the run: {load['before'][0]:.1f} / {load['after'][0]:.1f} "
+                     f"on {doc['machine'].get('nproc')} CPUs.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as f:
+        print(markdown(json.load(f)))
