@@ -38,6 +38,11 @@ def write_diagram(lines: Iterable[str], target: str, *, side: str | None = None,
     return diagram
 
 
+def _say(text: str) -> None:
+    """A line for the person at the terminal (the command's own output, on stderr)."""
+    sys.stderr.write(f"minimcp diagram: {text}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``diagram`` command; returns the exit status."""
     parser = argparse.ArgumentParser(
@@ -65,14 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             with open(args.trace, encoding="utf-8", errors="replace") as lines:
                 diagram = write_diagram(lines, args.output, side=args.side, title=args.title or args.trace)
     except OSError as exc:
-        print(f"minimcp diagram: {exc.strerror or exc}: {exc.filename or args.trace}", file=sys.stderr)
+        _say(f"{exc.strerror or exc}: {exc.filename or args.trace}")
         return 2
     for problem in diagram.problems:
-        print(f"minimcp diagram: skipped {problem}", file=sys.stderr)
+        _say(f"skipped {problem}")
     if args.output != "-":
-        print(
-            f"wrote {args.output}: {len(diagram.events)} messages"
-            + (f", {len(diagram.problems)} lines skipped" if diagram.problems else ""),
-            file=sys.stderr,
-        )
+        skipped = f", {len(diagram.problems)} lines skipped" if diagram.problems else ""
+        sys.stderr.write(f"wrote {args.output}: {len(diagram.events)} messages{skipped}\n")
     return 0 if diagram.events or not diagram.problems else 2
