@@ -31,6 +31,7 @@ import anyio
 import anyio.abc
 
 from minimcp import ToolError
+from minimcp.redis_client import RedisClient, safe_url
 
 log = logging.getLogger("booking.store")
 
@@ -273,22 +274,13 @@ class RedisStore:
     """
 
     def __init__(self, url: str, *, prefix: str = "booking:", ttl: float = 86_400.0, timeout: float = 5.0) -> None:
-        scheme = url.partition("://")[0] if "://" in url else ""
-        if scheme not in ("redis", "rediss", "unix"):
-            raise ValueError(f"--redis needs a redis://, rediss:// or unix:// URL, not {_safe(url)!r}")
-        try:
-            import coredis
-            import coredis.tokens
-        except ImportError as exc:
-            raise ImportError("--redis needs the coredis package: pip install 'minimcp[redis]'") from exc
-        self._coredis: Any = coredis
-        self._nx = coredis.tokens.PureToken.NX
+        # The client, opened by run() and kept open; the URL and the coredis extra are checked here.
+        self._redis = RedisClient(url, name="--redis", decode_responses=True)
+        self._nx = self._redis.coredis.tokens.PureToken.NX
         self.url = url
         self.prefix = prefix
         self.ttl = ttl
         self.timeout = timeout
-        self._client: Any = None
-        self._context: anyio.abc.TaskGroup | None = None
         # per worker: a session's token (its authorization in Redis) and its pending page
         self._tokens: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._pending: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -297,50 +289,26 @@ class RedisStore:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Keep the client open until cancelled (reopened with backoff when it fails)."""
-        started, wait = False, 0.1
-        while True:
-            try:
-                async with self._coredis.Redis.from_url(self.url, decode_responses=True) as client:
-                    self._client, wait = client, 0.1
-                    if not started:
-                        task_status.started()
-                        started = True
-                    await anyio.sleep_forever()
-            except Exception as exc:
-                log.warning("booking store: the Redis client for %s failed (%r); again in %.1f s", _safe(self.url),
-                            exc, wait)  # fmt: skip
-            finally:
-                self._client = None
-            if not started:
-                task_status.started()
-                started = True
-            await anyio.sleep(wait)
-            wait = min(wait * 2, 5.0)
+        await self._redis.run(task_status=task_status)
 
     async def __aenter__(self) -> RedisStore:
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        await tg.start(self.run)
-        self._context = tg
+        await self._redis.__aenter__()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        tg, self._context = self._context, None
-        assert tg is not None, "RedisStore was not entered"
-        tg.cancel_scope.cancel()
-        return await tg.__aexit__(exc_type, exc, tb)
+        return await self._redis.__aexit__(exc_type, exc, tb)
 
     async def _do(self, command: str, *args: Any, **kwargs: Any) -> Any:
-        client = self._client
+        client = self._redis.client
         if client is None:
             raise ToolError("The booking store (Redis) is not available right now. Try again later.")
         try:
             with anyio.fail_after(self.timeout):
                 return await getattr(client, command)(*args, **kwargs)
         except Exception as exc:
-            log.warning("booking store: Redis at %s: %s failed (%r)", _safe(self.url), command, exc)
+            log.warning("booking store: Redis at %s: %s failed (%r)", safe_url(self.url), command, exc)
             raise ToolError("The booking store (Redis) did not answer. Try again later.") from None
 
     def _px(self, seconds: float | None = None) -> int:
@@ -472,11 +440,3 @@ class RedisStore:
         """A session ended on this worker: forget its token here (its records in Redis expire)."""
         self._tokens.pop(conn, None)
         self._pending.pop(conn, None)
-
-
-def _safe(url: str) -> str:
-    """The URL without its password, for logs and errors."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return scheme + sep + rest

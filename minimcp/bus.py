@@ -35,6 +35,8 @@ import anyio.lowlevel
 import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 
+from minimcp.redis_client import client_failure, safe_url
+
 __all__ = ["Bus", "BusStats", "InMemoryBus", "Notice", "RedisBus"]
 
 logger = logging.getLogger(__name__)
@@ -159,7 +161,7 @@ class RedisBus:
     def publish(self, notice: Notice) -> None:
         if not self.connected:
             self.stats.dropped += 1
-            logger.warning("redis bus: not connected to %s; dropped %s", _safe(self.url), notice)
+            logger.warning("redis bus: not connected to %s; dropped %s", safe_url(self.url), notice)
             return
         try:
             self._outbox_send.send_nowait(_encode(notice))
@@ -196,7 +198,7 @@ class RedisBus:
                     ):
                         tg.start_soon(self._publisher, client)
                         self.connected, wait = True, first
-                        logger.info("redis bus: listening on %s at %s", self.channel, _safe(self.url))
+                        logger.info("redis bus: listening on %s at %s", self.channel, safe_url(self.url))
                         if not started:
                             task_status.started()
                             started = True
@@ -204,14 +206,14 @@ class RedisBus:
                             self._heard(deliver, message)
                 raise ConnectionError("the subscription ended")
             except BaseException as exc:  # Redis down, restarted, unreachable, or its client failing on the way
-                if not _failure(exc):
+                if not client_failure(exc):
                     raise
                 if anyio.current_effective_deadline() == -math.inf:  # we are being cancelled:
                     await anyio.lowlevel.checkpoint()  # end with the cancellation, not the client's clean-up errors
                 if self.connected:
                     self.stats.reconnects += 1
                 self.connected = False
-                logger.warning("redis bus: %s: %s; trying again in %.1f s", _safe(self.url), exc, wait)
+                logger.warning("redis bus: %s: %s; trying again in %.1f s", safe_url(self.url), exc, wait)
                 if not started:  # the server does not wait for Redis to start serving
                     task_status.started()
                     started = True
@@ -236,22 +238,3 @@ class RedisBus:
         async for data in self._outbox:
             with anyio.fail_after(5):  # Redis gone quiet: this try ends and the loop reconnects
                 await client.publish(self.channel, data)
-
-
-def _failure(exc: BaseException) -> bool:
-    """An error of the Redis client (maybe grouped with cancellations of its own tasks), not an exit."""
-    if isinstance(exc, Exception):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        cancelled = anyio.get_cancelled_exc_class()
-        other = exc.subgroup(lambda e: not isinstance(e, Exception | cancelled | BaseExceptionGroup))
-        return other is None and exc.subgroup(lambda e: isinstance(e, Exception)) is not None
-    return False
-
-
-def _safe(url: str) -> str:
-    """The URL without its password, for logs."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return scheme + sep + rest

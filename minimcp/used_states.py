@@ -21,14 +21,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from minimcp.bus import _failure, _safe
 from minimcp.errors import MinimcpError
+from minimcp.redis_client import RedisClient, safe_url
 
 __all__ = ["MemoryUsedStates", "RedisUsedStates", "StoreUnavailable", "UsedStates"]
 
@@ -139,27 +139,21 @@ class RedisUsedStates:
     """
 
     def __init__(self, url: str, *, prefix: str = "minimcp:used:", timeout: float = 5.0, clock_skew: float = 60.0):
-        scheme = url.partition("://")[0] if "://" in url else ""
-        if scheme not in ("redis", "rediss", "unix"):
-            raise ValueError(f"RedisUsedStates needs a redis://, rediss:// or unix:// URL, not {_safe(url)!r}")
-        self._coredis = _coredis()  # here, so that a missing extra shows at once
+        self._redis = RedisClient(url, name="RedisUsedStates")  # checks the URL and the extra at once
         self.url = url
         self.prefix = prefix
         self.timeout = timeout
         self.clock_skew = clock_skew
-        self._nx = self._coredis.tokens.PureToken.NX
-        self._client: Any = None
-        self._owned: anyio.Event | None = None  # set when the owner's client closes
-        self._context: anyio.abc.TaskGroup | None = None
+        self._nx = self._redis.coredis.tokens.PureToken.NX
         self._failing = False  # warned about this outage already
 
     @property
     def running(self) -> bool:
         """Whether a client is open (records can be made)."""
-        return self._client is not None
+        return self._redis.client is not None
 
     async def consume(self, key: str, expires_at: float) -> bool:
-        client = self._client
+        client = self._redis.client
         if client is None:
             raise StoreUnavailable("the Redis store of used states is not running (start RedisUsedStates.run)")
         try:
@@ -171,11 +165,11 @@ class RedisUsedStates:
             if not self._failing:  # once per outage; the refusals themselves are logged by the server
                 self._failing = True
                 logger.warning("used states: Redis at %s does not answer (%r); retries are refused until it does",
-                               _safe(self.url), exc)  # fmt: skip
+                               safe_url(self.url), exc)  # fmt: skip
             raise StoreUnavailable(f"Redis did not answer: {exc!r}") from exc
         if self._failing:
             self._failing = False
-            logger.warning("used states: Redis at %s answers again", _safe(self.url))
+            logger.warning("used states: Redis at %s answers again", safe_url(self.url))
         return bool(done)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -184,67 +178,13 @@ class RedisUsedStates:
         Opening the client does not wait for Redis (connections are made per command), so a
         server starts while Redis is down; its retries are refused until Redis answers.
         """
-        started = False
-        wait = 0.1
-        while True:
-            owned = self._owned
-            if owned is not None:  # another runner owns the client: take over when it stops
-                if not started:
-                    task_status.started()
-                    started = True
-                await owned.wait()
-                continue
-            owned = self._owned = anyio.Event()
-            opening = self._coredis.Redis.from_url(self.url)  # a malformed URL fails the start, at once
-            try:
-                async with opening as client:
-                    self._client = client
-                    if not started:
-                        task_status.started()
-                        started = True
-                    await anyio.sleep_forever()
-            except BaseException as exc:  # a failure inside the client's own tasks: open it again
-                if not _failure(exc):
-                    raise
-                self._client = None
-                logger.warning("used states: the Redis client for %s failed (%r); opening it again in %.1f s",
-                               _safe(self.url), exc, wait)  # fmt: skip
-                await anyio.sleep(wait)
-                wait = min(wait * 2, 5.0)
-            finally:
-                self._client = None
-                self._owned = None
-                owned.set()
+        await self._redis.run(task_status=task_status)
 
     async def __aenter__(self) -> RedisUsedStates:
-        if self._context is not None:
-            raise RuntimeError("this RedisUsedStates is entered already (start its run() in more task groups instead)")
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        try:
-            await tg.start(self.run)
-        except BaseException:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
-            raise
-        self._context = tg
+        await self._redis.__aenter__()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        tg, self._context = self._context, None
-        assert tg is not None, "RedisUsedStates was not entered"
-        tg.cancel_scope.cancel()
-        return await tg.__aexit__(exc_type, exc, tb)
-
-
-def _coredis() -> Any:
-    try:
-        import coredis
-        import coredis.tokens
-    except ImportError as exc:
-        raise ImportError(
-            "RedisUsedStates needs the coredis package: install the minimcp[redis] extra (pip install 'minimcp[redis]')"
-        ) from exc
-    return coredis
+        return await self._redis.__aexit__(exc_type, exc, tb)

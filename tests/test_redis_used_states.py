@@ -180,9 +180,9 @@ async def test_several_runners_one_owner_the_next_takes_over(redis: RedisProcess
 
             await outer.start(owner)
             await outer.start(used.run)
-            before = used._client
+            before = used._redis.client
             first.cancel()
-            while used._client is before or not used.running:  # noqa: ASYNC110 - the second runner opens its own
+            while used._redis.client is before or not used.running:  # noqa: ASYNC110 - the second runner opens its own
                 await anyio.sleep(0.01)
             assert await used.consume("k", time.time() + 60)
             outer.cancel_scope.cancel()
