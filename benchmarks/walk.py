@@ -19,9 +19,9 @@ sequence of file entries.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -99,7 +99,7 @@ def main() -> None:
     codecs = {"jsonrpc.py", "types.py"}
     loops = 0
     left: set[str] = set()
-    for (prev, _), (cur, _) in zip(entries, entries[1:]):
+    for (prev, _), (cur, _) in itertools.pairwise(entries):
         left.add(prev)
         if cur in left and cur not in codecs:
             loops += 1
