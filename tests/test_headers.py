@@ -52,9 +52,19 @@ def test_only_plain_values_travel_as_they_are() -> None:
     assert decode_value("  eu-west-1 ") == "eu-west-1"  # edge whitespace of the header itself
 
 
-@pytest.mark.parametrize("raw", ["=?base64?Y2Fmw6k?=", "=?base64?!!!!?=", "=?base64?/w==?=", "caf\u00e9", "a\x01b"])
+MALFORMED = [
+    "=?base64?Y2Fmw6k?=",  # unpadded
+    "=?base64?YR==?=",  # decodes ("a"), but is not the canonical spelling ("YQ==")
+    "=?base64?!!!!?=",  # not the base64 alphabet
+    "=?base64?/w==?=",  # not UTF-8
+    "caf\u00e9",  # not ASCII, and not encoded
+    "a\x01b",  # a control character
+]
+
+
+@pytest.mark.parametrize("raw", MALFORMED)
 def test_malformed_values_are_none(raw: str) -> None:
-    assert decode_value(raw) is None  # unpadded, bad alphabet, not UTF-8, not ASCII, control character
+    assert decode_value(raw) is None
 
 
 def test_annotations_are_found_through_properties_only() -> None:

@@ -61,3 +61,25 @@ def test_features_are_plain_strings() -> None:
     assert str(Feature.ELICITATION_URL) == "elicitation_url"
     assert Feature("elicitation_url") is Feature.ELICITATION_URL
     assert f"{Feature.SSE_PRIMING}" == "sse_priming"
+
+
+#: The first revision of each feature (batches: the only one).
+FIRST = {
+    Feature.BATCHES: "2025-03-26",
+    Feature.AUDIO_CONTENT: "2025-03-26",
+    Feature.ELICITATION: "2025-06-18",
+    Feature.STRUCTURED_OUTPUT: "2025-06-18",
+    Feature.PROTOCOL_VERSION_HEADER: "2025-06-18",
+    Feature.ELICITATION_URL: "2025-11-25",
+    Feature.ELICITATION_DEFAULTS: "2025-11-25",
+    Feature.ELICITATION_ENUMS: "2025-11-25",
+    Feature.ERROR_WITHOUT_ID: "2025-11-25",
+    Feature.SSE_PRIMING: "2025-11-25",
+}
+
+
+@pytest.mark.parametrize("feature", list(Feature))
+def test_a_feature_starts_on_its_revision(feature: Feature) -> None:
+    first = FIRST[feature]
+    assert supports(first, feature)
+    assert not any(supports(v, feature) for v in SUPPORTED if v < first)
