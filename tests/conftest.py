@@ -17,6 +17,6 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> None:
     # Mark coroutine tests for anyio's plugin before it looks at them, so that
     # they are parametrized over anyio_backend (asyncio and trio) like any other fixture.
-    if isinstance(collector, pytest.Module | pytest.Class) and collector.istestfunction(obj, name):
-        if inspect.iscoroutinefunction(obj):
-            pytest.mark.anyio(obj)
+    is_test = isinstance(collector, pytest.Module | pytest.Class) and collector.istestfunction(obj, name)
+    if is_test and inspect.iscoroutinefunction(obj):
+        pytest.mark.anyio(obj)

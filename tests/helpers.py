@@ -44,7 +44,9 @@ class RawPeer:
         await self.send(msg)
         return await self.recv()
 
-    async def initialize(self, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def initialize(
+        self, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         reply = await self.request(
             "init",
             "initialize",
@@ -59,7 +61,9 @@ class RawPeer:
 
 
 @contextlib.asynccontextmanager
-async def raw_client(server: Server, *, limits: Limits | None = None) -> AsyncIterator[tuple[RawPeer, ServerConnection]]:
+async def raw_client(
+    server: Server, *, limits: Limits | None = None
+) -> AsyncIterator[tuple[RawPeer, ServerConnection]]:
     """Serve ``server`` on a memory pair; yield the raw client end and the server connection."""
     a, b = memory_pair(limits=limits)
     async with anyio.create_task_group() as tg:

@@ -15,7 +15,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from chromium import ChromiumUnavailable, ensure_installed
+
+from tests.chromium import ChromiumUnavailable, ensure_installed
 
 WAIT = 30  # seconds: generous bounds for a busy machine
 

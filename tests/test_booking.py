@@ -77,7 +77,7 @@ async def test_booking_flows_over_stdio() -> None:
 
             alt = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 4})
             assert alt.structured_content is not None
-            alt_id = alt.structured_content["booking_id"]  # type: ignore[index]
+            alt_id = alt.structured_content["booking_id"]
             assert alt.structured_content == {
                 "status": "booked", "date": "2025-12-26", "party_size": 4, "booking_id": alt_id
             }
@@ -88,7 +88,7 @@ async def test_booking_flows_over_stdio() -> None:
 
             three = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
             assert three.structured_content is not None
-            assert three.structured_content["status"] == "not_booked"  # type: ignore[index]
+            assert three.structured_content["status"] == "not_booked"
             assert len(seen) == 4  # at most three questions in that call
 
             no = await client.call_tool("book_table", {"date": "2025-12-27", "party_size": 2})

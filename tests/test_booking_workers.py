@@ -17,7 +17,7 @@ import pathlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -42,6 +42,7 @@ from tests.test_url_mode import asgi_call
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "examples"))
 
 import booking
+from booking_store import RedisStore
 
 redis = redis_server.redis  # the fixture
 WAIT = 30
@@ -54,7 +55,7 @@ async def workers(url: str, count: int = 2) -> AsyncIterator[list[booking.Bookin
     async with contextlib.AsyncExitStack() as stack:
         apps = []
         for _ in range(count):
-            store = await stack.enter_async_context(booking.RedisStore(url, prefix="test:booking:"))
+            store = await stack.enter_async_context(RedisStore(url, prefix="test:booking:"))
             app = booking.build(state_key=KEY, store=store)
             app.pages_url = PAGES
             apps.append(app)
@@ -152,7 +153,7 @@ async def test_a_deposit_paid_on_another_worker_reaches_the_asked_client_once(re
         async with contextlib.AsyncExitStack() as stack:
             apps = []
             for name in ("wa", "wb"):
-                store = await stack.enter_async_context(booking.RedisStore(redis.url, prefix="test:booking:"))
+                store = await stack.enter_async_context(RedisStore(redis.url, prefix="test:booking:"))
                 app = booking.build(state_key=KEY, store=store, bus=RedisBus(redis.url), worker_id=name)
                 app.pages_url = PAGES
                 apps.append(app)
@@ -160,7 +161,7 @@ async def test_a_deposit_paid_on_another_worker_reaches_the_asked_client_once(re
             tg = await stack.enter_async_context(anyio.create_task_group())
             for app in apps:
                 await tg.start(app.server.run_background)
-            while not all(app.server.workers.bus.connected for app in apps):  # noqa: ASYNC110 - both listening
+            while not all(cast(RedisBus, app.server.workers.bus).connected for app in apps):  # noqa: ASYNC110 - both listening
                 await anyio.sleep(0.02)
             on_a, _ = await stack.enter_async_context(raw_client(a.server))
             await on_a.initialize("2025-11-25", URL_SESSION)

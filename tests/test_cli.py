@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -1049,7 +1049,7 @@ def test_parse_field_answer() -> None:
 class ScriptedReader(LineReader):
     """Lines typed in advance; ``None`` is ctrl-D."""
 
-    def __init__(self, lines: list[str | None]) -> None:
+    def __init__(self, lines: Sequence[str | None]) -> None:
         super().__init__(io.StringIO(), use_input=False)
         self.lines = deque(lines)
         self.prompts: list[str] = []
@@ -1060,7 +1060,7 @@ class ScriptedReader(LineReader):
         return self.lines.popleft() if self.lines else None
 
 
-def ask(lines: list[str | None]) -> tuple[Questions, ScriptedReader, io.StringIO]:
+def ask(lines: Sequence[str | None]) -> tuple[Questions, ScriptedReader, io.StringIO]:
     out = io.StringIO()
     reader = ScriptedReader(lines)
     return Questions(Console(out, out, color=False), reader), reader, out

@@ -68,7 +68,7 @@ def test_the_readme_names_the_default_era_and_the_choices() -> None:
 
 def test_the_known_eras_are_accepted() -> None:
     for era in ("legacy", "modern", "auto"):
-        assert Client(memory_pair()[0], era=era).requested_era == era  # type: ignore[arg-type]
+        assert Client(memory_pair()[0], era=era).requested_era == era
 
 
 # --- 2. results say None / False, not UNSET ----------------------------------------------------------

@@ -17,12 +17,12 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import anyio
-from helpers import connected
 
 from minimcp import Accepted, Context, ElicitationRequest, Server
 from minimcp.diagram import Diagram, read_trace, render_text, summary
 from minimcp.diagram_svg import render_html, render_svg
 from minimcp.trace import WireTrace
+from tests.helpers import connected
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"

@@ -17,7 +17,9 @@ import sys
 from typing import Any
 
 import anyio
-from test_url_browser import REPO, Cdp, child_env, find_chromium, headless_chromium, png_size
+
+from tests.chromium import find_chromium
+from tests.test_url_browser import REPO, Cdp, child_env, headless_chromium, png_size
 
 TIMEOUT = 180
 

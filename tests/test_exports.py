@@ -30,6 +30,27 @@ NAMED_IN_DOCS = (
 )
 OPTIONAL_STACKS = ("httpx", "uvicorn", "hypercorn", "websockets")
 
+#: The public namespace, exactly: adding or removing a name is an API change, made here on purpose.
+PUBLIC_API = (
+    "__version__",
+    # serving and calling
+    "Server", "Context", "Client", "Limits", "ToolError", "tool_result", "state_keys_from_env",
+    # transports
+    "connect_stdio", "connect_http", "serve_http", "connect_websocket", "serve_websocket", "memory_pair",
+    # asking the person (server side: Context's questions and their outcomes)
+    "Elicit", "ListRoots", "Sample", "Accepted", "Declined", "Cancelled", "UrlElicitation",
+    # asking the person (client side)
+    "ElicitationRequest", "UrlElicitationRequest", "open_in_browser",
+    # forms
+    "check_form", "compile_form", "Titled", "AllowSensitive",
+    # errors
+    "MinimcpError", "McpError", "ConnectionClosed", "RequestTimeout", "TooManyPending", "UnsupportedVersion",
+    "QuestionFailed", "ElicitationUnsupported", "UrlElicitationRequired", "FormDefinitionError",
+    "FormValidationError", "InvalidElicitationUrl",
+    # observing
+    "WireTrace",
+)
+
 _FROM_IMPORT = re.compile(r"^[ \t]*from minimcp import (\([^)]*\)|[^\n]*)", re.MULTILINE)
 
 
@@ -123,3 +144,32 @@ def test_import_minimcp_loads_no_optional_stack() -> None:
     )
     assert out.stdout.strip() == "", f"import minimcp imported {out.stdout.strip()}"
 
+
+
+def test_all_is_the_public_api() -> None:
+    assert len(PUBLIC_API) == len(set(PUBLIC_API))
+    assert sorted(minimcp.__all__) == sorted(PUBLIC_API)
+
+
+def test_every_public_name_is_ours() -> None:
+    """Each exported object is defined in minimcp (no third-party object passes as part of the API)."""
+    for name in PUBLIC_API:
+        if name == "__version__":
+            assert isinstance(minimcp.__version__, str) and re.fullmatch(r"\d+\.\d+\.\d+\S*", minimcp.__version__)
+            continue
+        module = getattr(getattr(minimcp, name), "__module__", "")
+        assert module.split(".")[0] == "minimcp", f"{name} comes from {module}"
+
+
+def test_star_import_gives_exactly_all_in_a_fresh_interpreter() -> None:
+    """``from minimcp import *`` binds every name of ``__all__`` (the lazy ones too), and nothing else."""
+    code = (
+        "before = set(globals())\n"
+        "from minimcp import *\n"
+        "import minimcp\n"
+        "got = set(globals()) - before - {'before', 'minimcp'}\n"
+        "assert got == set(minimcp.__all__), sorted(got ^ set(minimcp.__all__))\n"
+        "assert all(globals()[name] is getattr(minimcp, name) for name in minimcp.__all__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr

@@ -456,7 +456,7 @@ async def test_invalid_logging_level_is_invalid_params(params: dict[str, Any]) -
         assert conn.log_level == "debug"
         ok = await peer.request(2, "logging/setLevel", {"level": "critical"})
         assert ok["result"] == {}
-        assert conn.log_level == "critical"
+        assert conn.log_level == "critical"  # type: ignore[comparison-overlap]  # (mypy keeps the narrowing from above)
 
 
 # --- progress ----------------------------------------------------------------------------------
@@ -587,7 +587,7 @@ async def test_without_reset_the_same_call_times_out() -> None:
         with pytest.raises(RequestTimeout), anyio.fail_after(30):  # the call alone lasts 1.5 s or more
             await client.call_tool("slow", timeout=1.0, on_progress=lambda p: None)
         with anyio.fail_after(30):
-            while conn.session.inflight_count:
+            while conn.session.inflight_count:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
 
 
@@ -736,7 +736,8 @@ async def test_tool_content_types_on_the_wire() -> None:
         reply = await peer.request(1, "tools/call", {"name": "rich"})
         content = reply["result"]["content"]
         assert [c["type"] for c in content] == ["image", "audio", "resource", "resource", "resource_link"]
-        assert content[0] == {"type": "image", "data": RICH[0].data, "mimeType": "image/png"}  # type: ignore[union-attr]
+        assert isinstance(RICH[0], ImageContent)
+        assert content[0] == {"type": "image", "data": RICH[0].data, "mimeType": "image/png"}
         assert content[2]["resource"] == {"uri": "test://doc", "mimeType": "text/plain", "text": "doc text"}
         assert content[3]["resource"] == {"uri": "test://bin", "blob": "AA=="}
         assert content[4] == {

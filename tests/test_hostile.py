@@ -20,7 +20,7 @@ import dataclasses
 import gc
 import sys
 import tracemalloc
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, MutableMapping
 from typing import Any
 
 import anyio
@@ -64,7 +64,7 @@ MiB = 1024 * 1024
 HANDSHAKE = {
     "protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}
 }
-ELICIT_CAPS = {"elicitation": {}}
+ELICIT_CAPS: dict[str, Any] = {"elicitation": {}}
 #: Things that must never appear in anything a server or client sends.
 LEAKS = ("Traceback", 'File "', "/srv/secret", "/etc/shadow", "prod.pem", "RuntimeError", "OSError", "KeyError")
 
@@ -237,7 +237,7 @@ async def test_http_50_mib_body_gets_413_with_bounded_memory() -> None:
     app = StreamableHTTPApp(Server("http-limit"), limits=Limits(max_message_bytes=MiB))
     chunk = b"y" * 65536
     sent = 0
-    started: list[dict[str, Any]] = []
+    started: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         nonlocal sent
@@ -245,7 +245,7 @@ async def test_http_50_mib_body_gets_413_with_bounded_memory() -> None:
         sent += len(chunk)
         return {"type": "http.request", "body": chunk, "more_body": sent < 50 * MiB}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             started.append(message)
 
@@ -430,12 +430,12 @@ async def test_http_huge_numbers_in_headers_are_bad_requests_not_crashes() -> No
     from minimcp.transports.http import StreamableHTTPApp
 
     app = StreamableHTTPApp(Server("digits"))
-    started: list[dict[str, Any]] = []
+    started: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"{}", "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             started.append(message)
 
@@ -1041,7 +1041,7 @@ async def test_url_completion_for_unknown_repeated_or_gone_ids_sends_nothing() -
         minted.append(ctx.url_elicitation("Pay", "https://pay.example/x").elicitation_id)
         return "minted"
 
-    caps = {"elicitation": {"url": {}}}
+    caps: dict[str, Any] = {"elicitation": {"url": {}}}
     async with serve_raw(app) as (peer, conn, _):
         await peer.initialize("2025-11-25", caps)
         assert text_of((await peer.request(1, "tools/call", {"name": "link", "arguments": {}}))["result"]) == "minted"
@@ -1186,7 +1186,7 @@ def crashing_server() -> Server:
 
     @app.tool()
     async def key_error() -> str:
-        return {"a": 1}["prod.pem"]  # type: ignore[no-any-return]
+        return {"a": 1}["prod.pem"]  # type: ignore[return-value]
 
     @app.tool()
     async def unencodable() -> Any:
@@ -1262,7 +1262,7 @@ async def test_client_handler_crash_reaches_the_server_as_internal_error_only() 
     client_tap = Tap(b)
     async with anyio.create_task_group() as tg:
         await tg.start(app.serve, a)
-        async with Client(client_tap, elicitation_handler=handler, sampling_handler=sampler) as client:  # type: ignore[arg-type]
+        async with Client(client_tap, elicitation_handler=handler, sampling_handler=sampler) as client:
             # The client's error answer ends the call with a tool error; only its generic text travels.
             asked = await client.call_tool("ask")
             assert asked.is_error is True
@@ -1368,7 +1368,7 @@ def test_fuzz_oracles_hold_on_seed_inputs() -> None:
 
 async def test_websocket_ping_flood_without_reading_stops_the_server_reading_and_nothing_is_lost() -> None:
     """Issue 15 (4): pings sent by a client that never reads used to queue a pong each without bound."""
-    from websockets.frames import Opcode
+    from websockets.frames import Frame, Opcode
 
     from minimcp.transports.websocket import WebSocketTransport
     from tests.test_websocket import INIT, RawWs, only_connection, serving
@@ -1408,6 +1408,7 @@ async def test_websocket_ping_flood_without_reading_stops_the_server_reading_and
                 while reply is None:
                     raw.protocol.receive_data(await raw.stream.receive())
                     for event in raw.protocol.events_received():
+                        assert isinstance(event, Frame)  # (the handshake is over)
                         if event.opcode is Opcode.PONG:
                             pongs += 1
                         elif event.opcode is Opcode.TEXT:

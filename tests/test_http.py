@@ -22,7 +22,7 @@ import os
 import pathlib
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 import anyio
@@ -32,7 +32,6 @@ import pytest
 import minimcp
 from minimcp import Limits, Server
 from minimcp.transports import asgi_server
-from minimcp.transports import http as http_mod
 from minimcp.transports._sse import SSEDecoder, encode_event
 from minimcp.transports.http import StreamableHTTPApp, connect_http, http_client, serve_http
 
@@ -249,7 +248,7 @@ async def test_booking_over_http(anyio_backend: str, asgi_server: str) -> None:
                 await client.ping()
             # Closing the client sent DELETE: the session is gone on the server.
             with anyio.fail_after(5):
-                while server.connections:
+                while server.connections:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                     await anyio.sleep(0.01)
             assert app.session_count == 0
 
@@ -284,11 +283,10 @@ async def test_app_started_by_asgi_lifespan() -> None:
     # Mounted in an ASGI server directly (no serve_http): the lifespan protocol runs the sessions.
     app = StreamableHTTPApp(hello_app)
     with anyio.fail_after(TIMEOUT):
-        async with serving_asgi(app) as base:
-            async with connect_http(base + "/mcp") as client:
-                assert app.running
-                assert (await client.call_tool("greet", {"name": "lifespan"})).text == "Hello, lifespan!"
-                assert app.session_count == 1
+        async with serving_asgi(app) as base, connect_http(base + "/mcp") as client:
+            assert app.running
+            assert (await client.call_tool("greet", {"name": "lifespan"})).text == "Hello, lifespan!"
+            assert app.session_count == 1
         assert not app.running
         assert app.session_count == 0
 
@@ -313,7 +311,7 @@ async def test_server_shutdown_ends_a_pending_call() -> None:
     with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
             port = await tg.start(run_server)
-            async with connect_http(f"http://127.0.0.1:{port}/mcp", elicitation_handler=never_answers) as client:
+            async with connect_http(f"http://127.0.0.1:{port}/mcp", elicitation_handler=never_answers) as client:  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
                 async with anyio.create_task_group() as calls:
 
                     async def call() -> None:
@@ -360,7 +358,7 @@ async def test_concurrent_calls_use_separate_streams() -> None:
 
 async def test_raw_http_rejections() -> None:
     with anyio.fail_after(TIMEOUT):
-        async with serving(hello_app, limits=Limits(max_message_bytes=2000)) as (url, _):
+        async with serving(hello_app, limits=Limits(max_message_bytes=2000)) as (url, _):  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with httpx.AsyncClient() as http:
                 raw = Raw(http, url)
                 init = dump(initialize_request())
@@ -407,7 +405,7 @@ async def test_raw_http_rejections() -> None:
                 r = await raw.post(b"{not json")
                 assert r.status_code == 400
                 assert r.json()["error"]["code"] == -32700
-                r = await raw.post(dump([req(1, "ping"), req(2, "ping")]))  # type: ignore[list-item]
+                r = await raw.post(dump([req(1, "ping"), req(2, "ping")]))  # type: ignore[arg-type]
                 assert r.status_code == 400
                 assert r.json()["error"]["code"] == -32600
                 assert r.json()["jsonrpc"] == "2.0"
@@ -442,12 +440,12 @@ async def test_raw_http_rejections() -> None:
 async def test_app_called_directly_mounted_under_a_prefix() -> None:
     # No ASGI server: the app honours root_path, and refuses to start sessions when not running.
     app = StreamableHTTPApp(hello_app)
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": dump(initialize_request()), "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
     headers = [(b"host", b"localhost"), (b"accept", JSON_SSE.encode()), (b"content-type", b"application/json")]
@@ -499,7 +497,7 @@ async def test_no_priming_event_for_older_clients() -> None:
 async def test_keepalive_comments_while_a_question_waits() -> None:
     server = build_server()
     with anyio.fail_after(TIMEOUT):
-        async with serving(server, keepalive_interval=0.1) as (url, _), raw_session(url) as raw:
+        async with serving(server, keepalive_interval=0.1) as (url, _), raw_session(url) as raw:  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with raw.stream(req(1, "tools/call", BOOK_FULL_DAY)) as response:
                 sse = SSE(response)
                 item = await sse.message()
@@ -514,7 +512,7 @@ async def test_keepalive_comments_while_a_question_waits() -> None:
 async def test_nested_elicitation_travels_on_the_post_stream() -> None:
     server = build_server()
     with anyio.fail_after(TIMEOUT):
-        async with serving(server) as (url, _), raw_session(url) as raw:
+        async with serving(server) as (url, _), raw_session(url) as raw:  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with raw.stream(req("call-1", "tools/call", BOOK_FULL_DAY)) as response:
                 sse = SSE(response)
                 item = await sse.message()
@@ -588,7 +586,7 @@ async def test_client_cancel_ends_the_call_stream() -> None:
                 while (item := await sse.message()) is not None:
                     assert "method" in item[1], item
             with anyio.fail_after(5):
-                while conn.session.pending_count or conn.session.inflight_count:
+                while conn.session.pending_count or conn.session.inflight_count:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                     await anyio.sleep(0.01)
             # The session goes on.
             assert (await raw.call(req(2, "ping")))["result"] == {}
@@ -597,7 +595,7 @@ async def test_client_cancel_ends_the_call_stream() -> None:
 async def test_duplicate_inflight_request_id_is_refused() -> None:
     server = build_server()
     with anyio.fail_after(TIMEOUT):
-        async with serving(server) as (url, _), raw_session(url) as raw:
+        async with serving(server) as (url, _), raw_session(url) as raw:  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with raw.stream(req(1, "tools/call", BOOK_FULL_DAY)) as response:
                 sse = SSE(response)
                 item = await sse.message()
@@ -623,7 +621,7 @@ async def test_idle_sessions_expire() -> None:
 async def test_open_stream_keeps_a_session_alive() -> None:
     server = build_server()
     with anyio.fail_after(TIMEOUT):
-        async with serving(server, session_idle_timeout=0.3) as (url, app), raw_session(url) as raw:
+        async with serving(server, session_idle_timeout=0.3) as (url, app), raw_session(url) as raw:  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with raw.stream(req(1, "tools/call", BOOK_FULL_DAY)) as response:
                 # Keep the reader referenced: a collected line iterator closes the response.
                 sse = SSE(response)
@@ -637,7 +635,7 @@ async def test_session_limit() -> None:
     # At the cap, a new session ends the least recently used one without pending work; when every
     # session has work pending (here: a question waiting for its person), the new one gets 503.
     with anyio.fail_after(TIMEOUT):
-        async with serving(build_server(), max_sessions=1) as (url, _), raw_session(url) as raw:
+        async with serving(build_server(), max_sessions=1) as (url, _), raw_session(url) as raw:  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with raw.stream(req(1, "tools/call", BOOK_FULL_DAY)) as response:
                 sse = SSE(response)  # kept referenced: a collected line iterator closes the response
                 assert await sse.message() is not None
@@ -716,7 +714,7 @@ async def test_unrelated_messages_wait_for_the_get_stream() -> None:
 async def test_client_reads_the_standalone_stream() -> None:
     # Server messages related to no request travel on the client's GET stream, both ways.
     with anyio.fail_after(TIMEOUT):
-        async with serving(hello_app) as (url, app), http_client(url) as transport:
+        async with serving(hello_app) as (url, app), http_client(url) as transport:  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with minimcp.Client(transport) as client:
                 seen: list[str] = []
                 arrived = anyio.Event()
@@ -783,7 +781,7 @@ async def test_dropped_stream_is_not_a_cancel_and_resumes() -> None:
             }
             assert (await raw.post(answer)).status_code == 202
             with anyio.fail_after(5):
-                while conn.session.inflight_count:
+                while conn.session.inflight_count:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                     await anyio.sleep(0.01)
 
             # ...and the result is fetched by resuming the stream after the question.
@@ -825,7 +823,7 @@ async def test_resume_from_the_priming_event_replays_the_stream() -> None:
 
 async def test_client_gets_a_clear_error_when_the_session_ends() -> None:
     with anyio.fail_after(TIMEOUT):
-        async with serving(hello_app) as (url, app):
+        async with serving(hello_app) as (url, app):  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with http_client(url) as transport, minimcp.Client(transport) as client:
                 assert transport.session_id is not None
                 assert app.end_session(transport.session_id)
@@ -837,7 +835,7 @@ async def test_client_gets_a_clear_error_when_the_session_ends() -> None:
 
 async def test_client_turns_http_errors_into_errors_for_the_call() -> None:
     with anyio.fail_after(TIMEOUT):
-        async with serving(hello_app, limits=Limits(max_message_bytes=1000)) as (url, _):
+        async with serving(hello_app, limits=Limits(max_message_bytes=1000)) as (url, _):  # noqa: SIM117 - one scope a line: the server, then what the test opens in it
             async with connect_http(url) as client:
                 with pytest.raises(minimcp.McpError) as info:
                     await client.call_tool("greet", {"name": "x" * 5000})
@@ -966,7 +964,7 @@ async def test_official_client_elicitation_against_our_http_server() -> None:
                 result = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
                 assert app.session_count == 1
             with anyio.fail_after(5):
-                while server.connections:
+                while server.connections:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                     await anyio.sleep(0.01)
     assert len(questions) == 1
     assert "2025-12-25" in questions[0].message

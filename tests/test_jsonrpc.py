@@ -302,9 +302,10 @@ def test_int_and_string_ids_are_distinct() -> None:
     """``"id": 7`` and ``"id": "7"`` decode to 7 (int) and "7" (str), which are unequal."""
     a = decode(b'{"jsonrpc":"2.0","id":7,"result":{}}')
     b = decode(b'{"jsonrpc":"2.0","id":"7","result":{}}')
+    assert isinstance(a, Response) and isinstance(b, Response)
     assert type(a.id) is int and a.id == 7
     assert type(b.id) is str and b.id == "7"
-    assert a.id != b.id
+    assert a.id != b.id  # type: ignore[comparison-overlap]  # (that an int and a str never meet is the point)
     assert len({a.id, b.id}) == 2
 
 
@@ -388,6 +389,7 @@ class AllDefaults(msgspec.Struct):
 def test_decode_params_wrong_type_names_the_path() -> None:
     """A field of the wrong type is -32602 with the JSON path in the message."""
     msg = decode(b'{"jsonrpc":"2.0","id":1,"method":"greet","params":{"name":5}}')
+    assert isinstance(msg, Request)
     with pytest.raises(McpError) as info:
         decode_params(msg.params, Greeting)
     assert info.value.code == errors.INVALID_PARAMS == -32602
@@ -421,6 +423,7 @@ def test_decode_params_not_an_object_is_invalid_params(raw: bytes) -> None:
 def test_absent_params_decode_as_empty_object() -> None:
     """A request without ``params`` decodes into a struct whose fields all have defaults."""
     msg = decode(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    assert isinstance(msg, Request)
     assert decode_params(msg.params, AllDefaults) == AllDefaults()
     assert decode_params(msg.params, dict) == {}
     assert decode_params(msg.params, PaginatedParams) == PaginatedParams()
@@ -429,6 +432,7 @@ def test_absent_params_decode_as_empty_object() -> None:
 def test_absent_params_still_require_required_fields() -> None:
     """Absent params is ``{}``, so a required field is still reported missing (-32602)."""
     msg = decode(b'{"jsonrpc":"2.0","id":1,"method":"greet"}')
+    assert isinstance(msg, Request)
     with pytest.raises(McpError) as info:
         decode_params(msg.params, Greeting)
     assert info.value.code == -32602
@@ -568,12 +572,12 @@ def check_outcome(data: bytes | str) -> Any:
         assert isinstance(exc.message, str) and exc.message
         return exc
     assert type(msg) in MESSAGE_TYPES
-    if type(msg) in (Request, Response):
+    if isinstance(msg, Request | Response):  # (exact types: checked just above)
         assert type(msg.id) in (int, str)
-    if type(msg) is ErrorResponse:
+    if isinstance(msg, ErrorResponse):
         assert msg.id is None or type(msg.id) in (int, str)
         assert type(msg.code) is int and type(msg.message) is str
-    if type(msg) in (Request, Notification):
+    if isinstance(msg, Request | Notification):
         assert type(msg.method) is str
     return msg
 

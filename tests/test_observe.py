@@ -117,12 +117,12 @@ async def test_pending_gauge_while_a_question_waits() -> None:
         async with Client(b, elicitation_handler=handler) as client:
             tg.start_soon(client.call_tool, "ask")
             with anyio.fail_after(5):
-                while app.metrics.total.pending < 1:
+                while app.metrics.total.pending < 1:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                     await anyio.sleep(0.01)
             assert app.metrics.tools["ask"].pending == 1
             release.set()
             with anyio.fail_after(5):
-                while app.metrics.total.pending:
+                while app.metrics.total.pending:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                     await anyio.sleep(0.01)
             assert app.metrics.tools["ask"].declined == 1
         tg.cancel_scope.cancel()

@@ -281,9 +281,11 @@ async def test_2025_sessions_with_a_form_question_finish_through_haproxy(cluster
                 owners.append(session_id(client).split(".", 1)[0])
                 result = await client.call_tool("book_table", FULL)
                 booked_on_the_alternative(result.structured_content)
+                assert result.structured_content is not None, result
                 again = await client.call_tool(
                     "booking_status", {"booking_id": result.structured_content["booking_id"]}
                 )
+                assert again.structured_content is not None, again
                 assert again.structured_content["status"] == "booked"
         assert sorted(owners) == ["w1", "w2", "w3"]
         for _ in range(3):  # the official client, legacy handshake
@@ -350,6 +352,7 @@ async def test_a_deposit_paid_on_another_worker_notifies_once(cluster: Cluster) 
         async with connect_http(cluster.url, url_handler=consent, on_elicitation_complete=completed.append) as client:
             owner = session_id(client).split(".", 1)[0]
             made = await client.call_tool("book_table", DEPOSIT)
+            assert made.structured_content is not None, made
             assert made.structured_content["status"] == "deposit_pending", made
             [url] = asked
             assert url.startswith(f"http://127.0.0.1:{cluster.front}/pages/deposit/")
@@ -359,6 +362,7 @@ async def test_a_deposit_paid_on_another_worker_notifies_once(cluster: Cluster) 
                 while not completed:  # noqa: ASYNC110 - filled by the client's reader
                     await anyio.sleep(0.02)
             status = await client.call_tool("booking_status", {"booking_id": made.structured_content["booking_id"]})
+            assert status.structured_content is not None, status
             assert status.structured_content["status"] == "booked"
             await pay_elsewhere(cluster, url, owner)  # paying again sends nothing more
             await client.call_tool("booking_status", {"booking_id": made.structured_content["booking_id"]})
@@ -403,6 +407,7 @@ async def test_booking_status_and_confirm_deposit_from_any_worker(cluster: Clust
     with anyio.fail_after(60):
         async with connect_http(cluster.url, url_handler=consent) as client:
             made = await client.call_tool("book_table", DEPOSIT)
+            assert made.structured_content is not None, made
             booking_id = made.structured_content["booking_id"]
         async with httpx.AsyncClient(timeout=WAIT) as http:
             on = [Modern(http, cluster.worker_url(n)) for n in range(3)]
@@ -576,6 +581,7 @@ async def test_redis_restarted_later_completions_arrive(cluster: Cluster) -> Non
                 if not made.is_error:
                     break
                 await anyio.sleep(0.2)
+            assert made.structured_content is not None, made
             assert made.structured_content["status"] == "deposit_pending", made
             await pay_elsewhere(cluster, asked[-1], owner)
             with anyio.fail_after(WAIT):

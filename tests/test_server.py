@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from minimcp import Accepted, Client, Context, Limits, McpError, Server, ToolError, UnsupportedVersion
-from minimcp.types import CallToolResult, ImageContent, TextContent
 from minimcp.transports.memory import memory_pair
+from minimcp.types import CallToolResult, ImageContent, TextContent
 from minimcp.versions import SUPPORTED
 from tests.helpers import RawPeer, connected, raw_client
 
@@ -111,7 +111,9 @@ async def test_client_refuses_a_version_it_does_not_speak() -> None:
             {
                 "jsonrpc": "2.0",
                 "id": msg["id"],
-                "result": {"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "x", "version": "1"}},
+                "result": {
+                    "protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "x", "version": "1"}
+                },
             }
         )
 
@@ -158,12 +160,12 @@ async def test_client_sees_handshake_results() -> None:
         assert client.server_capabilities.tools == {"listChanged": True}
         await client.ping()
         with anyio.fail_after(5):
-            while not conn.initialized:
+            while not conn.initialized:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
 
 
 async def test_server_ping_reaches_client() -> None:
-    async with connected(make_server()) as (client, conn):
+    async with connected(make_server()) as (_client, conn):
         assert msgspec.json.decode(await conn.session.request("ping")) == {}
 
 
@@ -207,7 +209,7 @@ def test_registration_errors() -> None:
         return ""
 
     with pytest.raises(TypeError, match="async"):
-        app.tool(not_async)  # type: ignore[arg-type]
+        app.tool(not_async)  # type: ignore[type-var]
 
 
 async def test_tools_list_pagination_and_cursor_errors() -> None:

@@ -103,7 +103,7 @@ async def test_request_resolves_with_the_matching_response() -> None:
         for msg in reversed(sent):  # answer in reverse order
             await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"echo": msg["params"]["n"]}})
         with anyio.fail_after(5):
-            while len(results) < 3:
+            while len(results) < 3:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         assert results == {n: {"echo": n} for n in range(3)}
         assert session.pending_count == 0
@@ -127,7 +127,7 @@ async def test_ids_match_by_exact_type_and_unknown_ids_are_counted() -> None:
         await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"right": True}})
         await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"duplicate": True}})
         with anyio.fail_after(5):
-            while not got or session.stats.unknown_responses < 3:
+            while not got or session.stats.unknown_responses < 3:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         assert got == [{"right": True}]
         assert session.stats.unknown_responses == 3
@@ -140,7 +140,8 @@ async def test_error_response_raises_mcp_error_with_code_and_data() -> None:
 
         async def answer() -> None:
             msg = await peer.recv()
-            await peer.send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": "bad", "data": [1]}})
+            error = {"code": -32602, "message": "bad", "data": [1]}
+            await peer.send({"jsonrpc": "2.0", "id": msg["id"], "error": error})
 
         tg.start_soon(answer)
         with pytest.raises(McpError) as info:
@@ -162,7 +163,7 @@ async def test_timeout_raises_and_tells_the_peer_and_late_answer_is_harmless(how
         assert session.pending_count == 0
         await peer.send({"jsonrpc": "2.0", "id": req["id"], "result": {}})
         with anyio.fail_after(5):
-            while session.stats.unknown_responses < 1:
+            while session.stats.unknown_responses < 1:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         assert session.stats.timeouts == 1
         tg.cancel_scope.cancel()
@@ -224,7 +225,7 @@ async def test_a_deferred_answer_is_awaited_then_finished_in_every_case() -> Non
         assert (await peer.request(2, "deferred/raise"))["result"] == {"error_became": "shaped by finish"}
         await peer.send({"jsonrpc": "2.0", "id": 3, "method": "deferred/block"})
         with anyio.fail_after(5):
-            while 3 not in rec.started:
+            while 3 not in rec.started:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
         assert await peer.nothing_for(0.2)  # cancelled: finish saw it and let it through, no response
@@ -267,7 +268,7 @@ async def test_a_timed_out_request_that_waited_for_room_is_sent_before_its_cance
 
 async def test_a_request_cancelled_in_the_same_read_leaves_nothing_behind() -> None:
     async with anyio.create_task_group() as tg:
-        session, peer, rec = await start(tg)
+        session, peer, _ = await start(tg)
         for _ in range(3):  # both lines wait together, so one turn of the read loop takes both
             assert peer.transport.send_nowait(b'{"jsonrpc":"2.0","id":"x","method":"block"}')
             cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}'
@@ -309,11 +310,11 @@ async def test_peer_cancellation_stops_the_handler_and_sends_no_response() -> No
         session, peer, rec = await start(tg)
         await peer.send({"jsonrpc": "2.0", "id": "a", "method": "block"})
         with anyio.fail_after(5):
-            while "a" not in rec.started:
+            while "a" not in rec.started:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "a"}})
         with anyio.fail_after(5):
-            while "a" not in rec.cancelled:
+            while "a" not in rec.cancelled:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         assert await peer.nothing_for(0.2)
         assert session.inflight_count == 0
@@ -414,7 +415,7 @@ async def test_batches_are_processed_on_2025_03_26() -> None:
 async def test_oversized_message_is_refused_and_session_continues() -> None:
     limits = Limits(max_message_bytes=200)
     async with anyio.create_task_group() as tg:
-        session, peer, _ = await start(tg, limits=limits)
+        _, peer, _ = await start(tg, limits=limits)
         await peer.send({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"x": "y" * 500}})
         err = await peer.recv()
         assert err["error"]["code"] == -32600 and "200" in err["error"]["message"]
@@ -437,12 +438,12 @@ async def test_close_resolves_every_pending_entry_and_cancels_handlers() -> None
             tg.start_soon(call)
         await peer.send({"jsonrpc": "2.0", "id": "h", "method": "block"})
         with anyio.fail_after(5):
-            while session.pending_count < 100 or "h" not in rec.started:
+            while session.pending_count < 100 or "h" not in rec.started:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         await peer.transport.aclose()  # the peer goes away
         await session.wait_closed()
         with anyio.fail_after(5):
-            while len(errors) < 100:
+            while len(errors) < 100:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         assert rec.cancelled == ["h"]
         assert session.holds_nothing()
@@ -551,7 +552,7 @@ async def test_pending_budget_is_shared_and_always_given_back() -> None:
             await s2.request("one too many")
         await p2.send({"jsonrpc": "2.0", "id": answered["id"], "result": {}})
         with anyio.fail_after(5):
-            while budget.used != 2:
+            while budget.used != 2:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         with anyio.move_on_after(0.05):
             await s2.request("cancelled locally", timeout=None)
@@ -630,7 +631,7 @@ async def test_close_with_a_nested_request_waiting_for_room_logs_nothing(anyio_b
         await b.send(b'{"jsonrpc":"2.0","id":"h","method":"tools/call"}')
         assert a.send_nowait(b"filler")  # the output is full before the handler asks
         with anyio.fail_after(5):
-            while not rec.started:
+            while not rec.started:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
                 await anyio.sleep(0.01)
         await anyio.sleep(0.05)
         assert session.pending_count == 1  # the nested request waits for room
@@ -725,7 +726,7 @@ async def test_a_cancellation_notice_is_not_dropped_because_the_loop_was_busy(ho
     # had room all along, and the peer never heard that the request was given up.
     a, b = memory_pair()
     transport = BusyLoopTransport(a, busy=1.5)
-    session = Session(transport, Recorder())  # type: ignore[arg-type]
+    session = Session(transport, Recorder())
     peer = RawPeer(b)
     async with anyio.create_task_group() as tg:
         await tg.start(session.run)
@@ -763,7 +764,7 @@ class StuckTransport(BusyLoopTransport):
 async def test_a_notice_the_output_never_takes_is_given_up_after_notice_timeout(how: str) -> None:
     a, b = memory_pair()
     transport = StuckTransport(a)
-    session = Session(transport, Recorder(), limits=Limits(notice_timeout=0.2))  # type: ignore[arg-type]
+    session = Session(transport, Recorder(), limits=Limits(notice_timeout=0.2))
     peer = RawPeer(b)
     async with anyio.create_task_group() as tg:
         await tg.start(session.run)

@@ -105,7 +105,7 @@ async def test_calendar_authorization_is_one_per_session_and_ends_with_it_over(k
         async with over(kind, app, url_handler=refuse) as client:
             made = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 2})
             assert made.structured_content is not None
-            eids = set()
+            eids: set[str] = set()
             for _ in range(100):
                 with pytest.raises(UrlElicitationRequired) as info:
                     await client.call_tool("add_to_calendar", {"booking_id": made.structured_content["booking_id"]})

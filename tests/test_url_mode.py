@@ -374,11 +374,11 @@ async def test_deposit_paid_before_the_answer_books_directly() -> None:
         holder["booking"] = original(**kw)
         return holder["booking"]
 
-    booking_example.build = capture  # type: ignore[assignment]
+    booking_example.build = capture
     try:
         structured, _, _ = await run_deposit(person, pay_after=False)
     finally:
-        booking_example.build = original  # type: ignore[assignment]
+        booking_example.build = original
     assert structured["status"] == "booked"
 
 

@@ -69,7 +69,7 @@ async def test_progress_flows_while_the_person_answers_and_stops_with_the_answer
         assert (own.progress, own.total, own.message) == (2, 2, "answered")
         # the answer ended them: the timer stops, and nothing more is sent
         assert conn.waits is not None
-        await wait_for(lambda: not conn.waits.running, "the timer to end")  # type: ignore[union-attr]
+        await wait_for(lambda: not conn.waits.running, "the timer to end")
         count = len(seen)
         assert len(conn.waits) == 0
         await client.ping()  # a round trip: a stray notification would have arrived before its answer
@@ -161,7 +161,7 @@ async def test_many_waiting_questions_share_one_timer(anyio_backend: str) -> Non
             while done < n:
                 if "result" in await peer.recv(timeout=60):
                     done += 1
-        await wait_for(lambda: not conn.waits.running, "the timer to end")  # type: ignore[union-attr]
+        await wait_for(lambda: not conn.waits.running, "the timer to end")
         assert len(conn.waits) == 0
 
 

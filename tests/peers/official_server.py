@@ -12,8 +12,6 @@ Only the official SDK's idiomatic API is used here; minimcp is not imported.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     CancelledElicitation,
@@ -21,6 +19,7 @@ from mcp.server.mcpserver import (
     DeclinedElicitation,
     MCPServer,
 )
+from pydantic import BaseModel
 
 mcp = MCPServer(name="official-peer", version="0.0.1")
 
