@@ -21,11 +21,11 @@ from typing import Any, Final
 
 import anyio
 
-from minimcp import forms
 from minimcp.cli.terminal import Console, LineReader, Style
 from minimcp.client import ElicitationRequest, UrlElicitationRequest, open_in_browser
 from minimcp.elicitation import Accepted, Cancelled, Declined
 from minimcp.errors import MinimcpError
+from minimcp.form_check import check_value
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "AnswerError",
     "Questions",
     "Scripted",
-    "check_field",
     "describe_url",
     "parse_field_answer",
 ]
@@ -140,12 +139,6 @@ def parse_field_answer(field: FormField, raw: str) -> Any:
                     picked.append(value)
         return picked
     return raw if raw.strip() == raw else text
-
-
-def check_field(field: FormField, value: Any) -> Any:
-    """Check one value with the form's own rules (forms.Form.validate); return it normalized."""
-    single: forms.Form[dict[str, Any]] = forms.Form((field,), dict, schema={})
-    return single.validate({field.name: value})[field.name]
 
 
 def _kind_hint(field: FormField) -> str:
@@ -433,7 +426,7 @@ class Questions:
                 value = parse_field_answer(field, raw)
                 if value is OMIT:
                     return OMIT
-                return check_field(field, value)
+                return check_value(field, value)  # the form's own rules (bounds, formats)
             except (AnswerError, FormValidationError) as exc:
                 message = str(exc)
                 if isinstance(exc, FormValidationError):
