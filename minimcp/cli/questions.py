@@ -16,7 +16,7 @@ import json
 import re
 import textwrap
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -261,6 +261,18 @@ class Questions:
     def interactive(self) -> bool:
         return self.reader is not None
 
+    async def _in_person(self, server: str, what: str, asking: Awaitable[Answer]) -> Answer:
+        """Await the person's answer to ``server``'s ``what``; if the server withdraws it first, say so."""
+        self.asking = server
+        try:
+            return await asking
+        except anyio.get_cancelled_exc_class():
+            if not self.console.interrupted:
+                self.console.show(self.console.ui_style.yellow(f"  (the {what} was closed before you answered)"))
+            raise
+        finally:
+            self.asking = None
+
     # -- form mode ----------------------------------------------------------------
 
     async def elicit(self, question: ElicitationRequest) -> Answer:
@@ -275,15 +287,7 @@ class Questions:
                     "(answer with --answers '{\"field\": value}' or --accept-defaults)"
                 )
                 return Declined()
-            self.asking = question.server_name
-            try:
-                return await self._ask_form(question, self.reader)
-            except anyio.get_cancelled_exc_class():
-                if not self.console.interrupted:
-                    self.console.show(self.console.ui_style.yellow("  (the question was closed before you answered)"))
-                raise
-            finally:
-                self.asking = None
+            return await self._in_person(question.server_name, "question", self._ask_form(question, self.reader))
 
     def _note_question(self, question: ElicitationRequest) -> None:
         style = self.console.err_style
@@ -447,15 +451,7 @@ class Questions:
                     return Accepted(None)
                 self.console.note("  declined: stdin is not a terminal (consent without asking with --accept-urls)")
                 return Declined()
-            self.asking = request.server_name
-            try:
-                return await self._ask_consent(request, self.reader)
-            except anyio.get_cancelled_exc_class():
-                if not self.console.interrupted:
-                    self.console.show(self.console.ui_style.yellow("  (the request was closed before you answered)"))
-                raise
-            finally:
-                self.asking = None
+            return await self._in_person(request.server_name, "request", self._ask_consent(request, self.reader))
 
     async def _ask_consent(self, request: UrlElicitationRequest, reader: LineReader) -> Answer:
         console, style = self.console, self.console.ui_style
