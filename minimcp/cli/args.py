@@ -24,6 +24,7 @@ from minimcp.errors import MinimcpError
 from minimcp.types import LoggingLevel, Tool
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "EXIT_FAILURE",
     "EXIT_OK",
     "EXIT_TOOL_ERROR",
@@ -46,6 +47,8 @@ __all__ = [
 
 #: The MCP log levels, least severe first (``--log-level``): the protocol's own list, not a copy.
 LOG_LEVELS: tuple[LoggingLevel, ...] = typing.get_args(LoggingLevel)
+#: Seconds ``--timeout`` waits for each response unless told otherwise.
+DEFAULT_TIMEOUT = 60.0
 
 
 def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -77,7 +80,7 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     group.add_argument("--accept-urls", action="store_true", default=default(False),
                        help=helps("consent to URL requests without asking (the URL is printed; no browser is "
                                   "opened)"))
-    group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(60.0),
+    group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(DEFAULT_TIMEOUT),
                        help=helps("seconds to wait for each response (paused while you answer); 0: no limit"))
     group.add_argument("--log-level", choices=LOG_LEVELS, default=default(None),
                        help=helps("ask the server to send log messages from this level up (shown on stderr)"))
