@@ -35,7 +35,7 @@ from minimcp import (
     UrlElicitationRequired,
     open_in_browser,
 )
-from minimcp.diagram_cmd import write_diagram
+from minimcp.cli.diagram import write_diagram
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
 from minimcp.trace import WireTrace
 from minimcp.transports.stdio import stdio_client

@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["diagram"]:  # drawing a trace needs no client: the light path
-        from minimcp.diagram_cmd import main as diagram_main
+        from minimcp.cli.diagram import main as diagram_main
 
         return diagram_main(args[1:])
     from minimcp.cli import main as cli_main

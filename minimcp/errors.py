@@ -35,8 +35,8 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
         +-- InvalidState                  [state] a requestState that cannot be trusted
         +-- StateTooLarge                 [state] also ValueError: a requestState would be over its size bound
         +-- StoreUnavailable              [used_states] the store of used states cannot answer
-        +-- CliError                      [cli] a problem the command line reports in one line
-        +-- AnswerError                   [cli_render] also ValueError: a typed answer that does not fit
+        +-- CliError                      [cli.args] a problem the command line reports in one line
+        +-- AnswerError                   [cli.questions] also ValueError: a typed answer that does not fit
 
 Only :class:`McpError` (and subclasses) is ever turned into a JSON-RPC error
 response, and only with its own message -- internal exception text never goes

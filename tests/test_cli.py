@@ -28,20 +28,10 @@ import anyio
 import pytest
 
 from minimcp import Accepted, Cancelled, Declined
-from minimcp.cli import CliError, parse_arguments, parse_pairs, parse_target
-from minimcp.cli_render import (
-    OMIT,
-    AnswerError,
-    Console,
-    LineReader,
-    Questions,
-    Scripted,
-    Style,
-    describe_url,
-    format_progress,
-    format_trace,
-    parse_field_answer,
-)
+from minimcp.cli.args import CliError, parse_arguments, parse_pairs, parse_target
+from minimcp.cli.questions import OMIT, AnswerError, Questions, Scripted, describe_url, parse_field_answer
+from minimcp.cli.render import format_progress, format_trace
+from minimcp.cli.terminal import Console, LineReader, Style
 from minimcp.client import ElicitationRequest, UrlElicitationRequest
 from minimcp.forms import parse_schema
 from minimcp.types import ProgressParams, Tool
@@ -815,7 +805,7 @@ def test_question_summaries_list_the_options(peer: str) -> None:
 
 
 def test_the_servers_shutdown_output_is_bounded(noisy: str, tmp_path: pathlib.Path) -> None:
-    from minimcp.cli_stderr import SHUTDOWN_LINES
+    from minimcp.cli.server_stderr import SHUTDOWN_LINES
 
     target = f"{noisy} asyncio {shlex.quote(str(tmp_path / 'sigint'))}"
     done = run_cli("call", target, "ask", "--answers", '{"ok": true}')

@@ -1,4 +1,4 @@
-"""Sequence diagrams of wire traces (minimcp/diagram.py, diagram_svg.py, diagram_cmd.py).
+"""Sequence diagrams of wire traces (minimcp/diagram.py, diagram_svg.py, cli/diagram.py).
 
 The layout is checked on small hand-written traces (nesting, interleaved calls, notifications
 with and without a request, errors, unknown ids, both eras, bad lines, both sides); the

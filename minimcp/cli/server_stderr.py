@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from minimcp.cli_render import Console
+from minimcp.cli.terminal import Console
 
 __all__ = ["SHUTDOWN_LINES", "StderrRelay", "relaying"]
 
 #: Lines of the server's stderr shown after the session has ended (the rest is counted).
 SHUTDOWN_LINES = 10
-_CHUNK = 65536
+_CHUNK = 65536  # bytes per read of the pipe
 
 
 class StderrRelay:

@@ -18,13 +18,17 @@ from minimcp.diagram_svg import render_html, render_svg
 
 __all__ = ["main", "write_diagram"]
 
+_TERMINAL_FALLBACK = (120, 40)  # columns, lines when the terminal's size is unknown
+_TEXT_FILE_WIDTH = 160  # columns of a text drawing written to a file
+_EXIT_FAILURE = 2  # nothing could be read or written
+
 
 def write_diagram(lines: Iterable[str], target: str, *, side: str | None = None, title: str | None = None) -> Diagram:
     """Draw the trace ``lines`` into ``target`` (a path, or ``-`` for text on stdout)."""
     diagram = read_trace(lines, side=side)
     suffix = pathlib.Path(target).suffix.lower()
     if target == "-" or suffix == ".txt":
-        width = shutil.get_terminal_size((120, 40)).columns if target == "-" else 160
+        width = shutil.get_terminal_size(_TERMINAL_FALLBACK).columns if target == "-" else _TEXT_FILE_WIDTH
         text = render_text(diagram, width=width)
         if target == "-":
             sys.stdout.write(text)
@@ -48,8 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="minimcp diagram",
         description="Draw a wire trace (a WireTrace JSON-lines file, from either side) as a sequence diagram.",
-        epilog="Make a trace with --trace-file on the call and connect commands, "
-        "Server(trace=WireTrace('wire.jsonl')) or Client(trace=...).",
+        epilog="Make a trace with Server(trace=WireTrace('wire.jsonl')) or Client(trace=...); "
+        "the tools, call and connect commands draw their own session with --diagram FILE.",
     )
     parser.add_argument("trace", help="the trace file (JSON lines), or - for standard input")
     parser.add_argument(
@@ -71,10 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 diagram = write_diagram(lines, args.output, side=args.side, title=args.title or args.trace)
     except OSError as exc:
         _say(f"{exc.strerror or exc}: {exc.filename or args.trace}")
-        return 2
+        return _EXIT_FAILURE
     for problem in diagram.problems:
         _say(f"skipped {problem}")
     if args.output != "-":
         skipped = f", {len(diagram.problems)} lines skipped" if diagram.problems else ""
         sys.stderr.write(f"wrote {args.output}: {len(diagram.events)} messages{skipped}\n")
-    return 0 if diagram.events or not diagram.problems else 2
+    return 0 if diagram.events or not diagram.problems else _EXIT_FAILURE

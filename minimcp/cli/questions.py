@@ -1,14 +1,11 @@
-"""Terminal side of the command-line client: questions, consent, progress, logs, the wire trace.
+"""The question flow of the command-line client: a server's form and URL questions, asked or answered from flags.
 
-Only the standard library touches the terminal. Streams have fixed roles: results go
-to stdout; logs, progress, notes and the trace go to stderr; questions go to the
-terminal the person types on (stdout when stdin and stdout are both terminals,
-else stderr).
-
-Lines are read on a daemon thread (``input()`` with readline on a terminal, so
-defaults can be prefilled and edited; plain ``os.read`` otherwise) and awaited
-through :func:`anyio.to_thread.run_sync`. A question the server withdraws is
-abandoned without leaving a worker thread blocked, so the program can always exit.
+:class:`Questions` is the client's ``elicitation_handler`` and ``url_handler``. With a
+terminal (a :class:`~minimcp.cli.terminal.LineReader`) the person is asked field by field:
+what they type is read into the field's kind (:func:`parse_field_answer`), checked with
+the form's own rules, and asked again when it does not fit. Without one, ``--answers``,
+``--accept-defaults`` and ``--accept-urls`` (:class:`Scripted`) answer, or the question
+is declined with a note on stderr: nothing waits for a person who is not there.
 """
 
 from __future__ import annotations
@@ -16,48 +13,30 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import re
-import sys
 import textwrap
-import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping, Sequence
-from types import ModuleType
-from typing import Any, Final, TextIO
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from typing import Any, Final
 
 import anyio
-import msgspec
 
-from minimcp import forms
+from minimcp.cli.terminal import Console, LineReader, Style
 from minimcp.client import ElicitationRequest, UrlElicitationRequest, open_in_browser
 from minimcp.elicitation import Accepted, Cancelled, Declined
 from minimcp.errors import MinimcpError
+from minimcp.form_check import check_value
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
-from minimcp.types import (
-    AudioContent,
-    CallToolResult,
-    EmbeddedResource,
-    ImageContent,
-    LoggingMessageParams,
-    ProgressParams,
-    ResourceLink,
-    TextContent,
-    Tool,
-    UnsetType,
-)
 
 __all__ = [
+    "CANCEL_KEYS",
+    "DECLINE_KEYS",
+    "OMIT",
     "Answer",
-    "Console",
-    "LineReader",
-    "Progress",
+    "AnswerError",
     "Questions",
-    "Style",
-    "describe_tool",
-    "format_progress",
-    "format_result",
-    "format_trace",
+    "Scripted",
+    "describe_url",
     "parse_field_answer",
 ]
 
@@ -66,269 +45,9 @@ Answer = Accepted[Any] | Declined | Cancelled
 DECLINE_KEYS: Final = ("!d", "!decline")
 CANCEL_KEYS: Final = ("!c", "!cancel")
 
-
-# --- styling -------------------------------------------------------------------------------------------------
-
-
-class Style:
-    """ANSI styling for one stream; plain text when the stream is not a colour terminal."""
-
-    def __init__(self, stream: TextIO, *, enabled: bool | None = None) -> None:
-        if enabled is None:
-            enabled = _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-        self.enabled = enabled
-        encoding = getattr(stream, "encoding", None) or "ascii"
-        try:
-            "→←✓⚠·".encode(encoding)
-            self.unicode = True
-        except (UnicodeError, LookupError):
-            self.unicode = False
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def red(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def green(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def yellow(self, text: str) -> str:
-        return self._wrap("33", text)
-
-    def cyan(self, text: str) -> str:
-        return self._wrap("36", text)
-
-    def magenta(self, text: str) -> str:
-        return self._wrap("35", text)
-
-    def highlight(self, text: str) -> str:
-        return self._wrap("1;4;33", text)
-
-    def glyph(self, fancy: str, plain: str) -> str:
-        return fancy if self.unicode else plain
-
-
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-class Console:
-    """The three output streams, with one progress line on stderr that other output first settles."""
-
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None) -> None:
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
-        interactive_out = _isatty(sys.stdin) and _isatty(self.out)
-        #: Where questions are shown: the terminal the person types on.
-        self.ui = self.out if interactive_out else self.err
-        self.out_style = Style(self.out, enabled=None if color is None else color and _isatty(self.out))
-        self.err_style = Style(self.err, enabled=None if color is None else color and _isatty(self.err))
-        self.ui_style = self.out_style if self.ui is self.out else self.err_style
-        self.err_tty = _isatty(self.err)
-        self._progress_width = 0  # characters of an unfinished progress line on stderr
-        #: A prompt is shown and its line not yet typed: other output first moves to a new line.
-        self.prompt_open = False
-        #: Ctrl-C was pressed: the run is ending, and says so in one line; nothing else is shown.
-        self.interrupted = False
-
-    def settle(self) -> None:
-        """End an unfinished progress line or prompt, so the next output starts on a fresh line."""
-        if self.prompt_open:
-            self.prompt_open = False
-            try:
-                self.ui.write("\n")
-                self.ui.flush()
-            except (BrokenPipeError, ValueError):
-                pass
-        if self._progress_width:
-            self._progress_width = 0
-            self.err.write("\n")
-            self.err.flush()
-
-    def _write(self, stream: TextIO, text: str) -> None:
-        self.settle()
-        try:
-            stream.write(text + "\n")
-            stream.flush()
-        except (BrokenPipeError, ValueError):
-            pass
-
-    def result(self, text: str) -> None:
-        """A result, on stdout."""
-        self._write(self.out, text)
-
-    def show(self, text: str) -> None:
-        """Part of a question, where the person reads questions."""
-        self._write(self.ui, text)
-
-    def note(self, text: str) -> None:
-        """A note, a log line or a trace line, on stderr."""
-        self._write(self.err, text)
-
-    def progress_line(self, text: str) -> None:
-        """Draw (on a terminal: redraw in place) the progress line."""
-        if not self.err_tty:
-            self._write(self.err, text)
-            return
-        pad = max(0, self._progress_width - len(text))
-        try:
-            self.err.write("\r" + text + " " * pad + ("\b" * pad))
-            self.err.flush()
-        except (BrokenPipeError, ValueError):
-            return
-        self._progress_width = max(1, len(text))
-
-
-# --- reading lines -------------------------------------------------------------------------------------------
-
-
-class LineReader:
-    """Reads answer lines from stdin on a daemon thread; awaited without blocking the event loop.
-
-    On a terminal (stdin and stdout both TTYs) ``input()`` is used, with readline when
-    it is available: the line is editable, and a default can be prefilled. Otherwise the
-    prompt is written to ``prompt_stream`` and bytes are read from file descriptor 0.
-
-    A read the caller stops waiting for (the server withdrew the question) stays open;
-    the next read shows its own prompt and takes the line typed next. ``None`` means
-    end of input: ctrl-D on a terminal ends that one read only (it cancels one question,
-    and the next read waits for the person again); a closed pipe ends every read.
-    """
-
-    def __init__(
-        self, prompt_stream: TextIO | None = None, *, use_input: bool | None = None, console: Console | None = None
-    ) -> None:
-        self.prompt_stream = prompt_stream or sys.stdout
-        self.console = console
-        if use_input is None:
-            use_input = _isatty(sys.stdin) and _isatty(sys.stdout)
-        self.use_input = use_input
-        self.readline: ModuleType | None = None
-        if use_input:
-            try:
-                import readline
-
-                self.readline = readline
-            except ImportError:  # pragma: no cover - Python built without readline
-                self.readline = None
-        self._cond = threading.Condition()
-        self._busy = False  # the daemon thread is reading a line
-        self._ready = False  # a line (or EOF) is waiting to be taken
-        self._line: str | None = None
-        self._buffer = b""
-        self._eof = False  # the input is over for good (not a terminal: ctrl-D there ends one read)
-        self._terminal = _isatty(sys.stdin)
-        self._lock: anyio.Lock | None = None
-
-    @property
-    def can_prefill(self) -> bool:
-        return self.readline is not None
-
-    async def read(self, prompt: str, *, prefill: str | None = None, history: bool = False) -> str | None:
-        """Show ``prompt`` and return the next line (without its newline), or ``None`` at end of input.
-
-        ``history``: keep the line in readline's history (commands, not answers to questions).
-        """
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        async with self._lock:
-            console = self.console
-            if console is not None:
-                console.settle()
-            with self._cond:
-                if self._eof:
-                    return None
-                if self._busy:
-                    # An abandoned read is still waiting for a line: reuse it.
-                    self._write_prompt(prompt)
-                else:
-                    self._busy, self._ready, self._line = True, False, None
-                    thread = threading.Thread(
-                        target=self._run, args=(prompt, prefill, history), name="minimcp-cli-input", daemon=True
-                    )
-                    thread.start()
-            abandoned = threading.Event()
-
-            def wait() -> str | None:
-                with self._cond:
-                    while not self._ready and not abandoned.is_set():
-                        self._cond.wait()
-                    if not self._ready:
-                        return None
-                    self._ready = False
-                    return self._line
-
-            if console is not None:
-                console.prompt_open = True
-            try:
-                line = await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
-            except BaseException:
-                # Stop waiting; the line typed next goes to the next read. The prompt stays on screen.
-                with self._cond:
-                    abandoned.set()
-                    self._cond.notify_all()
-                raise
-            if console is not None:
-                console.prompt_open = line is None  # ctrl-D leaves the cursor after the prompt
-            return line
-
-    def _write_prompt(self, prompt: str) -> None:
-        try:
-            self.prompt_stream.write(prompt)
-            self.prompt_stream.flush()
-        except (BrokenPipeError, ValueError):
-            pass
-
-    def _run(self, prompt: str, prefill: str | None, history: bool) -> None:
-        try:
-            line = self._read_input(prompt, prefill, history) if self.use_input else self._read_fd(prompt)
-        except Exception:
-            line = None
-        with self._cond:
-            self._busy = False
-            self._ready = True
-            self._line = line
-            if line is None and not self._terminal:
-                self._eof = True
-            self._cond.notify_all()
-
-    def _read_input(self, prompt: str, prefill: str | None, history: bool) -> str | None:
-        rl = self.readline
-        if rl is not None and prefill:
-            rl.set_startup_hook(lambda: rl.insert_text(prefill))
-        try:
-            line = input(prompt)
-        except EOFError:
-            return None
-        else:
-            if rl is not None and line.strip() and not history:
-                with contextlib.suppress(Exception):  # an answer, not a command: keep it out of the history
-                    rl.remove_history_item(rl.get_current_history_length() - 1)
-            return line
-        finally:
-            if rl is not None and prefill:
-                rl.set_startup_hook(None)
-
-    def _read_fd(self, prompt: str) -> str | None:
-        self._write_prompt(prompt)
-        while b"\n" not in self._buffer:
-            chunk = os.read(0, 4096)
-            if not chunk:
-                rest, self._buffer = self._buffer, b""
-                return rest.decode(errors="replace").rstrip("\r") if rest else None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode(errors="replace").rstrip("\r")
+#: Seconds a result waits for a withdrawn question's closing note before it is shown.
+SETTLE_WAIT = 1.0
+_WRAP = 100  # columns of a question's message and its form summary
 
 
 # --- form answers --------------------------------------------------------------------------------------------
@@ -420,12 +139,6 @@ def parse_field_answer(field: FormField, raw: str) -> Any:
                     picked.append(value)
         return picked
     return raw if raw.strip() == raw else text
-
-
-def check_field(field: FormField, value: Any) -> Any:
-    """Check one value with the form's own rules (forms.Form.validate); return it normalized."""
-    single: forms.Form[dict[str, Any]] = forms.Form((field,), dict, schema={})
-    return single.validate({field.name: value})[field.name]
 
 
 def _kind_hint(field: FormField) -> str:
@@ -536,7 +249,7 @@ class Questions:
                 self._idle.set()
                 self._idle = None
 
-    async def settled(self, timeout: float = 1.0) -> None:
+    async def settled(self, timeout: float = SETTLE_WAIT) -> None:
         """Wait (briefly) until no question is being asked or wound down."""
         if self._active:
             if self._idle is None:
@@ -547,6 +260,18 @@ class Questions:
     @property
     def interactive(self) -> bool:
         return self.reader is not None
+
+    async def _in_person(self, server: str, what: str, asking: Awaitable[Answer]) -> Answer:
+        """Await the person's answer to ``server``'s ``what``; if the server withdraws it first, say so."""
+        self.asking = server
+        try:
+            return await asking
+        except anyio.get_cancelled_exc_class():
+            if not self.console.interrupted:
+                self.console.show(self.console.ui_style.yellow(f"  (the {what} was closed before you answered)"))
+            raise
+        finally:
+            self.asking = None
 
     # -- form mode ----------------------------------------------------------------
 
@@ -562,15 +287,7 @@ class Questions:
                     "(answer with --answers '{\"field\": value}' or --accept-defaults)"
                 )
                 return Declined()
-            self.asking = question.server_name
-            try:
-                return await self._ask_form(question, self.reader)
-            except anyio.get_cancelled_exc_class():
-                if not self.console.interrupted:
-                    self.console.show(self.console.ui_style.yellow("  (the question was closed before you answered)"))
-                raise
-            finally:
-                self.asking = None
+            return await self._in_person(question.server_name, "question", self._ask_form(question, self.reader))
 
     def _note_question(self, question: ElicitationRequest) -> None:
         style = self.console.err_style
@@ -619,10 +336,10 @@ class Questions:
         console.show("")
         console.show(style.bold(style.cyan(f"? {question.server_name} asks:")))
         for line in question.message.splitlines() or [""]:
-            console.show("  " + "\n  ".join(textwrap.wrap(line, 100) or [""]))
+            console.show("  " + "\n  ".join(textwrap.wrap(line, _WRAP) or [""]))
         fields = question.form.fields
         summary = "Form: " + "; ".join(f"{_label(f)} ({_kind_hint(f)})" for f in fields)
-        console.show(style.dim(textwrap.fill(summary, 100, initial_indent="  ", subsequent_indent="    ")))
+        console.show(style.dim(textwrap.fill(summary, _WRAP, initial_indent="  ", subsequent_indent="    ")))
         while True:
             choice = await reader.read("  [a]nswer, [d]ecline or [c]ancel? (enter = answer) ")
             if choice is None:
@@ -713,7 +430,7 @@ class Questions:
                 value = parse_field_answer(field, raw)
                 if value is OMIT:
                     return OMIT
-                return check_field(field, value)
+                return check_value(field, value)  # the form's own rules (bounds, formats)
             except (AnswerError, FormValidationError) as exc:
                 message = str(exc)
                 if isinstance(exc, FormValidationError):
@@ -734,15 +451,7 @@ class Questions:
                     return Accepted(None)
                 self.console.note("  declined: stdin is not a terminal (consent without asking with --accept-urls)")
                 return Declined()
-            self.asking = request.server_name
-            try:
-                return await self._ask_consent(request, self.reader)
-            except anyio.get_cancelled_exc_class():
-                if not self.console.interrupted:
-                    self.console.show(self.console.ui_style.yellow("  (the request was closed before you answered)"))
-                raise
-            finally:
-                self.asking = None
+            return await self._in_person(request.server_name, "request", self._ask_consent(request, self.reader))
 
     async def _ask_consent(self, request: UrlElicitationRequest, reader: LineReader) -> Answer:
         console, style = self.console, self.console.ui_style
@@ -818,162 +527,3 @@ def describe_url(request: UrlElicitationRequest, style: Style) -> list[str]:
         scheme = urllib.parse.urlsplit(request.url).scheme or "?"
         lines.append(style.yellow(f"  {warn} not https ({scheme}): the page is not encrypted"))
     return lines
-
-
-# --- progress, logs, trace -----------------------------------------------------------------------------------
-
-
-def format_progress(params: ProgressParams, *, width: int = 20) -> str:
-    """``[#####.....] 50% message`` (or ``[...] 3 message`` without a total)."""
-    message = "" if isinstance(params.message, UnsetType) else f" {params.message}"
-    total = None if isinstance(params.total, UnsetType) else params.total
-    if total is not None and total > 0:
-        fraction = min(1.0, max(0.0, params.progress / total))
-        filled = round(fraction * width)
-        return f"[{'#' * filled}{'.' * (width - filled)}] {round(fraction * 100):3d}%{message}"
-    return f"[{'.' * width}] {params.progress:g}{message}"
-
-
-class Progress:
-    """Shows the progress notifications of one call on stderr."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.seen = False
-
-    def update(self, params: ProgressParams) -> None:
-        self.seen = True
-        self.console.progress_line(format_progress(params))
-
-    def finish(self) -> None:
-        self.console.settle()
-
-
-def format_log(params: LoggingMessageParams, style: Style) -> str:
-    """One server log message, for stderr."""
-    data = params.data if isinstance(params.data, str) else json.dumps(params.data, ensure_ascii=False)
-    source = "" if isinstance(params.logger, UnsetType) else f" {params.logger}"
-    level = params.level
-    tag = f"[server {level}{source}]"
-    if level in ("error", "critical", "alert", "emergency"):
-        tag = style.red(tag)
-    elif level == "warning":
-        tag = style.yellow(tag)
-    else:
-        tag = style.dim(tag)
-    return f"{tag} {data}"
-
-
-def _summary(message: Any) -> str:
-    if not isinstance(message, dict):
-        return "batch" if isinstance(message, list) else "message"
-    if "method" in message:
-        kind = "request" if "id" in message else "notification"
-        ident = f" {json.dumps(message['id'])}" if "id" in message else ""
-        return f"{kind}{ident} {message['method']}"
-    if "error" in message:
-        return f"error response {json.dumps(message.get('id'))}"
-    return f"response {json.dumps(message.get('id'))}"
-
-
-def format_trace(direction: str, data: bytes, style: Style, *, pretty: bool = False) -> str:
-    """One wire message: an arrow (``→`` we send, ``←`` we receive) and its JSON."""
-    sending = direction == "send"
-    arrow = style.glyph("→", "->") if sending else style.glyph("←", "<-")
-    arrow = style.cyan(arrow) if sending else style.magenta(arrow)
-    try:
-        decoded = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return f"{arrow} {style.red('(not JSON)')} {data[:2000]!r}"
-    if pretty:
-        body = msgspec.json.format(data, indent=2).decode(errors="replace")
-        return f"{arrow} {style.bold(_summary(decoded))}\n" + textwrap.indent(body, "    ")
-    return f"{arrow} {data.decode(errors='replace')}"
-
-
-# --- tools and results ---------------------------------------------------------------------------------------
-
-
-def _schema_type(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    if "enum" in schema and isinstance(schema["enum"], list):
-        return "|".join(json.dumps(v) for v in schema["enum"])
-    if "const" in schema:
-        return json.dumps(schema["const"])
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            return "|".join(_schema_type(s) for s in schema[key])
-    if isinstance(schema.get("$ref"), str):
-        return str(schema["$ref"]).rsplit("/", 1)[-1]
-    kind = schema.get("type", "any")
-    text = "|".join(map(str, kind)) if isinstance(kind, list) else str(kind)
-    if text == "array" and isinstance(schema.get("items"), dict):
-        text = f"{_schema_type(schema['items'])}[]"
-    if isinstance(schema.get("format"), str):
-        text += f"<{schema['format']}>"
-    lo, hi = schema.get("minimum"), schema.get("maximum")
-    if lo is not None or hi is not None:
-        text += f"[{'' if lo is None else lo}..{'' if hi is None else hi}]"
-    return text
-
-
-def describe_tool(tool: Tool, *, full: bool = False) -> list[str]:
-    """A tool as ``name(arg: type, opt?: type = default)`` and its description, indented."""
-    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    required = set(schema.get("required") or [])
-    params: list[str] = []
-    for name, prop in (props or {}).items():
-        text = f"{name}{'' if name in required else '?'}: {_schema_type(prop)}"
-        if isinstance(prop, dict) and "default" in prop:
-            text += f" = {json.dumps(prop['default'])}"
-        params.append(text)
-    lines = [f"{tool.name}({', '.join(params)})"]
-    title = None if isinstance(tool.title, UnsetType) else tool.title
-    description = None if isinstance(tool.description, UnsetType) else tool.description
-    if title:
-        lines.append(f"    {title}")
-    if description:
-        text = description.strip()
-        if not full:
-            text = text.split("\n\n", 1)[0]
-        lines += ["    " + line for line in text.splitlines()]
-    if full:
-        lines += ["    input schema:", textwrap.indent(json.dumps(tool.input_schema, indent=2), "      ")]
-    return lines
-
-
-def format_result(result: CallToolResult) -> str:
-    """The content of a tool result as text (structured content as JSON when there is no text)."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, (ImageContent, AudioContent)):
-            kind = "image" if isinstance(block, ImageContent) else "audio"
-            size = len(block.data) * 3 // 4
-            parts.append(f"[{kind} {block.mime_type}, about {size} bytes]")
-        elif isinstance(block, ResourceLink):
-            parts.append(f"[link {block.name}: {block.uri}]")
-        elif isinstance(block, EmbeddedResource):
-            res = block.resource
-            if isinstance(res.text, str):
-                parts.append(res.text)
-            else:
-                parts.append(f"[resource {res.uri}]")
-    structured = result.structured_content
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured, indent=2, ensure_ascii=False))
-    return "\n".join(parts)
-
-
-def result_json(result: CallToolResult) -> str:
-    """The whole result as JSON, as it came on the wire."""
-    return msgspec.json.format(msgspec.json.encode(result), indent=2).decode()
-
-
-def server_banner(name: str, version: str, title: str | None, transport: str, protocol: str | None) -> str:
-    shown = f"{name} {version}" + (f" ({title})" if title else "")
-    return f"Connected to {shown} over {transport}, protocol {protocol or '?'}"
-

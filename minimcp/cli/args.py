@@ -1,22 +1,54 @@
-"""The command line's options and help (argparse): the shared options and text are shown once, on the top level.
+"""The command line's arguments: argparse options and help, targets, ``key=value`` tool arguments, checked Options.
 
-Examples name the running interpreter when a bare ``python`` would be another one.
+The shared options and text are shown once, on the top level. Examples name the
+running interpreter when a bare ``python`` would be another one. Everything is
+checked here, before connecting: a bad flag or argument is a :class:`CliError`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import shlex
 import shutil
 import sys
-from typing import Any
+import typing
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from minimcp import __version__
+from minimcp.cli.questions import Scripted
+from minimcp.errors import MinimcpError
+from minimcp.types import LoggingLevel, Tool
 
-__all__ = ["LOG_LEVELS", "build_parser", "epilog", "program_name", "python_name"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_TOOL_ERROR",
+    "LOG_LEVELS",
+    "Argument",
+    "CliError",
+    "Options",
+    "Target",
+    "build_parser",
+    "epilog",
+    "options_from",
+    "parse_arguments",
+    "parse_json_object",
+    "parse_pairs",
+    "parse_target",
+    "parse_value",
+    "program_name",
+    "python_name",
+]
 
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+#: The MCP log levels, least severe first (``--log-level``): the protocol's own list, not a copy.
+LOG_LEVELS: tuple[LoggingLevel, ...] = typing.get_args(LoggingLevel)
+#: Seconds ``--timeout`` waits for each response unless told otherwise.
+DEFAULT_TIMEOUT = 60.0
 
 
 def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -48,7 +80,7 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     group.add_argument("--accept-urls", action="store_true", default=default(False),
                        help=helps("consent to URL requests without asking (the URL is printed; no browser is "
                                   "opened)"))
-    group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(60.0),
+    group.add_argument("--timeout", type=float, metavar="SECONDS", default=default(DEFAULT_TIMEOUT),
                        help=helps("seconds to wait for each response (paused while you answer); 0: no limit"))
     group.add_argument("--log-level", choices=LOG_LEVELS, default=default(None),
                        help=helps("ask the server to send log messages from this level up (shown on stderr)"))
@@ -173,3 +205,204 @@ def build_parser() -> argparse.ArgumentParser:
     )
     drawing.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
+
+
+#: Exit statuses (see the epilog); 130, interrupted, is :data:`minimcp.interrupt.EXIT_INTERRUPTED`.
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_FAILURE = 2
+
+
+class CliError(MinimcpError):
+    """A problem to report in one line, with exit status 2."""
+
+
+# --- targets and arguments -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Target:
+    """Where the server is: a command to spawn (stdio), or a URL."""
+
+    kind: Literal["stdio", "http", "ws"]
+    command: tuple[str, ...] = ()
+    url: str = ""
+
+    def describe(self) -> str:
+        return shlex.join(self.command) if self.kind == "stdio" else self.url
+
+
+def parse_target(text: str) -> Target:
+    """``http(s)://`` -> Streamable HTTP, ``ws(s)://`` -> WebSocket, else a command split with shlex."""
+    stripped = text.strip()
+    lower = stripped.lower()
+    if lower.startswith(("http://", "https://")):
+        return Target("http", url=stripped)
+    if lower.startswith(("ws://", "wss://")):
+        return Target("ws", url=stripped)
+    try:
+        command = shlex.split(stripped)
+    except ValueError as exc:
+        raise CliError(f"cannot split the server command {text!r}: {exc}") from None
+    if not command:
+        raise CliError("the target is empty: give a server command, an http(s):// URL or a ws(s):// URL")
+    return Target("stdio", command=tuple(command))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Argument:
+    """One ``key=value`` argument: the text as typed and its JSON reading."""
+
+    key: str
+    text: str
+    value: Any
+
+
+def parse_value(text: str) -> Any:
+    """JSON when ``text`` is valid JSON, else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_pairs(pairs: Sequence[str]) -> list[Argument]:
+    out: list[Argument] = []
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"argument {pair!r} is not key=value (use --json for a JSON object)")
+        out.append(Argument(key, text, parse_value(text)))
+    return out
+
+
+def parse_json_object(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"--json is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CliError("--json must be a JSON object, like '{\"a\": 1}'")
+    return value
+
+
+_JSON_KINDS: dict[type, tuple[str, ...]] = {
+    bool: ("boolean",),
+    int: ("integer", "number"),
+    float: ("number",),
+    str: ("string",),
+    type(None): ("null",),
+    list: ("array",),
+    dict: ("object",),
+}
+
+
+def _allowed_types(schema: Any) -> set[str]:
+    if not isinstance(schema, dict):
+        return set()
+    kinds: set[str] = set()
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        kinds.add(kind)
+    elif isinstance(kind, list):
+        kinds.update(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            for sub in schema[key]:
+                kinds |= _allowed_types(sub)
+    return kinds
+
+
+def parse_arguments(pairs: Sequence[Argument], base: dict[str, Any], tool: Tool | None = None) -> dict[str, Any]:
+    """The call's arguments: ``base`` (from ``--json``), then each pair.
+
+    A pair's JSON reading is used unless the tool's schema says the parameter takes a
+    string and not the JSON value's type; then the text is kept as typed.
+    """
+    props: dict[str, Any] = {}
+    if tool is not None and isinstance(tool.input_schema.get("properties"), dict):
+        props = tool.input_schema["properties"]
+    arguments = dict(base)
+    for arg in pairs:
+        value = arg.value
+        allowed = _allowed_types(props.get(arg.key))
+        if not isinstance(value, str) and "string" in allowed and not set(_JSON_KINDS.get(type(value), ())) & allowed:
+            value = arg.text
+        arguments[arg.key] = value
+    return arguments
+
+
+# --- the command line ----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(slots=True)
+class Options:
+    """Everything a run needs, checked before connecting."""
+
+    command: str
+    target: Target
+    trace: Literal["off", "compact", "pretty"]
+    diagram: str | None
+    scripted: Scripted
+    timeout: float | None
+    log_level: str | None
+    headers: dict[str, str]
+    backend: str
+    color: bool | None
+    verbose: bool
+    args: argparse.Namespace
+    call_pairs: list[Argument] = dataclasses.field(default_factory=list)
+    call_base: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The handshake completed (errors after it are the server's answers, not connection failures).
+    connected: bool = False
+    #: What the run is doing (named if ctrl-C interrupts it), and what it was doing when ctrl-C came.
+    doing: str = "starting"
+    interrupted_while: str | None = None
+    #: The session's wire trace, kept for ``--diagram``.
+    wire: list[str] = dataclasses.field(default_factory=list)
+
+
+def _headers(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise CliError(f"header {item!r} is not 'Name: value'")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    answers: dict[str, Any] | list[dict[str, Any]] | None = None
+    if args.answers is not None:
+        try:
+            answers = json.loads(args.answers)
+        except ValueError as exc:
+            raise CliError(f"--answers is not valid JSON: {exc}") from None
+        one_per_question = isinstance(answers, list) and all(isinstance(item, dict) for item in answers)
+        if not isinstance(answers, dict) and not one_per_question:
+            raise CliError(
+                "--answers must be a JSON object of field values, like '{\"date\": \"2025-12-26\"}', "
+                "or a list of them, one per question"
+            )
+    timeout = args.timeout if args.timeout and args.timeout > 0 else None
+    options = Options(
+        command=args.command,
+        target=parse_target(args.target),
+        trace="pretty" if args.trace_pretty else "compact" if args.trace else "off",
+        diagram=args.diagram,
+        scripted=Scripted(answers=answers, accept_defaults=args.accept_defaults, accept_urls=args.accept_urls),
+        timeout=timeout,
+        log_level=args.log_level,
+        headers=_headers(args.header),
+        backend=args.backend,
+        color=False if args.no_color else None,
+        verbose=args.verbose,
+        args=args,
+    )
+    if args.command == "call":
+        options.call_base = parse_json_object(args.json)
+        options.call_pairs = parse_pairs(args.pairs)
+    return options
