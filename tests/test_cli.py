@@ -884,10 +884,20 @@ def test_connect_reads_commands_from_a_pipe() -> None:
 
 
 def test_connect_ends_with_2_when_the_server_goes_away() -> None:
-    dying = (
-        f"{shlex.quote(PY)} -c \"import os, runpy, threading; threading.Timer(1.0, lambda: os._exit(0)).start(); "
-        f"runpy.run_path({str(REPO / 'examples' / 'hello_server.py')!r}, run_name='__main__')\""
+    # The server dies once the handshake is over (not after a fixed time: on a busy machine a timer
+    # could fire during initialize, which the CLI reports differently).
+    dying_script = (
+        "import os, runpy, threading\n"
+        "import minimcp.server as s\n"
+        "plain = s.ServerConnection.handle_notification\n"
+        "def handle(self, session, note):\n"
+        "    plain(self, session, note)\n"
+        "    if note.method == 'notifications/initialized':\n"
+        "        threading.Timer(0.3, lambda: os._exit(0)).start()\n"
+        "s.ServerConnection.handle_notification = handle\n"
+        f"runpy.run_path({str(REPO / 'examples' / 'hello_server.py')!r}, run_name='__main__')\n"
     )
+    dying = f"{shlex.quote(PY)} -c {shlex.quote(dying_script)}"
     proc = subprocess.Popen(
         [PY, "-m", "minimcp", "connect", dying],
         stdin=subprocess.PIPE,  # kept open: the session waits for a command when the server exits
