@@ -34,8 +34,8 @@ PURE_MODULES = [
     "diagram_svg.py",
     "metrics.py",
     "mrtr.py",
-    "transports/_sse.py",
-    "transports/_headers.py",
+    "transports/http/_sse.py",
+    "transports/http/_headers.py",
 ]
 #: Event loops, sockets, clocks, threads and processes.
 FORBIDDEN = {"anyio", "trio", "asyncio", "socket", "time", "threading", "subprocess"}
@@ -132,7 +132,7 @@ class Refuse:
             raise ImportError(f"{name} is blocked while importing a pure module")
         return None
 
-for package in ("minimcp", "minimcp.transports"):
+for package in ("minimcp", "minimcp.transports", "minimcp.transports.http"):
     stand_in = types.ModuleType(package)
     stand_in.__path__ = [package_dir + package[len("minimcp"):].replace(".", "/")]
     sys.modules[package] = stand_in
