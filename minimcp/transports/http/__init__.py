@@ -110,9 +110,8 @@ instead of failing the probe.
 from __future__ import annotations
 
 from minimcp.transports.http._asgi import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
-from minimcp.transports.http.app import StreamableHTTPApp
 from minimcp.transports.http.client import StreamableHTTPClientTransport, http_client
-from minimcp.transports.http.serve import connect_http, serve_http
+from minimcp.transports.http.serve import StreamableHTTPApp, connect_http, serve_http
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",

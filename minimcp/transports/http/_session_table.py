@@ -14,7 +14,7 @@ from minimcp.errors import MinimcpError
 from minimcp.transports.http._asgi import ASSUMED_VERSION
 
 if TYPE_CHECKING:
-    from minimcp.server import ServerConnection
+    from minimcp.transports._hosting import Connection
     from minimcp.transports.http._streams import SessionTransport
 
 __all__ = ["HTTPSession", "SessionTable", "TableFull", "client_key"]
@@ -31,7 +31,7 @@ class HTTPSession:
         self.id = session_id
         self.transport = transport
         self.client = client  # whom it counts against (client_key)
-        self.connection: ServerConnection | None = None
+        self.connection: Connection | None = None
         self.last_active = anyio.current_time()
         self.live = 0  # open SSE connections
         self.initialized = False  # a request after initialize came (else it expires after initialize_timeout)

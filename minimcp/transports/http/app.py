@@ -7,7 +7,7 @@ import logging
 import math
 import secrets
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
 import anyio.abc
@@ -16,6 +16,7 @@ import msgspec
 from minimcp import errors, jsonrpc
 from minimcp.config import Limits
 from minimcp.jsonrpc import Notification, Request
+from minimcp.transports._hosting import Connection, Servable
 from minimcp.transports.http import _headers as mcp_headers
 from minimcp.transports.http._asgi import (
     ASSUMED_VERSION,
@@ -41,9 +42,12 @@ from minimcp.versions import Feature, is_supported, negotiate, supports
 from minimcp.workers import check_worker_id
 
 if TYPE_CHECKING:
-    from minimcp.server import Server, ServerConnection
+    from minimcp.session import Dispatcher, Session
+    from minimcp.transports import Transport
 
-__all__ = ["StreamableHTTPApp"]
+__all__ = ["StreamableHTTPAppBase"]
+
+S = TypeVar("S", bound=Servable)
 
 logger = logging.getLogger("minimcp.http")
 
@@ -57,8 +61,12 @@ _SWEEP_MIN, _SWEEP_MAX = 0.05, 30.0
 _SESSION_ID_BYTES = 24
 
 
-class StreamableHTTPApp:
+class StreamableHTTPAppBase(Generic[S]):
     """An MCP server as an ASGI 3 application (Streamable HTTP, one endpoint).
+
+    This class imports no role: it serves any :class:`~minimcp.transports._hosting.Servable`.
+    :class:`minimcp.transports.http.StreamableHTTPApp` is this app bound to a
+    :class:`minimcp.Server` (it supplies :meth:`_stateless_connection`).
 
     Args:
         server: The :class:`~minimcp.Server` (tools and handshake). Each HTTP
@@ -94,7 +102,7 @@ class StreamableHTTPApp:
 
     def __init__(
         self,
-        server: Server,
+        server: S,
         *,
         path: str = "/mcp",
         allowed_hosts: Collection[str] | None = None,
@@ -133,6 +141,7 @@ class StreamableHTTPApp:
         self._tg: anyio.abc.TaskGroup | None = None
         self._stateless = StatelessLeg(
             server,
+            self._stateless_connection,
             max_message_bytes=self.limits.max_message_bytes,
             max_parked_per_client=self.limits.max_parked_per_client,
             keepalive_interval=keepalive_interval,
@@ -152,13 +161,13 @@ class StreamableHTTPApp:
         """Ids of the live sessions."""
         return list(self._sessions)
 
-    def connection(self, session_id: str) -> ServerConnection | None:
+    def connection(self, session_id: str) -> Connection | None:
         """The server connection of a live session (for inspection and tests)."""
         sess = self._sessions.get(session_id)
         return sess.connection if sess is not None else None
 
     @property
-    def modern_connection(self) -> ServerConnection | None:
+    def modern_connection(self) -> Dispatcher | None:
         """The connection serving revision 2026-07-28 requests while the app runs (for inspection and tests)."""
         return self._stateless.connection
 
@@ -182,6 +191,10 @@ class StreamableHTTPApp:
             self._tg = None
             self.close()
             self._stateless.stopped()
+
+    def _stateless_connection(self, transport: Transport) -> tuple[Dispatcher, Session]:
+        """The connection serving every 2026-07-28 POST, over ``transport``: the role-level hook."""
+        raise NotImplementedError("serving revision 2026-07-28 needs a role: use StreamableHTTPApp")
 
     def close(self) -> None:
         """End every session now (their open streams finish; their work is cancelled).
@@ -223,7 +236,7 @@ class StreamableHTTPApp:
             self._end(sess)
 
     async def _run_session(
-        self, sess: HTTPSession, *, task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED
+        self, sess: HTTPSession, *, task_status: anyio.abc.TaskStatus[Connection] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         try:
             await self.server.serve(sess.transport, task_status=task_status)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -23,11 +23,16 @@ from minimcp.transports.http._wire import JSON
 from minimcp.versions import is_modern, is_supported
 
 if TYPE_CHECKING:
-    from minimcp.server import Server, ServerConnection
-    from minimcp.session import Session
+    from minimcp.session import Dispatcher, Session
+    from minimcp.transports import Transport
+    from minimcp.transports._hosting import Servable
     from minimcp.types import Tool
 
-__all__ = ["StatelessLeg", "claims_modern", "wants_modern"]
+__all__ = ["StatelessConnector", "StatelessLeg", "claims_modern", "dispatch", "wants_modern"]
+
+#: Makes the connection that serves every 2026-07-28 POST of an app, over the transport given:
+#: its dispatcher (locked to revision 2026-07-28) and its session, not yet running.
+StatelessConnector = Callable[["Transport"], "tuple[Dispatcher, Session]"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -81,7 +86,7 @@ async def _respond_modern_error(
 
 
 async def dispatch(
-    connection: ServerConnection, session: Session, request: Request, reply_id: RequestId
+    connection: Dispatcher, session: Session, request: Request, reply_id: RequestId
 ) -> tuple[int, bytes]:
     """Answer one 2026-07-28 request: its HTTP status and its reply, under the client's id ``reply_id``.
 
@@ -133,7 +138,7 @@ class _ModernHost:
 
     __slots__ = ("connection", "ids", "session", "transport")
 
-    def __init__(self, connection: ServerConnection, session: Session, transport: _ModernTransport) -> None:
+    def __init__(self, connection: Dispatcher, session: Session, transport: _ModernTransport) -> None:
         self.connection = connection
         self.session = session
         self.transport = transport
@@ -149,9 +154,16 @@ class StatelessLeg:
     """
 
     def __init__(
-        self, server: Server, *, max_message_bytes: int, max_parked_per_client: int, keepalive_interval: float
+        self,
+        server: Servable,
+        connect: StatelessConnector,
+        *,
+        max_message_bytes: int,
+        max_parked_per_client: int,
+        keepalive_interval: float,
     ) -> None:
         self.server = server
+        self._connect = connect
         self.max_message_bytes = max_message_bytes
         self.max_parked_per_client = max_parked_per_client
         self.keepalive_interval = keepalive_interval
@@ -160,23 +172,16 @@ class StatelessLeg:
         self._annotations: dict[str, tuple[Tool, tuple[mcp_headers.ParamHeader, ...]]] = {}
 
     @property
-    def connection(self) -> ServerConnection | None:
+    def connection(self) -> Dispatcher | None:
         return self._host.connection if self._host is not None else None
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start the connection that serves every 2026-07-28 POST; ``tg`` hosts parked tool calls."""
-        from minimcp.server import ServerConnection
-        from minimcp.session import Session
-
         transport = _ModernTransport()
-        conn = ServerConnection(self.server)
-        name = f"server {self.server.name} (HTTP 2026-07-28)"
-        session = Session(transport, conn, limits=self.server.limits, name=name)
-        session.trace = self.server.trace
-        conn.session = session
-        # Locked to the modern revision from the start (what a first enveloped request would do), so
-        # that an enveloped initialize is -32601 and a request without the envelope -32602.
-        conn.lock_era("modern")
+        try:
+            conn, session = self._connect(transport)
+        except NotImplementedError:  # an app bound to no role: the handshake era only (503 here)
+            return
         await tg.start(session.run)
         self._host = _ModernHost(conn, session, transport)
 

@@ -17,20 +17,38 @@ import anyio
 import anyio.abc
 
 from minimcp.config import Limits
+from minimcp.server import Server, ServerConnection
+from minimcp.session import Session
 from minimcp.transports.asgi_server import bind, run_asgi
-from minimcp.transports.http.app import StreamableHTTPApp
+from minimcp.transports.http.app import StreamableHTTPAppBase
 from minimcp.transports.http.client import http_client
 
 if TYPE_CHECKING:
     from minimcp.client import Client
-    from minimcp.server import Server
+    from minimcp.transports import Transport
 
-__all__ = ["connect_http", "serve_http"]
+__all__ = ["StreamableHTTPApp", "connect_http", "serve_http"]
 
 logger = logging.getLogger("minimcp.http")
 
 #: Seconds past ``graceful_timeout`` the ASGI server gets to stop before it is cancelled.
 _STOP_GRACE = 3.0
+
+
+class StreamableHTTPApp(StreamableHTTPAppBase[Server]):
+    __doc__ = StreamableHTTPAppBase.__doc__
+
+    def _stateless_connection(self, transport: Transport) -> tuple[ServerConnection, Session]:
+        """The one connection serving every 2026-07-28 POST (the app starts it; its task group hosts parked calls)."""
+        server = self.server
+        conn = ServerConnection(server)
+        session = Session(transport, conn, limits=server.limits, name=f"server {server.name} (HTTP 2026-07-28)")
+        session.trace = server.trace
+        conn.session = session
+        # Locked to the modern revision from the start (what a first enveloped request would do), so
+        # that an enveloped initialize is -32601 and a request without the envelope -32602.
+        conn.lock_era("modern")
+        return conn, session
 
 
 async def serve_http(
