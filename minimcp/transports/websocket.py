@@ -38,6 +38,10 @@ The WebSocket protocol itself comes from the ``websockets`` package's sans-I/O
 core (``ServerProtocol`` / ``ClientProtocol``), driven here over anyio TCP
 streams, so one code path runs on asyncio and on trio. Install it with
 ``pip install 'minimcp[ws]'``.
+
+This module is the transport and imports no role; :func:`serve_websocket` and
+:func:`connect_websocket` (a ``Server`` served, a ``Client`` connected) live in
+:mod:`minimcp.transports.websocket_serve` and are found here too.
 """
 
 from __future__ import annotations
@@ -439,6 +443,7 @@ async def running(
     limits: Limits,
     peer: SessionActivity | None = None,
 ) -> AsyncIterator[WebSocketTransport]:
+    """The transport over an upgraded connection, its writer (and watchdog) running until the block ends."""
     transport = WebSocketTransport(
         stream, protocol, close_timeout=close_timeout, early_events=early_events, limits=limits
     )
@@ -469,6 +474,7 @@ async def read_handshake(stream: anyio.abc.ByteStream, protocol: Protocol) -> li
 
 
 async def write_now(stream: anyio.abc.ByteStream, protocol: Protocol) -> None:
+    """Write what the protocol core has queued (and half-close when it asks to)."""
     chunks = protocol.data_to_send()
     data = b"".join(chunks)
     if data:

@@ -105,6 +105,21 @@ break the rules is dropped from the list, as the revision requires of HTTP
 clients). For the era probe (a first ``server/discover``), ``401`` / ``403`` /
 ``5xx`` are not evidence of a handshake-era server: they end the connection
 instead of failing the probe.
+
+The package, one job per module
+-------------------------------
+* ``_wire`` -- what both halves read of messages and headers (media types, ids, initialize's version);
+* ``_asgi`` -- the ASGI side: aliases, header map, ``Accept`` matching, bodies, error replies;
+* ``_sse`` (SSE encoding and decoding) and ``_headers`` (2026-07-28 header mirroring,
+  ``Host`` / ``Origin`` allow-lists): pure, no event loop;
+* ``_streams`` -- one session's numbered SSE streams, replay buffers and resumption;
+* ``_session_table`` -- the app's sessions: LRU order, per-client bounds, eviction;
+* ``app`` -- the ASGI app: sessions, lifespan, handshake-era POST / GET / DELETE;
+* ``app_stateless`` -- the 2026-07-28 POSTs: header checks, one request answered per POST;
+* ``client`` and ``client_stateless`` -- the client transport, and its 2026-07-28 exchange;
+* ``serve`` -- the role-level layer: :class:`StreamableHTTPApp` (the app bound to a
+  :class:`minimcp.Server`), :func:`serve_http`, :func:`connect_http`. No other module here
+  imports a role (``tests/test_layers.py`` checks).
 """
 
 from __future__ import annotations

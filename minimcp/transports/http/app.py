@@ -53,6 +53,8 @@ logger = logging.getLogger("minimcp.http")
 
 #: What a request without a session gets (and an initialize that never came).
 _NO_SESSION = "missing MCP-Session-Id header (send initialize first)"
+#: What a request for a session that ended between its lookup and its delivery gets.
+_SESSION_ENDED = "session not found (it ended)"
 #: Seconds a DELETE waits for its session's work to wind down before answering 204.
 _DELETE_WAIT = 5.0
 #: Bounds of the idle sweep's period: a quarter of the shortest timeout, within these.
@@ -351,12 +353,7 @@ class StreamableHTTPAppBase(Generic[S]):
         sid = headers.get("mcp-session-id")
         version = headers.get("mcp-protocol-version")
         if sid is None:
-            await respond_error(
-                send,
-                400,
-                _NO_SESSION,
-                version=version,
-            )
+            await respond_error(send, 400, _NO_SESSION, version=version)
             return None
         sess = self._sessions.get(sid)
         if sess is None:
@@ -399,12 +396,7 @@ class StreamableHTTPAppBase(Generic[S]):
             return
         if sess is None:
             if not (type(message) is Request and message.method == "initialize"):
-                await respond_error(
-                    send,
-                    400,
-                    _NO_SESSION,
-                    version=version,
-                )
+                await respond_error(send, 400, _NO_SESSION, version=version)
                 return
             created = await self._new_session(client_key(scope))
             if isinstance(created, str):
@@ -428,7 +420,7 @@ class StreamableHTTPAppBase(Generic[S]):
                 return
             if not await transport.deliver(body):
                 transport.drop(stream)
-                await respond_error(send, 404, "session not found (it ended)", version=version)
+                await respond_error(send, 404, _SESSION_ENDED, version=version)
                 return
             if message.method == "initialize":
                 requested = initialize_version(message.params)
@@ -439,7 +431,7 @@ class StreamableHTTPAppBase(Generic[S]):
             await self._stream(sess, stream, 0, stream_version, receive, send, extra)
             return
         if not await transport.deliver(body):
-            await respond_error(send, 404, "session not found (it ended)", version=version)
+            await respond_error(send, 404, _SESSION_ENDED, version=version)
             return
         if type(message) is Notification and message.method == "notifications/cancelled":
             with contextlib.suppress(errors.McpError):
