@@ -16,7 +16,6 @@ from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.transports import MessageTooLarge
-from minimcp.transports.http import _headers as mcp_headers
 from minimcp.transports.http._sse import SSEDecoder
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type, same_id
 from minimcp.transports.http.client_stateless import (
@@ -24,6 +23,7 @@ from minimcp.transports.http.client_stateless import (
     Exchange,
     StatelessCall,
     StatelessExchanges,
+    ToolHeaders,
     read_bounded,
 )
 from minimcp.types import CancelledParams
@@ -90,8 +90,8 @@ class StreamableHTTPClientTransport(StatelessExchanges):
         # In-flight 2026-07-28 requests (cancelled by closing their POST, never by a notification).
         self._modern_calls: set[RequestId] = set()
         self._modern_version = LATEST_MODERN
-        # tool name -> its x-mcp-header annotations, from the latest modern tools/list
-        self._tool_headers: dict[str, tuple[mcp_headers.ParamHeader, ...]] = {}
+        #: The ``Mcp-Param-*`` headers of each tool's calls on the 2026-07-28 leg (learnt from tools/list).
+        self.tool_headers = ToolHeaders()
 
     # --- Transport protocol --------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["StatelessCall", "StatelessExchanges", "read_bounded"]
+__all__ = ["Exchange", "StatelessCall", "StatelessExchanges", "ToolHeaders", "read_bounded"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -70,6 +70,68 @@ class _ToolNames(msgspec.Struct):
     result: _ToolList = msgspec.field(default_factory=_ToolList)
 
 
+class ToolHeaders:
+    """Which ``Mcp-Param-*`` headers the calls of each tool carry, learnt from ``tools/list`` (2026-07-28).
+
+    The revision's rule for HTTP clients lives here, apart from the exchange: a tool
+    whose ``x-mcp-header`` annotations break the rules is left out of the list, so it
+    is never called with wrong headers. (A candidate for :class:`minimcp.Client` to
+    own and hand to the transport; today the transport applies it to the raw
+    ``tools/list`` responses it carries.)
+    """
+
+    __slots__ = ("by_tool",)
+
+    def __init__(self) -> None:
+        #: tool name -> its x-mcp-header annotations, from the latest tools/list
+        self.by_tool: dict[str, tuple[mcp_headers.ParamHeader, ...]] = {}
+
+    def request_headers(self, method: str, params: bytes) -> dict[str, str]:
+        """The 2026-07-28 headers of one request: version, method, name and its tool's ``Mcp-Param-*``."""
+        return mcp_headers.request_headers(method, params, self.by_tool)
+
+    def read_tools(self, data: bytes) -> bytes:
+        """Learn the annotations from a ``tools/list`` response; leave out the tools whose are invalid."""
+        if b"x-mcp-header" not in data:
+            if not self.by_tool:
+                return data
+            try:
+                listed = msgspec.json.decode(data, type=_ToolNames).result.tools
+            except msgspec.DecodeError:
+                return data
+            for tool in listed:
+                self.by_tool.pop(tool.name, None)
+            return data
+        try:
+            message = msgspec.json.decode(data)
+            tools = message["result"]["tools"]
+            if not isinstance(tools, list):
+                return data
+        except (msgspec.DecodeError, KeyError, TypeError):
+            return data
+        kept: list[Any] = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                kept.append(tool)
+                continue
+            try:
+                found = mcp_headers.param_headers(tool.get("inputSchema"))
+            except ValueError as exc:
+                logger.warning("dropped tool %r from tools/list: invalid x-mcp-header (%s)", name, exc)
+                self.by_tool.pop(name, None)
+                continue
+            if found:
+                self.by_tool[name] = found
+            else:
+                self.by_tool.pop(name, None)
+            kept.append(tool)
+        if len(kept) == len(tools):
+            return data
+        message["result"]["tools"] = kept
+        return msgspec.json.encode(message)
+
+
 class _Client(Protocol):
     """What the stateless exchange uses of :class:`~minimcp.transports.http.client.StreamableHTTPClientTransport`."""
 
@@ -82,7 +144,7 @@ class _Client(Protocol):
     _sent_request: bool
     _modern_calls: set[RequestId]
     _modern_version: str
-    _tool_headers: dict[str, tuple[mcp_headers.ParamHeader, ...]]
+    tool_headers: ToolHeaders
 
     async def _feed(
         self, data: bytes, request_id: RequestId | None, transform: Callable[[bytes], bytes] | None = None
@@ -93,8 +155,6 @@ class _Client(Protocol):
     async def _read_sse(self, response: httpx.Response, state: Exchange) -> bool: ...
 
     def _end(self, reason: str) -> None: ...
-
-    def _read_tools(self, data: bytes) -> bytes: ...
 
     async def _fail_modern_http(self, request_id: RequestId, response: httpx.Response, call: StatelessCall) -> None: ...
 
@@ -107,7 +167,7 @@ class StatelessExchanges:
 
     def _modern_call(self: _Client, request: Request) -> StatelessCall:
         """Headers and flags for a request carrying the 2026-07-28 envelope."""
-        headers = mcp_headers.request_headers(request.method, request.params, self._tool_headers)
+        headers = self.tool_headers.request_headers(request.method, request.params)
         version = headers.get("mcp-protocol-version")
         if version is not None:
             self._modern_version = version
@@ -122,7 +182,7 @@ class StatelessExchanges:
         import httpx
 
         headers = {**self._extra_headers, "accept": f"{JSON}, {SSE}", "content-type": JSON, **call.headers}
-        transform = self._read_tools if call.method == "tools/list" else None
+        transform = self.tool_headers.read_tools if call.method == "tools/list" else None
         try:
             async with self._http.stream("POST", self.url, content=message, headers=headers) as response:
                 if not 200 <= response.status_code < 300:
@@ -180,47 +240,6 @@ class StatelessExchanges:
         code = errors.INVALID_REQUEST if 400 <= status < 500 else errors.INTERNAL_ERROR
         text = f"HTTP {status} {response.reason_phrase or 'error'} from {self.url}" + (f": {detail}" if detail else "")
         await self._fail(request_id, code, text)
-
-    def _read_tools(self: _Client, data: bytes) -> bytes:
-        """Learn ``x-mcp-header`` annotations from a ``tools/list`` response; drop tools whose are invalid."""
-        if b"x-mcp-header" not in data:
-            if not self._tool_headers:
-                return data
-            try:
-                listed = msgspec.json.decode(data, type=_ToolNames).result.tools
-            except msgspec.DecodeError:
-                return data
-            for tool in listed:
-                self._tool_headers.pop(tool.name, None)
-            return data
-        try:
-            message = msgspec.json.decode(data)
-            tools = message["result"]["tools"]
-            if not isinstance(tools, list):
-                return data
-        except (msgspec.DecodeError, KeyError, TypeError):
-            return data
-        kept: list[Any] = []
-        for tool in tools:
-            name = tool.get("name") if isinstance(tool, dict) else None
-            if not isinstance(name, str):
-                kept.append(tool)
-                continue
-            try:
-                found = mcp_headers.param_headers(tool.get("inputSchema"))
-            except ValueError as exc:
-                logger.warning("dropped tool %r from tools/list: invalid x-mcp-header (%s)", name, exc)
-                self._tool_headers.pop(name, None)
-                continue
-            if found:
-                self._tool_headers[name] = found
-            else:
-                self._tool_headers.pop(name, None)
-            kept.append(tool)
-        if len(kept) == len(tools):
-            return data
-        message["result"]["tools"] = kept
-        return msgspec.json.encode(message)
 
 
 async def read_bounded(response: httpx.Response, limit: int) -> bytes:
