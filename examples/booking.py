@@ -56,8 +56,8 @@ from minimcp import (
 from minimcp.interrupt import run_until_interrupted
 from minimcp.server import ServerConnection
 from minimcp.state import ENV_STATE_KEYS, state_keys_from_env
-from minimcp.transports._headers import host_origin_problem
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp
+from minimcp.transports.http._headers import host_origin_problem
 from minimcp.types import CallToolResult
 
 if str(pathlib.Path(__file__).resolve().parent) not in sys.path:  # also when loaded by file path

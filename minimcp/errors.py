@@ -25,7 +25,7 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
         +-- InvalidMessage                [jsonrpc] bytes that are not one JSON-RPC message (code to answer with)
         +-- MessageTooLarge               [transports] a message over the size limit, dropped
         +-- WebSocketHandshakeError       [transports.websocket] the upgrade was refused
-        +-- TableFull                     [transports._session_table] no room for a new session
+        +-- TableFull                     [transports.http._session_table] no room for a new session
         +-- ElicitationUnsupported        [elicitation] the client cannot be asked this way
         +-- FormDefinitionError           [forms] also TypeError: a form type the schema cannot express
         |   +-- SensitiveFieldError       [forms] a field that looks like a secret (URL mode only)

@@ -9,7 +9,7 @@ draft scenarios (#35, #47) run in ``conformance/run.sh``.
 Also: the booking scenario over modern HTTP with our client (``era="modern"`` and ``"auto"``)
 and with the official SDK client (``mode="auto"``); a tool parked across POSTs (and across
 TCP connections); replay after an app restart; the legacy and modern legs side by side; the
-sans-I/O header rules (:mod:`minimcp.transports._headers`).
+sans-I/O header rules (:mod:`minimcp.transports.http._headers`).
 
 Every async test runs on asyncio and on trio (see ``conftest.py``); servers bind 127.0.0.1.
 """
@@ -30,8 +30,8 @@ import pytest
 
 import minimcp
 from minimcp import Accepted, Context, Server
-from minimcp.transports import _headers as mcp_headers
 from minimcp.transports.http import StreamableHTTPApp, connect_http
+from minimcp.transports.http import _headers as mcp_headers
 from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_http import SSE, accept_date, initialize_request, serving, serving_asgi
 

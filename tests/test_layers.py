@@ -1,4 +1,4 @@
-"""Layering rules: the wire/rules modules do no I/O, and versions.py answers per-revision questions."""
+"""Layering rules: wire/rules modules do no I/O, transports import no role, versions.py answers per revision."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ PURE_MODULES = [
     "diagram_svg.py",
     "metrics.py",
     "mrtr.py",
-    "transports/_sse.py",
-    "transports/_headers.py",
+    "transports/http/_sse.py",
+    "transports/http/_headers.py",
 ]
 #: Event loops, sockets, clocks, threads and processes.
 FORBIDDEN = {"anyio", "trio", "asyncio", "socket", "time", "threading", "subprocess"}
@@ -136,7 +136,7 @@ class Refuse:
             raise ImportError(f"{name} is blocked while importing a pure module")
         return None
 
-for package in ("minimcp", "minimcp.transports"):
+for package in ("minimcp", "minimcp.transports", "minimcp.transports.http"):
     stand_in = types.ModuleType(package)
     stand_in.__path__ = [package_dir + package[len("minimcp"):].replace(".", "/")]
     sys.modules[package] = stand_in
@@ -182,6 +182,52 @@ def test_transitive_probe_names_the_chain() -> None:
     assert transitive_imports("minimcp.modern", ("anyio",)) == "minimcp.modern -> anyio"
     # Reached only through another module: diagram_svg.py imports diagram.py, which imports json.
     assert transitive_imports("minimcp.diagram_svg", ("json",)) == "minimcp.diagram_svg -> minimcp.diagram -> json"
+
+
+# --- layers point one way: the transports import no role ------------------------------------
+
+#: The roles: a transport module must not import them, not even for typing.
+ROLES = ("minimcp.server", "minimcp.context", "minimcp.client")
+#: The role-level modules under ``transports/``: where a Server or a Client meets a transport.
+ROLE_LEVEL = {"transports/http/serve.py", "transports/websocket_serve.py"}
+#: Transport modules that re-export the role-level names under their historical paths.
+REEXPORTS = {
+    "transports/http/__init__.py": "minimcp.transports.http.serve",
+    "transports/websocket.py": "minimcp.transports.websocket_serve",
+}
+TRANSPORT_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "transports").rglob("*.py"))
+
+
+def role_imports(source: str) -> set[str]:
+    """The role modules (and the role-level serve modules) that ``source`` imports."""
+    upward = (*ROLES, *(_dotted(name) for name in ROLE_LEVEL))
+    return {
+        name for name in imported_modules(source) if name in upward or name.startswith(tuple(u + "." for u in upward))
+    }
+
+
+@pytest.mark.parametrize("filename", [f for f in TRANSPORT_MODULES if f not in ROLE_LEVEL])
+def test_transport_module_imports_no_role(filename: str) -> None:
+    """Transports sit below the roles: no transport module imports minimcp.server, .context or .client.
+
+    The role-level serve modules (``ROLE_LEVEL``) are imported only where a historical
+    path re-exports their names (``REEXPORTS``).
+    """
+    found = role_imports((PACKAGE / filename).read_text(encoding="utf-8"))
+    reexported = REEXPORTS.get(filename)
+    if reexported is not None:
+        found = {name for name in found if name != reexported and not name.startswith(reexported + ".")}
+    assert not found, f"{filename} imports {sorted(found)}"
+
+
+def test_role_level_transport_modules_exist() -> None:
+    """The role-level list names real files, and the checker sees a typing-only role import."""
+    assert set(TRANSPORT_MODULES) >= ROLE_LEVEL
+    assert role_imports("if TYPE_CHECKING:\n    from minimcp.server import Server\n") == {
+        "minimcp.server",
+        "minimcp.server.Server",
+    }
+    assert role_imports("from minimcp import client") == {"minimcp.client"}
 
 
 # --- versions.py -------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from minimcp.server import ServerConnection
+    from minimcp.transports._hosting import Connection
 
 __all__ = ["SessionActivity", "is_utf8"]
 
@@ -19,9 +19,9 @@ class SessionActivity:
     __slots__ = ("conn",)
 
     def __init__(self) -> None:
-        self.conn: ServerConnection | None = None
+        self.conn: Connection | None = None
 
-    def started(self, value: ServerConnection | None = None) -> None:  # anyio TaskStatus
+    def started(self, value: Connection | None = None) -> None:  # anyio TaskStatus
         self.conn = value
 
     def has_requested(self) -> bool:

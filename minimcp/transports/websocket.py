@@ -38,6 +38,10 @@ The WebSocket protocol itself comes from the ``websockets`` package's sans-I/O
 core (``ServerProtocol`` / ``ClientProtocol``), driven here over anyio TCP
 streams, so one code path runs on asyncio and on trio. Install it with
 ``pip install 'minimcp[ws]'``.
+
+This module is the transport and imports no role; :func:`serve_websocket` and
+:func:`connect_websocket` (a ``Server`` served, a ``Client`` connected) live in
+:mod:`minimcp.transports.websocket_serve` and are found here too.
 """
 
 from __future__ import annotations
@@ -46,10 +50,9 @@ import contextlib
 import logging
 import math
 import os
-import re
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -61,19 +64,17 @@ from minimcp.transports._activity import SessionActivity, is_utf8
 
 try:
     from websockets.client import ClientProtocol
-    from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI, NegotiationError
+    from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
     from websockets.frames import CloseCode, Frame, Opcode
-    from websockets.http11 import Request, Response
+    from websockets.http11 import Response
     from websockets.protocol import CLOSED, OPEN, SERVER, Protocol
-    from websockets.server import ServerProtocol
-    from websockets.typing import Origin, Subprotocol
+    from websockets.typing import Subprotocol
     from websockets.uri import parse_uri
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the WebSocket transport needs the 'websockets' package: pip install 'minimcp[ws]'") from exc
 
 if TYPE_CHECKING:
-    from minimcp.client import Client
-    from minimcp.server import Server
+    from minimcp.transports.websocket_serve import connect_websocket, serve_websocket
 
 __all__ = [
     "SUBPROTOCOL",
@@ -91,7 +92,6 @@ SUBPROTOCOL = "mcp"
 
 _MCP = Subprotocol(SUBPROTOCOL)
 _CHUNK = 65536
-_LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?", re.IGNORECASE)
 
 
 class WebSocketHandshakeError(MinimcpError):
@@ -435,7 +435,7 @@ class WebSocketTransport:
 
 
 @contextlib.asynccontextmanager
-async def _running(
+async def running(
     stream: anyio.abc.ByteStream,
     protocol: Protocol,
     close_timeout: float,
@@ -443,6 +443,7 @@ async def _running(
     limits: Limits,
     peer: SessionActivity | None = None,
 ) -> AsyncIterator[WebSocketTransport]:
+    """The transport over an upgraded connection, its writer (and watchdog) running until the block ends."""
     transport = WebSocketTransport(
         stream, protocol, close_timeout=close_timeout, early_events=early_events, limits=limits
     )
@@ -458,7 +459,7 @@ async def _running(
             tg.cancel_scope.cancel()
 
 
-async def _handshake(stream: anyio.abc.ByteStream, protocol: Protocol) -> list[object]:
+async def read_handshake(stream: anyio.abc.ByteStream, protocol: Protocol) -> list[object]:
     """Feed the core until the handshake request/response arrives; return the events so far."""
     while True:
         try:
@@ -472,7 +473,8 @@ async def _handshake(stream: anyio.abc.ByteStream, protocol: Protocol) -> list[o
             return events
 
 
-async def _write_now(stream: anyio.abc.ByteStream, protocol: Protocol) -> None:
+async def write_now(stream: anyio.abc.ByteStream, protocol: Protocol) -> None:
+    """Write what the protocol core has queued (and half-close when it asks to)."""
     chunks = protocol.data_to_send()
     data = b"".join(chunks)
     if data:
@@ -480,122 +482,6 @@ async def _write_now(stream: anyio.abc.ByteStream, protocol: Protocol) -> None:
     if b"" in chunks:
         with contextlib.suppress(NotImplementedError):
             await stream.send_eof()
-
-
-# --- server ----------------------------------------------------------------------------------
-
-
-def _select_subprotocol(protocol: ServerProtocol, offered: Sequence[Subprotocol]) -> Subprotocol | None:
-    if _MCP in offered:
-        return _MCP
-    if not offered:
-        return None  # lenient: a plain WebSocket client that names no subprotocol
-    raise NegotiationError(f"unsupported subprotocol; this server speaks {SUBPROTOCOL!r}")
-
-
-async def serve_websocket(
-    server: Server,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    *,
-    path: str | None = "/mcp",
-    limits: Limits | None = None,
-    allowed_origins: Sequence[str | re.Pattern[str]] | None = None,
-    max_connections: int = 1000,
-    handshake_timeout: float = 10.0,
-    close_timeout: float = 5.0,
-    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    """Serve ``server`` over WebSocket until cancelled; each connection is one session.
-
-    Use ``port = await task_group.start(serve_websocket, server)`` to learn the
-    bound port (with the default ``port=0`` the system picks one).
-
-    Args:
-        server: The MCP server; each connection runs ``server.serve``.
-        host: Interface to listen on (loopback by default).
-        port: TCP port; 0 for any free one.
-        path: The only accepted request path (404 otherwise); ``None`` accepts any.
-        limits: ``max_message_bytes`` per message, ``stream_buffer_bytes`` of
-            unsent output, and the liveness bounds ``initialize_timeout``,
-            ``idle_timeout``, ``ping_interval`` and ``ping_timeout`` (default:
-            ``server.limits``).
-        allowed_origins: Origins a browser may connect from (exact strings or
-            compiled patterns matched in full). Default: loopback origins
-            (``http(s)://localhost|127.0.0.1|[::1]`` with any port). A request
-            without ``Origin`` is always accepted.
-        max_connections: Connections served at once; further ones wait in the
-            listen backlog (a slot is freed when its connection ends, at the
-            latest by the initialize, idle or keepalive deadline).
-        handshake_timeout: Seconds a client has to complete the upgrade request.
-        close_timeout: Seconds to spend on a closing handshake.
-    """
-    limits = limits or server.limits
-    origins: list[Origin | re.Pattern[str] | None] = [None]
-    if allowed_origins is None:
-        origins.append(_LOOPBACK_ORIGIN)
-    else:
-        origins.extend(o if isinstance(o, re.Pattern) else Origin(o) for o in allowed_origins)
-    slots = anyio.Semaphore(max_connections)
-
-    async def handle(stream: anyio.abc.SocketStream) -> None:
-        try:
-            async with stream:
-                protocol = ServerProtocol(
-                    origins=origins,
-                    subprotocols=[_MCP],
-                    select_subprotocol=_select_subprotocol,
-                    max_size=limits.max_message_bytes,
-                )
-                events: list[object] = []
-                with anyio.move_on_after(handshake_timeout) as handshake:
-                    events = await _handshake(stream, protocol)
-                    request = events[0] if events else None
-                    if isinstance(request, Request):
-                        del events[0]
-                        if path is not None and request.path.split("?", 1)[0] != path:
-                            response = protocol.reject(404, f"Not Found: the MCP endpoint is {path}\n")
-                        else:
-                            response = protocol.accept(request)
-                        protocol.send_response(response)
-                    await _write_now(stream, protocol)
-                if handshake.cancelled_caught or protocol.state is not OPEN:
-                    return  # refused, malformed, or too slow: the stream closes here
-                peer = SessionActivity()
-                async with _running(stream, protocol, close_timeout, events, limits, peer) as transport:
-                    await server.serve(transport, task_status=peer)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError) as exc:
-            logger.debug("websocket connection lost: %r", exc)
-        except Exception:
-            logger.exception("websocket connection failed")
-        finally:
-            slots.release()
-
-    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
-    async with listener, anyio.create_task_group() as tg:
-        await tg.start(server.run_background)  # a shared used-state store, the bus between workers
-
-        async def accept_loop(sub: anyio.abc.SocketListener) -> None:
-            while True:
-                await slots.acquire()
-                try:
-                    stream = await sub.accept()
-                except OSError as exc:  # out of descriptors, a reset before accept, ...
-                    slots.release()
-                    logger.warning("websocket accept failed: %s", exc)
-                    await anyio.sleep(0.1)
-                    continue
-                except BaseException:
-                    slots.release()
-                    raise
-                tg.start_soon(handle, stream)
-
-        for sub in listener.listeners:
-            assert isinstance(sub, anyio.abc.SocketListener)
-            tg.start_soon(accept_loop, sub)
-        bound = int(listener.extra(anyio.abc.SocketAttribute.local_port))
-        logger.info("serving MCP over WebSocket on ws://%s:%d%s", host, bound, path or "/")
-        task_status.started(bound)
 
 
 # --- client ----------------------------------------------------------------------------------
@@ -642,8 +528,8 @@ async def websocket_client(
             for name, value in (headers or {}).items():
                 request.headers[name] = value
             protocol.send_request(request)
-            await _write_now(stream, protocol)
-            events = await _handshake(stream, protocol)
+            await write_now(stream, protocol)
+            events = await read_handshake(stream, protocol)
             failure = protocol.handshake_exc
             if failure is not None:
                 status = failure.response.status_code if isinstance(failure, InvalidStatus) else None
@@ -657,27 +543,15 @@ async def websocket_client(
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
             raise
-    async with stream, _running(stream, protocol, close_timeout, events, limits) as transport:
+    async with stream, running(stream, protocol, close_timeout, events, limits) as transport:
         yield transport
 
 
-@contextlib.asynccontextmanager
-async def connect_websocket(
-    url: str,
-    *,
-    limits: Limits | None = None,
-    headers: Mapping[str, str] | None = None,
-    **client_options: Any,
-) -> AsyncIterator[Client]:
-    """Connect to an MCP server over WebSocket and initialize.
+def __getattr__(name: str) -> object:
+    # serve_websocket and connect_websocket need the roles: they live in the role-level
+    # minimcp.transports.websocket_serve and are found here too, loaded on first use.
+    if name in ("serve_websocket", "connect_websocket"):
+        from minimcp.transports import websocket_serve
 
-    Extra keyword arguments go to :class:`~minimcp.Client`. On exit the
-    connection is closed with the closing handshake.
-    """
-    from minimcp.client import Client
-
-    async with (
-        websocket_client(url, limits=limits, headers=headers) as transport,
-        Client(transport, limits=limits, **client_options) as client,
-    ):
-        yield client
+        return getattr(websocket_serve, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,17 +11,15 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import anyio
 
 from minimcp.errors import MinimcpError
+from minimcp.transports.http._asgi import ASSUMED_VERSION
 
 if TYPE_CHECKING:
-    from minimcp.server import ServerConnection
-    from minimcp.transports.http import _SessionTransport
+    from minimcp.transports._hosting import Connection
+    from minimcp.transports.http._streams import SessionTransport
 
-__all__ = ["ASSUMED_VERSION", "HTTPSession", "SessionTable", "TableFull", "client_key"]
+__all__ = ["HTTPSession", "SessionTable", "TableFull", "client_key"]
 
 logger = logging.getLogger("minimcp.http")
-
-#: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
-ASSUMED_VERSION = "2025-03-26"
 
 
 class HTTPSession:
@@ -29,11 +27,11 @@ class HTTPSession:
 
     __slots__ = ("client", "connection", "finished", "id", "initialized", "last_active", "live", "transport")
 
-    def __init__(self, session_id: str, transport: _SessionTransport, client: str) -> None:
+    def __init__(self, session_id: str, transport: SessionTransport, client: str) -> None:
         self.id = session_id
         self.transport = transport
         self.client = client  # whom it counts against (client_key)
-        self.connection: ServerConnection | None = None
+        self.connection: Connection | None = None
         self.last_active = anyio.current_time()
         self.live = 0  # open SSE connections
         self.initialized = False  # a request after initialize came (else it expires after initialize_timeout)

@@ -1,0 +1,126 @@
+"""The ASGI side of the HTTP app: type aliases, headers, Accept/Host/Origin matching, bodies and replies."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
+from typing import Any
+
+from minimcp import errors, jsonrpc
+from minimcp.jsonrpc import RequestId
+from minimcp.transports.http._wire import JSON, SSE, is_uint
+from minimcp.versions import Feature, supports
+
+__all__ = [
+    "ASSUMED_VERSION",
+    "DEFAULT_ALLOWED_HOSTS",
+    "DEFAULT_ALLOWED_ORIGINS",
+    "SSE_HEADERS",
+    "ASGIApp",
+    "ASGIMessage",
+    "Receive",
+    "Scope",
+    "Send",
+    "accepts",
+    "read_body",
+    "respond",
+    "respond_error",
+    "scope_headers",
+]
+
+Scope = MutableMapping[str, Any]
+ASGIMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[ASGIMessage]]
+Send = Callable[[ASGIMessage], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
+ASSUMED_VERSION = "2025-03-26"
+
+#: Host names a server bound to loopback answers to (any port).
+DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("localhost:*", "127.0.0.1:*", "[::1]:*")
+#: Browser origins allowed by default: pages served from loopback (any port).
+DEFAULT_ALLOWED_ORIGINS: tuple[str, ...] = tuple(
+    f"{scheme}://{host}" for scheme in ("http", "https") for host in DEFAULT_ALLOWED_HOSTS
+)
+
+#: Response headers of every SSE answer (no caching, no proxy buffering).
+SSE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-type", SSE.encode()),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+)
+
+
+def scope_headers(scope: Scope) -> dict[str, str]:
+    """The request headers by lower-case name; repeated headers joined with ``", "``."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = bytes(raw_name).decode("latin-1").lower()
+        value = bytes(raw_value).decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def accepts(accept: str, media: str) -> bool:
+    """Whether an ``Accept`` header lists ``media`` (wildcards count)."""
+    family = media.split("/", 1)[0] + "/*"
+    for part in accept.split(","):
+        media_range, *params = (p.strip().lower() for p in part.split(";"))
+        if media_range in (media, family, "*/*") and "q=0" not in params:
+            return True
+    return False
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    *,
+    content_type: str | None = None,
+    headers: Collection[tuple[bytes, bytes]] = (),
+) -> None:
+    """A whole response in one go."""
+    out = list(headers)
+    if content_type is not None:
+        out.append((b"content-type", content_type.encode()))
+    out.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def respond_error(
+    send: Send,
+    status: int,
+    message: str,
+    *,
+    code: int = errors.INVALID_REQUEST,
+    id: RequestId | None = None,
+    version: str | None = None,
+    headers: Collection[tuple[bytes, bytes]] = (),
+) -> None:
+    """An HTTP error status with a JSON-RPC error body (``id`` null or absent as ``version`` wants)."""
+    null_id = not supports(version or ASSUMED_VERSION, Feature.ERROR_WITHOUT_ID)
+    body = jsonrpc.encode_error(id, code, message, null_id=null_id)
+    await respond(send, status, body, content_type=JSON, headers=headers)
+
+
+async def read_body(
+    headers: Mapping[str, str], receive: Receive, send: Send, limit: int, version: str | None
+) -> bytes | None:
+    """The request body, or None after answering ``413`` (over ``limit``) or on a disconnect."""
+    too_large = f"message body exceeds the {limit}-byte limit"
+    length = headers.get("content-length", "")
+    if is_uint(length) and int(length) > limit:
+        await respond_error(send, 413, too_large, version=version)
+        return None
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit:
+            await respond_error(send, 413, too_large, version=version)
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)

@@ -1,0 +1,556 @@
+"""StreamableHTTPApp: the ASGI app of one MCP endpoint, its sessions and lifespan, and handshake-era POST/GET/DELETE."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import secrets
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+import anyio
+import anyio.abc
+import msgspec
+
+from minimcp import errors, jsonrpc
+from minimcp.config import Limits
+from minimcp.jsonrpc import Notification, Request
+from minimcp.transports._hosting import Connection, Servable
+from minimcp.transports.http import _headers as mcp_headers
+from minimcp.transports.http._asgi import (
+    ASSUMED_VERSION,
+    DEFAULT_ALLOWED_HOSTS,
+    DEFAULT_ALLOWED_ORIGINS,
+    SSE_HEADERS,
+    Receive,
+    Scope,
+    Send,
+    accepts,
+    read_body,
+    respond,
+    respond_error,
+    scope_headers,
+)
+from minimcp.transports.http._session_table import HTTPSession, SessionTable, TableFull, client_key
+from minimcp.transports.http._sse import PING, encode_event
+from minimcp.transports.http._streams import SessionTransport, Stream
+from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
+from minimcp.transports.http.app_stateless import StatelessLeg, claims_modern, wants_modern
+from minimcp.types import CancelledParams
+from minimcp.versions import Feature, is_supported, negotiate, supports
+from minimcp.workers import check_worker_id
+
+if TYPE_CHECKING:
+    from minimcp.session import Dispatcher, Session
+    from minimcp.transports import Transport
+
+__all__ = ["StreamableHTTPAppBase"]
+
+S = TypeVar("S", bound=Servable)
+
+logger = logging.getLogger("minimcp.http")
+
+#: What a request without a session gets (and an initialize that never came).
+_NO_SESSION = "missing MCP-Session-Id header (send initialize first)"
+#: What a request for a session that ended between its lookup and its delivery gets.
+_SESSION_ENDED = "session not found (it ended)"
+#: Seconds a DELETE waits for its session's work to wind down before answering 204.
+_DELETE_WAIT = 5.0
+#: Bounds of the idle sweep's period: a quarter of the shortest timeout, within these.
+_SWEEP_MIN, _SWEEP_MAX = 0.05, 30.0
+#: Random bytes of a session id (its text is about 4/3 as long).
+_SESSION_ID_BYTES = 24
+
+
+class StreamableHTTPAppBase(Generic[S]):
+    """An MCP server as an ASGI 3 application (Streamable HTTP, one endpoint).
+
+    This class imports no role: it serves any :class:`~minimcp.transports._hosting.Servable`.
+    :class:`minimcp.transports.http.StreamableHTTPApp` is this app bound to a
+    :class:`minimcp.Server` (it supplies :meth:`_stateless_connection`).
+
+    Args:
+        server: The :class:`~minimcp.Server` (tools and handshake). Each HTTP
+            session gets its own connection to it.
+        path: The MCP endpoint; other paths get ``404``.
+        allowed_hosts: ``Host`` header values accepted (``name`` exactly,
+            ``name:*`` for any port, ``"*"`` for any host). Default:
+            :data:`DEFAULT_ALLOWED_HOSTS` (loopback only).
+        allowed_origins: ``Origin`` values accepted when the header is present
+            (``scheme://host`` exactly, ``scheme://host:*`` for any port,
+            ``"*"`` for any). Default: :data:`DEFAULT_ALLOWED_ORIGINS`.
+        session_idle_timeout: Seconds a session without open streams or
+            requests lives on; ``None`` never expires sessions.
+        max_sessions: Live sessions at most; one more ends the least recently
+            used session without pending work (``503`` when all have some).
+        keepalive_interval: Seconds between keep-alive comments on an idle stream.
+        retry_interval: Seconds a client should wait before reconnecting a
+            dropped stream (the SSE ``retry`` field).
+        replay_buffer: Events each stream keeps for resumption (and messages the
+            standalone stream holds while no GET is open).
+        retained_streams: Finished streams per session kept for a client that
+            has not read them to the end (oldest dropped first).
+        limits: ``max_message_bytes`` bounds a POST body; default: the server's limits.
+        metrics_path: Serve the server's elicitation metrics (Prometheus text) on
+            ``GET`` at this path (e.g. ``"/metrics"``); ``None``: no such route. The
+            ``Host`` / ``Origin`` checks apply to it as to the MCP endpoint.
+        session_id_prefix: Name this worker in every session id it issues
+            (``w1`` -> ``w1.<random>``), so a load balancer can route a session to its
+            worker by the id's prefix. 1 to 32 ASCII letters, digits, ``_`` or ``-``
+            (``ValueError`` otherwise). It also names the worker on the server's bus
+            unless ``Server(worker_id=...)`` does.
+    """
+
+    def __init__(
+        self,
+        server: S,
+        *,
+        path: str = "/mcp",
+        allowed_hosts: Collection[str] | None = None,
+        allowed_origins: Collection[str] | None = None,
+        session_idle_timeout: float | None = 1800.0,
+        max_sessions: int = 10_000,
+        keepalive_interval: float = 15.0,
+        retry_interval: float = 1.0,
+        replay_buffer: int = 256,
+        retained_streams: int = 16,
+        limits: Limits | None = None,
+        metrics_path: str | None = None,
+        session_id_prefix: str | None = None,
+    ) -> None:
+        self.server = server
+        self._sid_prefix = ""
+        if session_id_prefix is not None:
+            self._sid_prefix = check_worker_id(session_id_prefix, "session_id_prefix") + "."
+            server.workers.adopt_id(session_id_prefix)
+        self.path = path.rstrip("/") or "/"
+        self.metrics_path = (metrics_path.rstrip("/") or "/") if metrics_path else None
+        self.allowed_hosts = tuple(
+            h.lower() for h in (DEFAULT_ALLOWED_HOSTS if allowed_hosts is None else allowed_hosts)
+        )
+        self.allowed_origins = tuple(
+            o.lower() for o in (DEFAULT_ALLOWED_ORIGINS if allowed_origins is None else allowed_origins)
+        )
+        self.session_idle_timeout = session_idle_timeout
+        self.max_sessions = max_sessions
+        self.limits = limits or server.limits
+        self.keepalive_interval = keepalive_interval
+        self.retry_ms = max(0, round(retry_interval * 1000))
+        self.replay_buffer = max(1, replay_buffer)
+        self.retained_streams = max(0, retained_streams)
+        self._sessions: SessionTable[HTTPSession] = SessionTable(max_sessions, self.limits.max_sessions_per_client)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._stateless = StatelessLeg(
+            server,
+            self._stateless_connection,
+            max_message_bytes=self.limits.max_message_bytes,
+            max_parked_per_client=self.limits.max_parked_per_client,
+            keepalive_interval=keepalive_interval,
+        )
+
+    # --- running -------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._tg is not None
+
+    @property
+    def session_count(self) -> int:
+        return len(self._sessions)
+
+    def session_ids(self) -> list[str]:
+        """Ids of the live sessions."""
+        return list(self._sessions)
+
+    def connection(self, session_id: str) -> Connection | None:
+        """The server connection of a live session (for inspection and tests)."""
+        sess = self._sessions.get(session_id)
+        return sess.connection if sess is not None else None
+
+    @property
+    def modern_connection(self) -> Dispatcher | None:
+        """The connection serving revision 2026-07-28 requests while the app runs (for inspection and tests)."""
+        return self._stateless.connection
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Own the sessions' task group until cancelled (ASGI lifespan calls this for you).
+
+        When it ends, every session ends.
+        """
+        if self._tg is not None:
+            raise RuntimeError("this StreamableHTTPApp is already running")
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                self.server.warn_if_state_key_random()  # several workers need one key (issue 18)
+                await tg.start(self.server.run_background)  # e.g. the client of a shared used-state store
+                await self._stateless.start(tg)
+                tg.start_soon(self._expire_idle)
+                task_status.started()
+                await anyio.sleep_forever()
+        finally:
+            self._tg = None
+            self.close()
+            self._stateless.stopped()
+
+    def _stateless_connection(self, transport: Transport) -> tuple[Dispatcher, Session]:
+        """The connection serving every 2026-07-28 POST, over ``transport``: the role-level hook."""
+        raise NotImplementedError("serving revision 2026-07-28 needs a role: use StreamableHTTPApp")
+
+    def close(self) -> None:
+        """End every session now (their open streams finish; their work is cancelled).
+
+        Tool calls of revision 2026-07-28 parked between rounds end too (their
+        retries replay, see :mod:`minimcp.modern`).
+        """
+        for sess in self._sessions.values():
+            self._end(sess)
+        self._stateless.close()
+
+    def end_session(self, session_id: str) -> bool:
+        """End one session, as a DELETE would. False when there is no such session."""
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return False
+        self._end(sess)
+        return True
+
+    def _end(self, sess: HTTPSession) -> None:
+        self._sessions.remove(sess)
+        sess.transport.close()
+        if sess.connection is not None:
+            sess.connection.session.close()
+
+    async def _expire_idle(self) -> None:
+        idle = self.session_idle_timeout
+        fresh = math.inf if self.limits.initialize_timeout is None else self.limits.initialize_timeout
+        shortest = fresh if idle is None else min(idle, fresh)
+        interval = min(max(shortest / 4, _SWEEP_MIN), _SWEEP_MAX)
+        while True:
+            await anyio.sleep(interval)
+            self._expire(idle, fresh)
+
+    def _expire(self, idle: float | None, fresh: float) -> None:
+        # A method of its own, so that no loop variable keeps the last session (and all it holds)
+        # alive while the loop above sleeps.
+        for sess in self._sessions.expired(anyio.current_time(), idle, fresh):
+            self._end(sess)
+
+    async def _run_session(
+        self, sess: HTTPSession, *, task_status: anyio.abc.TaskStatus[Connection] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            await self.server.serve(sess.transport, task_status=task_status)
+        except Exception:
+            logger.exception("MCP session %s failed", sess.id[:8])
+        finally:
+            self._sessions.remove(sess)
+            await sess.transport.aclose()
+            sess.finished.set()
+
+    async def _new_session(self, client: str) -> HTTPSession | str:
+        tg = self._tg
+        if tg is None:
+            return "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)"
+        try:
+            victim = self._sessions.make_room(client)
+        except TableFull as exc:
+            return f"{exc}; try again later"
+        if victim is not None:
+            logger.info("MCP session %s ended to make room for a new one (least recently used)", victim.id[:8])
+            self._end(victim)
+        sid = self._sid_prefix + secrets.token_urlsafe(_SESSION_ID_BYTES)  # visible ASCII, as the spec asks
+        transport = SessionTransport(max_events=self.replay_buffer, max_retained=self.retained_streams)
+        sess = HTTPSession(sid, transport, client)
+        self._sessions.add(sess)
+        try:
+            sess.connection = await tg.start(self._run_session, sess)
+        except Exception:
+            logger.exception("could not start an MCP session")
+            self._sessions.remove(sess)
+            return "could not start the session"
+        return sess
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":  # pragma: no cover - ASGI servers always start with it
+            return
+        if self._tg is not None:
+            # Someone else runs the app (serve_http, or an explicit run()).
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.run)
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            self.close()
+            tg.cancel_scope.cancel()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # --- ASGI ----------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            if kind == "websocket":
+                await receive()
+                await send({"type": "websocket.close", "code": 1008})
+            return
+        path = str(scope.get("path", ""))
+        root = str(scope.get("root_path", ""))
+        if root and path.startswith(root):  # mounted under a prefix by another ASGI app
+            path = path[len(root) :]
+        path = path.rstrip("/") or "/"
+        metrics = path == self.metrics_path
+        if path != self.path and not metrics:
+            await respond_error(send, 404, f"not found; the MCP endpoint is {self.path}")
+            return
+        headers = scope_headers(scope)
+        refused = mcp_headers.host_origin_problem(headers, self.allowed_hosts, self.allowed_origins)
+        if refused is not None:
+            logger.warning("refused a request: %s (see allowed_hosts / allowed_origins)", refused)
+            await respond_error(send, 403, refused)
+            return
+        method = scope.get("method", "GET")
+        if metrics:
+            if method != "GET":
+                await respond_error(send, 405, "the metrics route answers GET only")
+                return
+            from minimcp.metrics import CONTENT_TYPE, server_metrics_text
+
+            await respond(send, 200, server_metrics_text(self.server), content_type=CONTENT_TYPE)
+            return
+        if method in ("GET", "DELETE") and wants_modern(headers):
+            await respond_error(
+                send,
+                405,
+                f"method {method} not allowed on protocol 2026-07-28 (no sessions, no GET stream); use POST",
+                headers=[(b"allow", b"POST")],
+            )
+            return
+        if method == "POST":
+            await self._post(headers, receive, send, scope)
+        elif method == "GET":
+            await self._get(headers, receive, send)
+        elif method == "DELETE":
+            await self._delete(headers, send)
+        else:
+            await respond_error(
+                send,
+                405,
+                f"method {method} not allowed; use POST, GET or DELETE",
+                headers=[(b"allow", b"GET, POST, DELETE")],
+            )
+
+    async def _session_of(self, headers: Mapping[str, str], send: Send) -> HTTPSession | None:
+        """The session a request names; answers the request itself (400/404) when there is none."""
+        sid = headers.get("mcp-session-id")
+        version = headers.get("mcp-protocol-version")
+        if sid is None:
+            await respond_error(send, 400, _NO_SESSION, version=version)
+            return None
+        sess = self._sessions.get(sid)
+        if sess is None:
+            await respond_error(send, 404, "session not found (it ended or expired)", version=version)
+            return None
+        if version is not None and not is_supported(version):
+            await respond_error(send, 400, f"unsupported MCP-Protocol-Version {version!r}", version=sess.version)
+            return None
+        return sess
+
+    async def _post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
+        version = headers.get("mcp-protocol-version")
+        accept = headers.get("accept", "")
+        if not (accepts(accept, JSON) and accepts(accept, SSE)):
+            await respond_error(send, 406, f"Accept must list {JSON} and {SSE}", version=version)
+            return
+        if media_type(headers.get("content-type", "")) != JSON:
+            await respond_error(send, 415, f"Content-Type must be {JSON}", version=version)
+            return
+        if wants_modern(headers):
+            await self._stateless.post(headers, receive, send, scope)
+            return
+        sess: HTTPSession | None = None
+        if "mcp-session-id" in headers:
+            sess = await self._session_of(headers, send)
+            if sess is None:
+                return
+            version = sess.version
+        body = await read_body(headers, receive, send, self.limits.max_message_bytes, version)
+        if body is None:
+            return
+        try:
+            message = jsonrpc.decode(body)
+        except jsonrpc.InvalidMessage as exc:
+            await respond_error(send, 400, exc.message, code=exc.code, id=exc.id, version=version)
+            return
+        new = False
+        if sess is None and claims_modern(message):
+            await self._stateless.message(headers, message, receive, send, scope)
+            return
+        if sess is None:
+            if not (type(message) is Request and message.method == "initialize"):
+                await respond_error(send, 400, _NO_SESSION, version=version)
+                return
+            created = await self._new_session(client_key(scope))
+            if isinstance(created, str):
+                await respond_error(send, 503, created, code=errors.SERVER_BUSY, version=version)
+                return
+            sess, new = created, True
+        else:
+            sess.initialized = True
+        sess.touch(self._sessions)
+        transport = sess.transport
+        if type(message) is Request:
+            stream = transport.open_request_stream(message.id)
+            if stream is None:
+                await respond_error(
+                    send,
+                    409,
+                    f"request id {message.id!r} is already in use in this session",
+                    id=message.id,
+                    version=version,
+                )
+                return
+            if not await transport.deliver(body):
+                transport.drop(stream)
+                await respond_error(send, 404, _SESSION_ENDED, version=version)
+                return
+            if message.method == "initialize":
+                requested = initialize_version(message.params)
+                stream_version = negotiate(requested) if requested else ASSUMED_VERSION
+            else:
+                stream_version = sess.version
+            extra = [(b"mcp-session-id", sess.id.encode())] if new else []
+            await self._stream(sess, stream, 0, stream_version, receive, send, extra)
+            return
+        if not await transport.deliver(body):
+            await respond_error(send, 404, _SESSION_ENDED, version=version)
+            return
+        if type(message) is Notification and message.method == "notifications/cancelled":
+            with contextlib.suppress(errors.McpError):
+                cancelled = jsonrpc.decode_params(message.params, CancelledParams).request_id
+                if not isinstance(cancelled, msgspec.UnsetType):
+                    transport.end_request_stream(cancelled)
+        await respond(send, 202)
+
+    async def _get(self, headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+        if not accepts(headers.get("accept", ""), SSE):
+            await respond_error(
+                send,
+                406,
+                f"Accept must list {SSE}",
+                version=headers.get("mcp-protocol-version"),
+            )
+            return
+        sess = await self._session_of(headers, send)
+        if sess is None:
+            return
+        sess.initialized = True
+        sess.touch(self._sessions)
+        last = headers.get("last-event-id")
+        if last:
+            found = sess.transport.find(last)
+            if found is None:
+                await respond_error(
+                    send,
+                    400,
+                    f"Last-Event-ID {last!r} names no stream of this session that can be resumed",
+                    version=sess.version,
+                )
+                return
+            stream, cursor = found
+        else:
+            stream = sess.transport.standalone
+            cursor = stream.delivered
+        await self._stream(sess, stream, cursor, sess.version, receive, send, [])
+
+    async def _delete(self, headers: Mapping[str, str], send: Send) -> None:
+        sess = await self._session_of(headers, send)
+        if sess is None:
+            return
+        self._end(sess)
+        with anyio.move_on_after(_DELETE_WAIT):
+            await sess.finished.wait()
+        await respond(send, 204)
+
+    # --- SSE -----------------------------------------------------------------------------------
+
+    async def _stream(
+        self,
+        sess: HTTPSession,
+        stream: Stream,
+        cursor: int,
+        version: str,
+        receive: Receive,
+        send: Send,
+        extra_headers: list[tuple[bytes, bytes]],
+    ) -> None:
+        """Answer with ``stream`` as SSE from after ``cursor`` until it is done or the client leaves."""
+        token = object()
+        if stream.owner is not None:
+            stream.wake()  # the connection reading it so far ends
+        stream.owner = token
+        sess.live += 1
+        disconnected = False
+        try:
+            headers = [*SSE_HEADERS, *extra_headers]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            head = b""
+            if supports(version, Feature.SSE_PRIMING):
+                head = encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)
+
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    nonlocal disconnected
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    disconnected = True
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                await self._pump(sess, stream, token, cursor, head, send)
+                tg.cancel_scope.cancel()
+            if not disconnected:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:  # the ASGI server could not write: the client is gone
+            logger.debug("SSE stream %d: client went away", stream.key)
+        finally:
+            sess.live -= 1
+            sess.touch(self._sessions)
+            if stream.owner is token:
+                stream.owner = None
+            if stream.done:
+                if stream.fully_delivered:
+                    sess.transport.drop(stream)
+                else:
+                    sess.transport.retain(stream)
+
+    async def _pump(
+        self, sess: HTTPSession, stream: Stream, token: object, cursor: int, head: bytes, send: Send
+    ) -> None:
+        pending = head
+        transport = sess.transport
+        while stream.owner is token:
+            changed = stream.changed
+            batch, cursor_after = stream.since(cursor)
+            if batch or pending:
+                await send({"type": "http.response.body", "body": pending + b"".join(batch), "more_body": True})
+                pending = b""
+                cursor = cursor_after
+                if cursor > stream.delivered:
+                    stream.delivered = cursor
+                continue
+            if stream.done or transport.closed:
+                return
+            with anyio.move_on_after(self.keepalive_interval) as scope:
+                await changed.wait()
+            if scope.cancelled_caught:
+                await send({"type": "http.response.body", "body": PING, "more_body": True})

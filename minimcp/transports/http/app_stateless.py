@@ -1,0 +1,330 @@
+"""The stateless 2026-07-28 leg of the HTTP app: header checks, then one request answered per POST."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import msgspec
+
+from minimcp import errors, jsonrpc, modern
+from minimcp.errors import McpError
+from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.transports.http import _headers as mcp_headers
+from minimcp.transports.http._asgi import SSE_HEADERS, Receive, Scope, Send, read_body, respond
+from minimcp.transports.http._session_table import client_key
+from minimcp.transports.http._sse import PING, encode_event
+from minimcp.transports.http._wire import JSON
+from minimcp.versions import is_modern, is_supported
+
+if TYPE_CHECKING:
+    from minimcp.session import Dispatcher, Session
+    from minimcp.transports import Transport
+    from minimcp.transports._hosting import Servable
+    from minimcp.types import Tool
+
+__all__ = ["StatelessConnector", "StatelessLeg", "claims_modern", "dispatch", "wants_modern"]
+
+#: Makes the connection that serves every 2026-07-28 POST of an app, over the transport given:
+#: its dispatcher (locked to revision 2026-07-28) and its session, not yet running.
+StatelessConnector = Callable[["Transport"], "tuple[Dispatcher, Session]"]
+
+logger = logging.getLogger("minimcp.http")
+
+#: Messages a request may send (progress, logs) before its POST's reader takes them.
+_NOTES_BUFFER = 16
+
+#: Error codes a modern POST answers with HTTP 400 (-32601 gets 404; others 200).
+_MODERN_BAD_REQUEST = frozenset(
+    {
+        errors.PARSE_ERROR,
+        errors.INVALID_REQUEST,
+        errors.INVALID_PARAMS,
+        mcp_headers.HEADER_MISMATCH,
+        modern.MISSING_CAPABILITY,
+        modern.UNSUPPORTED_VERSION,
+    }
+)
+
+
+def modern_status(code: int) -> int:
+    """The HTTP status of a modern error response with JSON-RPC error ``code``."""
+    if code in _MODERN_BAD_REQUEST:
+        return 400
+    return 404 if code == errors.METHOD_NOT_FOUND else 200
+
+
+def wants_modern(headers: Mapping[str, str]) -> bool:
+    """Whether the headers ask for the stateless (2026-07-28) leg.
+
+    Yes for a modern ``MCP-Protocol-Version``; also for any other value that is
+    not a handshake-era revision unless the request names a session (then the
+    session answers it: ``400``, unsupported version).
+    """
+    version = headers.get("mcp-protocol-version")
+    if version is None:
+        return False
+    version = version.strip(" \t")
+    return is_modern(version) or (not is_supported(version) and "mcp-session-id" not in headers)
+
+
+def claims_modern(message: jsonrpc.Message) -> bool:
+    """A request or notification whose params carry the 2026-07-28 ``_meta`` envelope."""
+    return (type(message) is Request or type(message) is Notification) and modern.has_envelope(message.params)
+
+
+async def _respond_modern_error(
+    send: Send, id: RequestId | None, code: int, message: str, data: Any = msgspec.UNSET, *, status: int | None = None
+) -> None:
+    body = jsonrpc.encode_error(id, code, message, data)
+    await respond(send, status if status is not None else modern_status(code), body, content_type=JSON)
+
+
+async def dispatch(
+    connection: Dispatcher, session: Session, request: Request, reply_id: RequestId
+) -> tuple[int, bytes]:
+    """Answer one 2026-07-28 request: its HTTP status and its reply, under the client's id ``reply_id``.
+
+    The one place this leg maps a handler's outcome to a reply: the result, an
+    :class:`~minimcp.McpError` as its JSON-RPC error (with its HTTP status), any
+    other exception as ``-32603`` (logged).
+    """
+    try:
+        result = await connection.handle_request(session, request)
+        return 200, jsonrpc.encode_result(reply_id, result)
+    except McpError as exc:
+        data = msgspec.UNSET if exc.data is None else exc.data
+        return modern_status(exc.code), jsonrpc.encode_error(reply_id, exc.code, exc.message, data)
+    except Exception:
+        logger.exception("handler for %s failed", request.method)
+        return 200, jsonrpc.encode_error(reply_id, errors.INTERNAL_ERROR, "internal error")
+
+
+class _ModernTransport:
+    """The inert transport under an app's modern connection.
+
+    Nothing arrives on it (each POST hands its request to the connection
+    directly); what the connection sends for a request (progress, log
+    messages) goes to that request's POST, found by the request's internal id,
+    and is dropped when that POST has ended.
+    """
+
+    def __init__(self) -> None:
+        self.routes: dict[RequestId, anyio.abc.ObjectSendStream[bytes]] = {}
+        self._closed = anyio.Event()
+
+    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        out = self.routes.get(related) if related is not None else None
+        if out is None:
+            return  # nothing travels on modern HTTP outside a request's own response
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await out.send(message)
+
+    async def receive(self) -> bytes:
+        await self._closed.wait()
+        raise anyio.EndOfStream
+
+    async def aclose(self) -> None:
+        self._closed.set()
+
+
+class _ModernHost:
+    """The one connection serving every 2026-07-28 POST of an app (started with the app)."""
+
+    __slots__ = ("connection", "ids", "session", "transport")
+
+    def __init__(self, connection: Dispatcher, session: Session, transport: _ModernTransport) -> None:
+        self.connection = connection
+        self.session = session
+        self.transport = transport
+        self.ids = itertools.count(1)
+
+
+class StatelessLeg:
+    """The app's 2026-07-28 POSTs: no sessions; every request is answered on its own POST.
+
+    Every request is handled by one long-lived connection (started with the
+    app by :meth:`start`), whose task group hosts the tool runs, so that a tool
+    parked between rounds outlives the POST that started it.
+    """
+
+    def __init__(
+        self,
+        server: Servable,
+        connect: StatelessConnector,
+        *,
+        max_message_bytes: int,
+        max_parked_per_client: int,
+        keepalive_interval: float,
+    ) -> None:
+        self.server = server
+        self._connect = connect
+        self.max_message_bytes = max_message_bytes
+        self.max_parked_per_client = max_parked_per_client
+        self.keepalive_interval = keepalive_interval
+        self._host: _ModernHost | None = None
+        # tool name -> (its definition, its x-mcp-header annotations), recomputed when the definition changes
+        self._annotations: dict[str, tuple[Tool, tuple[mcp_headers.ParamHeader, ...]]] = {}
+
+    @property
+    def connection(self) -> Dispatcher | None:
+        return self._host.connection if self._host is not None else None
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Start the connection that serves every 2026-07-28 POST; ``tg`` hosts parked tool calls."""
+        transport = _ModernTransport()
+        try:
+            conn, session = self._connect(transport)
+        except NotImplementedError:  # an app bound to no role: the handshake era only (503 here)
+            return
+        await tg.start(session.run)
+        self._host = _ModernHost(conn, session, transport)
+
+    def close(self) -> None:
+        """End the connection: parked tool calls end (their retries replay, see :mod:`minimcp.modern`)."""
+        if self._host is not None:
+            self._host.session.close()
+
+    def stopped(self) -> None:
+        self._host = None
+
+    async def post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
+        """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored."""
+        body = await read_body(headers, receive, send, self.max_message_bytes, headers.get("mcp-protocol-version"))
+        if body is None:
+            return
+        self._trace("receive", body)
+        try:
+            message = jsonrpc.decode(body)
+        except jsonrpc.InvalidMessage as exc:
+            await _respond_modern_error(send, exc.id, exc.code, exc.message)
+            return
+        await self.message(headers, message, receive, send, scope)
+
+    def _trace(self, direction: str, data: bytes, related: RequestId | None = None) -> None:
+        """Record a 2026-07-28 POST's request or final reply (its notifications go through the session)."""
+        host, trace = self._host, self.server.trace
+        if trace is not None and host is not None:
+            trace.record(host.session.name, direction, data, related=related, origin=host.session)
+
+    async def message(
+        self, headers: Mapping[str, str], message: jsonrpc.Message, receive: Receive, send: Send, scope: Scope
+    ) -> None:
+        """Answer one decoded 2026-07-28 message (its headers checked against its body first)."""
+        if type(message) is not Request and type(message) is not Notification:
+            await _respond_modern_error(
+                send,
+                None,
+                errors.INVALID_REQUEST,
+                "a POST carries one request or notification on protocol 2026-07-28, never a response",
+            )
+            return
+        problem = mcp_headers.header_problem(headers, message.method, message.params, self._tool_annotations)
+        if problem is not None:
+            request_id = message.id if type(message) is Request else None
+            await _respond_modern_error(send, request_id, mcp_headers.HEADER_MISMATCH, f"Header mismatch: {problem}")
+            return
+        if type(message) is Request:
+            await self._request(message, receive, send, scope)
+        else:  # This revision defines no client notifications on HTTP (cancelling is closing the stream).
+            await respond(send, 202)
+
+    def _tool_annotations(self, name: str) -> tuple[mcp_headers.ParamHeader, ...]:
+        """The ``x-mcp-header`` annotations of tool ``name`` (none for an unknown tool)."""
+        definition = self.server.tool_definition(name)
+        if definition is None:
+            return ()
+        cached = self._annotations.get(name)
+        if cached is not None and cached[0] is definition:
+            return cached[1]
+        try:
+            found = mcp_headers.param_headers(definition.input_schema)
+        except ValueError as exc:
+            logger.warning("tool %r: ignoring its x-mcp-header annotations: %s", name, exc)
+            found = ()
+        self._annotations[name] = (definition, found)
+        return found
+
+    async def _request(self, message: Request, receive: Receive, send: Send, scope: Scope) -> None:
+        """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first."""
+        host = self._host
+        if host is None:
+            await _respond_modern_error(
+                send,
+                message.id,
+                errors.SERVER_BUSY,
+                "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)",
+                status=503,
+            )
+            return
+        # An app-unique id: clients of a stateless server all number their requests from 1.
+        internal = next(host.ids)
+        out, notes = anyio.create_memory_object_stream[bytes](_NOTES_BUFFER)
+        host.transport.routes[internal] = out
+        final: list[tuple[int, bytes]] = []
+        owner = (client_key(scope), self.max_parked_per_client)
+
+        async def handle() -> None:
+            modern.PARK_OWNER.set(owner)  # this task's own context: parked calls count against the client
+            try:
+                request = Request(id=internal, method=message.method, params=message.params)
+                final.append(await dispatch(host.connection, host.session, request, message.id))
+            finally:
+                if final:
+                    self._trace("send", final[0][1], message.id)
+                # Nothing more reaches this POST: the reply (if any) goes after what is queued.
+                host.transport.routes.pop(internal, None)
+                out.close()
+
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    # The client closing the response stream IS the cancellation (2026-07-28).
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                tg.start_soon(handle)
+                await self._answer(notes, final, send)
+                tg.cancel_scope.cancel()
+        except OSError:  # the ASGI server could not write: the client is gone
+            logger.debug("modern request %r: client went away", message.id)
+        finally:
+            host.transport.routes.pop(internal, None)
+            notes.close()
+
+    async def _answer(
+        self, notes: anyio.abc.ObjectReceiveStream[bytes], final: list[tuple[int, bytes]], send: Send
+    ) -> None:
+        """Plain JSON when the answer comes first; else SSE: the notifications, then the answer.
+
+        A request that stays silent for ``keepalive_interval`` also switches to
+        SSE, so that keep-alive comments can hold the connection open.
+        """
+        streaming = False
+        while True:
+            note: bytes | None = None
+            with anyio.move_on_after(self.keepalive_interval):
+                try:
+                    note = await notes.receive()
+                except anyio.EndOfStream:
+                    break
+            if not streaming:
+                streaming = True
+                await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+            chunk = PING if note is None else encode_event(note)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if not streaming:
+            if final:
+                status, reply = final[0]
+                await respond(send, status, reply, content_type=JSON)
+            return
+        tail = encode_event(final[0][1]) if final else b""
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
