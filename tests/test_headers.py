@@ -1,4 +1,4 @@
-"""minimcp.transports._headers: the 2026-07-28 metadata headers (built by the client, checked by the server)
+"""minimcp.transports.http._headers: the 2026-07-28 metadata headers (built by the client, checked by the server)
 and the Host / Origin allow-list."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from minimcp.mrtr import META_VERSION
-from minimcp.transports._headers import (
+from minimcp.transports.http._headers import (
     ParamHeader,
     decode_value,
     encode_value,

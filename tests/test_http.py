@@ -32,8 +32,8 @@ import pytest
 import minimcp
 from minimcp import Limits, Server
 from minimcp.transports import asgi_server
-from minimcp.transports.http._sse import SSEDecoder, encode_event
 from minimcp.transports.http import StreamableHTTPApp, connect_http, http_client, serve_http
+from minimcp.transports.http._sse import SSEDecoder, encode_event
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")

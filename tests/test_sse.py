@@ -1,10 +1,10 @@
-"""minimcp.transports._sse: encoding events and decoding an event stream, with a bound on event size."""
+"""minimcp.transports.http._sse: encoding events and decoding an event stream, with a bound on event size."""
 
 from __future__ import annotations
 
 import pytest
 
-from minimcp.transports._sse import PING, Event, SSEDecoder, encode_event
+from minimcp.transports.http._sse import PING, Event, SSEDecoder, encode_event
 
 
 def decode(data: bytes, *, limit: int = 1000, step: int = 0) -> tuple[list[Event], SSEDecoder]:
