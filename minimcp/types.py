@@ -9,11 +9,18 @@ The results a client hands to its caller (``initialize``, server info, tools,
 resources, prompts, completions, content blocks, ``tools/call`` results) say "absent" with ``None`` (and ``is_error``
 with ``False``) instead: a field left at that default is omitted on the wire all
 the same, so the bytes are unchanged.
+
+Each request's params class names its method and its result type as class
+variables (``ListToolsParams.method == "tools/list"``,
+``ListToolsParams.result is ListToolsResult``), so
+``await session.request(ListToolsParams())`` sends ``tools/list`` and is typed
+``ListToolsResult`` (:class:`RequestParams`). Class variables are not fields:
+they never reach the wire.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -36,25 +43,36 @@ __all__ = [
     "ElicitResult",
     "ElicitationCompleteParams",
     "EmbeddedResource",
+    "EmptyResult",
     "GetPromptParams",
     "GetPromptResult",
     "ImageContent",
     "Implementation",
     "InitializeParams",
     "InitializeResult",
+    "JSONObject",
+    "JSONValue",
+    "ListPromptsParams",
     "ListPromptsResult",
+    "ListResourceTemplatesParams",
     "ListResourceTemplatesResult",
+    "ListResourcesParams",
     "ListResourcesResult",
+    "ListRootsParams",
     "ListRootsResult",
+    "ListToolsParams",
     "ListToolsResult",
     "LoggingLevel",
     "LoggingMessageParams",
     "PaginatedParams",
+    "PingParams",
     "ProgressParams",
     "Prompt",
     "PromptArgument",
     "PromptMessage",
+    "ReadResourceParams",
     "ReadResourceResult",
+    "RequestParams",
     "Resource",
     "ResourceContents",
     "ResourceLink",
@@ -65,11 +83,23 @@ __all__ = [
     "SamplingMessage",
     "ServerCapabilities",
     "SetLevelParams",
+    "SubscribeParams",
     "TextContent",
     "Tool",
     "ToolAnnotations",
     "UnsetType",
+    "UnsubscribeParams",
 ]
+
+if TYPE_CHECKING:
+    #: Any JSON value, as a JSON decoder gives it (objects as ``dict``, arrays as ``list``).
+    JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
+else:
+    # msgspec cannot resolve a recursive alias; to it ``object`` means "any JSON value",
+    # decoded exactly as fast as ``Any``.
+    JSONValue = object
+#: A JSON object.
+JSONObject: TypeAlias = "dict[str, JSONValue]"
 
 Meta: TypeAlias = "dict[str, Any] | UnsetType"
 
@@ -90,6 +120,40 @@ class _Base(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, gc
     # gc=False: these messages never form reference cycles, so the cyclic collector need not
     # track them (it was a large share of the time with many calls pending).
     pass
+
+
+_R_co = TypeVar("_R_co", covariant=True)
+
+
+class RequestParams(Protocol[_R_co]):
+    """The params of one request method, whose class names that method and its result type.
+
+    Every ``...Params`` class below that belongs to one method satisfies it, through two
+    class variables: ``method`` (the JSON-RPC method) and ``result`` (the Struct its
+    result decodes into). ``Session.request(params)`` reads both, so the call needs no
+    method string and its value is typed by the params alone.
+    """
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def result(self) -> type[_R_co]: ...
+
+
+class EmptyResult(_Base, kw_only=True):
+    """The result of a request that answers nothing but success (``ping``, ``logging/setLevel``, ...)."""
+
+    meta: Meta = _meta()
+
+
+class PingParams(_Base, kw_only=True):
+    """``ping`` params (only ``_meta``)."""
+
+    method: ClassVar[str] = "ping"
+    result: ClassVar[type[EmptyResult]] = EmptyResult
+
+    meta: Meta = _meta()
 
 
 class Implementation(_Base, kw_only=True):
@@ -125,13 +189,6 @@ class ServerCapabilities(_Base, kw_only=True):
     tasks: dict[str, Any] | UnsetType = UNSET
 
 
-class InitializeParams(_Base, kw_only=True):
-    protocol_version: str
-    capabilities: ClientCapabilities
-    client_info: Implementation
-    meta: Meta = _meta()
-
-
 class InitializeResult(_Base, kw_only=True):
     protocol_version: str
     capabilities: ServerCapabilities
@@ -140,7 +197,21 @@ class InitializeResult(_Base, kw_only=True):
     meta: ResultMeta = _result_meta()
 
 
+class InitializeParams(_Base, kw_only=True):
+    """``initialize`` params: the handshake-era opening request."""
+
+    method: ClassVar[str] = "initialize"
+    result: ClassVar[type[InitializeResult]] = InitializeResult
+
+    protocol_version: str
+    capabilities: ClientCapabilities
+    client_info: Implementation
+    meta: Meta = _meta()
+
+
 class PaginatedParams(_Base, kw_only=True):
+    """The params every ``.../list`` request shares (the subclasses below name the method)."""
+
     cursor: str | UnsetType = UNSET
     meta: Meta = _meta()
 
@@ -172,12 +243,11 @@ class ListToolsResult(_Base, kw_only=True):
     meta: Meta = _meta()
 
 
-class CallToolParams(_Base, kw_only=True):
-    name: str
-    arguments: dict[str, Any] | UnsetType = UNSET
-    meta: Meta = _meta()
-    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
-    request_state: str | UnsetType = UNSET
+class ListToolsParams(PaginatedParams, kw_only=True):
+    """``tools/list`` params."""
+
+    method: ClassVar[str] = "tools/list"
+    result: ClassVar[type[ListToolsResult]] = ListToolsResult
 
 
 # --- content -----------------------------------------------------------------------------------
@@ -241,22 +311,38 @@ class CallToolResult(_Base, kw_only=True):
         return "\n".join(c.text for c in self.content if isinstance(c, TextContent))
 
 
+class CallToolParams(_Base, kw_only=True):
+    """``tools/call`` params."""
+
+    method: ClassVar[str] = "tools/call"
+    result: ClassVar[type[CallToolResult]] = CallToolResult
+
+    name: str
+    arguments: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    request_state: str | UnsetType = UNSET
+
+
 # --- elicitation -------------------------------------------------------------------------------
+
+class ElicitResult(_Base, kw_only=True):
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
 
 class ElicitRequestParams(_Base, kw_only=True):
     """``elicitation/create`` params: form mode (``requested_schema``) or URL mode."""
+
+    method: ClassVar[str] = "elicitation/create"
+    result: ClassVar[type[ElicitResult]] = ElicitResult
 
     message: str
     mode: Literal["form", "url"] | UnsetType = UNSET
     requested_schema: dict[str, Any] | UnsetType = UNSET
     elicitation_id: str | UnsetType = UNSET
     url: str | UnsetType = UNSET
-    meta: Meta = _meta()
-
-
-class ElicitResult(_Base, kw_only=True):
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | UnsetType = UNSET
     meta: Meta = _meta()
 
 
@@ -315,6 +401,20 @@ class ListResourceTemplatesResult(_Base, kw_only=True):
     meta: Meta = _meta()
 
 
+class ListResourcesParams(PaginatedParams, kw_only=True):
+    """``resources/list`` params."""
+
+    method: ClassVar[str] = "resources/list"
+    result: ClassVar[type[ListResourcesResult]] = ListResourcesResult
+
+
+class ListResourceTemplatesParams(PaginatedParams, kw_only=True):
+    """``resources/templates/list`` params."""
+
+    method: ClassVar[str] = "resources/templates/list"
+    result: ClassVar[type[ListResourceTemplatesResult]] = ListResourceTemplatesResult
+
+
 class ResourceParams(_Base, kw_only=True):
     """Params of ``resources/read``, ``resources/subscribe``, ``resources/unsubscribe``."""
 
@@ -327,6 +427,27 @@ class ResourceParams(_Base, kw_only=True):
 class ReadResourceResult(_Base, kw_only=True):
     contents: list[ResourceContents]
     meta: ResultMeta = _result_meta()
+
+
+class ReadResourceParams(ResourceParams, kw_only=True):
+    """``resources/read`` params."""
+
+    method: ClassVar[str] = "resources/read"
+    result: ClassVar[type[ReadResourceResult]] = ReadResourceResult
+
+
+class SubscribeParams(ResourceParams, kw_only=True):
+    """``resources/subscribe`` params."""
+
+    method: ClassVar[str] = "resources/subscribe"
+    result: ClassVar[type[EmptyResult]] = EmptyResult
+
+
+class UnsubscribeParams(ResourceParams, kw_only=True):
+    """``resources/unsubscribe`` params."""
+
+    method: ClassVar[str] = "resources/unsubscribe"
+    result: ClassVar[type[EmptyResult]] = EmptyResult
 
 
 class ResourceUpdatedParams(_Base, kw_only=True):
@@ -356,12 +477,11 @@ class ListPromptsResult(_Base, kw_only=True):
     meta: Meta = _meta()
 
 
-class GetPromptParams(_Base, kw_only=True):
-    name: str
-    arguments: dict[str, str] | UnsetType = UNSET
-    meta: Meta = _meta()
-    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
-    request_state: str | UnsetType = UNSET
+class ListPromptsParams(PaginatedParams, kw_only=True):
+    """``prompts/list`` params."""
+
+    method: ClassVar[str] = "prompts/list"
+    result: ClassVar[type[ListPromptsResult]] = ListPromptsResult
 
 
 class PromptMessage(_Base, kw_only=True):
@@ -375,18 +495,24 @@ class GetPromptResult(_Base, kw_only=True):
     meta: ResultMeta = _result_meta()
 
 
+class GetPromptParams(_Base, kw_only=True):
+    """``prompts/get`` params."""
+
+    method: ClassVar[str] = "prompts/get"
+    result: ClassVar[type[GetPromptResult]] = GetPromptResult
+
+    name: str
+    arguments: dict[str, str] | UnsetType = UNSET
+    meta: Meta = _meta()
+    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    request_state: str | UnsetType = UNSET
+
+
 # --- completion and logging ----------------------------------------------------------------------
 
 class CompletionArgument(_Base, kw_only=True):
     name: str
     value: str
-
-
-class CompleteParams(_Base, kw_only=True):
-    ref: dict[str, Any]  # {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}
-    argument: CompletionArgument
-    context: dict[str, Any] | UnsetType = UNSET
-    meta: Meta = _meta()
 
 
 class Completion(_Base, kw_only=True):
@@ -400,10 +526,27 @@ class CompleteResult(_Base, kw_only=True):
     meta: ResultMeta = _result_meta()
 
 
+class CompleteParams(_Base, kw_only=True):
+    """``completion/complete`` params."""
+
+    method: ClassVar[str] = "completion/complete"
+    result: ClassVar[type[CompleteResult]] = CompleteResult
+
+    ref: dict[str, Any]  # {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}
+    argument: CompletionArgument
+    context: dict[str, Any] | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
 LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
 class SetLevelParams(_Base, kw_only=True):
+    """``logging/setLevel`` params."""
+
+    method: ClassVar[str] = "logging/setLevel"
+    result: ClassVar[type[EmptyResult]] = EmptyResult
+
     level: LoggingLevel
     meta: Meta = _meta()
 
@@ -422,7 +565,20 @@ class SamplingMessage(_Base, kw_only=True):
     content: ContentBlock
 
 
+class CreateMessageResult(_Base, kw_only=True):
+    role: Literal["user", "assistant"]
+    content: ContentBlock
+    model: str
+    stop_reason: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
 class CreateMessageParams(_Base, kw_only=True):
+    """``sampling/createMessage`` params."""
+
+    method: ClassVar[str] = "sampling/createMessage"
+    result: ClassVar[type[CreateMessageResult]] = CreateMessageResult
+
     messages: list[SamplingMessage]
     max_tokens: int
     system_prompt: str | UnsetType = UNSET
@@ -434,14 +590,6 @@ class CreateMessageParams(_Base, kw_only=True):
     meta: Meta = _meta()
 
 
-class CreateMessageResult(_Base, kw_only=True):
-    role: Literal["user", "assistant"]
-    content: ContentBlock
-    model: str
-    stop_reason: str | UnsetType = UNSET
-    meta: Meta = _meta()
-
-
 class Root(_Base, kw_only=True):
     uri: str
     name: str | UnsetType = UNSET
@@ -450,4 +598,13 @@ class Root(_Base, kw_only=True):
 
 class ListRootsResult(_Base, kw_only=True):
     roots: list[Root]
+    meta: Meta = _meta()
+
+
+class ListRootsParams(_Base, kw_only=True):
+    """``roots/list`` params (only ``_meta``)."""
+
+    method: ClassVar[str] = "roots/list"
+    result: ClassVar[type[ListRootsResult]] = ListRootsResult
+
     meta: Meta = _meta()
