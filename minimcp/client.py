@@ -23,7 +23,7 @@ import dataclasses
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -56,6 +56,7 @@ from minimcp.types import (
     Implementation,
     InitializeParams,
     InitializeResult,
+    JSONObject,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -339,8 +340,8 @@ class Client:
                             raise  # a modern-only server speaking none of our revisions: no handshake
                 logger.debug("server/discover probe failed (%s): using the handshake", exc)
                 found = None
-            versions = found.get("supportedVersions", []) if found is not None else []
-            if any(is_modern(v) for v in versions if isinstance(v, str)):
+            versions = found.get("supportedVersions") if found is not None else None
+            if isinstance(versions, list) and any(is_modern(v) for v in versions if isinstance(v, str)):
                 return
             break
         self.era = None
@@ -369,18 +370,20 @@ class Client:
             meta.update(extra)
         return meta
 
-    async def discover(self, *, timeout: float | None = DEFAULT) -> dict[str, Any]:
+    async def discover(self, *, timeout: float | None = DEFAULT) -> JSONObject:
         """``server/discover`` (revision 2026-07-28): supported versions, capabilities, server info."""
         raw = await self.session.request("server/discover", {"_meta": self._envelope()}, timeout=timeout)
-        found: dict[str, Any] = msgspec.json.decode(raw)
-        info = (found.get("_meta") or {}).get(modern.META_SERVER_INFO)
+        found: JSONObject = msgspec.json.decode(raw)
+        meta = found.get("_meta")
+        info = meta.get(modern.META_SERVER_INFO) if isinstance(meta, dict) else None
         if isinstance(info, dict):
             self.server_info = msgspec.convert(info, Implementation)
         caps = found.get("capabilities")
         if isinstance(caps, dict):
             self.server_capabilities = msgspec.convert(caps, ServerCapabilities)
-        if isinstance(found.get("instructions"), str):
-            self.instructions = found["instructions"]
+        instructions = found.get("instructions")
+        if isinstance(instructions, str):
+            self.instructions = instructions
         return found
 
     async def _request(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
@@ -604,7 +607,7 @@ class Client:
 
     async def complete(
         self,
-        ref: dict[str, Any],
+        ref: Mapping[str, str],
         argument: str,
         value: str,
         *,
@@ -613,7 +616,7 @@ class Client:
     ) -> Completion:
         """Suggestions for an argument (``ref``: ``{"type": "ref/prompt", "name": ...}`` or a resource ref)."""
         params = CompleteParams(
-            ref=ref,
+            ref=dict(ref),
             argument=CompletionArgument(name=argument, value=value),
             context={"arguments": context} if context else UNSET,
         )
@@ -660,7 +663,9 @@ class Client:
 
     # --- Dispatcher protocol -----------------------------------------------------------------
 
-    async def handle_request(self, session: Session, request: Request) -> Any:
+    async def handle_request(
+        self, session: Session, request: Request
+    ) -> ElicitResult | CreateMessageResult | ListRootsResult | dict[str, object]:
         method = request.method
         if method == "ping":  # a ping with params (the session answers bare ones itself)
             return {}

@@ -182,7 +182,7 @@ def decode_result(method: str, raw: msgspec.Raw, result_type: type[T]) -> T:
             bytes that are not valid UTF-8).
     """
     try:
-        return jsonrpc.decoder_for(result_type).decode(raw)  # type: ignore[no-any-return]
+        return jsonrpc.decoder_for(result_type).decode(raw)
     except msgspec.DecodeError as exc:
         raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
 

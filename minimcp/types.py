@@ -94,14 +94,15 @@ __all__ = [
 if TYPE_CHECKING:
     #: Any JSON value, as a JSON decoder gives it (objects as ``dict``, arrays as ``list``).
     JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
+    #: A JSON object.
+    JSONObject: TypeAlias = "dict[str, JSONValue]"
 else:
-    # msgspec cannot resolve a recursive alias; to it ``object`` means "any JSON value",
-    # decoded exactly as fast as ``Any``.
-    JSONValue = object
-#: A JSON object.
-JSONObject: TypeAlias = "dict[str, JSONValue]"
+    # msgspec cannot resolve a recursive alias (and ``object`` would cost it a check per
+    # value): at run time these are ``Any``, so decoding is exactly what it was.
+    JSONValue = Any
+    JSONObject = dict[str, Any]
 
-Meta: TypeAlias = "dict[str, Any] | UnsetType"
+Meta: TypeAlias = "JSONObject | UnsetType"
 
 
 def _meta() -> Any:
@@ -109,7 +110,7 @@ def _meta() -> Any:
 
 
 #: ``_meta`` of a result handed to the caller: ``None`` when absent.
-ResultMeta: TypeAlias = "dict[str, Any] | None"
+ResultMeta: TypeAlias = "JSONObject | None"
 
 
 def _result_meta() -> Any:
@@ -164,29 +165,29 @@ class Implementation(_Base, kw_only=True):
     title: str | None = None
     description: str | None = None
     website_url: str | None = None
-    icons: list[dict[str, Any]] | None = None
+    icons: list[JSONObject] | None = None
 
 
 class ClientCapabilities(_Base, kw_only=True):
     """What a client can do. Presence of a key means support."""
 
-    experimental: dict[str, Any] | UnsetType = UNSET
-    roots: dict[str, Any] | UnsetType = UNSET
-    sampling: dict[str, Any] | UnsetType = UNSET
-    elicitation: dict[str, Any] | UnsetType = UNSET
-    tasks: dict[str, Any] | UnsetType = UNSET
+    experimental: JSONObject | UnsetType = UNSET
+    roots: JSONObject | UnsetType = UNSET
+    sampling: JSONObject | UnsetType = UNSET
+    elicitation: JSONObject | UnsetType = UNSET
+    tasks: JSONObject | UnsetType = UNSET
 
 
 class ServerCapabilities(_Base, kw_only=True):
     """What a server offers. Presence of a key means support."""
 
-    experimental: dict[str, Any] | UnsetType = UNSET
-    logging: dict[str, Any] | UnsetType = UNSET
-    completions: dict[str, Any] | UnsetType = UNSET
-    prompts: dict[str, Any] | UnsetType = UNSET
-    resources: dict[str, Any] | UnsetType = UNSET
-    tools: dict[str, Any] | UnsetType = UNSET
-    tasks: dict[str, Any] | UnsetType = UNSET
+    experimental: JSONObject | UnsetType = UNSET
+    logging: JSONObject | UnsetType = UNSET
+    completions: JSONObject | UnsetType = UNSET
+    prompts: JSONObject | UnsetType = UNSET
+    resources: JSONObject | UnsetType = UNSET
+    tools: JSONObject | UnsetType = UNSET
+    tasks: JSONObject | UnsetType = UNSET
 
 
 class InitializeResult(_Base, kw_only=True):
@@ -228,12 +229,12 @@ class ToolAnnotations(_Base, kw_only=True):
 
 class Tool(_Base, kw_only=True):
     name: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, Any]  # a JSON Schema, walked level by level by renderers: left open
     title: str | None = None
     description: str | None = None
-    output_schema: dict[str, Any] | None = None
+    output_schema: JSONObject | None = None
     annotations: ToolAnnotations | None = None
-    icons: list[dict[str, Any]] | None = None
+    icons: list[JSONObject] | None = None
     meta: ResultMeta = _result_meta()
 
 
@@ -253,7 +254,7 @@ class ListToolsParams(PaginatedParams, kw_only=True):
 # --- content -----------------------------------------------------------------------------------
 
 class _Content(_Base, tag_field="type"):
-    annotations: dict[str, Any] | None = None
+    annotations: JSONObject | None = None
     meta: ResultMeta = _result_meta()
 
 
@@ -301,7 +302,7 @@ class CallToolResult(_Base, kw_only=True):
     """The result of ``tools/call``. ``is_error`` marks a tool error (not a protocol error)."""
 
     content: list[ContentBlock]
-    structured_content: dict[str, Any] | None = None
+    structured_content: JSONObject | None = None
     is_error: bool = False
     meta: ResultMeta = _result_meta()
 
@@ -318,9 +319,9 @@ class CallToolParams(_Base, kw_only=True):
     result: ClassVar[type[CallToolResult]] = CallToolResult
 
     name: str
-    arguments: dict[str, Any] | UnsetType = UNSET
+    arguments: JSONObject | UnsetType = UNSET
     meta: Meta = _meta()
-    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    input_responses: JSONObject | UnsetType = UNSET  # 2026-07-28 retries
     request_state: str | UnsetType = UNSET
 
 
@@ -328,7 +329,7 @@ class CallToolParams(_Base, kw_only=True):
 
 class ElicitResult(_Base, kw_only=True):
     action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | UnsetType = UNSET
+    content: JSONObject | UnsetType = UNSET
     meta: Meta = _meta()
 
 
@@ -340,7 +341,7 @@ class ElicitRequestParams(_Base, kw_only=True):
 
     message: str
     mode: Literal["form", "url"] | UnsetType = UNSET
-    requested_schema: dict[str, Any] | UnsetType = UNSET
+    requested_schema: JSONObject | UnsetType = UNSET
     elicitation_id: str | UnsetType = UNSET
     url: str | UnsetType = UNSET
     meta: Meta = _meta()
@@ -375,7 +376,7 @@ class Resource(_Base, kw_only=True):
     description: str | None = None
     mime_type: str | None = None
     size: int | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: JSONObject | None = None
     meta: ResultMeta = _result_meta()
 
 
@@ -385,7 +386,7 @@ class ResourceTemplate(_Base, kw_only=True):
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: JSONObject | None = None
     meta: ResultMeta = _result_meta()
 
 
@@ -420,7 +421,7 @@ class ResourceParams(_Base, kw_only=True):
 
     uri: str
     meta: Meta = _meta()
-    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    input_responses: JSONObject | UnsetType = UNSET  # 2026-07-28 retries
     request_state: str | UnsetType = UNSET
 
 
@@ -504,7 +505,7 @@ class GetPromptParams(_Base, kw_only=True):
     name: str
     arguments: dict[str, str] | UnsetType = UNSET
     meta: Meta = _meta()
-    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    input_responses: JSONObject | UnsetType = UNSET  # 2026-07-28 retries
     request_state: str | UnsetType = UNSET
 
 
@@ -532,9 +533,9 @@ class CompleteParams(_Base, kw_only=True):
     method: ClassVar[str] = "completion/complete"
     result: ClassVar[type[CompleteResult]] = CompleteResult
 
-    ref: dict[str, Any]  # {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}
+    ref: JSONObject  # {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}
     argument: CompletionArgument
-    context: dict[str, Any] | UnsetType = UNSET
+    context: dict[str, Any] | UnsetType = UNSET  # {"arguments": {name: value}}; left open for handlers
     meta: Meta = _meta()
 
 
@@ -553,7 +554,7 @@ class SetLevelParams(_Base, kw_only=True):
 
 class LoggingMessageParams(_Base, kw_only=True):
     level: LoggingLevel
-    data: Any
+    data: JSONValue
     logger: str | UnsetType = UNSET
     meta: Meta = _meta()
 
@@ -585,8 +586,8 @@ class CreateMessageParams(_Base, kw_only=True):
     include_context: Literal["none", "thisServer", "allServers"] | UnsetType = UNSET
     temperature: float | UnsetType = UNSET
     stop_sequences: list[str] | UnsetType = UNSET
-    model_preferences: dict[str, Any] | UnsetType = UNSET
-    metadata: dict[str, Any] | UnsetType = UNSET
+    model_preferences: JSONObject | UnsetType = UNSET
+    metadata: JSONObject | UnsetType = UNSET
     meta: Meta = _meta()
 
 
