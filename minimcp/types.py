@@ -302,7 +302,7 @@ class CallToolResult(_Base, kw_only=True):
     """The result of ``tools/call``. ``is_error`` marks a tool error (not a protocol error)."""
 
     content: list[ContentBlock]
-    structured_content: JSONObject | None = None
+    structured_content: dict[str, Any] | None = None  # the tool's own output (its outputSchema): left open
     is_error: bool = False
     meta: ResultMeta = _result_meta()
 
