@@ -199,8 +199,6 @@ class InitializeResult(_Base, kw_only=True):
 
 
 class InitializeParams(_Base, kw_only=True):
-    """``initialize`` params: the handshake-era opening request."""
-
     method: ClassVar[str] = "initialize"
     result: ClassVar[type[InitializeResult]] = InitializeResult
 
@@ -245,8 +243,6 @@ class ListToolsResult(_Base, kw_only=True):
 
 
 class ListToolsParams(PaginatedParams, kw_only=True):
-    """``tools/list`` params."""
-
     method: ClassVar[str] = "tools/list"
     result: ClassVar[type[ListToolsResult]] = ListToolsResult
 
@@ -313,8 +309,6 @@ class CallToolResult(_Base, kw_only=True):
 
 
 class CallToolParams(_Base, kw_only=True):
-    """``tools/call`` params."""
-
     method: ClassVar[str] = "tools/call"
     result: ClassVar[type[CallToolResult]] = CallToolResult
 
@@ -403,15 +397,11 @@ class ListResourceTemplatesResult(_Base, kw_only=True):
 
 
 class ListResourcesParams(PaginatedParams, kw_only=True):
-    """``resources/list`` params."""
-
     method: ClassVar[str] = "resources/list"
     result: ClassVar[type[ListResourcesResult]] = ListResourcesResult
 
 
 class ListResourceTemplatesParams(PaginatedParams, kw_only=True):
-    """``resources/templates/list`` params."""
-
     method: ClassVar[str] = "resources/templates/list"
     result: ClassVar[type[ListResourceTemplatesResult]] = ListResourceTemplatesResult
 
@@ -431,22 +421,16 @@ class ReadResourceResult(_Base, kw_only=True):
 
 
 class ReadResourceParams(ResourceParams, kw_only=True):
-    """``resources/read`` params."""
-
     method: ClassVar[str] = "resources/read"
     result: ClassVar[type[ReadResourceResult]] = ReadResourceResult
 
 
 class SubscribeParams(ResourceParams, kw_only=True):
-    """``resources/subscribe`` params."""
-
     method: ClassVar[str] = "resources/subscribe"
     result: ClassVar[type[EmptyResult]] = EmptyResult
 
 
 class UnsubscribeParams(ResourceParams, kw_only=True):
-    """``resources/unsubscribe`` params."""
-
     method: ClassVar[str] = "resources/unsubscribe"
     result: ClassVar[type[EmptyResult]] = EmptyResult
 
@@ -479,8 +463,6 @@ class ListPromptsResult(_Base, kw_only=True):
 
 
 class ListPromptsParams(PaginatedParams, kw_only=True):
-    """``prompts/list`` params."""
-
     method: ClassVar[str] = "prompts/list"
     result: ClassVar[type[ListPromptsResult]] = ListPromptsResult
 
@@ -497,8 +479,6 @@ class GetPromptResult(_Base, kw_only=True):
 
 
 class GetPromptParams(_Base, kw_only=True):
-    """``prompts/get`` params."""
-
     method: ClassVar[str] = "prompts/get"
     result: ClassVar[type[GetPromptResult]] = GetPromptResult
 
@@ -528,8 +508,6 @@ class CompleteResult(_Base, kw_only=True):
 
 
 class CompleteParams(_Base, kw_only=True):
-    """``completion/complete`` params."""
-
     method: ClassVar[str] = "completion/complete"
     result: ClassVar[type[CompleteResult]] = CompleteResult
 
@@ -543,8 +521,6 @@ LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error",
 
 
 class SetLevelParams(_Base, kw_only=True):
-    """``logging/setLevel`` params."""
-
     method: ClassVar[str] = "logging/setLevel"
     result: ClassVar[type[EmptyResult]] = EmptyResult
 
@@ -575,8 +551,6 @@ class CreateMessageResult(_Base, kw_only=True):
 
 
 class CreateMessageParams(_Base, kw_only=True):
-    """``sampling/createMessage`` params."""
-
     method: ClassVar[str] = "sampling/createMessage"
     result: ClassVar[type[CreateMessageResult]] = CreateMessageResult
 
