@@ -23,7 +23,7 @@ import dataclasses
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -56,6 +56,7 @@ from minimcp.types import (
     Implementation,
     InitializeParams,
     InitializeResult,
+    JSONObject,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -78,7 +79,7 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.urls import UrlInfo, inspect_url
-from minimcp.versions import LATEST, LATEST_MODERN, SUPPORTED, Feature, is_modern, is_supported, supports
+from minimcp.versions import LATEST, LATEST_MODERN, SUPPORTED, Era, Feature, is_modern, is_supported, supports
 
 __all__ = [
     "Client",
@@ -122,8 +123,8 @@ class _ResultKind(msgspec.Struct, rename="camel"):
     request_state: str | UnsetType = UNSET
 
 
-#: The values ``Client(era=...)`` accepts; the first is the default.
-ERAS: tuple[str, ...] = ("legacy", "modern", "auto")
+#: The values ``Client(era=...)`` accepts (an :class:`Era`, or ``"auto"`` to probe); the first is the default.
+ERAS: tuple[str, ...] = (Era.LEGACY.value, Era.MODERN.value, "auto")
 
 
 def _check_era(era: object) -> None:
@@ -205,8 +206,8 @@ class Client:
         fill_defaults: Fill fields the handler left out from the schema's
             defaults before validating and sending.
         protocol_version: The handshake revision to offer (default: the latest).
-        era: ``"legacy"`` (the default): the ``initialize`` handshake (every deployed
-            server speaks it); ``"modern"``: revision 2026-07-28, no handshake, questions
+        era: ``Era.LEGACY`` / ``"legacy"`` (the default): the ``initialize`` handshake (every deployed
+            server speaks it); ``Era.MODERN`` / ``"modern"``: revision 2026-07-28, no handshake, questions
             come back as ``input_required`` results answered by the same handlers;
             ``"auto"``: probe with ``server/discover`` and fall back to the handshake.
             Anything else raises :class:`ValueError`.
@@ -231,7 +232,7 @@ class Client:
         on_notification: Callable[[str, Any], None] | None = None,
         fill_defaults: bool = True,
         protocol_version: str = LATEST,
-        era: Literal["legacy", "modern", "auto"] = "legacy",
+        era: Era | Literal["legacy", "modern", "auto"] = Era.LEGACY,
         probe_timeout: float = 5.0,
         max_rounds: int = 10,
         limits: Limits | None = None,
@@ -252,8 +253,8 @@ class Client:
         self.fill_defaults = fill_defaults
         self.requested_version = protocol_version
         self.requested_era = era
-        #: The era in use once connected: ``"legacy"`` or ``"modern"``.
-        self.era: str | None = None
+        #: The era in use once connected.
+        self.era: Era | None = None
         self.probe_timeout = probe_timeout
         self.max_rounds = max_rounds
         self._log_level: LoggingLevel | None = None
@@ -310,10 +311,10 @@ class Client:
 
     async def _connect(self) -> None:
         era = self.requested_era
-        if era == "legacy":
+        if era == Era.LEGACY:
             await self.initialize()
             return
-        if era == "modern":
+        if era == Era.MODERN:
             self._use_modern(LATEST_MODERN)
             return
         # auto: probe; a discover result naming a modern revision means modern, anything else
@@ -339,8 +340,8 @@ class Client:
                             raise  # a modern-only server speaking none of our revisions: no handshake
                 logger.debug("server/discover probe failed (%s): using the handshake", exc)
                 found = None
-            versions = found.get("supportedVersions", []) if found is not None else []
-            if any(is_modern(v) for v in versions if isinstance(v, str)):
+            versions = found.get("supportedVersions") if found is not None else None
+            if isinstance(versions, list) and any(is_modern(v) for v in versions if isinstance(v, str)):
                 return
             break
         self.era = None
@@ -349,14 +350,14 @@ class Client:
         await self.initialize()
 
     def _use_modern(self, version: str) -> None:
-        self.era = "modern"
+        self.era = Era.MODERN
         self.protocol_version = version
         self.session.protocol_version = version
         self.session.answer_ping = False
 
     def _envelope(self, extra: dict[str, Any] | UnsetType | None = None) -> dict[str, Any] | UnsetType:
         """``params._meta`` for a request: the modern envelope plus ``extra``."""
-        if self.era != "modern":
+        if self.era != Era.MODERN:
             return extra if extra else UNSET
         meta: dict[str, Any] = {
             modern.META_VERSION: self.protocol_version,
@@ -369,23 +370,25 @@ class Client:
             meta.update(extra)
         return meta
 
-    async def discover(self, *, timeout: float | None = DEFAULT) -> dict[str, Any]:
+    async def discover(self, *, timeout: float | None = DEFAULT) -> JSONObject:
         """``server/discover`` (revision 2026-07-28): supported versions, capabilities, server info."""
         raw = await self.session.request("server/discover", {"_meta": self._envelope()}, timeout=timeout)
-        found: dict[str, Any] = msgspec.json.decode(raw)
-        info = (found.get("_meta") or {}).get(modern.META_SERVER_INFO)
+        found: JSONObject = msgspec.json.decode(raw)
+        meta = found.get("_meta")
+        info = meta.get(modern.META_SERVER_INFO) if isinstance(meta, dict) else None
         if isinstance(info, dict):
             self.server_info = msgspec.convert(info, Implementation)
         caps = found.get("capabilities")
         if isinstance(caps, dict):
             self.server_capabilities = msgspec.convert(caps, ServerCapabilities)
-        if isinstance(found.get("instructions"), str):
-            self.instructions = found["instructions"]
+        instructions = found.get("instructions")
+        if isinstance(instructions, str):
+            self.instructions = instructions
         return found
 
     async def _request(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
         """One request with the envelope applied (modern) and the result checked."""
-        if self.era == "modern":
+        if self.era == Era.MODERN:
             raw = await self._modern_request(method, params, timeout, None)
             kind = _decode_result(raw, _ResultKind, method).result_type
             if kind != "complete":
@@ -401,7 +404,7 @@ class Client:
         Each retry is a new request (new id) with the same params, ``inputResponses``
         keyed exactly as asked, and ``requestState`` echoed byte for byte.
         """
-        if self.era != "modern":
+        if self.era != Era.MODERN:
             return await self.session.request(
                 method, params, result_type=result_type, timeout=timeout, progress=progress
             )
@@ -469,7 +472,7 @@ class Client:
         if not is_supported(result.protocol_version):
             self.session.close()
             raise UnsupportedVersion(result.protocol_version, SUPPORTED)
-        self.era = "legacy"
+        self.era = Era.LEGACY
         self.protocol_version = result.protocol_version
         self.session.protocol_version = result.protocol_version
         self.server_info = result.server_info
@@ -604,7 +607,7 @@ class Client:
 
     async def complete(
         self,
-        ref: dict[str, Any],
+        ref: Mapping[str, str],
         argument: str,
         value: str,
         *,
@@ -613,7 +616,7 @@ class Client:
     ) -> Completion:
         """Suggestions for an argument (``ref``: ``{"type": "ref/prompt", "name": ...}`` or a resource ref)."""
         params = CompleteParams(
-            ref=ref,
+            ref=dict(ref),
             argument=CompletionArgument(name=argument, value=value),
             context={"arguments": context} if context else UNSET,
         )
@@ -625,7 +628,7 @@ class Client:
 
         On revision 2026-07-28 the level travels in each request's ``_meta`` instead.
         """
-        if self.era == "modern":
+        if self.era == Era.MODERN:
             self._log_level = level
             return
         await self.session.request("logging/setLevel", SetLevelParams(level=level), timeout=timeout)
@@ -660,7 +663,9 @@ class Client:
 
     # --- Dispatcher protocol -----------------------------------------------------------------
 
-    async def handle_request(self, session: Session, request: Request) -> Any:
+    async def handle_request(
+        self, session: Session, request: Request
+    ) -> ElicitResult | CreateMessageResult | ListRootsResult | dict[str, object]:
         method = request.method
         if method == "ping":  # a ping with params (the session answers bare ones itself)
             return {}
@@ -742,7 +747,7 @@ class Client:
         if isinstance(params.url, UnsetType):
             raise McpError(errors.INVALID_PARAMS, "URL-mode elicitation needs a url")
         if isinstance(params.elicitation_id, UnsetType):
-            if self.era != "modern":
+            if self.era != Era.MODERN:
                 raise McpError(errors.INVALID_PARAMS, "URL-mode elicitation needs an elicitationId")
             # 2026-07-28 has no elicitationId (and no completion notice): a local one for the handler.
             answer = await self._ask_url(params.message, params.url, f"local-{secrets.token_urlsafe(9)}", track=False)

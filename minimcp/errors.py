@@ -45,8 +45,6 @@ on the wire.
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = [
     "CONNECTION_CLOSED",
     "INTERNAL_ERROR",
@@ -90,10 +88,12 @@ class McpError(MinimcpError):
     Raise it from a request handler to answer with exactly this error.
     """
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        #: The error's ``data`` member: what the peer sent (JSON), or what a handler
+        #: raised with (anything msgspec encodes); ``None`` when absent.
         self.data = data
 
     def __repr__(self) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 import msgspec
 
 from minimcp import errors
+from minimcp.types import JSONValue
 
 __all__ = [
     "NO_PARAMS",
@@ -79,7 +80,7 @@ class ErrorResponse(msgspec.Struct, frozen=True, gc=False):
     id: RequestId | None
     code: int
     message: str
-    data: Any = None
+    data: JSONValue = None
 
 
 Message: TypeAlias = "Request | Notification | Response | ErrorResponse"
@@ -234,10 +235,10 @@ def _classify(env: _Envelope) -> Message:
 
 
 # One decoder per type decoded into (a handful: the protocol's params and result Structs).
-_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+_DECODERS: dict[object, msgspec.json.Decoder[Any]] = {}
 
 
-def decoder_for(type: Any) -> msgspec.json.Decoder[Any]:
+def decoder_for(type: type[T]) -> msgspec.json.Decoder[T]:
     """The shared JSON decoder into ``type`` (made on first use)."""
     decoder = _DECODERS.get(type)
     if decoder is None:
@@ -256,7 +257,7 @@ def decode_params(raw: msgspec.Raw, type: type[T]) -> T:
     """
     decoder = decoder_for(type)
     try:
-        return decoder.decode(raw if raw else b"{}")  # type: ignore[no-any-return]
+        return decoder.decode(raw if raw else b"{}")
     except msgspec.ValidationError as exc:
         raise errors.McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
     except msgspec.DecodeError as exc:  # e.g. bytes inside params that are not valid UTF-8
@@ -299,23 +300,27 @@ class _OutError(msgspec.Struct, gc=False):
 _encoder = msgspec.json.Encoder()
 
 
-def encode_request(id: RequestId, method: str, params: Any = msgspec.UNSET) -> bytes:
-    """One request, compact JSON on one line (no trailing newline)."""
+def encode_request(id: RequestId, method: str, params: object = msgspec.UNSET) -> bytes:
+    """One request, compact JSON on one line (no trailing newline).
+
+    ``params`` (like ``result`` and ``data`` below) is anything msgspec encodes as JSON:
+    a Struct, a dict, ``msgspec.Raw`` bytes, or ``UNSET`` to leave the member out.
+    """
     return _encoder.encode(_OutRequest("2.0", id, method, params))
 
 
-def encode_notification(method: str, params: Any = msgspec.UNSET) -> bytes:
+def encode_notification(method: str, params: object = msgspec.UNSET) -> bytes:
     """One notification, compact JSON on one line."""
     return _encoder.encode(_OutNotification("2.0", method, params))
 
 
-def encode_result(id: RequestId, result: Any) -> bytes:
+def encode_result(id: RequestId, result: object) -> bytes:
     """One successful response. ``result`` must encode as a JSON object."""
     return _encoder.encode(_OutResult("2.0", id, result))
 
 
 def encode_error(
-    id: RequestId | None, code: int, message: str, data: Any = msgspec.UNSET, *, null_id: bool = False
+    id: RequestId | None, code: int, message: str, data: object = msgspec.UNSET, *, null_id: bool = False
 ) -> bytes:
     """One error response.
 

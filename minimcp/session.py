@@ -48,7 +48,7 @@ from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, TooManyPe
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.trace import WireTrace
 from minimcp.transports import MessageTooLarge, Transport
-from minimcp.types import CancelledParams, ProgressParams
+from minimcp.types import CancelledParams, ProgressParams, RequestParams
 from minimcp.versions import Feature, supports
 
 __all__ = [
@@ -182,7 +182,7 @@ def decode_result(method: str, raw: msgspec.Raw, result_type: type[T]) -> T:
             bytes that are not valid UTF-8).
     """
     try:
-        return jsonrpc.decoder_for(result_type).decode(raw)  # type: ignore[no-any-return]
+        return jsonrpc.decoder_for(result_type).decode(raw)
     except msgspec.DecodeError as exc:
         raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
 
@@ -475,6 +475,17 @@ class Session:
     @overload
     async def request(
         self,
+        method: RequestParams[T],
+        /,
+        *,
+        timeout: float | None = ...,
+        related: RequestId | None = ...,
+        progress: ProgressWatch | None = ...,
+    ) -> T: ...
+
+    @overload
+    async def request(
+        self,
         method: str,
         params: Any = ...,
         *,
@@ -498,7 +509,7 @@ class Session:
 
     async def request(
         self,
-        method: str,
+        method: str | RequestParams[Any],
         params: Any = msgspec.UNSET,
         *,
         result_type: type[T] | None = None,
@@ -508,8 +519,13 @@ class Session:
     ) -> T | msgspec.Raw:
         """Send a request and wait for its response.
 
+        ``request(ListToolsParams())`` sends ``tools/list`` and returns a ``ListToolsResult``:
+        a params object whose class names its method and result type
+        (:class:`~minimcp.types.RequestParams`) stands for all three arguments.
+
         Args:
-            method: The method name.
+            method: The method name, or a params object that names it (then no
+                ``params`` or ``result_type``).
             params: A Struct or dict, encoded as the ``params`` object.
             result_type: Decode the result into this type (raw JSON when ``None``).
             timeout: Seconds to wait; ``None`` for no limit; default
@@ -526,6 +542,10 @@ class Session:
             TooManyPending: the session's pending table is full.
             ConnectionClosed: the connection ended first.
         """
+        if not isinstance(method, str):
+            if params is not msgspec.UNSET or result_type is not None:
+                raise TypeError("a params object names its method and result type: pass it alone")
+            params, result_type, method = method, method.result, method.method
         raw = await self.start_request(method, params, timeout=timeout, related=related, progress=progress)
         if result_type is None:
             return raw

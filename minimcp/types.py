@@ -9,11 +9,18 @@ The results a client hands to its caller (``initialize``, server info, tools,
 resources, prompts, completions, content blocks, ``tools/call`` results) say "absent" with ``None`` (and ``is_error``
 with ``False``) instead: a field left at that default is omitted on the wire all
 the same, so the bytes are unchanged.
+
+Each request's params class names its method and its result type as class
+variables (``ListToolsParams.method == "tools/list"``,
+``ListToolsParams.result is ListToolsResult``), so
+``await session.request(ListToolsParams())`` sends ``tools/list`` and is typed
+``ListToolsResult`` (:class:`RequestParams`). Class variables are not fields:
+they never reach the wire.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -36,25 +43,36 @@ __all__ = [
     "ElicitResult",
     "ElicitationCompleteParams",
     "EmbeddedResource",
+    "EmptyResult",
     "GetPromptParams",
     "GetPromptResult",
     "ImageContent",
     "Implementation",
     "InitializeParams",
     "InitializeResult",
+    "JSONObject",
+    "JSONValue",
+    "ListPromptsParams",
     "ListPromptsResult",
+    "ListResourceTemplatesParams",
     "ListResourceTemplatesResult",
+    "ListResourcesParams",
     "ListResourcesResult",
+    "ListRootsParams",
     "ListRootsResult",
+    "ListToolsParams",
     "ListToolsResult",
     "LoggingLevel",
     "LoggingMessageParams",
     "PaginatedParams",
+    "PingParams",
     "ProgressParams",
     "Prompt",
     "PromptArgument",
     "PromptMessage",
+    "ReadResourceParams",
     "ReadResourceResult",
+    "RequestParams",
     "Resource",
     "ResourceContents",
     "ResourceLink",
@@ -65,13 +83,26 @@ __all__ = [
     "SamplingMessage",
     "ServerCapabilities",
     "SetLevelParams",
+    "SubscribeParams",
     "TextContent",
     "Tool",
     "ToolAnnotations",
     "UnsetType",
+    "UnsubscribeParams",
 ]
 
-Meta: TypeAlias = "dict[str, Any] | UnsetType"
+if TYPE_CHECKING:
+    #: Any JSON value, as a JSON decoder gives it (objects as ``dict``, arrays as ``list``).
+    JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
+    #: A JSON object.
+    JSONObject: TypeAlias = "dict[str, JSONValue]"
+else:
+    # msgspec cannot resolve a recursive alias (and ``object`` would cost it a check per
+    # value): at run time these are ``Any``, so decoding is exactly what it was.
+    JSONValue = Any
+    JSONObject = dict[str, Any]
+
+Meta: TypeAlias = "JSONObject | UnsetType"
 
 
 def _meta() -> Any:
@@ -79,7 +110,7 @@ def _meta() -> Any:
 
 
 #: ``_meta`` of a result handed to the caller: ``None`` when absent.
-ResultMeta: TypeAlias = "dict[str, Any] | None"
+ResultMeta: TypeAlias = "JSONObject | None"
 
 
 def _result_meta() -> Any:
@@ -92,6 +123,40 @@ class _Base(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, gc
     pass
 
 
+_R_co = TypeVar("_R_co", covariant=True)
+
+
+class RequestParams(Protocol[_R_co]):
+    """The params of one request method, whose class names that method and its result type.
+
+    Every ``...Params`` class below that belongs to one method satisfies it, through two
+    class variables: ``method`` (the JSON-RPC method) and ``result`` (the Struct its
+    result decodes into). ``Session.request(params)`` reads both, so the call needs no
+    method string and its value is typed by the params alone.
+    """
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def result(self) -> type[_R_co]: ...
+
+
+class EmptyResult(_Base, kw_only=True):
+    """The result of a request that answers nothing but success (``ping``, ``logging/setLevel``, ...)."""
+
+    meta: Meta = _meta()
+
+
+class PingParams(_Base, kw_only=True):
+    """``ping`` params (only ``_meta``)."""
+
+    method: ClassVar[str] = "ping"
+    result: ClassVar[type[EmptyResult]] = EmptyResult
+
+    meta: Meta = _meta()
+
+
 class Implementation(_Base, kw_only=True):
     """Name and version of a client or server (``clientInfo`` / ``serverInfo``)."""
 
@@ -100,36 +165,29 @@ class Implementation(_Base, kw_only=True):
     title: str | None = None
     description: str | None = None
     website_url: str | None = None
-    icons: list[dict[str, Any]] | None = None
+    icons: list[JSONObject] | None = None
 
 
 class ClientCapabilities(_Base, kw_only=True):
     """What a client can do. Presence of a key means support."""
 
-    experimental: dict[str, Any] | UnsetType = UNSET
-    roots: dict[str, Any] | UnsetType = UNSET
-    sampling: dict[str, Any] | UnsetType = UNSET
-    elicitation: dict[str, Any] | UnsetType = UNSET
-    tasks: dict[str, Any] | UnsetType = UNSET
+    experimental: JSONObject | UnsetType = UNSET
+    roots: JSONObject | UnsetType = UNSET
+    sampling: JSONObject | UnsetType = UNSET
+    elicitation: JSONObject | UnsetType = UNSET
+    tasks: JSONObject | UnsetType = UNSET
 
 
 class ServerCapabilities(_Base, kw_only=True):
     """What a server offers. Presence of a key means support."""
 
-    experimental: dict[str, Any] | UnsetType = UNSET
-    logging: dict[str, Any] | UnsetType = UNSET
-    completions: dict[str, Any] | UnsetType = UNSET
-    prompts: dict[str, Any] | UnsetType = UNSET
-    resources: dict[str, Any] | UnsetType = UNSET
-    tools: dict[str, Any] | UnsetType = UNSET
-    tasks: dict[str, Any] | UnsetType = UNSET
-
-
-class InitializeParams(_Base, kw_only=True):
-    protocol_version: str
-    capabilities: ClientCapabilities
-    client_info: Implementation
-    meta: Meta = _meta()
+    experimental: JSONObject | UnsetType = UNSET
+    logging: JSONObject | UnsetType = UNSET
+    completions: JSONObject | UnsetType = UNSET
+    prompts: JSONObject | UnsetType = UNSET
+    resources: JSONObject | UnsetType = UNSET
+    tools: JSONObject | UnsetType = UNSET
+    tasks: JSONObject | UnsetType = UNSET
 
 
 class InitializeResult(_Base, kw_only=True):
@@ -140,7 +198,19 @@ class InitializeResult(_Base, kw_only=True):
     meta: ResultMeta = _result_meta()
 
 
+class InitializeParams(_Base, kw_only=True):
+    method: ClassVar[str] = "initialize"
+    result: ClassVar[type[InitializeResult]] = InitializeResult
+
+    protocol_version: str
+    capabilities: ClientCapabilities
+    client_info: Implementation
+    meta: Meta = _meta()
+
+
 class PaginatedParams(_Base, kw_only=True):
+    """The params every ``.../list`` request shares (the subclasses below name the method)."""
+
     cursor: str | UnsetType = UNSET
     meta: Meta = _meta()
 
@@ -157,12 +227,12 @@ class ToolAnnotations(_Base, kw_only=True):
 
 class Tool(_Base, kw_only=True):
     name: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, Any]  # a JSON Schema, walked level by level by renderers: left open
     title: str | None = None
     description: str | None = None
-    output_schema: dict[str, Any] | None = None
+    output_schema: JSONObject | None = None
     annotations: ToolAnnotations | None = None
-    icons: list[dict[str, Any]] | None = None
+    icons: list[JSONObject] | None = None
     meta: ResultMeta = _result_meta()
 
 
@@ -172,18 +242,15 @@ class ListToolsResult(_Base, kw_only=True):
     meta: Meta = _meta()
 
 
-class CallToolParams(_Base, kw_only=True):
-    name: str
-    arguments: dict[str, Any] | UnsetType = UNSET
-    meta: Meta = _meta()
-    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
-    request_state: str | UnsetType = UNSET
+class ListToolsParams(PaginatedParams, kw_only=True):
+    method: ClassVar[str] = "tools/list"
+    result: ClassVar[type[ListToolsResult]] = ListToolsResult
 
 
 # --- content -----------------------------------------------------------------------------------
 
 class _Content(_Base, tag_field="type"):
-    annotations: dict[str, Any] | None = None
+    annotations: JSONObject | None = None
     meta: ResultMeta = _result_meta()
 
 
@@ -231,7 +298,7 @@ class CallToolResult(_Base, kw_only=True):
     """The result of ``tools/call``. ``is_error`` marks a tool error (not a protocol error)."""
 
     content: list[ContentBlock]
-    structured_content: dict[str, Any] | None = None
+    structured_content: dict[str, Any] | None = None  # the tool's own output (its outputSchema): left open
     is_error: bool = False
     meta: ResultMeta = _result_meta()
 
@@ -241,22 +308,36 @@ class CallToolResult(_Base, kw_only=True):
         return "\n".join(c.text for c in self.content if isinstance(c, TextContent))
 
 
+class CallToolParams(_Base, kw_only=True):
+    method: ClassVar[str] = "tools/call"
+    result: ClassVar[type[CallToolResult]] = CallToolResult
+
+    name: str
+    arguments: JSONObject | UnsetType = UNSET
+    meta: Meta = _meta()
+    input_responses: JSONObject | UnsetType = UNSET  # 2026-07-28 retries
+    request_state: str | UnsetType = UNSET
+
+
 # --- elicitation -------------------------------------------------------------------------------
+
+class ElicitResult(_Base, kw_only=True):
+    action: Literal["accept", "decline", "cancel"]
+    content: JSONObject | UnsetType = UNSET
+    meta: Meta = _meta()
+
 
 class ElicitRequestParams(_Base, kw_only=True):
     """``elicitation/create`` params: form mode (``requested_schema``) or URL mode."""
 
+    method: ClassVar[str] = "elicitation/create"
+    result: ClassVar[type[ElicitResult]] = ElicitResult
+
     message: str
     mode: Literal["form", "url"] | UnsetType = UNSET
-    requested_schema: dict[str, Any] | UnsetType = UNSET
+    requested_schema: JSONObject | UnsetType = UNSET
     elicitation_id: str | UnsetType = UNSET
     url: str | UnsetType = UNSET
-    meta: Meta = _meta()
-
-
-class ElicitResult(_Base, kw_only=True):
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | UnsetType = UNSET
     meta: Meta = _meta()
 
 
@@ -289,7 +370,7 @@ class Resource(_Base, kw_only=True):
     description: str | None = None
     mime_type: str | None = None
     size: int | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: JSONObject | None = None
     meta: ResultMeta = _result_meta()
 
 
@@ -299,7 +380,7 @@ class ResourceTemplate(_Base, kw_only=True):
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: JSONObject | None = None
     meta: ResultMeta = _result_meta()
 
 
@@ -315,18 +396,43 @@ class ListResourceTemplatesResult(_Base, kw_only=True):
     meta: Meta = _meta()
 
 
+class ListResourcesParams(PaginatedParams, kw_only=True):
+    method: ClassVar[str] = "resources/list"
+    result: ClassVar[type[ListResourcesResult]] = ListResourcesResult
+
+
+class ListResourceTemplatesParams(PaginatedParams, kw_only=True):
+    method: ClassVar[str] = "resources/templates/list"
+    result: ClassVar[type[ListResourceTemplatesResult]] = ListResourceTemplatesResult
+
+
 class ResourceParams(_Base, kw_only=True):
     """Params of ``resources/read``, ``resources/subscribe``, ``resources/unsubscribe``."""
 
     uri: str
     meta: Meta = _meta()
-    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
+    input_responses: JSONObject | UnsetType = UNSET  # 2026-07-28 retries
     request_state: str | UnsetType = UNSET
 
 
 class ReadResourceResult(_Base, kw_only=True):
     contents: list[ResourceContents]
     meta: ResultMeta = _result_meta()
+
+
+class ReadResourceParams(ResourceParams, kw_only=True):
+    method: ClassVar[str] = "resources/read"
+    result: ClassVar[type[ReadResourceResult]] = ReadResourceResult
+
+
+class SubscribeParams(ResourceParams, kw_only=True):
+    method: ClassVar[str] = "resources/subscribe"
+    result: ClassVar[type[EmptyResult]] = EmptyResult
+
+
+class UnsubscribeParams(ResourceParams, kw_only=True):
+    method: ClassVar[str] = "resources/unsubscribe"
+    result: ClassVar[type[EmptyResult]] = EmptyResult
 
 
 class ResourceUpdatedParams(_Base, kw_only=True):
@@ -356,12 +462,9 @@ class ListPromptsResult(_Base, kw_only=True):
     meta: Meta = _meta()
 
 
-class GetPromptParams(_Base, kw_only=True):
-    name: str
-    arguments: dict[str, str] | UnsetType = UNSET
-    meta: Meta = _meta()
-    input_responses: dict[str, Any] | UnsetType = UNSET  # 2026-07-28 retries
-    request_state: str | UnsetType = UNSET
+class ListPromptsParams(PaginatedParams, kw_only=True):
+    method: ClassVar[str] = "prompts/list"
+    result: ClassVar[type[ListPromptsResult]] = ListPromptsResult
 
 
 class PromptMessage(_Base, kw_only=True):
@@ -375,18 +478,22 @@ class GetPromptResult(_Base, kw_only=True):
     meta: ResultMeta = _result_meta()
 
 
+class GetPromptParams(_Base, kw_only=True):
+    method: ClassVar[str] = "prompts/get"
+    result: ClassVar[type[GetPromptResult]] = GetPromptResult
+
+    name: str
+    arguments: dict[str, str] | UnsetType = UNSET
+    meta: Meta = _meta()
+    input_responses: JSONObject | UnsetType = UNSET  # 2026-07-28 retries
+    request_state: str | UnsetType = UNSET
+
+
 # --- completion and logging ----------------------------------------------------------------------
 
 class CompletionArgument(_Base, kw_only=True):
     name: str
     value: str
-
-
-class CompleteParams(_Base, kw_only=True):
-    ref: dict[str, Any]  # {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}
-    argument: CompletionArgument
-    context: dict[str, Any] | UnsetType = UNSET
-    meta: Meta = _meta()
 
 
 class Completion(_Base, kw_only=True):
@@ -400,17 +507,30 @@ class CompleteResult(_Base, kw_only=True):
     meta: ResultMeta = _result_meta()
 
 
+class CompleteParams(_Base, kw_only=True):
+    method: ClassVar[str] = "completion/complete"
+    result: ClassVar[type[CompleteResult]] = CompleteResult
+
+    ref: JSONObject  # {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}
+    argument: CompletionArgument
+    context: dict[str, Any] | UnsetType = UNSET  # {"arguments": {name: value}}; left open for handlers
+    meta: Meta = _meta()
+
+
 LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
 class SetLevelParams(_Base, kw_only=True):
+    method: ClassVar[str] = "logging/setLevel"
+    result: ClassVar[type[EmptyResult]] = EmptyResult
+
     level: LoggingLevel
     meta: Meta = _meta()
 
 
 class LoggingMessageParams(_Base, kw_only=True):
     level: LoggingLevel
-    data: Any
+    data: JSONValue
     logger: str | UnsetType = UNSET
     meta: Meta = _meta()
 
@@ -422,23 +542,26 @@ class SamplingMessage(_Base, kw_only=True):
     content: ContentBlock
 
 
+class CreateMessageResult(_Base, kw_only=True):
+    role: Literal["user", "assistant"]
+    content: ContentBlock
+    model: str
+    stop_reason: str | UnsetType = UNSET
+    meta: Meta = _meta()
+
+
 class CreateMessageParams(_Base, kw_only=True):
+    method: ClassVar[str] = "sampling/createMessage"
+    result: ClassVar[type[CreateMessageResult]] = CreateMessageResult
+
     messages: list[SamplingMessage]
     max_tokens: int
     system_prompt: str | UnsetType = UNSET
     include_context: Literal["none", "thisServer", "allServers"] | UnsetType = UNSET
     temperature: float | UnsetType = UNSET
     stop_sequences: list[str] | UnsetType = UNSET
-    model_preferences: dict[str, Any] | UnsetType = UNSET
-    metadata: dict[str, Any] | UnsetType = UNSET
-    meta: Meta = _meta()
-
-
-class CreateMessageResult(_Base, kw_only=True):
-    role: Literal["user", "assistant"]
-    content: ContentBlock
-    model: str
-    stop_reason: str | UnsetType = UNSET
+    model_preferences: JSONObject | UnsetType = UNSET
+    metadata: JSONObject | UnsetType = UNSET
     meta: Meta = _meta()
 
 
@@ -450,4 +573,13 @@ class Root(_Base, kw_only=True):
 
 class ListRootsResult(_Base, kw_only=True):
     roots: list[Root]
+    meta: Meta = _meta()
+
+
+class ListRootsParams(_Base, kw_only=True):
+    """``roots/list`` params (only ``_meta``)."""
+
+    method: ClassVar[str] = "roots/list"
+    result: ClassVar[type[ListRootsResult]] = ListRootsResult
+
     meta: Meta = _meta()

@@ -14,7 +14,9 @@ __all__ = [
     "LATEST_MODERN",
     "MODERN",
     "SUPPORTED",
+    "Era",
     "Feature",
+    "era_of",
     "is_modern",
     "is_supported",
     "negotiate",
@@ -30,6 +32,34 @@ LATEST: str = SUPPORTED[-1]
 #: round-trip requests) instead of nested server-to-client requests.
 MODERN: tuple[str, ...] = ("2026-07-28",)
 LATEST_MODERN: str = MODERN[-1]
+
+
+class Era(enum.StrEnum):
+    """The two ways a connection speaks MCP; a connection keeps the one it began with.
+
+    The values are the strings the era had before it was an enum, so ``era == "modern"``
+    still holds for ``Era.MODERN``.
+    """
+
+    #: The revisions in :data:`SUPPORTED`: ``initialize`` first, then nested server-to-client
+    #: requests (``elicitation/create``, ...) while a call runs.
+    LEGACY = "legacy"
+    #: The revisions in :data:`MODERN`: no handshake, the version and capabilities in each
+    #: request's ``_meta``, questions as ``input_required`` results (multi round-trip requests).
+    MODERN = "modern"
+
+
+def era_of(version: str) -> Era:
+    """The era of revision ``version``.
+
+    Raises:
+        ValueError: ``version`` is not a revision this implementation speaks.
+    """
+    if version in MODERN:
+        return Era.MODERN
+    if version in SUPPORTED:
+        return Era.LEGACY
+    raise ValueError(f"unknown protocol revision {version!r}")
 
 
 class Feature(enum.StrEnum):

@@ -296,7 +296,7 @@ async def test_our_client_against_server_everything_url_elicitation(
             [step] = raised.value.elicitations
             assert step.url == "https://modelcontextprotocol.io"
             assert step.elicitation_id and step.message
-            assert raised.value.data["elicitations"] == [step.to_wire()]
+            assert isinstance(raised.value.data, dict) and raised.value.data["elicitations"] == [step.to_wire()]
             assert step.to_wire()["mode"] == "url"
             assert person.seen == []
 
