@@ -1625,7 +1625,8 @@ def legacy_server(discover: dict[str, Any] | None) -> Respond:
         {"result": {"supportedVersions": "2026-07-28", "capabilities": {}}},
         None,  # never answers: the probe times out
     ],
-    ids=["32601", "32602", "32600", "32000", "no-modern-version", "versions-not-a-list", "versions-a-string", "silence"],
+    ids=["32601", "32602", "32600", "32000", "no-modern-version", "versions-not-a-list", "versions-a-string",
+         "silence"],
 )
 async def test_auto_falls_back_to_initialize_on_a_legacy_server(discover: dict[str, Any] | None) -> None:
     """#44: any other error, a discover without a modern version, or no answer -> initialize; never one code."""

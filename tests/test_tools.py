@@ -56,7 +56,9 @@ def test_schema_and_definition_come_from_the_signature() -> None:
     assert d.input_schema["required"] == ["date"]
     assert d.input_schema["properties"]["party_size"] == {"type": "integer", "minimum": 1, "maximum": 12, "default": 2}
     assert "title" not in d.input_schema
-    assert d.output_schema is not None and set(d.output_schema["properties"]) == {"date", "party_size"}
+    assert d.output_schema is not None
+    properties = d.output_schema["properties"]
+    assert isinstance(properties, dict) and set(properties) == {"date", "party_size"}
 
 
 def test_explicit_options_win() -> None:
