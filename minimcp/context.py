@@ -15,12 +15,13 @@ import sys
 import time
 import typing
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 import anyio
 import msgspec
 
-from minimcp import capabilities, errors, forms, modern
+from minimcp import capabilities, errors, forms
+from minimcp.config import Limits
 from minimcp.elicitation import (
     Accepted,
     Cancelled,
@@ -31,7 +32,8 @@ from minimcp.elicitation import (
 )
 from minimcp.errors import McpError
 from minimcp.jsonrpc import RequestId
-from minimcp.modern import Envelope, Question, Run
+from minimcp.metrics import ElicitationMetrics
+from minimcp.mrtr import Envelope, Question, required_capability
 from minimcp.session import DEFAULT, Session, decode_result
 from minimcp.types import (
     UNSET,
@@ -52,12 +54,9 @@ from minimcp.types import (
 )
 from minimcp.urls import check_elicitation_url
 from minimcp.versions import Feature, supports
-from minimcp.waiting import Wait, Waits
+from minimcp.waiting import Wait
 
-if TYPE_CHECKING:
-    from minimcp.server import ServerConnection
-
-__all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
+__all__ = ["LOG_LEVELS", "CallHost", "Context", "Elicit", "ListRoots", "RunHandle", "Sample"]
 
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
@@ -98,6 +97,79 @@ class ListRoots:
     """The client's roots, for :meth:`Context.gather` (like ``ctx.list_roots()``)."""
 
 
+class CallHost(Protocol):
+    """What a :class:`Context` needs from the connection serving its call (a
+    :class:`~minimcp.connection.ServerConnection` is one): a way to ask the client, the bounds and
+    counters, what the client declared, and the registry of URL elicitations."""
+
+    @property
+    def session(self) -> Session:
+        """The session to the client: notifications and its clock (and :attr:`Context.session`)."""
+        ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def metrics(self) -> ElicitationMetrics: ...
+
+    # what the client declared in its handshake (a 2026-07-28 call has its own, in its envelope)
+
+    @property
+    def client_info(self) -> Implementation | None: ...
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities: ...
+
+    @property
+    def protocol_version(self) -> str | None: ...
+
+    @property
+    def log_level(self) -> LoggingLevel: ...
+
+    def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
+        """Whether form questions may be asked of this client, and the ``mode`` they carry."""
+        ...
+
+    def can_elicit_form(self) -> bool: ...
+
+    def can_elicit_url(self) -> bool: ...
+
+    # asking (the handshake era: a nested request, related to the call)
+
+    def ask(self, method: str, params: Any, timeout: float | None, related: RequestId) -> Awaitable[Any]:
+        """Send ``method`` to the client as a request nested in the call ``related``; the pending answer."""
+        ...
+
+    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
+        """Keep the call of ``ctx`` alive with progress while a person answers (``None``: not kept)."""
+        ...
+
+    def end_wait(self, wait: Wait) -> None: ...
+
+    # the URL elicitations sent on this connection (their completion notice goes here only)
+
+    def register_url_elicitation(self, elicitation_id: str) -> None: ...
+
+    def forget_url_elicitation(self, elicitation_id: str) -> None: ...
+
+
+class RunHandle(Protocol):
+    """What a :class:`Context` needs of the 2026-07-28 run its call executes in (a :class:`~minimcp.rounds.Run`)."""
+
+    @property
+    def call_id(self) -> str: ...
+
+    @property
+    def continued_elsewhere(self) -> bool: ...
+
+    def replays(self, question_digest: str | None = None) -> bool: ...
+
+    async def ask(self, question: Question, ttl: float | None) -> dict[str, Any]: ...
+
+    async def ask_many(self, questions: list[Question], ttl: float | None) -> list[dict[str, Any] | None]: ...
+
+
 def _raise_if_refused(method: str) -> None:
     """In an ``except`` block: when the client answered our question with an error response (a plain
     :class:`McpError`; ours are subclasses), raise :class:`QuestionFailed` instead (it reaches the tool)."""
@@ -130,14 +202,15 @@ class Context:
 
     def __init__(
         self,
-        connection: ServerConnection,
+        connection: CallHost,
         request_id: RequestId,
         meta: dict[str, Any] | UnsetType,
         envelope: Envelope | None = None,
-        run: Run | None = None,
+        run: RunHandle | None = None,
         *,
         tool: str = "",
     ) -> None:
+        #: The connection serving this call (through the narrow :class:`CallHost` interface).
         self.connection = connection
         #: The name of the tool being called.
         self.tool = tool
@@ -233,7 +306,7 @@ class Context:
         sampling) is kept alive with progress (:mod:`minimcp.waiting`).
         """
         if self.run is None:
-            pending = self.session.start_request(method, params, timeout=timeout, related=self.request_id)
+            pending = self.connection.ask(method, params, timeout, self.request_id)
             if self.meta is not UNSET and method in _WAITING_FOR:  # a person (or their model) answers
                 url = getattr(params, "mode", None) == "url"
                 wait = self._begin_wait(_WAITING_FOR["url" if url else method])
@@ -246,14 +319,14 @@ class Context:
         try:
             return await pending
         finally:
-            waits = self.connection.waits
-            if waits is not None:
-                waits.end(wait)
+            self.connection.end_wait(wait)
 
-    async def _ask_modern(self, run: Run, method: str, params: Any, timeout: float | None, key: str | None) -> Any:
+    async def _ask_modern(
+        self, run: RunHandle, method: str, params: Any, timeout: float | None, key: str | None
+    ) -> Any:
         if timeout is DEFAULT:
-            timeout = self.connection.server.limits.elicitation_timeout  # how long the call stays parked
-        return await run.ask(Question.create(method, params, key), timeout, self.connection.server.parking)
+            timeout = self.connection.limits.elicitation_timeout  # how long the call stays parked
+        return await run.ask(Question.create(method, params, key), timeout)
 
     async def _ask_typed(
         self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
@@ -270,14 +343,7 @@ class Context:
         request stays open meanwhile), if the call carried a progress token."""
         if self.progress_token is None:
             return None
-        conn = self.connection
-        waits = conn.waits
-        if waits is None:
-            interval = conn.server.limits.waiting_progress_interval
-            if not interval:
-                return None
-            waits = conn.waits = Waits(conn.session, interval)
-        return waits.begin(self, what)
+        return self.connection.begin_wait(self, what)
 
     async def _still_waiting(self, what: str, interval: float) -> None:
         """One keep-alive progress notification (see :mod:`minimcp.waiting`), unless one went out lately.
@@ -315,7 +381,7 @@ class Context:
     def _unsupported(self, kind: str, what: str) -> ElicitationUnsupported:
         who = self.client_info.name if self.client_info else "the client"
         return ElicitationUnsupported(
-            f"{who} cannot {what} on protocol {self.protocol_version}", required=modern.required_capability(kind)
+            f"{who} cannot {what} on protocol {self.protocol_version}", required=required_capability(kind)
         )
 
     @property
@@ -342,7 +408,7 @@ class Context:
             return False
         now = self.session.now()
         final = total is not None and progress >= total
-        if not final and now - self._last_progress_at < self.connection.server.limits.progress_interval:
+        if not final and now - self._last_progress_at < self.connection.limits.progress_interval:
             return False
         self._last_progress = progress
         self._last_progress_at = now
@@ -481,7 +547,7 @@ class Context:
         """
         params, compiled = self._form_question(message, form, allow_sensitive)
         if timeout is DEFAULT:
-            timeout = self.connection.server.limits.elicitation_timeout
+            timeout = self.connection.limits.elicitation_timeout
         # The await is inline (not in a helper coroutine): one frame less for every
         # question that waits on a person.
         self._started()
@@ -515,7 +581,7 @@ class Context:
         if not allowed and not (self.run is not None and self._replaying("elicitation/create", ElicitRequestParams(
             message=message, mode=mode, requested_schema=compiled.schema_for(version)
         ))):
-            self.connection.server.metrics.unsupported(self.tool, "form")
+            self.connection.metrics.unsupported(self.tool, "form")
             raise self._unsupported(
                 "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
             )
@@ -548,7 +614,7 @@ class Context:
         :class:`Sample` a ``CreateMessageResult``, :class:`ListRoots` a list of roots.
         """
         if timeout is DEFAULT:
-            timeout = self.connection.server.limits.elicitation_timeout
+            timeout = self.connection.limits.elicitation_timeout
         answers: dict[str, Any] = {}
         run = self.run
         if run is None:
@@ -579,7 +645,7 @@ class Context:
                 self._require_roots()
                 prepared.append((name, Question.create("roots/list", msgspec.UNSET, name), None))
         self._started()
-        raw = await run.ask_many([q for _, q, _ in prepared], timeout, self.connection.server.parking)
+        raw = await run.ask_many([q for _, q, _ in prepared], timeout)
         try:
             for (name, question, compiled), answer in zip(prepared, raw, strict=True):
                 if answer is None:  # it came after the timeout: as a timeout on the handshake era
@@ -598,12 +664,12 @@ class Context:
         return answers
 
     def _started(self) -> None:
-        self.connection.server.metrics.started(self.tool)
+        self.connection.metrics.started(self.tool)
         self._asked_at = time.monotonic()
 
     def _outcome(self, outcome: str) -> None:
         info = self.client_info
-        self.connection.server.metrics.finished(
+        self.connection.metrics.finished(
             self.tool, outcome, time.monotonic() - self._asked_at, info.name if info else None
         )
 
@@ -626,7 +692,7 @@ class Context:
             url is not None and self._replaying("elicitation/create", ElicitRequestParams(message=message, mode="url",
                                                                                           url=url))
         ):
-            self.connection.server.metrics.unsupported(self.tool, "url")
+            self.connection.metrics.unsupported(self.tool, "url")
             raise self._unsupported(
                 "url", f"open links (it did not declare URL-mode elicitation); cannot ask: {message}"
             )
@@ -657,7 +723,7 @@ class Context:
         eid = elicitation_id or secrets.token_urlsafe(18)
         conn = self.connection
         if timeout is DEFAULT:
-            timeout = conn.server.limits.elicitation_timeout
+            timeout = conn.limits.elicitation_timeout
         if self.modern:
             # 2026-07-28: no elicitationId on the wire and no completion notice; the id
             # stays the application's own handle for the step.
@@ -669,16 +735,16 @@ class Context:
         try:
             result = await self._ask_typed("elicitation/create", params, ElicitResult, timeout, key)
         except errors.RequestTimeout:
-            conn._forget_url(eid)
+            conn.forget_url_elicitation(eid)
             self._outcome("timed_out")
             return Cancelled("timeout")
         except BaseException:
-            conn._forget_url(eid)
+            conn.forget_url_elicitation(eid)
             self._outcome("failed")
             raise
         if result.action == "accept":
             self._outcome("accepted")
             return Accepted(eid)
-        conn._forget_url(eid)
+        conn.forget_url_elicitation(eid)
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")
