@@ -3,7 +3,11 @@
 A :class:`Context` is what a tool (or a prompt) gets as its ``Context``-typed
 parameter. It is era-neutral: ``ctx.elicit`` sends a nested ``elicitation/create``
 on the handshake era, and becomes an ``input_required`` round on revision
-2026-07-28 (see :mod:`minimcp.modern`) -- the tool's code is the same.
+2026-07-28 (see :mod:`minimcp.rounds`) -- the tool's code is the same.
+
+A context reaches the connection serving its call only through :class:`CallHost`
+(and the 2026-07-28 run it executes in through :class:`RunHandle`), so this module
+imports neither :mod:`minimcp.server` nor :mod:`minimcp.connection`.
 """
 
 from __future__ import annotations
@@ -68,10 +72,14 @@ _WAITING_FOR = {
 }
 #: How much a keep-alive progress notification raises the call's progress value (relative, at least this).
 _NUDGE = 2.0**-20
+#: Random bytes in an id this module mints: a call's id (96 bits), a URL elicitation's id (144 bits).
+CALL_ID_BYTES = 12
+URL_ID_BYTES = 18
+#: "Long ago" on the session clock: the first progress notification is never held back.
+_NEVER = -1e9
 
-LOG_LEVELS: tuple[LoggingLevel, ...] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-)
+#: The log levels, least severe first (the order of the spec's ``LoggingLevel``).
+LOG_LEVELS: tuple[LoggingLevel, ...] = typing.get_args(LoggingLevel)
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 
@@ -224,7 +232,7 @@ class Context:
         self._call_id: str | None = None
         self._asked_at = 0.0
         self._last_progress: float | None = None
-        self._last_progress_at = -1e9
+        self._last_progress_at = _NEVER
 
     @property
     def session(self) -> Session:
@@ -245,7 +253,7 @@ class Context:
         if self.run is not None:
             return self.run.call_id
         if self._call_id is None:
-            self._call_id = secrets.token_urlsafe(12)
+            self._call_id = secrets.token_urlsafe(CALL_ID_BYTES)
         return self._call_id
 
     @property
@@ -682,7 +690,7 @@ class Context:
         """
         self._require_url_mode(message)
         check_elicitation_url(url)
-        eid = elicitation_id or secrets.token_urlsafe(18)
+        eid = elicitation_id or secrets.token_urlsafe(URL_ID_BYTES)
         if not self.modern:
             self.connection.register_url_elicitation(eid)
         return UrlElicitation(message, url, eid)
@@ -720,7 +728,7 @@ class Context:
         """
         self._require_url_mode(message, url if self.modern else None)
         check_elicitation_url(url)
-        eid = elicitation_id or secrets.token_urlsafe(18)
+        eid = elicitation_id or secrets.token_urlsafe(URL_ID_BYTES)
         conn = self.connection
         if timeout is DEFAULT:
             timeout = conn.limits.elicitation_timeout

@@ -31,7 +31,6 @@ from minimcp.mrtr import asked as asked
 from minimcp.mrtr import clean_answer as clean_answer
 from minimcp.mrtr import complete as complete
 from minimcp.mrtr import has_envelope as has_envelope
-from minimcp.mrtr import meta_dict as meta_dict
 from minimcp.mrtr import read_envelope as read_envelope
 from minimcp.mrtr import required_capability as required_capability
 from minimcp.mrtr import take_answer as take_answer

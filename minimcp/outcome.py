@@ -94,7 +94,7 @@ class ToolRun(Deferred):
                     "cannot open links (it did not declare URL-mode elicitation)"
                 )
             raise
-        except (errors.RequestTimeout, errors.TooManyPending, errors.RequestCancelled) as exc:
+        except (errors.RequestTimeout, errors.TooManyPending) as exc:
             return error_result(f"tool {name!r} could not finish: {exc.message}")
         except McpError:
             raise

@@ -44,7 +44,7 @@ import anyio
 import msgspec
 
 from minimcp import errors, handlers, jsonrpc, mrtr
-from minimcp.context import Context
+from minimcp.context import CALL_ID_BYTES, Context
 from minimcp.elicitation import UrlElicitationRequired
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Request
@@ -126,9 +126,9 @@ class Run:
         #: Answers the client sent by key before being asked (a first call with inputResponses).
         self.offered = dict(offered) if offered else {}
         self._keys: set[str] = set()
-        self.handle = secrets.token_urlsafe(12)
+        self.handle = secrets.token_urlsafe(CALL_ID_BYTES)
         #: Stable across every round and replay of this one call (carried in the sealed state).
-        self.call_id = call_id or secrets.token_urlsafe(12)
+        self.call_id = call_id or secrets.token_urlsafe(CALL_ID_BYTES)
         #: The tool's context, when it takes one (its envelope follows each round's request).
         self.context: Context | None = None
         self.answers: list[list[Any]] = [list(pair) for pair in recorded]
