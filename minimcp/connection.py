@@ -1,7 +1,7 @@
 """One client's connection to a server: its era, its handshake, and the method table to the handlers.
 
 A :class:`ServerConnection` is the session's dispatcher (see
-:class:`~minimcp.session.Dispatcher`) and the :class:`~minimcp.context.CallHost`
+:class:`~minimcp.session.Dispatcher`) and the :class:`~minimcp.callhost.CallHost`
 of every call it serves. Its first request decides its era for good: ``initialize``
 locks the handshake era (the handlers of :mod:`minimcp.handlers`), a request whose
 ``_meta`` carries a protocol version locks revision 2026-07-28 (:mod:`minimcp.rounds`).

@@ -5,9 +5,10 @@ parameter. It is era-neutral: ``ctx.elicit`` sends a nested ``elicitation/create
 on the handshake era, and becomes an ``input_required`` round on revision
 2026-07-28 (see :mod:`minimcp.rounds`) -- the tool's code is the same.
 
-A context reaches the connection serving its call only through :class:`CallHost`
-(and the 2026-07-28 run it executes in through :class:`RunHandle`), so this module
-imports neither :mod:`minimcp.server` nor :mod:`minimcp.connection`.
+A context reaches the connection serving its call only through
+:class:`~minimcp.callhost.CallHost` (and the 2026-07-28 run it executes in through
+:class:`~minimcp.callhost.RunHandle`), so this module imports neither
+:mod:`minimcp.server` nor :mod:`minimcp.connection`.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import sys
 import time
 import typing
 from collections.abc import Awaitable, Collection, Mapping
-from typing import Any, Literal, Protocol, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import anyio
 import msgspec
 
 from minimcp import capabilities, errors, forms
-from minimcp.config import Limits
+from minimcp.callhost import CallHost, RunHandle
 from minimcp.elicitation import (
     Accepted,
     Cancelled,
@@ -36,7 +37,6 @@ from minimcp.elicitation import (
 )
 from minimcp.errors import McpError
 from minimcp.jsonrpc import RequestId
-from minimcp.metrics import ElicitationMetrics
 from minimcp.mrtr import Envelope, Question, required_capability
 from minimcp.session import DEFAULT, Session, decode_result
 from minimcp.types import (
@@ -60,7 +60,7 @@ from minimcp.urls import check_elicitation_url
 from minimcp.versions import Feature, supports
 from minimcp.waiting import Wait
 
-__all__ = ["LOG_LEVELS", "CallHost", "Context", "Elicit", "ListRoots", "RunHandle", "Sample"]
+__all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
 
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
@@ -105,79 +105,6 @@ class ListRoots:
     """The client's roots, for :meth:`Context.gather` (like ``ctx.list_roots()``)."""
 
 
-class CallHost(Protocol):
-    """What a :class:`Context` needs from the connection serving its call (a
-    :class:`~minimcp.connection.ServerConnection` is one): a way to ask the client, the bounds and
-    counters, what the client declared, and the registry of URL elicitations."""
-
-    @property
-    def session(self) -> Session:
-        """The session to the client: notifications and its clock (and :attr:`Context.session`)."""
-        ...
-
-    @property
-    def limits(self) -> Limits: ...
-
-    @property
-    def metrics(self) -> ElicitationMetrics: ...
-
-    # what the client declared in its handshake (a 2026-07-28 call has its own, in its envelope)
-
-    @property
-    def client_info(self) -> Implementation | None: ...
-
-    @property
-    def client_capabilities(self) -> ClientCapabilities: ...
-
-    @property
-    def protocol_version(self) -> str | None: ...
-
-    @property
-    def log_level(self) -> LoggingLevel: ...
-
-    def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
-        """Whether form questions may be asked of this client, and the ``mode`` they carry."""
-        ...
-
-    def can_elicit_form(self) -> bool: ...
-
-    def can_elicit_url(self) -> bool: ...
-
-    # asking (the handshake era: a nested request, related to the call)
-
-    def ask(self, method: str, params: Any, timeout: float | None, related: RequestId) -> Awaitable[Any]:
-        """Send ``method`` to the client as a request nested in the call ``related``; the pending answer."""
-        ...
-
-    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
-        """Keep the call of ``ctx`` alive with progress while a person answers (``None``: not kept)."""
-        ...
-
-    def end_wait(self, wait: Wait) -> None: ...
-
-    # the URL elicitations sent on this connection (their completion notice goes here only)
-
-    def register_url_elicitation(self, elicitation_id: str) -> None: ...
-
-    def forget_url_elicitation(self, elicitation_id: str) -> None: ...
-
-
-class RunHandle(Protocol):
-    """What a :class:`Context` needs of the 2026-07-28 run its call executes in (a :class:`~minimcp.rounds.Run`)."""
-
-    @property
-    def call_id(self) -> str: ...
-
-    @property
-    def continued_elsewhere(self) -> bool: ...
-
-    def replays(self, question_digest: str | None = None) -> bool: ...
-
-    async def ask(self, question: Question, ttl: float | None) -> dict[str, Any]: ...
-
-    async def ask_many(self, questions: list[Question], ttl: float | None) -> list[dict[str, Any] | None]: ...
-
-
 def _raise_if_refused(method: str) -> None:
     """In an ``except`` block: when the client answered our question with an error response (a plain
     :class:`McpError`; ours are subclasses), raise :class:`QuestionFailed` instead (it reaches the tool)."""
@@ -218,7 +145,7 @@ class Context:
         *,
         tool: str = "",
     ) -> None:
-        #: The connection serving this call (through the narrow :class:`CallHost` interface).
+        #: The connection serving this call (through the narrow :class:`~minimcp.callhost.CallHost` interface).
         self.connection = connection
         #: The name of the tool being called.
         self.tool = tool

@@ -2,7 +2,7 @@
 
 Each handler takes the :class:`~minimcp.registry.Registry` (and, where a call
 runs user code with a :class:`~minimcp.context.Context`, the connection as a
-:class:`~minimcp.context.CallHost`) explicitly, decodes its params, and returns
+:class:`~minimcp.callhost.CallHost`) explicitly, decodes its params, and returns
 the result (or raises :class:`~minimcp.errors.McpError`). Both eras use them:
 :mod:`minimcp.connection` dispatches the handshake era to them, and
 :mod:`minimcp.rounds` wraps them in the 2026-07-28 result shape.
@@ -16,7 +16,8 @@ from typing import Any
 import msgspec
 
 from minimcp import errors, jsonrpc
-from minimcp.context import CallHost, Context
+from minimcp.callhost import CallHost
+from minimcp.context import Context
 from minimcp.elicitation import ElicitationUnsupported
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Request

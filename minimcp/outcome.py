@@ -24,7 +24,8 @@ from minimcp.types import CallToolResult
 from minimcp.urls import InvalidElicitationUrl
 
 if TYPE_CHECKING:
-    from minimcp.context import CallHost, Context
+    from minimcp.callhost import CallHost
+    from minimcp.context import Context
 
 __all__ = ["ToolRun", "missing_capability", "ready"]
 

@@ -35,6 +35,7 @@ PURE_MODULES = [
     "metrics.py",
     "mrtr.py",
     "registry.py",
+    "callhost.py",
     "transports/_sse.py",
     "transports/_headers.py",
 ]
