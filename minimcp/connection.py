@@ -225,7 +225,8 @@ class ServerConnection:
             raise ValueError(f"elicitation id {elicitation_id!r} belongs to another session")
         return await self.server.complete_url_elicitation(elicitation_id)
 
-    async def _send_complete(self, elicitation_id: str) -> bool:
+    async def send_url_complete(self, elicitation_id: str) -> bool:
+        """Send ``notifications/elicitation/complete`` for ``elicitation_id`` (whether it was sent)."""
         self.url_elicitations.discard(elicitation_id)
         if self.session.closed:
             return False

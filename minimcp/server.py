@@ -302,9 +302,10 @@ class Server:
         if kind not in ("tools", "resources", "prompts"):
             raise ValueError(f"unknown list kind {kind!r}")
         self.workers.publish("list_changed", kind)  # with a bus: every other worker's clients too
-        await self._list_changed_here(kind)
+        await self.list_changed_here(kind)
 
-    async def _list_changed_here(self, kind: str) -> None:
+    async def list_changed_here(self, kind: str) -> None:
+        """Tell this worker's initialized clients only (the bus calls it for another worker's notice)."""
         for conn in list(self.connections):
             if conn.initialized and not conn.session.closed:
                 with contextlib.suppress(errors.ConnectionClosed):
@@ -316,9 +317,10 @@ class Server:
         With a bus, the other workers send it to their subscribed clients too (not counted here).
         """
         self.workers.publish("resource_updated", uri)
-        return await self._resource_updated_here(uri)
+        return await self.resource_updated_here(uri)
 
-    async def _resource_updated_here(self, uri: str) -> int:
+    async def resource_updated_here(self, uri: str) -> int:
+        """Tell this worker's subscribed clients only (the bus calls it for another worker's notice)."""
         sent = 0
         for conn in list(self.connections):
             if uri in conn.subscriptions and not conn.session.closed:
@@ -342,6 +344,10 @@ class Server:
         if self._url_owners.get(elicitation_id) is conn:
             del self._url_owners[elicitation_id]
 
+    def take_url_owner(self, elicitation_id: str) -> ServerConnection | None:
+        """Forget ``elicitation_id`` and return the connection that held it (its completion is sent once)."""
+        return self._url_owners.pop(elicitation_id, None)
+
     async def complete_url_elicitation(self, elicitation_id: str) -> bool:
         """Signal that URL elicitation ``elicitation_id`` finished (call from anywhere in the server).
 
@@ -354,11 +360,11 @@ class Server:
         the other workers, and returns False (it was not sent *here*): the worker
         whose session holds it sends the notice, once; if none does, nothing is sent.
         """
-        conn = self._url_owners.pop(elicitation_id, None)
+        conn = self.take_url_owner(elicitation_id)
         if conn is None:
             self.workers.publish("url_complete", elicitation_id)
             return False
-        return await conn._send_complete(elicitation_id)
+        return await conn.send_url_complete(elicitation_id)
 
     def warn_if_state_key_random(self) -> None:
         """Log once per server, when its sealing key is random to this process, what that breaks.
@@ -417,7 +423,7 @@ class Server:
         finally:
             self.connections.discard(conn)
             for eid in conn.url_elicitations:
-                self._url_owners.pop(eid, None)
+                self.take_url_owner(eid)
             conn.url_elicitations.clear()
             if self.on_connection_closed is not None:
                 try:
