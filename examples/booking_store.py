@@ -23,7 +23,6 @@ import math
 import secrets
 import time
 import weakref
-from collections.abc import Hashable
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -90,9 +89,9 @@ class BookingStore(Protocol):
 
     async def drop_unbooked_deposit(self, eid: str) -> None: ...
 
-    async def authorized(self, conn: Hashable) -> bool: ...
+    async def authorized(self, conn: object) -> bool: ...
 
-    async def pending_authorization(self, conn: Hashable) -> str:
+    async def pending_authorization(self, conn: object) -> str:
         """The session's one authorization page waiting to be completed (made on first use)."""
 
     async def wait_authorization(self, eid: str) -> None:
@@ -108,7 +107,7 @@ class BookingStore(Protocol):
 
     async def end_authorization(self, eid: str) -> None: ...
 
-    def connection_closed(self, conn: Hashable) -> None: ...
+    def connection_closed(self, conn: object) -> None: ...
 
 
 class MemoryStore:
@@ -123,10 +122,10 @@ class MemoryStore:
         self._deposit_expiry: dict[str, float] = {}
         # authorization page id -> the session to authorize (None: a modern-revision call waiting on it);
         # oldest first, at most max_pending_authorizations
-        self.authorizations: dict[str, Hashable | None] = {}
+        self.authorizations: dict[str, object | None] = {}
         self.max_pending_authorizations = max(1, max_pending_authorizations)
         # the one pending authorization page of each live session
-        self._pending_authorization: dict[Hashable, str] = {}
+        self._pending_authorization: dict[object, str] = {}
         self.authorized_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         #: Authorization pages completed whose call has not ended yet (oldest first, bounded).
         self.completed_authorizations: dict[str, None] = {}
@@ -199,10 +198,10 @@ class MemoryStore:
 
     # calendar authorizations
 
-    async def authorized(self, conn: Hashable) -> bool:
+    async def authorized(self, conn: object) -> bool:
         return conn in self.authorized_sessions
 
-    async def pending_authorization(self, conn: Hashable) -> str:
+    async def pending_authorization(self, conn: object) -> str:
         eid = self._pending_authorization.get(conn)
         if eid is None:
             eid = self._pending_authorization[conn] = secrets.token_urlsafe(18)
@@ -212,7 +211,7 @@ class MemoryStore:
     async def wait_authorization(self, eid: str) -> None:
         self.remember_authorization(eid, None)
 
-    def remember_authorization(self, eid: str, conn: Hashable | None) -> None:
+    def remember_authorization(self, eid: str, conn: object | None) -> None:
         if eid in self.authorizations:
             return
         self.authorizations[eid] = conn
@@ -243,13 +242,13 @@ class MemoryStore:
         self._forget_authorization(eid)
         self.completed_authorizations.pop(eid, None)
 
-    def _forget_authorization(self, eid: str) -> Hashable | None:
+    def _forget_authorization(self, eid: str) -> object | None:
         conn = self.authorizations.pop(eid, None)
         if conn is not None and self._pending_authorization.get(conn) == eid:
             del self._pending_authorization[conn]
         return conn
 
-    def connection_closed(self, conn: Hashable) -> None:
+    def connection_closed(self, conn: object) -> None:
         """A session ended: its pending authorization page goes, and so does its authorization."""
         eid = self._pending_authorization.pop(conn, None)
         if eid is not None:
@@ -396,17 +395,17 @@ class RedisStore:
 
     # calendar authorizations
 
-    def _token(self, conn: Hashable) -> str:
+    def _token(self, conn: object) -> str:
         token = self._tokens.get(conn)
         if token is None:
             token = self._tokens[conn] = secrets.token_urlsafe(18)
         return token
 
-    async def authorized(self, conn: Hashable) -> bool:
+    async def authorized(self, conn: object) -> bool:
         token = self._tokens.get(conn)
         return token is not None and bool(await self._do("exists", [f"{self.prefix}az:{token}"]))
 
-    async def pending_authorization(self, conn: Hashable) -> str:
+    async def pending_authorization(self, conn: object) -> str:
         eid = self._pending.get(conn)
         if eid is None or not await self.authorization_pending(eid):
             eid = self._pending[conn] = secrets.token_urlsafe(18)
@@ -436,7 +435,7 @@ class RedisStore:
     async def end_authorization(self, eid: str) -> None:
         await self._do("delete", [f"{self.prefix}a:{eid}", f"{self.prefix}ad:{eid}"])
 
-    def connection_closed(self, conn: Hashable) -> None:
+    def connection_closed(self, conn: object) -> None:
         """A session ended on this worker: forget its token here (its records in Redis expire)."""
         self._tokens.pop(conn, None)
         self._pending.pop(conn, None)

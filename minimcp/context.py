@@ -3,7 +3,12 @@
 A :class:`Context` is what a tool (or a prompt) gets as its ``Context``-typed
 parameter. It is era-neutral: ``ctx.elicit`` sends a nested ``elicitation/create``
 on the handshake era, and becomes an ``input_required`` round on revision
-2026-07-28 (see :mod:`minimcp.modern`) -- the tool's code is the same.
+2026-07-28 (see :mod:`minimcp.rounds`) -- the tool's code is the same.
+
+A context reaches the connection serving its call only through
+:class:`~minimcp.callhost.CallHost` (and the 2026-07-28 run it executes in through
+:class:`~minimcp.callhost.RunHandle`), so this module imports neither
+:mod:`minimcp.server` nor :mod:`minimcp.connection`.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ import sys
 import time
 import typing
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import anyio
 import msgspec
 
-from minimcp import capabilities, errors, forms, modern
+from minimcp import capabilities, errors, forms
+from minimcp.callhost import CallHost, RunHandle
 from minimcp.elicitation import (
     Accepted,
     Cancelled,
@@ -31,7 +37,7 @@ from minimcp.elicitation import (
 )
 from minimcp.errors import McpError
 from minimcp.jsonrpc import RequestId
-from minimcp.modern import Envelope, Question, Run
+from minimcp.mrtr import Envelope, Question, required_capability
 from minimcp.session import DEFAULT, Session, decode_result
 from minimcp.types import (
     UNSET,
@@ -52,10 +58,7 @@ from minimcp.types import (
 )
 from minimcp.urls import check_elicitation_url
 from minimcp.versions import Feature, supports
-from minimcp.waiting import Wait, Waits
-
-if TYPE_CHECKING:
-    from minimcp.server import ServerConnection
+from minimcp.waiting import Wait
 
 __all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
 
@@ -69,10 +72,14 @@ _WAITING_FOR = {
 }
 #: How much a keep-alive progress notification raises the call's progress value (relative, at least this).
 _NUDGE = 2.0**-20
+#: Random bytes in an id this module mints: a call's id (96 bits), a URL elicitation's id (144 bits).
+CALL_ID_BYTES = 12
+URL_ID_BYTES = 18
+#: "Long ago" on the session clock: the first progress notification is never held back.
+_NEVER = -1e9
 
-LOG_LEVELS: tuple[LoggingLevel, ...] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-)
+#: The log levels, least severe first (the order of the spec's ``LoggingLevel``).
+LOG_LEVELS: tuple[LoggingLevel, ...] = typing.get_args(LoggingLevel)
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 
@@ -130,14 +137,15 @@ class Context:
 
     def __init__(
         self,
-        connection: ServerConnection,
+        connection: CallHost,
         request_id: RequestId,
         meta: dict[str, Any] | UnsetType,
         envelope: Envelope | None = None,
-        run: Run | None = None,
+        run: RunHandle | None = None,
         *,
         tool: str = "",
     ) -> None:
+        #: The connection serving this call (through the narrow :class:`~minimcp.callhost.CallHost` interface).
         self.connection = connection
         #: The name of the tool being called.
         self.tool = tool
@@ -151,7 +159,7 @@ class Context:
         self._call_id: str | None = None
         self._asked_at = 0.0
         self._last_progress: float | None = None
-        self._last_progress_at = -1e9
+        self._last_progress_at = _NEVER
 
     @property
     def session(self) -> Session:
@@ -172,7 +180,7 @@ class Context:
         if self.run is not None:
             return self.run.call_id
         if self._call_id is None:
-            self._call_id = secrets.token_urlsafe(12)
+            self._call_id = secrets.token_urlsafe(CALL_ID_BYTES)
         return self._call_id
 
     @property
@@ -233,7 +241,7 @@ class Context:
         sampling) is kept alive with progress (:mod:`minimcp.waiting`).
         """
         if self.run is None:
-            pending = self.session.start_request(method, params, timeout=timeout, related=self.request_id)
+            pending = self.connection.ask(method, params, timeout, self.request_id)
             if self.meta is not UNSET and method in _WAITING_FOR:  # a person (or their model) answers
                 url = getattr(params, "mode", None) == "url"
                 wait = self._begin_wait(_WAITING_FOR["url" if url else method])
@@ -246,14 +254,14 @@ class Context:
         try:
             return await pending
         finally:
-            waits = self.connection.waits
-            if waits is not None:
-                waits.end(wait)
+            self.connection.end_wait(wait)
 
-    async def _ask_modern(self, run: Run, method: str, params: Any, timeout: float | None, key: str | None) -> Any:
+    async def _ask_modern(
+        self, run: RunHandle, method: str, params: Any, timeout: float | None, key: str | None
+    ) -> Any:
         if timeout is DEFAULT:
-            timeout = self.connection.server.limits.elicitation_timeout  # how long the call stays parked
-        return await run.ask(Question.create(method, params, key), timeout, self.connection.server.parking)
+            timeout = self.connection.limits.elicitation_timeout  # how long the call stays parked
+        return await run.ask(Question.create(method, params, key), timeout)
 
     async def _ask_typed(
         self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
@@ -270,14 +278,7 @@ class Context:
         request stays open meanwhile), if the call carried a progress token."""
         if self.progress_token is None:
             return None
-        conn = self.connection
-        waits = conn.waits
-        if waits is None:
-            interval = conn.server.limits.waiting_progress_interval
-            if not interval:
-                return None
-            waits = conn.waits = Waits(conn.session, interval)
-        return waits.begin(self, what)
+        return self.connection.begin_wait(self, what)
 
     async def _still_waiting(self, what: str, interval: float) -> None:
         """One keep-alive progress notification (see :mod:`minimcp.waiting`), unless one went out lately.
@@ -315,7 +316,7 @@ class Context:
     def _unsupported(self, kind: str, what: str) -> ElicitationUnsupported:
         who = self.client_info.name if self.client_info else "the client"
         return ElicitationUnsupported(
-            f"{who} cannot {what} on protocol {self.protocol_version}", required=modern.required_capability(kind)
+            f"{who} cannot {what} on protocol {self.protocol_version}", required=required_capability(kind)
         )
 
     @property
@@ -342,7 +343,7 @@ class Context:
             return False
         now = self.session.now()
         final = total is not None and progress >= total
-        if not final and now - self._last_progress_at < self.connection.server.limits.progress_interval:
+        if not final and now - self._last_progress_at < self.connection.limits.progress_interval:
             return False
         self._last_progress = progress
         self._last_progress_at = now
@@ -481,7 +482,7 @@ class Context:
         """
         params, compiled = self._form_question(message, form, allow_sensitive)
         if timeout is DEFAULT:
-            timeout = self.connection.server.limits.elicitation_timeout
+            timeout = self.connection.limits.elicitation_timeout
         # The await is inline (not in a helper coroutine): one frame less for every
         # question that waits on a person.
         self._started()
@@ -515,7 +516,7 @@ class Context:
         if not allowed and not (self.run is not None and self._replaying("elicitation/create", ElicitRequestParams(
             message=message, mode=mode, requested_schema=compiled.schema_for(version)
         ))):
-            self.connection.server.metrics.unsupported(self.tool, "form")
+            self.connection.metrics.unsupported(self.tool, "form")
             raise self._unsupported(
                 "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
             )
@@ -548,7 +549,7 @@ class Context:
         :class:`Sample` a ``CreateMessageResult``, :class:`ListRoots` a list of roots.
         """
         if timeout is DEFAULT:
-            timeout = self.connection.server.limits.elicitation_timeout
+            timeout = self.connection.limits.elicitation_timeout
         answers: dict[str, Any] = {}
         run = self.run
         if run is None:
@@ -579,7 +580,7 @@ class Context:
                 self._require_roots()
                 prepared.append((name, Question.create("roots/list", msgspec.UNSET, name), None))
         self._started()
-        raw = await run.ask_many([q for _, q, _ in prepared], timeout, self.connection.server.parking)
+        raw = await run.ask_many([q for _, q, _ in prepared], timeout)
         try:
             for (name, question, compiled), answer in zip(prepared, raw, strict=True):
                 if answer is None:  # it came after the timeout: as a timeout on the handshake era
@@ -598,12 +599,12 @@ class Context:
         return answers
 
     def _started(self) -> None:
-        self.connection.server.metrics.started(self.tool)
+        self.connection.metrics.started(self.tool)
         self._asked_at = time.monotonic()
 
     def _outcome(self, outcome: str) -> None:
         info = self.client_info
-        self.connection.server.metrics.finished(
+        self.connection.metrics.finished(
             self.tool, outcome, time.monotonic() - self._asked_at, info.name if info else None
         )
 
@@ -616,7 +617,7 @@ class Context:
         """
         self._require_url_mode(message)
         check_elicitation_url(url)
-        eid = elicitation_id or secrets.token_urlsafe(18)
+        eid = elicitation_id or secrets.token_urlsafe(URL_ID_BYTES)
         if not self.modern:
             self.connection.register_url_elicitation(eid)
         return UrlElicitation(message, url, eid)
@@ -626,7 +627,7 @@ class Context:
             url is not None and self._replaying("elicitation/create", ElicitRequestParams(message=message, mode="url",
                                                                                           url=url))
         ):
-            self.connection.server.metrics.unsupported(self.tool, "url")
+            self.connection.metrics.unsupported(self.tool, "url")
             raise self._unsupported(
                 "url", f"open links (it did not declare URL-mode elicitation); cannot ask: {message}"
             )
@@ -654,10 +655,10 @@ class Context:
         """
         self._require_url_mode(message, url if self.modern else None)
         check_elicitation_url(url)
-        eid = elicitation_id or secrets.token_urlsafe(18)
+        eid = elicitation_id or secrets.token_urlsafe(URL_ID_BYTES)
         conn = self.connection
         if timeout is DEFAULT:
-            timeout = conn.server.limits.elicitation_timeout
+            timeout = conn.limits.elicitation_timeout
         if self.modern:
             # 2026-07-28: no elicitationId on the wire and no completion notice; the id
             # stays the application's own handle for the step.
@@ -669,16 +670,16 @@ class Context:
         try:
             result = await self._ask_typed("elicitation/create", params, ElicitResult, timeout, key)
         except errors.RequestTimeout:
-            conn._forget_url(eid)
+            conn.forget_url_elicitation(eid)
             self._outcome("timed_out")
             return Cancelled("timeout")
         except BaseException:
-            conn._forget_url(eid)
+            conn.forget_url_elicitation(eid)
             self._outcome("failed")
             raise
         if result.action == "accept":
             self._outcome("accepted")
             return Accepted(eid)
-        conn._forget_url(eid)
+        conn.forget_url_elicitation(eid)
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")

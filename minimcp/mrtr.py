@@ -4,14 +4,16 @@ This is the sans-I/O half of revision 2026-07-28 serving: what a request's
 ``params._meta`` must say (:func:`has_envelope`, :func:`read_envelope`), the
 codes the revision adds, the shape of a complete result (:func:`complete`), a
 question as the wire carries it (:class:`Question`) and what is kept of an
-answer (:func:`clean_answer`). It imports no event loop; :mod:`minimcp.modern`
-builds the runs and their parking on top of it (and re-exports these names).
+answer (:func:`clean_answer`). It imports no event loop: :mod:`minimcp.rounds`
+builds the runs on top of it, and :mod:`minimcp.modern` (which re-exports these
+names) their parking.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from typing import Any
 
 import msgspec
@@ -45,7 +47,6 @@ __all__ = [
     "clean_answer",
     "complete",
     "has_envelope",
-    "meta_dict",
     "read_envelope",
     "required_capability",
     "take_answer",
@@ -63,7 +64,7 @@ MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
 _MARKER = re.compile(re.escape(META_VERSION.encode()))
-_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+_LEVELS = frozenset(typing.get_args(LoggingLevel))
 
 
 class _MetaOnly(msgspec.Struct):
@@ -219,6 +220,3 @@ def required_capability(kind: str) -> dict[str, Any]:
         return {"elicitation": {"form": {}}}
     return {kind: {}}
 
-
-def meta_dict(meta: dict[str, Any] | UnsetType) -> dict[str, Any]:
-    return meta if isinstance(meta, dict) else {}

@@ -73,7 +73,6 @@ class RegisteredTool:
     definition: Tool
     args_type: type[msgspec.Struct] | None
     context_param: str | None
-    param_names: tuple[str, ...]
     structured: bool
     #: Parameters without a type annotation: their arguments reach the tool unchecked.
     unchecked: tuple[str, ...] = ()
@@ -206,7 +205,7 @@ def build_tool(
     if unchecked:
         _warn_unchecked(fn, tool_name, unchecked)
     return RegisteredTool(
-        fn, definition, args_type, context_param, tuple(f[0] for f in fields), is_structured, tuple(unchecked)
+        fn, definition, args_type, context_param, is_structured, tuple(unchecked)
     )
 
 

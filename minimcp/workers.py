@@ -94,10 +94,10 @@ class Workers:
             return
         server, kind, key = self.server, notice.kind, notice.key
         if kind == "url_complete":
-            conn = server._url_owners.pop(key, None)  # a session here holds that id: tell it, once
+            conn = server.take_url_owner(key)  # a session here holds that id: tell it, once
             if conn is not None:
                 with contextlib.suppress(ConnectionClosed):  # the session is ending: nobody to tell
-                    conn.session.spawn(conn._send_complete, key)
+                    conn.session.spawn(conn.send_url_complete, key)
         elif kind == "continued":
             run = server.parking.take(key)
             if run is not None:
@@ -166,9 +166,9 @@ class Workers:
                 del pending[(kind, key)]
                 try:
                     if kind == "list_changed":
-                        await server._list_changed_here(key)
+                        await server.list_changed_here(key)
                     else:
-                        await server._resource_updated_here(key)
+                        await server.resource_updated_here(key)
                 except Exception:  # one failed delivery must not stop the others
                     logger.exception("bus: re-sending %s %r to this worker's sessions failed", kind, key)
 

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import pytest
 
+import minimcp.rounds
 import minimcp.server
 from minimcp import Accepted, Cancelled, Context, Elicit, Limits, Server
 from minimcp.state import StateSealer
@@ -319,7 +320,7 @@ async def test_a_late_answer_to_a_parked_call_is_cancelled_and_books_nothing(mon
             requests, state = input_required(await m.call("book_table", FULL))
             key, _ = only(requests)
             assert len(app.server.parking) == 1
-            monkeypatch.setattr(minimcp.server, "time", types.SimpleNamespace(time=lambda: time.time() + 200))
+            monkeypatch.setattr(minimcp.rounds, "time", types.SimpleNamespace(time=lambda: time.time() + 200))
             msg = await m.call("book_table", FULL, responses={key: accept(accept_alternative=True)}, state=state)
             assert status_of(msg) == "cancelled"
             assert len(app.server.parking) == 0

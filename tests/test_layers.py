@@ -38,6 +38,8 @@ PURE_MODULES = [
     "diagram_svg.py",
     "metrics.py",
     "mrtr.py",
+    "registry.py",
+    "callhost.py",
     "transports/http/_sse.py",
     "transports/http/_headers.py",
 ]
@@ -177,9 +179,11 @@ def test_pure_module_pulls_in_no_io_transitively(filename: str) -> None:
 def test_transitive_probe_names_the_chain() -> None:
     """The probe catches an indirect import and names each module on the way to it."""
     assert transitive_imports("minimcp.errors") == "clean"
-    # modern.py (the anyio half of revision 2026-07-28) is not pure; logging brings threading.
+    # modern.py (parking, and the old names of revision 2026-07-28) is not pure; logging brings threading.
     assert transitive_imports("minimcp.modern") == "minimcp.modern -> logging -> threading"
-    assert transitive_imports("minimcp.modern", ("anyio",)) == "minimcp.modern -> anyio"
+    # It re-exports the runs of rounds.py, which use anyio.
+    assert transitive_imports("minimcp.modern", ("anyio",)) == "minimcp.modern -> minimcp.rounds -> anyio"
+    assert transitive_imports("minimcp.rounds", ("anyio",)) == "minimcp.rounds -> anyio"
     # Reached only through another module: diagram_svg.py imports diagram.py, which imports json.
     assert transitive_imports("minimcp.diagram_svg", ("json",)) == "minimcp.diagram_svg -> minimcp.diagram -> json"
 
@@ -228,6 +232,107 @@ def test_role_level_transport_modules_exist() -> None:
         "minimcp.server.Server",
     }
     assert role_imports("from minimcp import client") == {"minimcp.client"}
+
+
+# --- no import cycles among the package's modules ------------------------------------------------
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def load_time_imports(source: str) -> set[str]:
+    """The absolute module names ``source`` imports when it is loaded: its top-level statements (also
+    inside ``if``/``try``), not function bodies (imported when called) nor ``if TYPE_CHECKING:`` blocks
+    (never run; a type-only reference back to an owner, as connection.py -> server.py, is allowed)."""
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If):
+                if not _is_type_checking(node.test):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
+                    visit(block)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)  # from minimcp import x
+
+    visit(ast.parse(source).body)
+    return names
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports at load time (the package ``__init__`` left out: it only
+    gathers the public names, and every submodule import runs it first)."""
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in files.items():
+        imported = load_time_imports(path.read_text(encoding="utf-8"))
+        graph[name] = {m for m in imported if m in files and m not in ("minimcp", name)}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (each a cycle or several), sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in order:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], order[target])
+        if low[node] == order[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_cycle_finder_sees_cycles_and_skips_type_only_imports() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    source = (
+        "import minimcp.a\nfrom minimcp import b\ntry:\n    from minimcp.c import X\nexcept ImportError:\n    pass\n"
+        "if TYPE_CHECKING:\n    from minimcp.d import Y\ndef f():\n    import minimcp.e\n"
+    )
+    found = load_time_imports(source)
+    assert {"minimcp.a", "minimcp.b", "minimcp.c"} <= found
+    assert not {"minimcp.d", "minimcp.e"} & found
+
+
+def test_no_import_cycles_among_the_modules() -> None:
+    """No module of the package imports, at load time, a module that imports it back (directly or not):
+    the server's modules (server -> connection -> rounds -> handlers -> outcome -> context) point one way."""
+    graph = import_graph()
+    assert {"minimcp.server", "minimcp.context", "minimcp.connection", "minimcp.handlers"} <= set(graph)
+    assert "minimcp.server" not in graph["minimcp.context"]
+    assert cycles(graph) == []
 
 
 # --- versions.py -------------------------------------------------------------------------------

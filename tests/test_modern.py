@@ -31,6 +31,7 @@ import anyio
 import msgspec
 import pytest
 
+import minimcp.rounds
 import minimcp.server
 from minimcp import (
     Accepted,
@@ -718,7 +719,7 @@ class FakeClock:
 
 async def test_sub_second_ttl_state_is_valid_right_away(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock(1_000_000_000.1)
-    monkeypatch.setattr(minimcp.server, "time", types.SimpleNamespace(time=clock.time))
+    monkeypatch.setattr(minimcp.rounds, "time", types.SimpleNamespace(time=clock.time))
     async with modern_peer(make_server(Probe(), state_ttl=0.5)) as (m, _):
         requests, state = input_required(await m.call("ask_once"))
         key, _ = only(requests)
@@ -1786,7 +1787,7 @@ async def test_a_prompt_can_ask_on_both_eras() -> None:
         topic = answer.value["topic"] if isinstance(answer, Accepted) else "nothing"
         return f"Write a {tone} essay about {topic}."
 
-    assert [a.name for a in app._prompts["essay"].definition.arguments] == ["tone"]  # type: ignore[union-attr]
+    assert [a.name for a in app.registry.prompts["essay"].definition.arguments] == ["tone"]  # type: ignore[union-attr]
 
     async def answer(question: ElicitationRequest) -> Any:
         return Accepted({"topic": "tides"})

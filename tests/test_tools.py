@@ -48,7 +48,7 @@ async def book(ctx: Ctx, date: str, party_size: Annotated[int, msgspec.Meta(ge=1
 def test_schema_and_definition_come_from_the_signature() -> None:
     tool = build(book)
     assert tool.context_param == "ctx"
-    assert tool.param_names == ("date", "party_size")
+    assert tool.args_type is not None and tool.args_type.__struct_fields__ == ("date", "party_size")
     assert tool.structured
     d = tool.definition
     assert (d.name, d.description) == ("book", "Book a table.")

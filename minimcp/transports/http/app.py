@@ -13,11 +13,11 @@ import anyio
 import anyio.abc
 import msgspec
 
+import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc
 from minimcp.config import Limits
 from minimcp.jsonrpc import Notification, Request
 from minimcp.transports._hosting import Connection, Servable
-from minimcp.transports.http import _headers as mcp_headers
 from minimcp.transports.http._asgi import (
     ASSUMED_VERSION,
     DEFAULT_ALLOWED_HOSTS,

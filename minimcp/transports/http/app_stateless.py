@@ -12,10 +12,10 @@ import anyio
 import anyio.abc
 import msgspec
 
+import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc, modern
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Notification, Request, RequestId
-from minimcp.transports.http import _headers as mcp_headers
 from minimcp.transports.http._asgi import SSE_HEADERS, Receive, Scope, Send, read_body, respond
 from minimcp.transports.http._session_table import client_key
 from minimcp.transports.http._sse import PING, encode_event

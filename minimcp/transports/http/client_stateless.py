@@ -10,10 +10,10 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 
+import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc
 from minimcp.jsonrpc import ErrorResponse, Request, RequestId
 from minimcp.transports import MessageTooLarge
-from minimcp.transports.http import _headers as mcp_headers
 from minimcp.transports.http._wire import JSON, SSE, media_type
 
 if TYPE_CHECKING:

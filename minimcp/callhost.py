@@ -1,0 +1,100 @@
+"""What a tool's :class:`~minimcp.context.Context` needs from the connection serving its call.
+
+The context is the tool's side; the connection
+(:class:`~minimcp.connection.ServerConnection`) and, on revision 2026-07-28, the
+run the call executes in (:class:`~minimcp.rounds.Run`) are the server's side.
+These two protocols are the whole of what the first uses of the second: a way to
+ask the client, the bounds and counters, what the client declared, keep-alive
+waits, and the registry of URL elicitations. Neither side imports the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from minimcp.config import Limits
+from minimcp.jsonrpc import RequestId
+from minimcp.metrics import ElicitationMetrics
+from minimcp.mrtr import Question
+from minimcp.types import ClientCapabilities, Implementation, LoggingLevel, UnsetType
+
+if TYPE_CHECKING:
+    from minimcp.context import Context
+    from minimcp.session import Session
+    from minimcp.waiting import Wait
+
+__all__ = ["CallHost", "RunHandle"]
+
+
+class CallHost(Protocol):
+    """What a :class:`Context` needs from the connection serving its call (a
+    :class:`~minimcp.connection.ServerConnection` is one): a way to ask the client, the bounds and
+    counters, what the client declared, and the registry of URL elicitations."""
+
+    @property
+    def session(self) -> Session:
+        """The session to the client: notifications and its clock (and :attr:`Context.session`)."""
+        ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def metrics(self) -> ElicitationMetrics: ...
+
+    # what the client declared in its handshake (a 2026-07-28 call has its own, in its envelope)
+
+    @property
+    def client_info(self) -> Implementation | None: ...
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities: ...
+
+    @property
+    def protocol_version(self) -> str | None: ...
+
+    @property
+    def log_level(self) -> LoggingLevel: ...
+
+    def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
+        """Whether form questions may be asked of this client, and the ``mode`` they carry."""
+        ...
+
+    def can_elicit_form(self) -> bool: ...
+
+    def can_elicit_url(self) -> bool: ...
+
+    # asking (the handshake era: a nested request, related to the call)
+
+    def ask(self, method: str, params: Any, timeout: float | None, related: RequestId) -> Awaitable[Any]:
+        """Send ``method`` to the client as a request nested in the call ``related``; the pending answer."""
+        ...
+
+    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
+        """Keep the call of ``ctx`` alive with progress while a person answers (``None``: not kept)."""
+        ...
+
+    def end_wait(self, wait: Wait) -> None: ...
+
+    # the URL elicitations sent on this connection (their completion notice goes here only)
+
+    def register_url_elicitation(self, elicitation_id: str) -> None: ...
+
+    def forget_url_elicitation(self, elicitation_id: str) -> None: ...
+
+
+class RunHandle(Protocol):
+    """What a :class:`Context` needs of the 2026-07-28 run its call executes in (a :class:`~minimcp.rounds.Run`)."""
+
+    @property
+    def call_id(self) -> str: ...
+
+    @property
+    def continued_elsewhere(self) -> bool: ...
+
+    def replays(self, question_digest: str | None = None) -> bool: ...
+
+    async def ask(self, question: Question, ttl: float | None) -> dict[str, Any]: ...
+
+    async def ask_many(self, questions: list[Question], ttl: float | None) -> list[dict[str, Any] | None]: ...

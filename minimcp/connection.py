@@ -1,0 +1,252 @@
+"""One client's connection to a server: its era, its handshake, and the method table to the handlers.
+
+A :class:`ServerConnection` is the session's dispatcher (see
+:class:`~minimcp.session.Dispatcher`) and the :class:`~minimcp.callhost.CallHost`
+of every call it serves. Its first request decides its era for good: ``initialize``
+locks the handshake era (the handlers of :mod:`minimcp.handlers`), a request whose
+``_meta`` carries a protocol version locks revision 2026-07-28 (:mod:`minimcp.rounds`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from minimcp import capabilities, errors, handlers, jsonrpc, rounds
+from minimcp.config import Limits
+from minimcp.context import Context
+from minimcp.errors import McpError
+from minimcp.handlers import EMPTY
+from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.metrics import ElicitationMetrics
+from minimcp.mrtr import has_envelope
+from minimcp.outcome import ready
+from minimcp.registry import Registry
+from minimcp.session import Deferred, Session
+from minimcp.types import (
+    UNSET,
+    ClientCapabilities,
+    ElicitationCompleteParams,
+    Implementation,
+    InitializeParams,
+    InitializeResult,
+    LoggingLevel,
+    SetLevelParams,
+    UnsetType,
+)
+from minimcp.versions import LATEST_MODERN, Feature, negotiate, supports
+from minimcp.waiting import Wait, Waits
+
+if TYPE_CHECKING:
+    from minimcp.server import Server
+
+__all__ = ["ServerConnection"]
+
+logger = logging.getLogger("minimcp.server")
+
+
+class ServerConnection:
+    """Server-side state of one connection: handshake results and dispatch."""
+
+    session: Session
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        #: What the server offers (the handlers read it).
+        self.registry: Registry = server.registry
+        self.client_info: Implementation | None = None
+        self.client_capabilities = ClientCapabilities()
+        self._form_memo: tuple[str | None, ClientCapabilities, tuple[bool, Literal["form"] | UnsetType]] | None = None
+        self.protocol_version: str | None = None
+        self.initialized = False
+        #: URL elicitation ids sent to this connection and not yet completed.
+        self.url_elicitations: set[str] = set()
+        #: Resource URIs this client subscribed to.
+        self.subscriptions: set[str] = set()
+        #: The least severe level this client wants log messages for (``logging/setLevel``).
+        self.log_level: LoggingLevel = "debug"
+        #: ``"legacy"`` (began with initialize), ``"modern"`` (2026-07-28 envelopes), or ``None`` yet.
+        self.era: str | None = None
+        #: Questions a person is answering for calls that asked for progress (made on first need).
+        self.waits: Waits | None = None
+
+    @property
+    def limits(self) -> Limits:
+        return self.server.limits
+
+    @property
+    def metrics(self) -> ElicitationMetrics:
+        return self.server.metrics
+
+    # Dispatcher protocol
+
+    def handle_request(self, session: Session, request: Request) -> Awaitable[Any] | Deferred:
+        # A plain function returning the handler's coroutine: one frame less per
+        # in-flight request (it is alive for as long as a tool waits on a person).
+        method = request.method
+        era = self.era
+        if era is None and method != "initialize" and has_envelope(request.params):
+            era = self.lock_era("modern")
+        if era == "modern":
+            return rounds.serve(self, request)
+        if era == "legacy" and has_envelope(request.params):
+            raise McpError(
+                errors.INVALID_REQUEST,
+                "this connection began with initialize (handshake era); open a new connection for "
+                "requests of protocol 2026-07-28",
+            )
+        if method == "ping":
+            return ready(EMPTY)
+        if method == "initialize":
+            self.lock_era("legacy")
+            return ready(self._initialize(request))
+        if self.protocol_version is None:
+            raise McpError(
+                errors.INVALID_REQUEST, f"received {method!r} before initialize; send initialize first"
+            )
+        if method == "tools/call":
+            return handlers.call_tool(self, self.registry, request)
+        lister = handlers.LISTS.get(method)
+        if lister is not None:
+            return lister(self.registry, self.server.limits.page_size, request)
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
+        return handler(self, request)
+
+    def handle_notification(self, session: Session, notification: Notification) -> None:
+        if notification.method == "notifications/initialized":
+            self.initialized = True
+        elif notification.method == "notifications/roots/list_changed":
+            callback = self.server.on_roots_changed
+            if callback is not None:
+                callback(self)
+
+    def lock_era(self, era: str) -> str:
+        """Serve this connection by the rules of ``era`` (``"legacy"`` or ``"modern"``) from now on."""
+        self.era = era
+        if era == "modern":
+            self.session.protocol_version = LATEST_MODERN
+            self.session.answer_ping = False  # ping does not exist on the modern revision
+        return era
+
+    # the handshake, and the handlers that change this connection's state
+
+    def _initialize(self, request: Request) -> InitializeResult:
+        if self.protocol_version is not None:
+            raise McpError(errors.INVALID_REQUEST, "initialize was already received on this connection")
+        params = jsonrpc.decode_params(request.params, InitializeParams)
+        version = negotiate(params.protocol_version)
+        self.protocol_version = version
+        self.session.protocol_version = version
+        self.client_info = params.client_info
+        self.client_capabilities = params.capabilities
+        server = self.server
+        return InitializeResult(
+            protocol_version=version,
+            capabilities=server.capabilities(),
+            server_info=server.info,
+            instructions=server.instructions or None,
+        )
+
+    async def _set_level(self, request: Request) -> dict[str, Any]:
+        self.log_level = jsonrpc.decode_params(request.params, SetLevelParams).level
+        return EMPTY
+
+    # CallHost: what a Context uses
+
+    def ask(self, method: str, params: Any, timeout: float | None, related: RequestId) -> Awaitable[Any]:
+        """A request to the client nested in the call ``related`` (the pending answer, not a coroutine)."""
+        return self.session.start_request(method, params, timeout=timeout, related=related)
+
+    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
+        """Keep the call of ``ctx`` alive with progress while a person answers (see :mod:`minimcp.waiting`)."""
+        waits = self.waits
+        if waits is None:
+            interval = self.server.limits.waiting_progress_interval
+            if not interval:
+                return None
+            waits = self.waits = Waits(self.session, interval)
+        return waits.begin(ctx, what)
+
+    def end_wait(self, wait: Wait) -> None:
+        if self.waits is not None:
+            self.waits.end(wait)
+
+    def can_elicit_form(self) -> bool:
+        """Whether this (handshake-era) client declared form elicitation."""
+        return self.form_questions()[0]
+
+    def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
+        """For form questions to this (handshake-era) client: whether they may be asked, and the
+        ``mode`` they carry (``"form"`` from 2025-11-25 on). Worked out once per handshake."""
+        version, caps = self.protocol_version, self.client_capabilities
+        memo = self._form_memo
+        if memo is None or memo[0] is not version or memo[1] is not caps:
+            allowed = capabilities.can_elicit_form(version, caps)
+            url_era = version is not None and supports(version, Feature.ELICITATION_URL)
+            mode: Literal["form"] | UnsetType = "form" if url_era else UNSET
+            memo = self._form_memo = (version, caps, (allowed, mode))
+        return memo[2]
+
+    def can_elicit_url(self) -> bool:
+        """Whether this (handshake-era) client declared URL-mode elicitation."""
+        return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
+
+    # URL elicitations: the ids this connection received (their completion notice comes here only)
+
+    def register_url_elicitation(self, elicitation_id: str) -> None:
+        """Bind a URL elicitation id to this connection (completion is sent here only)."""
+        owner = self.server.url_owner(elicitation_id)
+        if owner is not None and owner is not self:
+            raise ValueError(f"elicitation id {elicitation_id!r} belongs to another session")
+        limit = self.server.limits.max_pending_outbound
+        if owner is None and len(self.url_elicitations) >= limit:
+            raise errors.TooManyPending(limit)
+        self.url_elicitations.add(elicitation_id)
+        self.server.bind_url(elicitation_id, self)
+
+    def forget_url_elicitation(self, elicitation_id: str) -> None:
+        """Drop the binding of ``elicitation_id`` (its step was declined, failed or timed out)."""
+        self.url_elicitations.discard(elicitation_id)
+        self.server.release_url(elicitation_id, self)
+
+    async def complete_url_elicitation(self, elicitation_id: str) -> bool:
+        """Like :meth:`Server.complete_url_elicitation`, but only for this connection's own ids.
+
+        Raises:
+            ValueError: the id belongs to another session.
+        """
+        owner = self.server.url_owner(elicitation_id)
+        if owner is None:
+            return False
+        if owner is not self:
+            raise ValueError(f"elicitation id {elicitation_id!r} belongs to another session")
+        return await self.server.complete_url_elicitation(elicitation_id)
+
+    async def send_url_complete(self, elicitation_id: str) -> bool:
+        """Send ``notifications/elicitation/complete`` for ``elicitation_id`` (whether it was sent)."""
+        self.url_elicitations.discard(elicitation_id)
+        if self.session.closed:
+            return False
+        try:
+            await self.session.notify(
+                "notifications/elicitation/complete", ElicitationCompleteParams(elicitation_id=elicitation_id)
+            )
+        except errors.ConnectionClosed:
+            return False
+        return True
+
+
+#: The handshake-era methods beyond ``tools/call`` and the lists, with what each handler is given.
+_HANDLERS: dict[str, Callable[[ServerConnection, Request], Awaitable[Any]]] = {
+    "resources/read": lambda conn, request: handlers.read_resource(conn.registry, request),
+    "resources/subscribe": lambda conn, request: handlers.subscribe(
+        conn.subscriptions, conn.limits.max_subscriptions, request
+    ),
+    "resources/unsubscribe": lambda conn, request: handlers.unsubscribe(conn.subscriptions, request),
+    "prompts/get": lambda conn, request: handlers.get_prompt(conn, conn.registry, request),
+    "completion/complete": lambda conn, request: handlers.complete(conn.registry, request),
+    "logging/setLevel": ServerConnection._set_level,
+}

@@ -1,0 +1,587 @@
+"""Revision 2026-07-28 on the server: a call that spans rounds (:class:`Run`), and serving one round.
+
+On 2026-07-28 there is no handshake: every request carries its protocol
+version, the client's capabilities and (usually) its identity in
+``params._meta``, and a server may not send the client requests of its own.
+A question to the person becomes an ``input_required`` result; the client
+answers by calling again with ``inputResponses`` and the ``requestState`` we
+gave it.
+
+minimcp keeps the tool author's ``await ctx.elicit(...)`` unchanged, anywhere
+in a tool body. The tool runs in a task of its own (a :class:`Run`); when it
+asks, the request being served answers ``input_required`` and the run stays
+suspended -- *parked* (:class:`~minimcp.modern.Parking`) under a handle sealed
+into ``requestState``. The retry finds the handle and delivers the answer: the
+same coroutine goes on, exactly as on the handshake era.
+
+When the handle is not here (the process restarted, the retry reached another
+worker, the park was dropped to make room), the tool is *replayed*: it runs
+again from the top and each ``ctx.elicit`` returns the answer recorded in the
+sealed state, in order, until the first unanswered question. So code that runs
+before a question may run more than once; a tool that must not be replayed is
+registered with ``replayable=False`` and its retries then fail cleanly.
+
+What is recorded is only what the tool can use of each answer
+(:func:`~minimcp.mrtr.clean_answer`), and when the open questions were asked: an
+answer arriving after the question's timeout is no answer, and ``ctx.elicit``
+gives ``Cancelled("timeout")`` as on the handshake era, parked or replayed. A
+parked call is dropped when that timeout passes.
+
+The pure half of this revision (envelope, meta keys, codes, result shape,
+questions and answers) is :mod:`minimcp.mrtr`; :func:`serve` is the entry from
+:class:`~minimcp.connection.ServerConnection`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import anyio
+import msgspec
+
+from minimcp import errors, handlers, jsonrpc, mrtr
+from minimcp.context import CALL_ID_BYTES, Context
+from minimcp.elicitation import UrlElicitationRequired
+from minimcp.errors import McpError
+from minimcp.jsonrpc import Request
+from minimcp.mrtr import Envelope, Question, take_answer
+from minimcp.outcome import ToolRun
+from minimcp.state import InvalidState, StateSealer, StateTooLarge, digest
+from minimcp.tools import argument_error, error_result
+from minimcp.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
+from minimcp.used_states import StoreUnavailable, UsedStates
+from minimcp.versions import MODERN, SUPPORTED
+
+if TYPE_CHECKING:
+    from minimcp.connection import ServerConnection
+
+__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "serve", "use_state"]
+
+logger = logging.getLogger("minimcp.modern")
+server_logger = logging.getLogger("minimcp.server")
+
+
+# --- a run's outcome: what the request being served learns from the tool ------------------------
+
+
+class Asking(NamedTuple):
+    """The tool asked: these questions are open (the round answers ``input_required``)."""
+
+    questions: list[Question]
+
+
+class Returned(NamedTuple):
+    """The tool returned ``value`` (or, for a ``tools/call``, the result its outcome maps to)."""
+
+    value: Any
+
+
+class Raised(NamedTuple):
+    """The tool's call ended with ``error`` (an :class:`McpError`, or a URL step to take)."""
+
+    error: McpError
+
+
+#: What :meth:`Run.next_outcome` gives.
+Outcome = Asking | Returned | Raised
+
+
+class _Parking(Protocol):
+    """Where a run is parked between rounds (:class:`~minimcp.modern.Parking`)."""
+
+    def discard(self, run: Run) -> None: ...
+
+
+# --- runs: a tool executing across rounds ----------------------------------------------------
+
+
+class Run:
+    """One tool execution that may span several requests (park) or be rebuilt (replay).
+
+    ``recorded`` are ``[digest, answer]`` pairs from the sealed state; they are
+    handed back in order while the tool asks the same questions again. An answer
+    of ``None`` stands for "came after the question's timeout".
+    """
+
+    #: Set on a parked run dropped because its retry continued the call on another worker.
+    continued_elsewhere = False
+
+    def __init__(
+        self,
+        tool: str,
+        recorded: list[list[Any]],
+        call_id: str | None = None,
+        offered: dict[str, Any] | None = None,
+        *,
+        parking: _Parking,
+        asked: tuple[list[str], float] | None = None,
+    ) -> None:
+        self.tool = tool
+        #: Where this run waits between rounds (it leaves on its own when its question times out).
+        self.parking = parking
+        #: Answers the client sent by key before being asked (a first call with inputResponses).
+        self.offered = dict(offered) if offered else {}
+        self._keys: set[str] = set()
+        self.handle = secrets.token_urlsafe(CALL_ID_BYTES)
+        #: Stable across every round and replay of this one call (carried in the sealed state).
+        self.call_id = call_id or secrets.token_urlsafe(CALL_ID_BYTES)
+        #: The tool's context, when it takes one (its envelope follows each round's request).
+        self.context: Context | None = None
+        self.answers: list[list[Any]] = [list(pair) for pair in recorded]
+        self._replay = 0
+        #: The questions of the current round, and their ``inputRequests`` keys.
+        self.pending: list[Question] = []
+        self.pending_keys: list[str] = []
+        #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
+        self.asked_at = 0.0
+        self.pending_timeout: float | None = None
+        # A replay asking the questions of the sealed round again keeps their first-asked time.
+        self._asked = asked
+        self.scope = anyio.CancelScope()
+        self._event = anyio.Event()
+        self._outcome: Outcome | None = None
+        self._answer_event: anyio.Event | None = None
+        self._answers: dict[str, Any] | None = None
+        self.finished = False
+
+    # tool side
+
+    async def ask(self, question: Question, ttl: float | None) -> dict[str, Any]:
+        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
+
+        Raises:
+            RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
+        """
+        answer = (await self.ask_many([question], ttl))[0]
+        if answer is None:
+            raise errors.RequestTimeout(question.method, ttl if ttl is not None else 0.0)
+        return answer
+
+    async def ask_many(self, questions: list[Question], ttl: float | None) -> list[dict[str, Any] | None]:
+        """Several questions in one round (``ctx.gather``): recorded answers first, then wait for the rest.
+
+        Returns each question's answer, or ``None`` where it came after ``ttl``.
+
+        Raises:
+            ValueError: the tool used the same ``key`` for two questions of one call.
+        """
+        for question in questions:
+            if question.key is not None:
+                if question.key in self._keys:
+                    raise ValueError(f"the key {question.key!r} names two questions of one call")
+                self._keys.add(question.key)
+        results: list[dict[str, Any] | None] = [None] * len(questions)
+        need: list[int] = []
+        for i, question in enumerate(questions):
+            if not need and self._replay < len(self.answers):
+                recorded_digest, answer = self.answers[self._replay]
+                if recorded_digest == question.digest:
+                    if answer is not None:
+                        answer, self.answers[self._replay][1] = take_answer(question, answer)
+                    self._replay += 1
+                    results[i] = answer
+                    continue
+                # The tool asked something else this time: later answers no longer apply.
+                del self.answers[self._replay :]
+            offered = self.offered.pop(question.key, None) if question.key is not None else None
+            if isinstance(offered, dict) and not need:
+                # The client answered this key before it was asked (first call with inputResponses).
+                results[i], first_kept = take_answer(question, offered)
+                self.answers.append([question.digest, first_kept])
+                self._replay = len(self.answers)
+                continue
+            need.append(i)
+        if need:
+            first = len(self.answers) + 1
+            self.pending = [questions[i] for i in need]
+            self.pending_keys = [q.key or f"q{first + n}" for n, q in enumerate(self.pending)]
+            now = time.time()
+            asked, self._asked = self._asked, None
+            same = asked is not None and asked[0] == [q.digest for q in self.pending]
+            self.asked_at = asked[1] if same and asked is not None else now
+            self.pending_timeout = ttl
+            self._answer_event = event = anyio.Event()
+            self._emit(Asking(self.pending))
+            with anyio.move_on_after(None if ttl is None else max(0.0, self.asked_at + ttl - now)):
+                await event.wait()
+            if not event.is_set():
+                # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
+                self.parking.discard(self)
+                self.scope.cancel()
+                await anyio.lowlevel.checkpoint()
+            answers = self._answers
+            for i, key in zip(need, self.pending_keys, strict=True):
+                kept: dict[str, Any] | None = None  # None: the answer came after the timeout
+                if answers is not None:
+                    results[i], kept = take_answer(questions[i], answers[key])
+                self.answers.append([questions[i].digest, kept])
+            self._answers = None
+            self.pending, self.pending_keys = [], []
+            self._replay = len(self.answers)
+        return results
+
+    def replays(self, question_digest: str | None = None) -> bool:
+        """Whether the tool's next question is answered from the sealed record (that question, if given).
+
+        Such a question was asked in an earlier round, when the client could be asked; the
+        capability checks before it hold as they did then, whatever this retry declares.
+        """
+        if self._replay >= len(self.answers):
+            return False
+        return question_digest is None or self.answers[self._replay][0] == question_digest
+
+    def finish(self, outcome: Returned | Raised) -> None:
+        """The tool's call ended (the last outcome the request side waits for)."""
+        self.finished = True
+        self._emit(outcome)
+
+    def _emit(self, outcome: Outcome) -> None:
+        self._outcome = outcome
+        self._event.set()
+
+    # request side
+
+    def missing(self, responses: Mapping[str, Any]) -> bool:
+        """Whether ``responses`` lack an answer to one of the pending questions."""
+        return any(not isinstance(responses.get(key), dict) for key in self.pending_keys)
+
+    def deliver(self, responses: Mapping[str, Any]) -> None:
+        """The retry brought the answers to the pending questions (see :meth:`missing`)."""
+        event = self._answer_event
+        if event is None or event.is_set():  # pragma: no cover - a parked run always waits
+            return
+        self._answers = {key: responses[key] for key in self.pending_keys}
+        event.set()
+
+    def expire(self) -> None:
+        """The retry came after the pending questions' timeout: they end as timed out."""
+        event = self._answer_event
+        if event is None or event.is_set():  # pragma: no cover - a parked run always waits
+            return
+        self._answers = None
+        event.set()
+
+    async def next_outcome(self) -> Outcome:
+        """Wait until the tool asks its next question or ends."""
+        await self._event.wait()
+        outcome = self._outcome
+        assert outcome is not None
+        self._event = anyio.Event()
+        return outcome
+
+
+async def use_state(
+    sealer: StateSealer, used: UsedStates, token: str, *, now: float, binding: dict[str, Any]
+) -> dict[str, Any]:
+    """Open a retry's ``requestState`` and record it as used: its payload, good for this retry only.
+
+    Raises:
+        McpError: ``-32602``, frozen "Invalid or expired requestState" for a state that
+            does not verify (the reason goes to the log), or saying it was already used;
+            ``-32603`` when the store of used states cannot tell (the state stays unused).
+    """
+    try:
+        state = sealer.open(token, now=now, binding=binding)
+    except InvalidState as exc:
+        logger.info("refused requestState for %r: %s", binding.get("t"), exc.reason)
+        raise McpError(
+            errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
+        ) from None
+    try:
+        fresh = await used.consume(sealer.state_id(token), float(state["exp"]))
+    except StoreUnavailable as exc:  # fail closed: refused, and the state stays unused
+        logger.warning("refused a requestState for %r: %s", binding.get("t"), exc)
+        raise McpError(
+            errors.INTERNAL_ERROR,
+            "cannot accept this requestState now: the store of used states is unavailable; retry later",
+            {"reason": "state_store_unavailable"},
+        ) from None
+    if not fresh:
+        logger.info("refused a used requestState for %r", binding.get("t"))
+        raise McpError(
+            errors.INVALID_PARAMS,
+            "requestState already used: each one is good for one retry (call again without it to start over)",
+            {"reason": "request_state_used"},
+        )
+    return state
+
+
+# --- serving one round ---------------------------------------------------------------------
+
+async def serve(conn: ServerConnection, request: Request) -> Any:
+    """Answer one request of a connection locked to 2026-07-28 (every result in the revision's shape)."""
+    method = request.method
+    if method == "initialize" and not mrtr.has_envelope(request.params):
+        raise McpError(
+            mrtr.UNSUPPORTED_VERSION,
+            "this connection speaks protocol 2026-07-28 (no initialize); open a new connection to use "
+            "the handshake",
+            {"supported": list(MODERN), "requested": _requested_version(request.params)},
+        )
+    envelope = mrtr.read_envelope(request.params)
+    server, registry = conn.server, conn.registry
+    info = server.info
+    if method == "server/discover":
+        result: dict[str, Any] = {
+            "supportedVersions": [*MODERN, *reversed(SUPPORTED)],
+            "capabilities": msgspec.to_builtins(_modern_capabilities(server.capabilities())),
+        }
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return mrtr.complete(result, info, cacheable=True)
+    if method == "tools/call":
+        return await _call_tool(conn, request, envelope)
+    lister = handlers.LISTS.get(method)
+    if lister is not None:
+        return mrtr.complete(await lister(registry, conn.limits.page_size, request), info, cacheable=True)
+    if method == "resources/read":
+        try:
+            value = await handlers.read_resource(registry, request)
+        except McpError as exc:
+            if exc.code == handlers.RESOURCE_NOT_FOUND:  # resource-not-found is -32602 from 2026-07-28 on
+                raise McpError(errors.INVALID_PARAMS, exc.message, exc.data) from None
+            raise
+        return mrtr.complete(value, info, cacheable=True)
+    if method == "prompts/get":
+        return await _get_prompt(conn, request, envelope)
+    if method == "completion/complete":
+        return mrtr.complete(await handlers.complete(registry, request), info)
+    raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+async def _call_tool(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
+    params = jsonrpc.decode_params(request.params, handlers.CallToolWire)
+    tool = conn.registry.tools.get(params.name)
+    if tool is None:
+        raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
+    try:
+        kwargs = tool.arguments(params.arguments)
+    except msgspec.DecodeError as exc:
+        return mrtr.complete(error_result(argument_error(params.name, exc)), conn.server.info)
+    arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
+    name, context_param = params.name, tool.context_param
+
+    def body(ctx: Context | None) -> Awaitable[Any]:
+        call = dict(kwargs)
+        if context_param is not None:
+            call[context_param] = ctx
+        return ToolRun(conn, tool, name, tool.fn(**call), ctx, True)
+
+    wants_context = context_param is not None
+    return await _rounds(conn, request, envelope, "tools/call", name, arguments, params, wants_context, body)
+
+
+async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
+    params = jsonrpc.decode_params(request.params, GetPromptParams)
+    prompt, arguments = handlers.prompt_and_arguments(conn.registry, params)
+    return await _rounds(
+        conn,
+        request,
+        envelope,
+        "prompts/get",
+        params.name,
+        arguments,
+        params,
+        prompt.context_param is not None,
+        lambda ctx: handlers.prompt_result(prompt, arguments, ctx),
+    )
+
+
+async def _rounds(
+    conn: ServerConnection,
+    request: Request,
+    envelope: Envelope,
+    method: str,
+    name: str,
+    arguments: Any,
+    params: Any,
+    wants_context: bool,
+    body: Callable[[Context | None], Awaitable[Any]],
+) -> dict[str, Any]:
+    """Serve one round of a multi round-trip request (tools/call, prompts/get).
+
+    A new call starts ``body`` in a :class:`Run`; a retry resumes the parked run
+    named in its ``requestState``, or replays ``body`` with the recorded answers.
+    """
+    server = conn.server
+    binding = {
+        "m": method,
+        "t": name,
+        "a": digest(arguments),
+        "p": envelope.client_info.name if envelope.client_info else None,
+    }
+    responses = params.input_responses
+    if responses is None or (not isinstance(responses, UnsetType) and not all(
+        isinstance(v, dict) for v in responses.values()
+    )):
+        raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
+    inputs: dict[str, Any] = responses if isinstance(responses, dict) else {}
+    if isinstance(params.request_state, str):
+        now = time.time()
+        state = await use_state(server.sealer, server.used_states, params.request_state, now=now, binding=binding)
+        keys = [str(k) for k in state.get("ks", [])]
+        digests, asked_at, timeout = mrtr.asked(state)
+        # An answer after the question's timeout is no answer: the call goes on as timed out.
+        late = asked_at is not None and timeout is not None and now > asked_at + timeout
+        run = server.parking.take(str(state.get("h")))
+        if run is not None:
+            if run.context is not None:
+                # Capabilities, identity and log level come from this request only.
+                run.context.envelope = envelope
+                run.context.request_id = request.id
+            if late:
+                run.expire()
+            elif run.missing(inputs):
+                # A needed answer is missing: ask the same questions again, still parked.
+                return _input_required(conn, run, binding)
+            else:
+                run.deliver(inputs)
+        else:
+            if method == "tools/call" and name in conn.registry.not_replayable:
+                raise McpError(
+                    errors.INVALID_PARAMS,
+                    f"this call of {name!r} cannot be resumed here (its state is gone and the tool is "
+                    "not replayable); call the tool again",
+                )
+            server.workers.continued_here(state)  # parked on another worker: it drops its copy
+            recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
+            if late:
+                recorded.extend([d, None] for d in digests)
+            elif keys and all(isinstance(inputs.get(k), dict) for k in keys):
+                recorded.extend([d, inputs[k]] for k, d in zip(keys, digests, strict=False))
+            call_id = state.get("c")
+            run = _start_run(
+                conn, name, envelope, request, params.meta, wants_context, body, recorded,
+                call_id if isinstance(call_id, str) else None,
+                asked=(digests, asked_at) if asked_at is not None else None,
+            )
+    else:
+        # A first call may carry answers to questions asked by name (key=...).
+        run = _start_run(conn, name, envelope, request, params.meta, wants_context, body, [], offered=inputs)
+    try:
+        outcome = await run.next_outcome()
+    except BaseException:
+        run.scope.cancel()  # the client gave up on this round: stop the call
+        raise
+    if isinstance(outcome, Asking):
+        return _input_required(conn, run, binding)
+    if isinstance(outcome, Raised):
+        if isinstance(outcome.error, UrlElicitationRequired):
+            return _url_steps_required(conn, outcome.error, binding)
+        raise outcome.error
+    return mrtr.complete(outcome.value, server.info)
+
+
+def _start_run(
+    conn: ServerConnection,
+    name: str,
+    envelope: Envelope,
+    request: Request,
+    meta: dict[str, Any] | UnsetType,
+    wants_context: bool,
+    body: Callable[[Context | None], Awaitable[Any]],
+    recorded: list[list[Any]],
+    call_id: str | None = None,
+    *,
+    offered: dict[str, Any] | None = None,
+    asked: tuple[list[str], float] | None = None,
+) -> Run:
+    run = Run(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
+    ctx: Context | None = None
+    if wants_context:
+        ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name)
+    conn.session.spawn(_drive, run, name, body, ctx)
+    return run
+
+
+async def _drive(run: Run, name: str, body: Callable[[Context | None], Awaitable[Any]], ctx: Context | None) -> None:
+    """The run's own task: the tool's body, its outcome told to the request side, whatever ends it."""
+    try:
+        with run.scope:
+            try:
+                result = await body(ctx)
+            except McpError as exc:
+                run.finish(Raised(exc))
+            else:
+                run.finish(Returned(result))
+    finally:
+        if ctx is not None:
+            ctx.finished = True
+        run.parking.discard(run)
+        if not run.finished:
+            run.finish(Raised(McpError(errors.INTERNAL_ERROR, f"the call of {name!r} was abandoned")))
+
+
+def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
+    """Park ``run`` and answer ``input_required`` with its open questions (and a fresh state)."""
+    server = conn.server
+    keys, questions = run.pending_keys, run.pending
+    try:
+        state = server.sealer.seal(
+            {
+                **binding,
+                "h": run.handle,
+                "ks": keys,
+                "qs": [q.digest for q in questions],
+                "at": run.asked_at,
+                "to": run.pending_timeout,
+                "ans": run.answers,
+                "c": run.call_id,
+                **server.workers.sealed,
+            },
+            now=time.time(),
+            ttl=server.state_ttl,
+        )
+    except StateTooLarge as exc:
+        run.scope.cancel()
+        text = (
+            f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
+            f"are too large ({exc.size} bytes sealed, limit {exc.limit})"
+        )
+        server_logger.warning("%s", text)
+        if binding["m"] != "tools/call":
+            raise McpError(errors.INTERNAL_ERROR, text) from None
+        return mrtr.complete(error_result(text), server.info)
+    if server.replay_every_retry:
+        run.scope.cancel()  # dropped at once, as on a full park table: the retry replays
+    else:
+        server.parking.park(run)
+    requests = {key: q.to_wire() for key, q in zip(keys, questions, strict=True)}
+    result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
+    return mrtr.complete(result, server.info)
+
+
+def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:
+    # -32042 does not exist on 2026-07-28: the steps become URL input requests, and the
+    # retry simply runs the tool again (it checks for itself whether the steps are done).
+    server = conn.server
+    requests = {
+        f"url{i + 1}": {"method": "elicitation/create",
+                        "params": {"mode": "url", "message": item.message, "url": item.url}}
+        for i, item in enumerate(exc.elicitations)
+    }
+    state = server.sealer.seal({**binding, "h": None, "ks": [], "ans": []}, now=time.time(), ttl=server.state_ttl)
+    result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
+    return mrtr.complete(result, server.info)
+
+
+def _requested_version(params: msgspec.Raw) -> Any:
+    try:
+        return msgspec.json.decode(params or b"{}").get("protocolVersion")
+    except (msgspec.DecodeError, AttributeError):
+        return None
+
+
+def _modern_capabilities(caps: ServerCapabilities) -> ServerCapabilities:
+    # 2026-07-28 removed logging/setLevel and resources/subscribe, and list changes travel only
+    # through subscriptions/listen, which we do not offer: so no subscribe / listChanged either.
+    def plain(value: dict[str, Any] | UnsetType) -> dict[str, Any] | UnsetType:
+        return {} if isinstance(value, dict) else value
+
+    return msgspec.structs.replace(
+        caps, logging=UNSET, resources=plain(caps.resources), prompts=plain(caps.prompts), tools=plain(caps.tools)
+    )
