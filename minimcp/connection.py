@@ -35,7 +35,7 @@ from minimcp.types import (
     SetLevelParams,
     UnsetType,
 )
-from minimcp.versions import LATEST_MODERN, Feature, negotiate, supports
+from minimcp.versions import LATEST_MODERN, Era, Feature, negotiate, supports
 from minimcp.waiting import Wait, Waits
 
 if TYPE_CHECKING:
@@ -66,8 +66,8 @@ class ServerConnection:
         self.subscriptions: set[str] = set()
         #: The least severe level this client wants log messages for (``logging/setLevel``).
         self.log_level: LoggingLevel = "debug"
-        #: ``"legacy"`` (began with initialize), ``"modern"`` (2026-07-28 envelopes), or ``None`` yet.
-        self.era: str | None = None
+        #: ``Era.LEGACY`` (began with initialize), ``Era.MODERN`` (2026-07-28 envelopes), or ``None`` yet.
+        self.era: Era | None = None
         #: Questions a person is answering for calls that asked for progress (made on first need).
         self.waits: Waits | None = None
 
@@ -87,10 +87,10 @@ class ServerConnection:
         method = request.method
         era = self.era
         if era is None and method != "initialize" and has_envelope(request.params):
-            era = self.lock_era("modern")
-        if era == "modern":
+            era = self.lock_era(Era.MODERN)
+        if era is Era.MODERN:
             return rounds.serve(self, request)
-        if era == "legacy" and has_envelope(request.params):
+        if era is Era.LEGACY and has_envelope(request.params):
             raise McpError(
                 errors.INVALID_REQUEST,
                 "this connection began with initialize (handshake era); open a new connection for "
@@ -99,7 +99,7 @@ class ServerConnection:
         if method == "ping":
             return ready(EMPTY)
         if method == "initialize":
-            self.lock_era("legacy")
+            self.lock_era(Era.LEGACY)
             return ready(self._initialize(request))
         if self.protocol_version is None:
             raise McpError(
@@ -123,10 +123,10 @@ class ServerConnection:
             if callback is not None:
                 callback(self)
 
-    def lock_era(self, era: str) -> str:
-        """Serve this connection by the rules of ``era`` (``"legacy"`` or ``"modern"``) from now on."""
+    def lock_era(self, era: Era) -> Era:
+        """Serve this connection by the rules of ``era`` from now on."""
         self.era = era
-        if era == "modern":
+        if era is Era.MODERN:
             self.session.protocol_version = LATEST_MODERN
             self.session.answer_ping = False  # ping does not exist on the modern revision
         return era

@@ -22,6 +22,7 @@ from minimcp.session import Session
 from minimcp.transports.asgi_server import bind, run_asgi
 from minimcp.transports.http.app import StreamableHTTPAppBase
 from minimcp.transports.http.client import http_client
+from minimcp.versions import Era
 
 if TYPE_CHECKING:
     from minimcp.client import Client
@@ -47,7 +48,7 @@ class StreamableHTTPApp(StreamableHTTPAppBase[Server]):
         conn.session = session
         # Locked to the modern revision from the start (what a first enveloped request would do), so
         # that an enveloped initialize is -32601 and a request without the envelope -32602.
-        conn.lock_era("modern")
+        conn.lock_era(Era.MODERN)
         return conn, session
 
 
