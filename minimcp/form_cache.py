@@ -1,0 +1,78 @@
+"""Raw form schemas compiled once per shape: one shared validator for every question of that shape.
+
+A tool that writes its form as a raw ``requestedSchema`` dict usually builds that dict per
+call, often with a default that changes from call to call (a date, a suggestion). Compiling
+it per call costs a parse, the secret-name guard and two deep copies, and every waiting call
+would hold its own compiled form. Here the schema is keyed by its shape with the defaults set
+aside: the first question of a shape is compiled in full (every check of
+:func:`minimcp.forms.compile_form`), later ones reuse that form to validate the answer (a
+default never changes how an answer is checked) and only have their own defaults checked.
+The schema that goes out is the tool's own dict, as written, encoded at once.
+
+Bounded: at most :data:`MAX_SHAPES` shapes are kept (the oldest dropped first). Form *types*
+(Structs, dataclasses, TypedDicts) are cached by :func:`minimcp.forms.compile_form` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any, cast
+
+import msgspec
+
+from minimcp import forms
+from minimcp.versions import Feature, supports
+
+#: Raw schema shapes kept compiled (per process); a tool has a handful, so this is plenty.
+MAX_SHAPES = 256
+
+_shapes: dict[bytes, tuple[forms.Form[dict[str, Any]], bytes]] = {}
+_encode = msgspec.json.Encoder(order="sorted").encode
+
+
+def _split(schema: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the schema without its properties' defaults, the defaults by property), or None: not a plain shape."""
+    props = schema.get("properties")
+    if type(schema) is not dict or type(props) is not dict:
+        return None
+    bare: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    for name, prop in props.items():
+        if type(prop) is dict and "default" in prop:
+            defaults[name] = prop["default"]
+            prop = {k: v for k, v in prop.items() if k != "default"}
+        bare[name] = prop
+    return {**schema, "properties": bare}, defaults
+
+
+def question_form(
+    form: Any, allow_sensitive: Collection[str], version: str
+) -> tuple[forms.Form[Any], dict[str, Any] | None]:
+    """The compiled form of a question and the raw schema to send as written (None: ``schema_for(version)``).
+
+    ``form`` is a form type or a raw schema dict; raises like :func:`minimcp.forms.compile_form`.
+    """
+    if isinstance(form, type) or not isinstance(form, Mapping):
+        return forms.compile_form(form, allow_sensitive=allow_sensitive), None
+    split = _split(form)
+    as_written = supports(version, Feature.ELICITATION_ENUMS)  # a raw schema goes out as written
+    if split is None or not as_written:  # an unusual mapping, or a revision the schema is rendered for
+        return forms.compile_form(form, allow_sensitive=allow_sensitive), None
+    bare, defaults = split
+    given = cast("dict[str, Any]", form)  # (a dict: _split checked it)
+    try:
+        key = _encode([bare, sorted(allow_sensitive)])
+        seen = _encode(defaults)
+    except (TypeError, msgspec.EncodeError):  # not JSON: compile_form says what is wrong
+        return forms.compile_form(form, allow_sensitive=allow_sensitive), None
+    entry = _shapes.get(key)
+    if entry is None:
+        compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)  # every check, this call's defaults
+        if len(_shapes) >= MAX_SHAPES:
+            del _shapes[next(iter(_shapes))]
+        _shapes[key] = (compiled, seen)
+        return compiled, given
+    compiled, checked = entry
+    if seen != checked:  # other defaults: each must be a valid answer to its own field
+        forms.parse_schema({"type": "object", "properties": {name: given["properties"][name] for name in defaults}})
+    return compiled, given
