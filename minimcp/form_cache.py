@@ -15,6 +15,7 @@ Bounded: at most :data:`MAX_SHAPES` shapes are kept (the oldest dropped first). 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping
 from typing import Any, cast
 
@@ -26,7 +27,8 @@ from minimcp.versions import Feature, supports
 #: Raw schema shapes kept compiled (per process); a tool has a handful, so this is plenty.
 MAX_SHAPES = 256
 
-_shapes: dict[bytes, tuple[forms.Form[dict[str, Any]], bytes]] = {}
+#: shape -> (its compiled form, the defaults it was compiled with, one-field checkers for other defaults)
+_shapes: dict[bytes, tuple[forms.Form[dict[str, Any]], bytes, dict[str, forms.Form[dict[str, Any]]]]] = {}
 _encode = msgspec.json.Encoder(order="sorted").encode
 
 
@@ -70,9 +72,24 @@ def question_form(
         compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)  # every check, this call's defaults
         if len(_shapes) >= MAX_SHAPES:
             del _shapes[next(iter(_shapes))]
-        _shapes[key] = (compiled, seen)
+        _shapes[key] = (compiled, seen, {})
         return compiled, given
-    compiled, checked = entry
+    compiled, checked, checkers = entry
     if seen != checked:  # other defaults: each must be a valid answer to its own field
-        forms.parse_schema({"type": "object", "properties": {name: given["properties"][name] for name in defaults}})
+        for name, value in defaults.items():
+            _check_default(compiled, checkers, name, value)
     return compiled, given
+
+
+def _check_default(
+    compiled: forms.Form[dict[str, Any]], checkers: dict[str, forms.Form[dict[str, Any]]], name: str, value: Any
+) -> None:
+    """Raise FormDefinitionError unless ``value`` is a valid answer to field ``name`` (as compile_form would)."""
+    checker = checkers.get(name)
+    if checker is None:
+        field = next(f for f in compiled.fields if f.name == name)
+        checker = checkers[name] = forms.Form((dataclasses.replace(field, required=False),), dict)
+    try:
+        checker.validate({name: value})
+    except forms.FormValidationError as exc:
+        raise forms.FormDefinitionError(name, f"the default {value!r} is not a valid answer ({exc})") from None

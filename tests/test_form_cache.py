@@ -78,7 +78,9 @@ async def test_waiting_calls_share_one_compiled_form_and_each_question_keeps_its
                 # every waiting call on the server side shares one form (the client parses its own copies)
                 held = live_forms() - before
                 release.set()
-    assert held <= CALLS + 1, f"{held} compiled forms for {CALLS} waiting calls of one shape"
+    # the client's own parsed copies (one per question it holds), plus the server's: one form for
+    # the shape and one checker for the field whose default changes (both made once per shape)
+    assert held <= CALLS + 2, f"{held} compiled forms for {CALLS} waiting calls of one shape"
     for i in range(CALLS):
         assert asked[i] == (datetime.date(2030, 1, 1) + datetime.timedelta(days=i)).isoformat()
         assert results[i] == f"{i}:2040-01-{1 + i % 28:02d}"
