@@ -1,6 +1,6 @@
 """Embedding cost: the import time of a stdio server on minimcp and its idle memory, beside the floors.
 
-* **Import**: seconds from a fresh interpreter's first statement to a built one-tool ``Server``
+* **Import**: CPU seconds from a fresh interpreter's first statement to a built one-tool ``Server``
   (``import minimcp``, ``Server(...)``, ``@app.tool()``), median of ``--runs`` interpreters,
   beside ``import asyncio, msgspec`` (what ``floor_asyncio.py`` imports; run.py's floor probe) and
   ``import anyio, msgspec, asyncio``. One ``-X importtime`` breakdown per tree is saved in
@@ -53,11 +53,12 @@ NOT_FOR_STDIO = ("minimcp.client", "minimcp.transports.http", "minimcp.transport
 
 
 def timed(code: str, tree: Path | None) -> float:
+    """CPU seconds the statement takes in a fresh interpreter (wall time swings with a shared machine's load)."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
-    wrapped = f"import time\nt = time.perf_counter()\n{code}\nprint(time.perf_counter() - t)\n"
+    wrapped = f"import time\nt = time.process_time()\n{code}\nprint(time.process_time() - t)\n"
     r = subprocess.run([PY, "-c", wrapped], capture_output=True, text=True, env=env, check=True, cwd="/")
     return float(r.stdout.strip())
 
