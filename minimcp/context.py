@@ -509,7 +509,9 @@ class Context:
     ) -> tuple[ElicitRequestParams, forms.Form[Any]]:
         """The ``elicitation/create`` params of a form question (checks first, nothing sent)."""
         version = self.protocol_version
-        compiled, given = form_cache.question_form(form, allow_sensitive, version)
+        compiled, given = form_cache.question_form(
+            form, allow_sensitive, version, self.connection.server.limits.max_form_shapes
+        )
         if self.envelope is None:
             allowed, mode = self.connection.form_questions()  # worked out once per connection
         else:

@@ -9,8 +9,9 @@ aside: the first question of a shape is compiled in full (every check of
 default never changes how an answer is checked) and only have their own defaults checked.
 The schema that goes out is the tool's own dict, as written, encoded at once.
 
-Bounded: at most :data:`MAX_SHAPES` shapes are kept (the oldest dropped first). Form *types*
-(Structs, dataclasses, TypedDicts) are cached by :func:`minimcp.forms.compile_form` itself.
+Bounded: at most ``Limits.max_form_shapes`` shapes are kept (the oldest dropped first; the
+bound of the server whose tool asks). Form *types* (Structs, dataclasses, TypedDicts) are
+cached by :func:`minimcp.forms.compile_form` itself.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import msgspec
 from minimcp import forms
 from minimcp.versions import Feature, supports
 
-#: Raw schema shapes kept compiled (per process); a tool has a handful, so this is plenty.
+#: The default bound (``Limits.max_form_shapes``); a tool has a handful of shapes.
 MAX_SHAPES = 256
 
 #: shape -> (its compiled form, the defaults it was compiled with, one-field checkers for other defaults)
@@ -48,7 +49,7 @@ def _split(schema: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
 
 
 def question_form(
-    form: Any, allow_sensitive: Collection[str], version: str
+    form: Any, allow_sensitive: Collection[str], version: str, max_shapes: int = MAX_SHAPES
 ) -> tuple[forms.Form[Any], dict[str, Any] | None]:
     """The compiled form of a question and the raw schema to send as written (None: ``schema_for(version)``).
 
@@ -58,7 +59,7 @@ def question_form(
         return forms.compile_form(form, allow_sensitive=allow_sensitive), None
     split = _split(form)
     as_written = supports(version, Feature.ELICITATION_ENUMS)  # a raw schema goes out as written
-    if split is None or not as_written:  # an unusual mapping, or a revision the schema is rendered for
+    if split is None or not as_written or max_shapes <= 0:  # unusual, rendered for its revision, or no cache
         return forms.compile_form(form, allow_sensitive=allow_sensitive), None
     bare, defaults = split
     given = cast("dict[str, Any]", form)  # (a dict: _split checked it)
@@ -70,7 +71,7 @@ def question_form(
     entry = _shapes.get(key)
     if entry is None:
         compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)  # every check, this call's defaults
-        if len(_shapes) >= MAX_SHAPES:
+        while len(_shapes) >= max_shapes:
             del _shapes[next(iter(_shapes))]
         _shapes[key] = (compiled, seen, {})
         return compiled, given

@@ -120,13 +120,19 @@ async def test_a_bad_default_ends_the_call_with_a_tool_error_and_the_session_goe
 
 
 def test_the_shapes_kept_are_bounded() -> None:
-    from minimcp import form_cache
+    from minimcp import Limits, form_cache
 
+    assert Limits().max_form_shapes == form_cache.MAX_SHAPES
     for n in range(form_cache.MAX_SHAPES + 20):
         schema = question("2030-01-01")
         schema["properties"]["date"]["description"] = f"shape {n}"
         form_cache.question_form(schema, (), "2025-11-25")
     assert len(form_cache._shapes) == form_cache.MAX_SHAPES
+    form_cache.question_form(question("2030-01-01"), (), "2025-11-25", 10)  # a smaller bound: the oldest go
+    assert len(form_cache._shapes) == 10
+    first, _ = form_cache.question_form(question("2030-01-01"), (), "2025-11-25", 0)
+    again, _ = form_cache.question_form(question("2030-01-01"), (), "2025-11-25", 0)
+    assert first is not again and len(form_cache._shapes) == 10  # 0: every question compiled, nothing kept
 
 
 def test_older_revisions_and_types_render_as_before() -> None:
