@@ -55,7 +55,7 @@ def question_form(
 
     ``form`` is a form type or a raw schema dict; raises like :func:`minimcp.forms.compile_form`.
     """
-    if isinstance(form, type) or not isinstance(form, Mapping):
+    if type(form) is not dict and (isinstance(form, type) or not isinstance(form, Mapping)):  # a form type
         return forms.compile_form(form, allow_sensitive=allow_sensitive), None
     split = _split(form)
     as_written = supports(version, Feature.ELICITATION_ENUMS)  # a raw schema goes out as written
