@@ -72,7 +72,10 @@ def question_form(
     if entry is None:
         compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)  # every check, this call's defaults
         while len(_shapes) >= max_shapes:
-            del _shapes[next(iter(_shapes))]
+            try:
+                del _shapes[next(iter(_shapes))]
+            except (KeyError, RuntimeError, StopIteration):  # servers in other threads share the cache
+                break
         _shapes[key] = (compiled, seen, {})
         return compiled, given
     compiled, checked, checkers = entry
