@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import itertools
 import json
 import os
@@ -75,11 +76,26 @@ decode_tool_result = msgspec.json.Decoder(ToolResult).decode
 
 PREFIX = "Answer for call "
 
+# The booking tool (``--server booking`` / ``floor-booking``): call i books the full date BASE + 2i
+# (mod SPAN, see servers/floor_booking.py) for 2 people; its question starts with that date, and the
+# answer picks BASE + 2i + 3, a free date that is not the question's default (BASE + 2i + 1).
+TOOL = "ask"
+BOOKING_BASE = datetime.date(2030, 1, 1)
+BOOKING_SPAN = 100_000
+
+
+def booking_date(i: int, offset: int = 0) -> str:
+    return (BOOKING_BASE + datetime.timedelta(days=2 * (i % BOOKING_SPAN) + offset)).isoformat()
+
 
 def server_command(server: str, wire: str, backend: str, trace: bool = False, asgi: str = "default") -> list[str]:
     """How to start one benchmark server (``asgi``: which ASGI server serves http; see servers/asgi_run.py)."""
     py = sys.executable
-    if server == "floor":
+    if server == "floor-booking":
+        if wire != "stdio" or backend not in ("asyncio", "uvloop"):
+            raise SystemExit("the booking floor serves stdio on asyncio only")
+        cmd = [py, str(SERVERS / "floor_booking.py")]
+    elif server == "floor":
         if wire == "http":
             cmd = [py, str(SERVERS / "floor_http.py"), "--backend", backend,
                    "--asgi", "uvicorn-h11" if asgi == "default" else asgi]
@@ -90,7 +106,7 @@ def server_command(server: str, wire: str, backend: str, trace: bool = False, as
         else:
             cmd = [py, str(SERVERS / "floor_asyncio.py")] + (["--uvloop"] if backend == "uvloop" else [])
     else:
-        script = "minimcp_server.py" if server == "minimcp" else "official_server.py"
+        script = {"minimcp": "minimcp_server.py", "booking": "booking_server.py"}.get(server, "official_server.py")
         cmd = [py, str(SERVERS / script), "--transport", wire, "--backend", backend]
         if asgi != "default":
             if server != "minimcp" or wire != "http":
@@ -188,7 +204,11 @@ class Conn:
             return  # notifications are not part of the exchange
         elif m.method == "elicitation/create":
             message = decode_elicit(m.params).message  # type: ignore[arg-type]
-            self.on_question(self, m.id, int(message[len(PREFIX):]))
+            if TOOL == "booking":
+                i = (datetime.date.fromisoformat(message[:10]) - BOOKING_BASE).days // 2
+            else:
+                i = int(message[len(PREFIX):])
+            self.on_question(self, m.id, i)
         elif m.method == "ping":
             self.respond(m.id, {})
         else:
@@ -202,6 +222,8 @@ def token(i: int) -> str:
 
 
 def accept(i: int) -> dict[str, Any]:
+    if TOOL == "booking":
+        return {"action": "accept", "content": {"accept_alternative": True, "date": booking_date(i, 3)}}
     return {"action": "accept", "content": {"answer": token(i)}}
 
 
@@ -582,7 +604,7 @@ class Calls:
                 self.errors += 1
             else:
                 r = decode_tool_result(result)
-                if r.is_error or not r.content or r.content[0].text != token(i):
+                if r.is_error or not r.content or not self.right(i, r.content[0].text):
                     self.wrong += 1
             self.done += 1
             if self.latencies is not None:
@@ -592,7 +614,18 @@ class Calls:
             if self.done >= self.target:
                 self.reached.set()
 
-        conn.request("tools/call", {"name": "ask", "arguments": {"i": i}}, done)
+        if TOOL == "booking":
+            call = {"name": "book_table", "arguments": {"date": booking_date(i), "party_size": 2}}
+        else:
+            call = {"name": "ask", "arguments": {"i": i}}
+        conn.request("tools/call", call, done)
+
+    @staticmethod
+    def right(i: int, text: str) -> bool:
+        """The result of call ``i`` carries the answer given to its own question."""
+        if TOOL == "booking":
+            return text.startswith(f"Booked a table for 2 on {booking_date(i % BOOKING_SPAN, 3)} (booking ")
+        return text == token(i)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -777,7 +810,8 @@ async def scenario_idle(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenario", choices=["pending", "roundtrip", "sessions", "idle"])
-    parser.add_argument("--server", choices=["minimcp", "official", "floor"], default="minimcp")
+    parser.add_argument("--server", choices=["minimcp", "official", "floor", "booking", "floor-booking"],
+                        default="minimcp", help="booking: examples/booking.py's book_table; floor-booking: its floor")
     parser.add_argument("--wire", choices=["stdio", "ws", "http"], default="stdio")
     parser.add_argument("--backend", choices=["asyncio", "uvloop", "trio"], default="asyncio")
     parser.add_argument("--tracemalloc", action="store_true", help="trace the server's allocations (slow)")
@@ -792,6 +826,8 @@ def main() -> None:
     parser.add_argument("--asgi", default="default", help="http: the ASGI server (default: minimcp's serve_http; "
                         "the floor: uvicorn-h11), or uvicorn-h11, uvicorn-httptools, hypercorn, granian")
     args = parser.parse_args()
+    global TOOL
+    TOOL = "booking" if args.server in ("booking", "floor-booking") else "ask"
     import resource
 
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # many sessions: many sockets (servers inherit it)

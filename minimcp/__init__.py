@@ -10,11 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from minimcp.client import Client as Client
-from minimcp.client import ElicitationRequest as ElicitationRequest
-from minimcp.client import UrlElicitationRequest as UrlElicitationRequest
-from minimcp.client import connect_stdio as connect_stdio
-from minimcp.client import open_in_browser as open_in_browser
 from minimcp.config import Limits as Limits
 from minimcp.context import Context as Context
 from minimcp.context import Elicit as Elicit
@@ -41,15 +36,20 @@ from minimcp.server import Server as Server
 from minimcp.server import ToolError as ToolError
 from minimcp.server import tool_result as tool_result
 from minimcp.state import state_keys_from_env as state_keys_from_env
-from minimcp.transports.memory import memory_pair as memory_pair
 from minimcp.urls import InvalidElicitationUrl as InvalidElicitationUrl
 
 if TYPE_CHECKING:
+    from minimcp.client import Client as Client
+    from minimcp.client import ElicitationRequest as ElicitationRequest
+    from minimcp.client import UrlElicitationRequest as UrlElicitationRequest
+    from minimcp.client import connect_stdio as connect_stdio
+    from minimcp.client import open_in_browser as open_in_browser
     from minimcp.forms import AllowSensitive as AllowSensitive
     from minimcp.forms import Titled as Titled
     from minimcp.trace import WireTrace as WireTrace
     from minimcp.transports.http import connect_http as connect_http
     from minimcp.transports.http import serve_http as serve_http
+    from minimcp.transports.memory import memory_pair as memory_pair
     from minimcp.transports.websocket import connect_websocket as connect_websocket
     from minimcp.transports.websocket import serve_websocket as serve_websocket
 
@@ -57,6 +57,12 @@ __version__ = "0.1.0"
 
 # Public names loaded on first access (module ``__getattr__``): name -> module.
 _LAZY: dict[str, str] = {
+    "Client": "minimcp.client",  # the client side: a server never loads it
+    "ElicitationRequest": "minimcp.client",
+    "UrlElicitationRequest": "minimcp.client",
+    "connect_stdio": "minimcp.client",
+    "open_in_browser": "minimcp.client",
+    "memory_pair": "minimcp.transports.memory",
     "AllowSensitive": "minimcp.forms",
     "Titled": "minimcp.forms",
     "WireTrace": "minimcp.trace",

@@ -90,6 +90,11 @@ class Limits:
             the event loop can take seconds, and a dropped notice leaves the
             peer's work running. While the output is stuck, a requester that gave
             up (or whose request timed out) hears of it up to this much later.
+        max_form_shapes: Shapes of raw form schemas (dicts a tool passes to
+            ``ctx.elicit``) kept compiled, so that questions of one shape share one
+            compiled form whatever their defaults (:mod:`minimcp.form_cache`; one
+            cache per process, bounded by the limits of the server whose tool
+            asks). Beyond, the oldest shape is dropped; ``0`` compiles every question.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -115,6 +120,7 @@ class Limits:
     ping_interval: float | None = 20.0
     ping_timeout: float | None = 20.0
     notice_timeout: float = 10.0
+    max_form_shapes: int = 256
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

@@ -25,7 +25,7 @@ from typing import Any, TypeVar, overload
 import anyio
 import msgspec
 
-from minimcp import capabilities, errors, forms
+from minimcp import capabilities, errors, form_cache, forms
 from minimcp.callhost import CallHost, RunHandle
 from minimcp.elicitation import (
     Accepted,
@@ -481,13 +481,16 @@ class Context:
             forms.FormValidationError: the client's answer breaks the schema.
         """
         params, compiled = self._form_question(message, form, allow_sensitive)
+        del message, form  # a waiting call keeps only what checks the answer (the question is sent)
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout
         # The await is inline (not in a helper coroutine): one frame less for every
         # question that waits on a person.
         self._started()
         try:
-            answer = await self._ask("elicitation/create", params, timeout, key)
+            pending = self._ask("elicitation/create", params, timeout, key)
+            del params
+            answer = await pending
         except errors.RequestTimeout:
             self._outcome("timed_out")
             return Cancelled("timeout")
@@ -506,21 +509,24 @@ class Context:
         self, message: str, form: Any, allow_sensitive: Collection[str]
     ) -> tuple[ElicitRequestParams, forms.Form[Any]]:
         """The ``elicitation/create`` params of a form question (checks first, nothing sent)."""
-        compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)
         version = self.protocol_version
+        compiled, given = form_cache.question_form(
+            form, allow_sensitive, version, self.connection.limits.max_form_shapes
+        )
         if self.envelope is None:
             allowed, mode = self.connection.form_questions()  # worked out once per connection
         else:
             allowed = capabilities.can_elicit_form(version, self.envelope.capabilities)
             mode = "form" if supports(version, Feature.ELICITATION_URL) else UNSET
         if not allowed and not (self.run is not None and self._replaying("elicitation/create", ElicitRequestParams(
-            message=message, mode=mode, requested_schema=compiled.schema_for(version)
+            message=message, mode=mode, requested_schema=compiled.schema_for(version) if given is None else given
         ))):
             self.connection.metrics.unsupported(self.tool, "form")
             raise self._unsupported(
                 "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
             )
-        params = ElicitRequestParams(message=message, mode=mode, requested_schema=compiled.schema_for(version))
+        schema = compiled.schema_for(version) if given is None else given
+        params = ElicitRequestParams(message=message, mode=mode, requested_schema=schema)
         return params, compiled
 
     def _form_answer(self, compiled: forms.Form[Any], result: ElicitResult) -> Accepted[Any] | Declined | Cancelled:

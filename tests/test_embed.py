@@ -1,0 +1,77 @@
+"""Embedding: a stdio server loads only what serving over stdio needs.
+
+A running stdio server (a real child process, after the handshake and a call) reports
+the modules it has loaded; the client side, the other transports, the CLI, the trace
+diagrams and the optional HTTP / WebSocket stacks are not among them (they load on
+first use, see ``minimcp.__init__``'s lazy names).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+import textwrap
+
+import anyio
+import pytest
+
+from minimcp import connect_stdio
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+NOT_FOR_A_STDIO_SERVER = (
+    "minimcp.client",
+    "minimcp.transports.http",
+    "minimcp.transports.websocket",
+    "minimcp.transports.asgi_server",
+    "minimcp.cli",
+    "minimcp.cli_render",
+    "minimcp.diagram",
+    "minimcp.diagram_svg",
+    "uvicorn",
+    "hypercorn",
+    "websockets",
+    "httpx",
+    "h11",
+)
+
+
+@pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
+async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib.Path, server_backend: str) -> None:
+    path = tmp_path / "server.py"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            import json, sys
+            sys.path.insert(0, {str(ROOT)!r})
+            from minimcp import Server
+
+            app = Server("embedded")
+
+            @app.tool()
+            async def modules() -> str:
+                return json.dumps(sorted(sys.modules))
+
+            app.run(backend={server_backend!r})
+            """
+        )
+    )
+    with anyio.fail_after(60):
+        async with connect_stdio([sys.executable, str(path)]) as client:
+            loaded = set(json.loads((await client.call_tool("modules")).text))
+    assert "minimcp.server" in loaded and "minimcp.transports.stdio" in loaded  # the probe sees the server
+    unwanted = sorted(m for m in loaded if m in NOT_FOR_A_STDIO_SERVER or m.split(".")[0] in NOT_FOR_A_STDIO_SERVER)
+    assert unwanted == [], f"a stdio server loaded {unwanted}"
+
+
+def test_the_client_names_still_import_from_minimcp() -> None:
+    import minimcp
+    from minimcp import Client, ElicitationRequest, UrlElicitationRequest, connect_stdio, memory_pair, open_in_browser
+    from minimcp.client import Client as DirectClient
+    from minimcp.transports.memory import memory_pair as direct_pair
+
+    assert Client is DirectClient and memory_pair is direct_pair
+    for name, value in [("ElicitationRequest", ElicitationRequest), ("UrlElicitationRequest", UrlElicitationRequest),
+                        ("connect_stdio", connect_stdio), ("open_in_browser", open_in_browser)]:
+        assert getattr(minimcp.client, name) is value
