@@ -25,6 +25,7 @@ PURE_MODULES = [
     "form_check.py",
     "form_schema.py",
     "form_types.py",
+    "form_cache.py",
     "config.py",
     "elicitation.py",
     "capabilities.py",
