@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
@@ -343,24 +344,73 @@ class RawHttp:
         # client address reaches one host:port through at most ~28,000 ephemeral ports)
         self.ports = itertools.cycle((port, *more_ports))
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
-        self.slots = asyncio.Semaphore(max_sockets)  # sockets open at once (the driver raises its fd limit)
+        self.max_sockets = max_sockets  # sockets open at once (the driver raises its fd limit)
+        self.open = 0
+        # requests waiting for a socket: handed an idle connection, or None (a slot freed: open one)
+        self.waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         # connects in flight: a burst of thousands overflows a small listen backlog (SYN retries: 1 s, 3 s, ...)
         self.connecting = asyncio.Semaphore(100)
 
     async def request(self, method: str, path: str, body: bytes, headers: dict[str, str],
                       on_message: Callable[[bytes], None],
                       on_headers: Callable[[int, dict[str, str]], None] | None = None) -> tuple[int, dict[str, str]]:
+        reader, writer = await self._connection()
+        try:
+            return await self._exchange(reader, writer, method, path, body, headers, on_message, on_headers)
+        except BaseException:
+            writer.close()
+            self._slot_freed()
+            raise
+
+    async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """An idle connection, else a new one; at ``max_sockets`` open, the first to be idle or a freed slot."""
         if self.idle:
-            reader, writer = self.idle.pop()
-        else:
-            await self.slots.acquire()
+            return self.idle.pop()
+        if self.open >= self.max_sockets:
+            waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self.waiters.append(waiter)
+            try:
+                handed = await waiter
+            except asyncio.CancelledError:  # cancelled after being handed something: pass it on
+                if waiter.done() and not waiter.cancelled():
+                    self._slot_freed() if waiter.result() is None else self._idle(waiter.result())
+                raise
+            if handed is not None:
+                return handed  # type: ignore[no-any-return]
+        else:  # (a freed slot is handed over with the count unchanged)
+            self.open += 1
+        try:
             async with self.connecting:
                 reader, writer = await asyncio.open_connection(self.host, next(self.ports), limit=1 << 24)
-            sock = writer.get_extra_info("socket")
-            if sock is not None:
-                import socket
+        except BaseException:
+            self._slot_freed()
+            raise
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            import socket
 
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return reader, writer
+
+    def _idle(self, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return
+        self.idle.append(conn)
+
+    def _slot_freed(self) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.open -= 1
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, method: str, path: str,
+                        body: bytes, headers: dict[str, str], on_message: Callable[[bytes], None],
+                        on_headers: Callable[[int, dict[str, str]], None] | None) -> tuple[int, dict[str, str]]:
         head = [f"{method} {path} HTTP/1.1", f"host: {self.host}:{self.port}", f"content-length: {len(body)}"]
         head.extend(f"{k}: {v}" for k, v in headers.items())
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
@@ -396,9 +446,9 @@ class RawHttp:
             print(f"driver: {method} -> HTTP {status}: {buf[:300]!r}", file=sys.stderr)
         if rh.get("connection", "").lower() == "close":
             writer.close()
-            self.slots.release()
+            self._slot_freed()
         else:
-            self.idle.append((reader, writer))
+            self._idle((reader, writer))
         return status, rh
 
     @staticmethod
