@@ -117,6 +117,12 @@ def render_haproxy(template: str, fronts: list[int], workers: list[int], maxconn
     text = re.sub(r"^(\s*)maxconn \d+$", rf"\g<1>maxconn {maxconn}", template, count=1, flags=re.M)
     # the frontend takes every connection the run makes (its default would be far lower than global maxconn)
     text = text.replace("defaults\n", f"defaults\n    maxconn {maxconn}\n", 1)
+    # a worker holding 10,000 streams on a loaded machine can take over a second to accept the health
+    # check's connection: with the shipped 1 s check it is marked down mid-run (and its sessions' requests
+    # then go elsewhere and get 404, as for a dead worker). Failover is not measured here: lenient checks.
+    text = re.sub(r"^(\s*)default-server check .*$", r"\g<1>default-server check inter 10s fall 3 rise 1",
+                  text, count=1, flags=re.M)
+    text = text.replace("defaults\n", "defaults\n    timeout check 10s\n", 1)
     binds = "\n".join(f"    bind 127.0.0.1:{p}" for p in fronts)
     text = re.sub(r"^\s*bind 127\.0\.0\.1:8100$", binds, text, count=1, flags=re.M)
     text = re.sub(r"^\s*(use-server|server) w\d.*\n", "", text, flags=re.M)
