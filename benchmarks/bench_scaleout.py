@@ -81,6 +81,13 @@ def binary(package: str, name: str) -> str:
         raise SystemExit(str(exc)) from None
 
 
+def die_with_parent() -> None:
+    """In a child before exec: SIGKILL when this process ends, however it ends (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -123,6 +130,9 @@ def render_haproxy(template: str, fronts: list[int], workers: list[int], maxconn
     text = re.sub(r"^(\s*)default-server check .*$", r"\g<1>default-server check inter 10s fall 3 rise 1",
                   text, count=1, flags=re.M)
     text = text.replace("defaults\n", "defaults\n    timeout check 10s\n", 1)
+    # a fill of 30,000 calls on a loaded 2-core machine queues requests in a worker for over a minute before
+    # its response starts (haproxy then answers 504): the benchmark allows 300 s (the shipped config: 60 s)
+    text = re.sub(r"^(\s*)timeout (client|server) 60s$", r"\g<1>timeout \g<2> 300s", text, flags=re.M)
     binds = "\n".join(f"    bind 127.0.0.1:{p}" for p in fronts)
     text = re.sub(r"^\s*bind 127\.0\.0\.1:8100$", binds, text, count=1, flags=re.M)
     text = re.sub(r"^\s*(use-server|server) w\d.*\n", "", text, flags=re.M)
@@ -139,8 +149,9 @@ def render_haproxy(template: str, fronts: list[int], workers: list[int], maxconn
 class Cluster:
     """redis-server, ``workers`` benchmark workers and haproxy in front; every process tracked and stopped."""
 
-    def __init__(self, workers: int, backend: str, balancers: int, fd_limit: int, tmp: Path) -> None:
+    def __init__(self, workers: int, backend: str, balancers: int, fd_limit: int, tmp: Path, backlog: int = 0) -> None:
         self.n = workers
+        self.backlog = backlog
         self.backend = backend
         self.tmp = tmp
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -150,7 +161,7 @@ class Cluster:
 
     def _spawn(self, name: str, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
         with (self.tmp / f"{name}.log").open("ab") as log:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=log,
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=log, preexec_fn=die_with_parent,
                                        stdout=kwargs.pop("stdout", subprocess.DEVNULL), **kwargs)
         self.procs[name] = process
         return process
@@ -165,7 +176,8 @@ class Cluster:
         for k in range(1, self.n + 1):
             self._spawn(f"w{k}", [PY, str(HERE / "servers" / "minimcp_server.py"), "--transport", "http",
                                   "--backend", self.backend, "--worker-id", f"w{k}",
-                                  "--redis", f"redis://127.0.0.1:{redis_port}/0"],
+                                  "--redis", f"redis://127.0.0.1:{redis_port}/0",
+                                  *(["--backlog", str(self.backlog)] if self.backlog else [])],
                         stdout=subprocess.PIPE, env=env)
         for k in range(1, self.n + 1):
             ports.append(read_port(self.procs[f"w{k}"], f"worker w{k}", self.tmp / f"w{k}.log"))
@@ -223,7 +235,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     fd_limit, hard = raise_fd_limit()
     balancers, drivers = plan_processes(args, fd_limit)
     with tempfile.TemporaryDirectory(prefix="minimcp-scaleout-bench-") as tmp:
-        cluster = Cluster(args.workers, args.backend, balancers, fd_limit, Path(tmp))
+        cluster = Cluster(args.workers, args.backend, balancers, fd_limit, Path(tmp), args.backlog)
         try:
             cluster.start()
             run_one = run_roundtrip if args.scenario == "roundtrip" else functools.partial(run_pending, drivers=drivers)
@@ -234,7 +246,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                      text=True).stdout.split("\n", 1)[0]
     row.update(scenario=f"scaleout-{args.scenario}", workers=args.workers, backend=args.backend,
                server="minimcp", wire="http", balancer=haproxy_version, balancer_processes=balancers,
-               driver_processes=drivers, haproxy_maxconn=cluster.maxconn, rlimit_nofile=[fd_limit, hard])
+               driver_processes=drivers, haproxy_maxconn=cluster.maxconn, rlimit_nofile=[fd_limit, hard],
+               worker_backlog=args.backlog or 128)
     return row
 
 
@@ -268,7 +281,8 @@ class Driver:
 
     def __init__(self, argv: list[str], log: Path) -> None:
         with log.open("ab") as err:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         preexec_fn=die_with_parent)
         self.log = log
 
     def expect(self, word: str, timeout: float) -> Any:
@@ -435,40 +449,46 @@ def _share(shares: dict[str, Any], name: str) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
-def _workers_share(shares: dict[str, Any]) -> str:
-    ws = [v for k, v in shares.items() if re.fullmatch(r"w\d+", k) and v is not None]
-    return " + ".join(f"{v:.2f}" for v in ws) if ws else "-"
+def _ours(shares: dict[str, Any]) -> float:
+    """The run's own processes: haproxy (all of them), the workers, Redis, the driver(s)."""
+    names = [k for k in shares if re.fullmatch(r"w\d+|redis|driver", k)]
+    names.append("haproxy" if "haproxy" in shares else "")
+    return sum(shares.get(k) or 0.0 for k in names)
 
 
 def markdown(doc: dict[str, Any]) -> str:
     s = doc.get("scaleout") or summarize(doc)
-    lines = ["| figure | workers | median | runs | CPU share: haproxy | workers | driver | redis | sum |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["CPU shares are CPU seconds per wall second over the measured window (1.00 = one core; this "
+             "machine has 2); *machine*: every process on it, ours and others'.", "",
+             "| figure | workers | median | runs | haproxy | workers | driver | redis | ours | machine |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, v in s.items():
         scenario, size, workers = key.split("/")
         if scenario == "scaleout-roundtrip":
-            shares = {**v["cpu_share"], "driver": v["driver_cpu_share"]}
+            shares = v["cpu_share"]
             figure = f"round trips/s, C={int(size):,}"
-            value = f"{v['round_trips_per_second']:,.0f} (p50 {v['p50_ms']:.0f} ms, p99 {v['p99_ms']:.0f} ms)"
+            value = f"{v['round_trips_per_second']:,.0f} (p50 {v['p50_ms']:.0f} / p99 {v['p99_ms']:.0f} ms)"
         else:
             shares = v["cpu_share_fill"]
             figure = f"time until {int(size):,} pending"
-            value = f"{v['seconds_to_all_pending']:.2f} s (drain {v['seconds_to_drain']:.2f} s)"
-        total = sum(x for x in shares.values() if x is not None)
-        lines.append(f"| {figure} | {workers} | {value} | {v['runs']} | {_share(shares, 'haproxy')} | "
-                     f"{_workers_share(shares)} | {_share(shares, 'driver')} | {_share(shares, 'redis')} | "
-                     f"{total:.2f} |")
+            value = f"{v['seconds_to_all_pending']:.1f} s (drain {v['seconds_to_drain']:.1f} s)"
+        ws = " + ".join(f"{shares[k]:.2f}" for k in sorted(shares)
+                        if re.fullmatch(r"w\d+", k) and shares[k] is not None)
+        lines.append(f"| {figure} | {workers} | {value} | {v['runs']} | {_share(shares, 'haproxy')} | {ws or '-'} | "
+                     f"{_share(shares, 'driver')} | {_share(shares, 'redis')} | {_ours(shares):.2f} | "
+                     f"{_share(shares, 'machine')} |")
     held = [(k, v) for k, v in s.items() if k.startswith("scaleout-pending/")]
     if held:
-        lines += ["", "| pending | workers | per worker: pending calls, RSS, RSS per pending call | all answered "
-                  "by their own call |", "| ---: | ---: | --- | --- |"]
+        lines += ["", "| pending | workers | haproxy / driver processes | per worker: pending calls, RSS, RSS per "
+                  "pending call | every call got its own answer |", "| ---: | ---: | ---: | --- | --- |"]
         for key, v in held:
             _scenario, size, workers = key.split("/")
             per = "; ".join(f"{w}: {d['pending']:,.0f}, {d['rss_full'] / 2**20:.0f} MB, "
                             f"{d['bytes_per_pending_rss'] / 1024:.1f} KB" for w, d in v["per_worker"].items()
                             if d.get("rss_full") is not None and d.get("bytes_per_pending_rss") is not None)
-            lines.append(f"| {int(size):,} | {workers} | {per} | "
-                         f"{'yes' if v['all_completed'] else 'NO'} ({', '.join(f'{c:,}' for c in v['checked'])}) |")
+            lines.append(f"| {int(size):,} | {workers} | {v['balancer_processes']} / {v['driver_processes']} | {per} | "
+                         f"{'yes' if v['all_completed'] else 'NO'} ({', '.join(f'{c:,}' for c in v['checked'])} "
+                         "checked, by run) |")
     return "\n".join(lines)
 
 
@@ -485,6 +505,8 @@ def main() -> None:
                         help="2025-11-25 sessions, spread round robin over the workers "
                              "(default: 10 for roundtrip, n / 100 for pending)")
     parser.add_argument("--fill-timeout", type=float, default=300.0, help="pending: bound on the fill and drain")
+    parser.add_argument("--backlog", type=int, default=0, help="the workers' listen backlog (default: serve_http's, "
+                        "128; a burst of connects beyond it fails some and haproxy redispatches them)")
     parser.add_argument("--balancers", type=int, default=0, help="haproxy processes (default: as many as the "
                         "descriptor limit needs; each on its own port, the same configuration)")
     args = parser.parse_args()
@@ -494,6 +516,7 @@ def main() -> None:
         args.sessions = 10 if args.scenario == "roundtrip" else max(1, args.n // 100)
     if args.scenario == "pending" and args.n % args.sessions:
         raise SystemExit("-n must be a multiple of --sessions")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the cluster on the way out
     print(json.dumps(run(args)), flush=True)
 
 

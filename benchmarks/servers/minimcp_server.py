@@ -84,6 +84,17 @@ async def main(args: argparse.Namespace) -> None:
             from minimcp.transports.http import serve_http
 
             app_options = {"session_id_prefix": args.worker_id} if args.worker_id else {}
+            if args.backlog:  # serve_http listens with a backlog of 128; a burst of connects overflows it
+                import minimcp.transports.http as http_module
+
+                bind = http_module.bind
+
+                def bind_with_backlog(host: str, port: int) -> Any:
+                    sock = bind(host, port)
+                    sock.listen(args.backlog)  # (listen again: Linux takes the new backlog)
+                    return sock
+
+                http_module.bind = bind_with_backlog  # type: ignore[assignment]
             port = await tg.start(lambda task_status: serve_http(
                 app, "127.0.0.1", args.port, task_status=task_status, **app_options))
         else:  # the server comparison: the same app on another ASGI server (asgi_run.py prints the port)
@@ -108,6 +119,7 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0, help="http: the port (default: a free one)")
     parser.add_argument("--worker-id", help="http: session ids named after this worker (behind a balancer)")
     parser.add_argument("--redis", help="the bus between workers on this Redis (redis://host:port/db)")
+    parser.add_argument("--backlog", type=int, default=0, help="http: the listen backlog (default: serve_http's)")
     parser.add_argument("--asgi", default="default",
                         help="http only: default (serve_http), uvicorn-h11, uvicorn-httptools, hypercorn, granian")
     args = parser.parse_args()
