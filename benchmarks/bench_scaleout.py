@@ -419,7 +419,11 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
             size = row["c"] if row["scenario"] == "scaleout-roundtrip" else row["n"]
             groups.setdefault(f"{row['scenario']}/{size}/{row['workers']}", []).append(row)
     out: dict[str, Any] = {}
-    for key, rows in sorted(groups.items()):
+    def order(key: str) -> tuple[bool, int, int]:
+        scenario, size, workers = key.split("/")
+        return scenario != "scaleout-roundtrip", int(size), int(workers)
+
+    for key, rows in sorted(groups.items(), key=lambda kv: order(kv[0])):
         s: dict[str, Any] = {"runs": len(rows), "workers": rows[0]["workers"]}
         if rows[0]["scenario"] == "scaleout-roundtrip":
             for k in ("round_trips_per_second", "p50_ms", "p99_ms", "driver_cpu_share"):

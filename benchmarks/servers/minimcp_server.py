@@ -65,6 +65,10 @@ async def main(args: argparse.Namespace) -> None:
     )
     if args.worker_id:  # behind a balancer (bench_scaleout.py): one open stream per pending call, 30,000 and more
         limits = limits.replace(max_http_connections=1_000_000)
+        import logging
+
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # in the run's worker log
+        logging.getLogger("minimcp.transports._session_table").setLevel(logging.INFO)  # sessions ended by a bound
     options: dict[str, Any] = {}
     if args.redis:
         from minimcp.bus import RedisBus
