@@ -18,12 +18,15 @@ carry the answer given to its own question (``driver.py``'s check); a run with a
 answer fails.
 
 Limits raised for the run, and why: ``RLIMIT_NOFILE`` of this process (inherited by haproxy, Redis,
-the workers and the driver) up to 1,048,576 when allowed (root), else the hard limit (every pending
-call holds a stream: a socket in the driver, two in haproxy, one in a worker); haproxy's
-``maxconn`` above the streams held; the workers' ``Limits.max_http_connections`` (their
-``--worker-id`` mode). One client address reaches one ``host:port`` through at most the ~28,000
-ephemeral ports of ``ip_local_port_range``: above 20,000 streams haproxy listens on more ports
-and the driver spreads its connections over them.
+the workers and the drivers) up to 1,048,576 when allowed, else the hard limit. Every pending call
+holds a stream: a socket in a driver, two in haproxy, one in a worker. When the limit cannot be
+raised far enough (here: 20,000, hard, no CAP_SYS_RESOURCE), the run uses several haproxy processes
+(the same configuration, each on its own port; prefix routing keeps no state, so any of them
+routes any session; the driver spreads its connections over them) and several driver processes in
+step (``driver.py --barrier``). haproxy's ``maxconn`` is set to what its descriptors allow; the
+workers raise ``Limits.max_http_connections`` (their ``--worker-id`` mode); ``--backlog`` raises the
+workers' listen backlog (``serve_http``: 128). The rendered haproxy configuration also relaxes the
+health checks and the client/server timeouts (see ``render_haproxy``): failover is not measured.
 """
 
 from __future__ import annotations

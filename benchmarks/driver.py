@@ -14,6 +14,10 @@ Wires: ``stdio`` (the server is a child process; newline-delimited JSON),
     python benchmarks/driver.py sessions  --server minimcp --wire ws --sessions 1000 --per 10
     python benchmarks/driver.py idle      --server minimcp --wire http --sessions 1000
 
+``--url`` aims the http wire at a server the driver did not start (a load balancer in front of
+several workers: ``bench_scaleout.py``); ``--watch NAME=PID`` then reports those processes' CPU
+shares (and the machine's) over the measured window, and their RSS.
+
 Each command prints one JSON object (the figures) on stdout. The driver runs
 on uvloop when it is installed (``--loop asyncio`` to use the stock loop), so
 it is never the slowest side; its CPU use is reported next to the server's.
