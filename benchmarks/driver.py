@@ -447,7 +447,9 @@ class RawHttp:
         if not sse and buf and status < 300 and rh.get("content-type", "").startswith("application/json"):
             on_message(buf)
         if status >= 400:
-            print(f"driver: {method} -> HTTP {status}: {buf[:300]!r}", file=sys.stderr)
+            who = f" (session {headers.get('mcp-session-id', '-')}, answered by {rh['x-mcp-worker']})" \
+                if "x-mcp-worker" in rh else ""  # behind deploy/haproxy.cfg: which worker answered
+            print(f"driver: {method} -> HTTP {status}{who}: {buf[:300]!r}", file=sys.stderr)
         if rh.get("connection", "").lower() == "close":
             writer.close()
             self._slot_freed()
