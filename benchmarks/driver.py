@@ -14,6 +14,10 @@ Wires: ``stdio`` (the server is a child process; newline-delimited JSON),
     python benchmarks/driver.py sessions  --server minimcp --wire ws --sessions 1000 --per 10
     python benchmarks/driver.py idle      --server minimcp --wire http --sessions 1000
 
+``--url`` aims the http wire at a server the driver did not start (a load balancer in front of
+several workers: ``bench_scaleout.py``); ``--watch NAME=PID`` then reports those processes' CPU
+shares (and the machine's) over the measured window, and their RSS.
+
 Each command prints one JSON object (the figures) on stdout. The driver runs
 on uvloop when it is installed (``--loop asyncio`` to use the stock loop), so
 it is never the slowest side; its CPU use is reported next to the server's.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import datetime
 import itertools
@@ -120,6 +125,13 @@ def proc_cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds every process of the machine has used (all cores: /proc/stat), idle and iowait excluded."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK
 
 
 def proc_rss(pid: int) -> int:
@@ -352,27 +364,79 @@ class RawHttp:
     about 250 round trips/s; this costs a few tens of microseconds.
     """
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, *, more_ports: tuple[int, ...] = (), max_sockets: int = 15_000) -> None:
         self.host, self.port = host, port
+        # new connections go round robin over ``port`` and ``more_ports`` (one service on several ports: one
+        # client address reaches one host:port through at most ~28,000 ephemeral ports)
+        self.ports = itertools.cycle((port, *more_ports))
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
-        self.slots = asyncio.Semaphore(15_000)  # sockets open at once (the machine allows 20,000 fds)
+        self.max_sockets = max_sockets  # sockets open at once (the driver raises its fd limit)
+        self.open = 0
+        # requests waiting for a socket: handed an idle connection, or None (a slot freed: open one)
+        self.waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         # connects in flight: a burst of thousands overflows a small listen backlog (SYN retries: 1 s, 3 s, ...)
         self.connecting = asyncio.Semaphore(100)
 
     async def request(self, method: str, path: str, body: bytes, headers: dict[str, str],
                       on_message: Callable[[bytes], None],
                       on_headers: Callable[[int, dict[str, str]], None] | None = None) -> tuple[int, dict[str, str]]:
-        if self.idle:
-            reader, writer = self.idle.pop()
-        else:
-            await self.slots.acquire()
-            async with self.connecting:
-                reader, writer = await asyncio.open_connection(self.host, self.port, limit=1 << 24)
-            sock = writer.get_extra_info("socket")
-            if sock is not None:
-                import socket
+        reader, writer = await self._connection()
+        try:
+            return await self._exchange(reader, writer, method, path, body, headers, on_message, on_headers)
+        except BaseException:
+            writer.close()
+            self._slot_freed()
+            raise
 
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """An idle connection, else a new one; at ``max_sockets`` open, the first to be idle or a freed slot."""
+        if self.idle:
+            return self.idle.pop()
+        if self.open >= self.max_sockets:
+            waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self.waiters.append(waiter)
+            try:
+                handed = await waiter
+            except asyncio.CancelledError:  # cancelled after being handed something: pass it on
+                if waiter.done() and not waiter.cancelled():
+                    self._slot_freed() if waiter.result() is None else self._idle(waiter.result())
+                raise
+            if handed is not None:
+                return handed  # type: ignore[no-any-return]
+        else:  # (a freed slot is handed over with the count unchanged)
+            self.open += 1
+        try:
+            async with self.connecting:
+                reader, writer = await asyncio.open_connection(self.host, next(self.ports), limit=1 << 24)
+        except BaseException:
+            self._slot_freed()
+            raise
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            import socket
+
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return reader, writer
+
+    def _idle(self, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return
+        self.idle.append(conn)
+
+    def _slot_freed(self) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.open -= 1
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, method: str, path: str,
+                        body: bytes, headers: dict[str, str], on_message: Callable[[bytes], None],
+                        on_headers: Callable[[int, dict[str, str]], None] | None) -> tuple[int, dict[str, str]]:
         head = [f"{method} {path} HTTP/1.1", f"host: {self.host}:{self.port}", f"content-length: {len(body)}"]
         head.extend(f"{k}: {v}" for k, v in headers.items())
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
@@ -405,12 +469,14 @@ class RawHttp:
         if not sse and buf and status < 300 and rh.get("content-type", "").startswith("application/json"):
             on_message(buf)
         if status >= 400:
-            print(f"driver: {method} -> HTTP {status}: {buf[:300]!r}", file=sys.stderr)
+            who = f" (session {headers.get('mcp-session-id', '-')}, answered by {rh['x-mcp-worker']})" \
+                if "x-mcp-worker" in rh else ""  # behind deploy/haproxy.cfg: which worker answered
+            print(f"driver: {method} -> HTTP {status}{who}: {buf[:300]!r}", file=sys.stderr)
         if rh.get("connection", "").lower() == "close":
             writer.close()
-            self.slots.release()
+            self._slot_freed()
         else:
-            self.idle.append((reader, writer))
+            self._idle((reader, writer))
         return status, rh
 
     @staticmethod
@@ -436,7 +502,7 @@ class HttpConn(Conn):
     def __init__(self, url: str, client: RawHttp) -> None:
         super().__init__()
         self.url = url
-        self.path = "/mcp"
+        self.path = "/" + url.split("://", 1)[-1].partition("/")[2]
         self.client = client
         self.headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         self.tasks: set[asyncio.Task[None]] = set()
@@ -531,9 +597,36 @@ class NetServer:
             await self.proc.wait()
 
 
+def external_client(args: argparse.Namespace) -> tuple[str, RawHttp]:
+    """``--url``: the MCP URL and an HTTP client for a server we did not start (e.g. a load balancer)."""
+    from urllib.parse import urlsplit
+
+    urls = [urlsplit(u) for u in args.url.split(",")]
+    if any(u.scheme != "http" or u.hostname is None or u.port is None for u in urls) or \
+            len({(u.hostname, u.path) for u in urls}) != 1:
+        raise SystemExit("--url: http://HOST:PORT/PATH, several only as one host and path on other ports")
+    first = urls[0]
+    client = RawHttp(first.hostname, first.port, more_ports=tuple(u.port for u in urls[1:]),  # type: ignore[arg-type]
+                     max_sockets=args.max_sockets)
+    return f"http://{first.hostname}:{first.port}{first.path}", client
+
+
 @contextlib.asynccontextmanager
 async def open_sessions(args: argparse.Namespace, count: int = 1) -> Any:
-    """Start the server and ``count`` initialized sessions to it; yields (pid, conns)."""
+    """Start the server and ``count`` initialized sessions to it; yields (pid, conns).
+
+    With ``--url`` no server is started (pid 0): the sessions go to that address.
+    """
+    if args.url:
+        url, client = external_client(args)
+        conns: list[Conn] = [HttpConn(url, client) for _ in range(count)]
+        try:
+            await _start_all(conns)
+            yield 0, conns
+        finally:
+            await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+            client.close()
+        return
     command = server_command(args.server, args.wire, args.backend, args.tracemalloc, args.asgi)
     if args.wire == "stdio":
         assert count == 1
@@ -560,14 +653,7 @@ async def open_sessions(args: argparse.Namespace, count: int = 1) -> Any:
             client = RawHttp("127.0.0.1", port)
             for _ in range(count):
                 conns.append(HttpConn(f"http://127.0.0.1:{port}/mcp", client))
-        sem = asyncio.Semaphore(50)
-
-        async def up(c: Conn) -> None:
-            async with sem:
-                await c.start()
-                await asyncio.wait_for(c.handshake(), 120)
-
-        await asyncio.gather(*(up(c) for c in conns))
+        await _start_all(conns)
         yield server.pid, conns
     except BaseException:
         print(server.error_tail(), file=sys.stderr)
@@ -579,14 +665,77 @@ async def open_sessions(args: argparse.Namespace, count: int = 1) -> Any:
         await server.close()
 
 
+async def _start_all(conns: list[Conn]) -> None:
+    """Start and initialize every session, 50 at a time."""
+    sem = asyncio.Semaphore(50)
+
+    async def up(c: Conn) -> None:
+        async with sem:
+            await c.start()
+            await asyncio.wait_for(c.handshake(), 120)
+
+    await asyncio.gather(*(up(c) for c in conns))
+
+
+class Watch:
+    """Processes named on the command line (``--watch NAME=PID``): CPU time and RSS read from /proc."""
+
+    def __init__(self, specs: list[str]) -> None:
+        self.pids: dict[str, int] = {}
+        for spec in specs:
+            name, _, pid = spec.partition("=")
+            if not name or not pid.isdigit():
+                raise SystemExit(f"--watch {spec!r}: NAME=PID")
+            self.pids[name] = int(pid)
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds of each watched process, and of the whole machine (``machine``: every process)."""
+        return {**{name: proc_cpu_seconds(pid) for name, pid in self.pids.items()}, "machine": machine_cpu_seconds()}
+
+    def shares(self, before: dict[str, float], elapsed: float) -> dict[str, float]:
+        """CPU seconds per wall second since ``before`` (1.0 = one core busy), by name."""
+        now = self.cpu()
+        return {name: round((now[name] - before[name]) / elapsed, 3) for name in now} if self.pids else {}
+
+    def rss(self) -> dict[str, int]:
+        return {name: proc_rss(pid) for name, pid in self.pids.items()}
+
+
+async def barrier(args: argparse.Namespace, word: str, info: dict[str, Any]) -> None:
+    """``--barrier``: say ``word`` (and ``info``) on stdout and wait for a line on stdin before going on.
+
+    Several drivers on one server (each process holds at most RLIMIT_NOFILE sockets) start their
+    fill together and answer only once every driver's questions are pending.
+    """
+    if not args.barrier:
+        return
+    print(word, json.dumps(info), flush=True)
+    line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    if not line:
+        raise SystemExit(f"--barrier: stdin closed while waiting after {word}")
+
+
+def sessions_by_worker(conns: list[Conn]) -> dict[str, int]:
+    """How many sessions each worker holds, read off the session ids' prefixes (``w1.<random>``)."""
+    out: dict[str, int] = {}
+    for c in conns:
+        sid = getattr(c, "headers", {}).get("mcp-session-id", "")
+        worker = sid.partition(".")[0] if "." in sid else "-"
+        out[worker] = out.get(worker, 0) + 1
+    return dict(sorted(out.items()))
+
+
 # --- scenarios -----------------------------------------------------------------------------------
 
 
 class Calls:
     """Issues ``ask`` calls and checks every result against its own answer."""
 
+    #: the first call number (--call-offset: several drivers on one server number their calls apart)
+    first = 0
+
     def __init__(self) -> None:
-        self.i = itertools.count()
+        self.i = itertools.count(Calls.first)
         self.done = 0
         self.wrong = 0
         self.errors = 0
@@ -642,17 +791,26 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
     total = per * n_sessions
     out: dict[str, Any] = {"scenario": "pending" if n_sessions == 1 else "sessions", "n": total,
                            "sessions": n_sessions, "fills": []}
+    watch = Watch(args.watch)
     async with open_sessions(args, n_sessions) as (pid, conns):
         first = conns[0]
         # warm-up: a few answered calls, so lazily built state exists before the baseline
+        # (--url: a few on every session, so every worker behind the address is warmed up)
         calls = Calls()
-        calls.target = 50 * len(conns[:1])
-        for _ in range(calls.target):
-            calls.start(first)
-        first.flush()
+        warm = conns if args.url else conns[:1]
+        calls.target = 50 * len(conns[:1]) + (2 * len(warm) if args.url else 0)
+        for k in range(calls.target):
+            calls.start(warm[k % len(warm)])
+        for c in warm:
+            c.flush()
         await asyncio.wait_for(calls.reached.wait(), 120)
-        out["idle"] = base = await first.stats(True, "base" if args.tracemalloc else "")
-        out["idle_rss_external"] = proc_rss(pid)
+        if args.url:  # the server's stats tool would speak for one worker only: /proc of the watched ones instead
+            out["sessions_by_worker"] = sessions_by_worker(conns)
+            out["idle_rss_watched"] = watch.rss()
+            await barrier(args, "READY", {})
+        else:
+            out["idle"] = base = await first.stats(True, "base" if args.tracemalloc else "")
+            out["idle_rss_external"] = proc_rss(pid)
         for _fill in range(args.fills):
             parked: list[tuple[Conn, Any, int]] = []
             all_parked = asyncio.Event()
@@ -667,17 +825,29 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
                 c.on_question = park
             calls = Calls()
             calls.target = total
-            cpu0 = proc_cpu_seconds(pid)
-            t0 = time.perf_counter()
+            cpu0 = proc_cpu_seconds(pid) if pid else 0.0
+            watched0 = watch.cpu()
+            my0 = time.process_time()
+            t0 = time.perf_counter()  # (CLOCK_MONOTONIC on Linux: comparable across processes)
             for c in conns:
                 for _ in range(per):
                     calls.start(c)
                 c.flush()
-            await all_parked.wait()
+            try:
+                await asyncio.wait_for(all_parked.wait(), args.fill_timeout)
+            except TimeoutError:
+                raise SystemExit(f"only {len(parked)} of {total} questions arrived within {args.fill_timeout} s "
+                                 f"({calls.errors} calls failed)") from None
             t_pending = time.perf_counter() - t0
-            cpu_fill = proc_cpu_seconds(pid) - cpu0
-            full = await first.stats(True, "diff" if args.tracemalloc and not out["fills"] else "")
-            rss_full_external = proc_rss(pid)
+            cpu_fill = proc_cpu_seconds(pid) - cpu0 if pid else 0.0
+            fill_shares = watch.shares(watched0, t_pending)
+            my_fill = time.process_time() - my0
+            if args.url:
+                rss_full_watched = watch.rss()
+                await barrier(args, "PARKED", {"t0": t0, "parked": t0 + t_pending, "cpu": my_fill})
+            else:
+                full = await first.stats(True, "diff" if args.tracemalloc and not out["fills"] else "")
+                rss_full_external = proc_rss(pid)
             random.shuffle(parked)
             for c in conns:
                 c.on_question = answer_now
@@ -687,9 +857,23 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
             for c in conns:
                 c.flush()
             parked.clear()
-            await calls.reached.wait()
+            try:
+                await asyncio.wait_for(calls.reached.wait(), args.fill_timeout)
+            except TimeoutError:
+                raise SystemExit(f"only {calls.done} of {total} calls ended within {args.fill_timeout} s") from None
             t_drain = time.perf_counter() - t1
             last = _fill == args.fills - 1
+            if args.url:
+                out["fills"].append({
+                    "seconds_to_all_pending": round(t_pending, 4), "seconds_to_drain": round(t_drain, 4),
+                    "answering": t1, "drained": t1 + t_drain, "driver_cpu_seconds_fill": round(my_fill, 3),
+                    "cpu_share_fill": {**fill_shares, "driver": round(my_fill / t_pending, 3)},
+                    "rss_full_watched": rss_full_watched, "rss_after_drain_watched": watch.rss(),
+                    "wrong_answers": calls.wrong, "errors": calls.errors, "checked": calls.done,
+                })
+                if calls.wrong or calls.errors:
+                    raise SystemExit(f"{calls.wrong} results carried another call's answer, {calls.errors} errors")
+                continue
             after = await first.stats(True, "diff" if args.tracemalloc and last else "")
             fill: dict[str, Any] = {
                 "seconds_to_all_pending": round(t_pending, 4),
@@ -718,8 +902,8 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
 async def scenario_roundtrip(args: argparse.Namespace) -> dict[str, Any]:
     """C callers, each with one call in flight; every question answered at once."""
     c = args.c
-    async with open_sessions(args) as (pid, conns):
-        conn = conns[0]
+    watch = Watch(args.watch)
+    async with open_sessions(args, args.sessions) as (pid, conns):
         calls = Calls()
         running = True
 
@@ -731,16 +915,18 @@ async def scenario_roundtrip(args: argparse.Namespace) -> dict[str, Any]:
         # warm-up: the first wave (every caller's first call), at least 0.5 s, capped
         calls.target = max(c, 200)
         t_start = time.perf_counter()
-        for _ in range(c):
-            calls.start(conn)
-        conn.flush()
+        for k in range(c):  # the callers spread over the sessions (--sessions; one by default)
+            calls.start(conns[k % len(conns)])
+        for conn in conns:
+            conn.flush()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(calls.reached.wait(), args.max_seconds)
         await asyncio.sleep(max(0.0, 0.5 - (time.perf_counter() - t_start)))
         # measurement window: at least --seconds and at least C completions (one full wave), capped
         calls.latencies = []
         done0, wrong0 = calls.done, calls.wrong
-        cpu0 = proc_cpu_seconds(pid)
+        cpu0 = proc_cpu_seconds(pid) if pid else 0.0
+        watched0 = watch.cpu()
         my0 = time.process_time()
         t0 = time.perf_counter()
         calls.reached = asyncio.Event()
@@ -754,7 +940,8 @@ async def scenario_roundtrip(args: argparse.Namespace) -> dict[str, Any]:
         completed = calls.done - done0
         lat = calls.latencies
         calls.latencies = None
-        cpu = proc_cpu_seconds(pid) - cpu0
+        cpu = proc_cpu_seconds(pid) - cpu0 if pid else 0.0
+        shares = watch.shares(watched0, elapsed)
         my = time.process_time() - my0
         running = False
         # let the calls in flight finish (their answers are checked too)
@@ -764,13 +951,20 @@ async def scenario_roundtrip(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.wait_for(calls.reached.wait(), args.max_seconds)
         if calls.wrong or calls.errors:
             raise SystemExit(f"{calls.wrong} results carried another call's answer, {calls.errors} errors")
-    return {
+        by_worker = sessions_by_worker(conns) if args.url else None
+    row = {
         "scenario": "roundtrip", "c": c, "calls": completed, "seconds": round(elapsed, 3),
         "round_trips_per_second": round(completed / elapsed, 1),
         "p50_ms": round(pct(lat, 0.50) * 1e3, 3), "p99_ms": round(pct(lat, 0.99) * 1e3, 3),
         "server_cpu_share": round(cpu / elapsed, 3), "driver_cpu_share": round(my / elapsed, 3),
         "wrong_answers": calls.wrong - wrong0, "checked": calls.done,
     }
+    if args.url:  # the server is not ours: the watched processes' shares instead
+        del row["server_cpu_share"]
+        row.update(sessions=args.sessions, sessions_by_worker=by_worker, cpu_share=shares)
+    elif args.watch:
+        row["cpu_share"] = shares
+    return row
 
 
 async def scenario_idle(args: argparse.Namespace) -> dict[str, Any]:
@@ -820,14 +1014,29 @@ def main() -> None:
     parser.add_argument("-c", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--max-seconds", type=float, default=60.0)
-    parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--sessions", type=int, default=1, help="sessions (roundtrip: the callers spread over them)")
     parser.add_argument("--per", type=int, default=10)
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
     parser.add_argument("--asgi", default="default", help="http: the ASGI server (default: minimcp's serve_http; "
                         "the floor: uvicorn-h11), or uvicorn-h11, uvicorn-httptools, hypercorn, granian")
+    parser.add_argument("--url", help="http: drive a server we did not start (e.g. a load balancer) at "
+                        "http://HOST:PORT/PATH; several URLs (comma-separated, other ports) share the connections")
+    parser.add_argument("--watch", action="append", default=[], metavar="NAME=PID",
+                        help="report this process's CPU share (and RSS, pending) over the measured window")
+    parser.add_argument("--max-sockets", type=int, default=15_000, help="http: the driver's sockets open at once")
+    parser.add_argument("--barrier", action="store_true", help="--url pending: print READY / PARKED and wait "
+                        "for a line on stdin at each (several drivers in step: benchmarks/bench_scaleout.py)")
+    parser.add_argument("--call-offset", type=int, default=0, help="number the calls from here (several drivers)")
+    parser.add_argument("--fill-timeout", type=float, default=None,
+                        help="pending: fail when the fill (or the drain) takes longer than this, in seconds")
     args = parser.parse_args()
     global TOOL
     TOOL = "booking" if args.server in ("booking", "floor-booking") else "ask"
+    Calls.first = args.call_offset
+    if args.url and args.wire != "http":
+        raise SystemExit("--url needs --wire http")
+    if args.sessions > 1 and args.wire == "stdio":
+        raise SystemExit("--sessions: one stdio session per server process")
     import resource
 
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # many sessions: many sockets (servers inherit it)
@@ -852,6 +1061,8 @@ def main() -> None:
             pass
     row = runner(fn(args))
     row.update(server=args.server, wire=args.wire, backend=args.backend)
+    if args.url:
+        row["url"] = args.url
     if args.wire == "http":
         row["asgi"] = args.asgi if args.asgi != "default" or args.server != "floor" else "uvicorn-h11"
     print(json.dumps(row), flush=True)

@@ -67,6 +67,8 @@ def plan(args: argparse.Namespace) -> list[Job]:
     add = jobs.append
     quick = args.quick
     win = ["--seconds", "1" if quick else "1.5"]
+    if args.only and "scaleout" in args.only.split(","):
+        jobs += scaleout_jobs(quick)
     if quick:
         for s in ("minimcp", "official", "floor"):
             add(Job("stdio-pending", [*drv, "pending", "--server", s, "-n", "1000", "--fills", "2"], 60, 1))
@@ -165,6 +167,24 @@ def plan(args: argparse.Namespace) -> list[Job]:
     return jobs
 
 
+def scaleout_jobs(quick: bool) -> list[Job]:
+    """Workers behind haproxy with Redis as the bus (bench_scaleout.py; only with --only scaleout)."""
+    sc = [PY, str(HERE / "bench_scaleout.py")]
+    if quick:  # a smoke run: every path once, small
+        return [Job("scaleout", [*sc, "roundtrip", "--workers", str(w), "-c", "20", "--seconds", "1"], 120, 1)
+                for w in (1, 2)] + [
+            Job("scaleout", [*sc, "pending", "--workers", "2", "-n", "1000"], 180, 1),
+            Job("scaleout", [*sc, "pending", "--workers", "3", "-n", "3000", "--sessions", "30"], 240, 1)]
+    jobs = []
+    for w in (1, 2):
+        jobs.append(Job("scaleout", [*sc, "roundtrip", "--workers", str(w), "-c", "100", "--seconds", "3"], 300))
+    for w in (1, 2):
+        jobs.append(Job("scaleout", [*sc, "pending", "--workers", str(w), "-n", "10000"], 900))
+    jobs.append(Job("scaleout", [*sc, "pending", "--workers", "3", "-n", "30000", "--sessions", "300",
+                                 "--fill-timeout", "900"], 2400, 1))
+    return jobs
+
+
 # --- running -------------------------------------------------------------------------------------
 
 
@@ -243,7 +263,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run, under a minute")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each measurement (median quoted)")
     parser.add_argument("--only", help="comma-separated groups (stdio-pending, stdio-roundtrip, ...; "
-                        "http-servers: the ASGI servers side by side, only when named)")
+                        "http-servers: the ASGI servers side by side, scaleout: workers behind haproxy; "
+                        "those two only when named)")
     parser.add_argument("--million", action="store_true", help="also 1,000,000 pending (minimcp and floor)")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
     parser.add_argument("--out", help="results file (default: results/<stamp>.json)")
@@ -284,19 +305,28 @@ def main() -> None:
     doc["summary"] = report.summarize(doc)
     RESULTS.mkdir(exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out) if args.out else RESULTS / ("quick.json" if args.quick else f"{stamp}.json")
+    scaleout_only = bool(args.only) and set(args.only.split(",")) == {"scaleout"}
+    name = ("scaleout-" if scaleout_only else "") + ("quick.json" if args.quick else f"{stamp}.json")
+    out = Path(args.out) if args.out else RESULTS / name
     out.write_text(json.dumps(doc, indent=1))
     # the server comparison alone is a side study: it leaves latest.json and the chart to the full run
-    side_study = bool(args.only) and set(args.only.split(",")) == {"http-servers"}
+    side_study = bool(args.only) and set(args.only.split(",")) <= {"http-servers", "scaleout"}
     if not args.quick and not side_study:
         (RESULTS / "latest.json").write_text(json.dumps(doc, indent=1))
-    print(report.text_tables(doc))
+    if not scaleout_only:
+        print(report.text_tables(doc))
     if any(r.get("group") == "http-servers" for r in rows):
         import report_http
 
         doc["http_servers"] = report_http.summarize(doc)
         out.write_text(json.dumps(doc, indent=1))
         print(report_http.markdown(doc))
+    if any(r.get("group") == "scaleout" for r in rows):
+        import bench_scaleout
+
+        doc["scaleout"] = bench_scaleout.summarize(doc)
+        out.write_text(json.dumps(doc, indent=1))
+        print(bench_scaleout.markdown(doc))
     if not args.quick and not side_study:
         chart = report.chart(doc, RESULTS / "chart.png")
         if chart:

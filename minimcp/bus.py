@@ -35,7 +35,7 @@ import anyio.lowlevel
 import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 
-from minimcp.redis_client import client_failure, safe_url
+from minimcp.redis_client import client_failure, import_coredis, safe_url
 
 __all__ = ["Bus", "BusStats", "InMemoryBus", "Notice", "RedisBus"]
 
@@ -141,6 +141,9 @@ class RedisBus:
         channel: The pub/sub channel every worker of the service shares.
         max_queued: Notices waiting to be published before new ones are dropped.
         backoff: First and largest wait, in seconds, between two tries to reach Redis.
+
+    Raises:
+        ImportError: ``coredis`` is not installed (the message names the ``minimcp[redis]`` extra).
     """
 
     def __init__(
@@ -151,6 +154,7 @@ class RedisBus:
         max_queued: int = 10_000,
         backoff: tuple[float, float] = (0.1, 5.0),
     ) -> None:
+        self._coredis = import_coredis("RedisBus")  # here, so that a missing extra shows at once
         self.url = url
         self.channel = channel
         self.backoff = backoff
@@ -178,7 +182,7 @@ class RedisBus:
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        import coredis
+        coredis = self._coredis
         from coredis.retry import NoRetryPolicy
 
         first, most = self.backoff

@@ -11,6 +11,7 @@ on their own and later notices arrive.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Callable
 
 import anyio
@@ -78,6 +79,18 @@ async def test_in_memory_bus_is_bounded_and_a_failing_handler_does_not_stop_it()
 def test_notices_name_a_known_kind() -> None:
     with pytest.raises(ValueError, match="unknown bus notice kind 'reboot'"):
         Notice("reboot", "x", "w")
+
+
+def test_redis_bus_without_coredis_names_the_extra_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "coredis", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r"RedisBus needs the coredis package.*pip install 'minimcp\[redis\]'"):
+        RedisBus("redis://127.0.0.1:1/0")
+    InMemoryBus()  # the in-process bus needs no extra
+
+
+def test_redis_bus_with_coredis_constructs_without_connecting() -> None:
+    bus = RedisBus("redis://127.0.0.1:1/0")  # nothing listens there: construction does not connect
+    assert not bus.connected
 
 
 # --- a real Redis ---------------------------------------------------------------------------------

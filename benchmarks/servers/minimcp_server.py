@@ -2,6 +2,11 @@
 
     python benchmarks/servers/minimcp_server.py [--transport stdio|ws|http] [--backend asyncio|uvloop|trio]
         [--tracemalloc] [--asgi default|uvicorn-h11|uvicorn-httptools|hypercorn|granian]
+        [--port N] [--worker-id ID] [--redis URL]
+
+One worker of several behind a load balancer (benchmarks/bench_scaleout.py): ``--worker-id``
+(session ids ``ID.<random>``), ``--redis`` (the bus between workers), ``--port``; the sealing key
+comes from ``MINIMCP_STATE_KEYS``.
 
 On ws/http the bound port is printed on stdout as ``PORT <n>``. The ``stats`` tool
 (identical in every benchmark server) reports this process's RSS and, with
@@ -16,6 +21,7 @@ import os
 import sys
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout
 
@@ -30,8 +36,8 @@ class Answer(msgspec.Struct):
     answer: str
 
 
-def build(limits: Limits) -> Server:
-    app = Server("bench-minimcp", "1.0.0", limits=limits)
+def build(limits: Limits, **options: Any) -> Server:
+    app = Server("bench-minimcp", "1.0.0", limits=limits, **options)
 
     @app.tool()
     async def ask(ctx: Context, i: int) -> str:
@@ -57,7 +63,18 @@ async def main(args: argparse.Namespace) -> None:
         request_timeout=3600,
         max_request_time=7200,
     )
-    app = build(limits)
+    if args.worker_id:  # behind a balancer (bench_scaleout.py): one open stream per pending call, 30,000 and more
+        limits = limits.replace(max_http_connections=1_000_000)
+        import logging
+
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # in the run's worker log
+        logging.getLogger("minimcp.transports._session_table").setLevel(logging.INFO)  # sessions ended by a bound
+    options: dict[str, Any] = {}
+    if args.redis:
+        from minimcp.bus import RedisBus
+
+        options["bus"] = RedisBus(args.redis)
+    app = build(limits, **options)
     if args.transport == "stdio":
         await app.serve_stdio()
         return
@@ -70,7 +87,20 @@ async def main(args: argparse.Namespace) -> None:
         elif args.asgi == "default":
             from minimcp.transports.http import serve_http
 
-            port = await tg.start(serve_http, app, "127.0.0.1", 0)
+            app_options = {"session_id_prefix": args.worker_id} if args.worker_id else {}
+            if args.backlog:  # serve_http listens with a backlog of 128; a burst of connects overflows it
+                import minimcp.transports.http as http_module
+
+                bind = http_module.bind
+
+                def bind_with_backlog(host: str, port: int) -> Any:
+                    sock = bind(host, port)
+                    sock.listen(args.backlog)  # (listen again: Linux takes the new backlog)
+                    return sock
+
+                http_module.bind = bind_with_backlog  # type: ignore[assignment]
+            port = await tg.start(lambda task_status: serve_http(
+                app, "127.0.0.1", args.port, task_status=task_status, **app_options))
         else:  # the server comparison: the same app on another ASGI server (asgi_run.py prints the port)
             from asgi_run import serve
 
@@ -90,6 +120,10 @@ if __name__ == "__main__":
     parser.add_argument("--transport", choices=["stdio", "ws", "http"], default="stdio")
     parser.add_argument("--backend", choices=["asyncio", "uvloop", "trio"], default="asyncio")
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--port", type=int, default=0, help="http: the port (default: a free one)")
+    parser.add_argument("--worker-id", help="http: session ids named after this worker (behind a balancer)")
+    parser.add_argument("--redis", help="the bus between workers on this Redis (redis://host:port/db)")
+    parser.add_argument("--backlog", type=int, default=0, help="http: the listen backlog (default: serve_http's)")
     parser.add_argument("--asgi", default="default",
                         help="http only: default (serve_http), uvicorn-h11, uvicorn-httptools, hypercorn, granian")
     args = parser.parse_args()
