@@ -136,9 +136,10 @@ def render_haproxy(template: str, fronts: list[int], workers: list[int], maxconn
     # a fill of 30,000 calls on a loaded 2-core machine queues requests in a worker for over a minute before
     # its response starts (haproxy then answers 504): the benchmark allows 300 s (the shipped config: 60 s)
     text = re.sub(r"^(\s*)timeout (client|server) 60s$", r"\g<1>timeout \g<2> 300s", text, flags=re.M)
-    # a worker busy accepting thousands of connections can miss haproxy's 5 s connect timeout; the shipped
-    # "option redispatch" then sends the request to another worker, which does not know its session (404,
-    # seen in 30,000 fills: "session w3.… answered by w2"). Here: no redispatch, a longer connect timeout.
+    # a worker busy accepting thousands of connections missed haproxy's connect timeout when it was 5 s;
+    # "option redispatch" then sent the request to another worker, which does not know its session (404,
+    # seen in 30,000 fills: "session w3.… answered by w2"). deploy/haproxy.cfg now ships 30 s (this is where
+    # that was found); the benchmark also turns redispatch off, since failover is not what it measures.
     text = re.sub(r"^(\s*)option redispatch 1$", r"\g<1>no option redispatch", text, count=1, flags=re.M)
     text = re.sub(r"^(\s*)timeout connect 5s$", r"\g<1>timeout connect 30s", text, count=1, flags=re.M)
     binds = "\n".join(f"    bind 127.0.0.1:{p}" for p in fronts)
