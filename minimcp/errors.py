@@ -27,9 +27,9 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
         +-- WebSocketHandshakeError       [transports.websocket] the upgrade was refused
         +-- TableFull                     [transports.http._session_table] no room for a new session
         +-- ElicitationUnsupported        [elicitation] the client cannot be asked this way
-        +-- FormDefinitionError           [forms] also TypeError: a form type the schema cannot express
-        |   +-- SensitiveFieldError       [forms] a field that looks like a secret (URL mode only)
-        +-- FormValidationError           [forms] also ValueError: an answer that does not fit the form
+        +-- FormDefinitionError           [form_fields] also TypeError: a form type the schema cannot express
+        |   +-- SensitiveFieldError       [form_fields] a field that looks like a secret (URL mode only)
+        +-- FormValidationError           [form_fields] also ValueError: an answer that does not fit the form
         +-- InvalidElicitationUrl         [urls] also ValueError: a URL a server must not send
         +-- ToolError                     [tools] ends a tool call with an error result
         +-- InvalidState                  [state] a requestState that cannot be trusted
