@@ -1,0 +1,144 @@
+"""One session's pending table: the requests we sent that await a response, with their deadlines.
+
+Every entry leaves the table exactly once, by one of :meth:`PendingTable.resolve` (a response
+or an error response came), :meth:`~PendingTable.abandon` (the requester gave up),
+:meth:`~PendingTable.expire` (its deadline passed) or :meth:`~PendingTable.close` (the
+connection ended). Each of them returns whether it took the entry out, so the caller settles
+the entry's cell once, whatever races. The table does no I/O and imports no event loop: the
+cells come from :mod:`minimcp._backend`, the clock from the caller.
+
+Calls parked on revision 2026-07-28 (``minimcp.modern.Parking``) are not in this table: a
+parked call is a whole handler waiting for the client's next round, not a request of ours
+waiting for a response, and it lives on the server, across sessions (the coordinator's notes
+in ``docs/internals.md`` give the measured cost of each).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Generic, Protocol, TypeVar
+
+from minimcp.deadlines import Deadlines
+from minimcp.jsonrpc import RequestId
+
+__all__ = ["PendingBudget", "PendingTable"]
+
+
+class PendingBudget:
+    """A bound on pending requests shared by several sessions (a whole server's)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+
+class _Entry(Protocol):
+    id: RequestId
+    progress: int | str | None
+    deadline: float
+    laned: bool
+    timeout: float
+    started: float
+
+
+C = TypeVar("C", bound=_Entry)
+
+
+class PendingTable(Generic[C]):
+    """Pending requests by id, their deadlines, and the progress tokens that route to them.
+
+    Args:
+        budget: The bound shared with other sessions (each entry counts once while held).
+    """
+
+    __slots__ = ("budget", "cells", "deadlines", "progress")
+
+    def __init__(self, budget: PendingBudget) -> None:
+        self.budget = budget
+        self.cells: dict[RequestId, C] = {}
+        #: The one deadline structure (FIFO lanes plus a heap; see :mod:`minimcp.deadlines`).
+        self.deadlines: Deadlines[C] = Deadlines()
+        #: progress token -> (request id, entry, what to do with its progress)
+        self.progress: dict[int | str, tuple[RequestId, C, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __bool__(self) -> bool:
+        return bool(self.cells) or bool(self.deadlines)
+
+    def holds(self, cell: C) -> bool:
+        """Whether ``cell`` is still pending (not yet taken out by any path)."""
+        return self.cells.get(cell.id) is cell
+
+    def open(self, cell: C, now: float, timeout: float | None) -> bool:
+        """Register ``cell`` under its id (its clock started unless ``timeout`` is ``None``).
+
+        Returns True when its deadline is sooner than any the timer waits for (wake it).
+        """
+        cell.deadline = math.inf
+        cell.laned = False
+        self.cells[cell.id] = cell
+        self.budget.used += 1
+        if timeout is None:
+            return False
+        cell.started = now
+        cell.timeout = timeout
+        return self.deadlines.add(cell, now, timeout)
+
+    def watch(self, token: int | str, cell: C, watch: Any) -> None:
+        """Route progress carrying ``token`` to ``cell`` while it is pending."""
+        cell.progress = token
+        self.progress[token] = (cell.id, cell, watch)
+
+    def resolve(self, id_: RequestId) -> C | None:
+        """Take out the entry a response with ``id_`` answers (``None``: unknown, late or duplicate)."""
+        cell = self.cells.pop(id_, None)
+        if cell is not None:
+            self._out(cell)
+        return cell
+
+    def abandon(self, cell: C) -> bool:
+        """Take ``cell`` out because its requester gave up (False: it had already left)."""
+        if self.cells.get(cell.id) is not cell:
+            return False
+        del self.cells[cell.id]
+        self._out(cell)
+        return True
+
+    def due(self, now: float) -> list[C]:
+        """Entries whose deadline has passed (their deadlines are gone; see :meth:`expire`)."""
+        return self.deadlines.due(now)
+
+    def postpone(self, cell: C, deadline: float) -> bool:
+        """Move ``cell``'s deadline (True: sooner than what the timer waits for)."""
+        return self.deadlines.move(cell, deadline)
+
+    def expire(self, cell: C) -> bool:
+        """Take out a due entry (from :meth:`due`) that times out (False: it had already left)."""
+        if self.cells.get(cell.id) is not cell:  # pragma: no cover - resolution always forgets the deadline
+            return False
+        del self.cells[cell.id]
+        self.budget.used -= 1
+        self._drop_progress(cell)
+        return True
+
+    def close(self) -> list[C]:
+        """Take out every entry (the connection ended); the caller settles each."""
+        cells = list(self.cells.values())
+        self.cells.clear()
+        self.budget.used -= len(cells)
+        self.progress.clear()
+        self.deadlines.clear()
+        return cells
+
+    def _out(self, cell: C) -> None:
+        self.budget.used -= 1
+        self.deadlines.forget(cell)
+        self._drop_progress(cell)
+
+    def _drop_progress(self, cell: C) -> None:
+        if cell.progress is not None:
+            self.progress.pop(cell.progress, None)
