@@ -16,12 +16,15 @@ versions of two pieces cost more than the design budget on the hottest path (mea
 
 Both backends have the same interface: :func:`new_cell`, :class:`Handlers` (a context manager
 whose lifetime the :meth:`Session.run <minimcp.session.Session.run>` owns: every handler task
-it started has ended when it exits), :func:`clock` and :func:`backend_name`.
+it started has ended when it exits), :func:`backend_name`, and for the transports
+:func:`start_owned` and :func:`threadsafe_caller`. No module-global task set exists: every
+task is held by what started it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections.abc import Callable, Coroutine
 from types import TracebackType
@@ -41,9 +44,10 @@ __all__ = [
     "Handlers",
     "TrioCell",
     "running_loop",
+    "start_owned",
+    "threadsafe_caller",
     "trio_checkpoint_if_cancelled",
     "backend_name",
-    "clock",
     "new_cell",
 ]
 
@@ -67,14 +71,6 @@ def _trio() -> Any:
 def backend_name() -> str:
     """``"asyncio"`` or ``"trio"``: the backend running the calling task."""
     return "asyncio" if running_loop() is not None else "trio"
-
-
-def clock() -> Callable[[], float]:
-    """The running loop's clock (``loop.time`` on asyncio: cheaper than ``anyio.current_time``)."""
-    loop = running_loop()
-    if loop is not None:
-        return loop.time
-    return _trio().current_time  # type: ignore[no-any-return]
 
 
 # --- one-shot cells ---------------------------------------------------------------------------
@@ -283,6 +279,33 @@ class Handlers:
         coro = handle.get_coro()
         return inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
 
+
+
+# --- tasks outside the session ---------------------------------------------------------------
+
+
+def start_owned(fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> object:
+    """Run ``fn(*args)`` in a task of its own, for an owner that holds no task group.
+
+    Returns the task's handle: the owner keeps it (asyncio holds only weak references to
+    tasks), ends the task (a cancel scope ``fn`` runs under, say) and waits for it before it
+    closes. Used by a :class:`~minimcp.transports.stdio.StdioTransport` built by hand, without
+    its opener's task group. On trio the task is a system task (no nursery at hand).
+    """
+    loop = running_loop()
+    if loop is not None:
+        return loop.create_task(fn(*args))
+    trio = _trio()
+    trio.lowlevel.spawn_system_task(fn, *args, name="minimcp owned task")
+    return None
+
+
+def threadsafe_caller(fn: Callable[[], object]) -> Callable[[], object]:
+    """A function another thread can call to run ``fn`` in the current event loop."""
+    loop = running_loop()
+    if loop is not None:
+        return functools.partial(loop.call_soon_threadsafe, fn)
+    return functools.partial(_trio().lowlevel.current_trio_token().run_sync_soon, fn)
 
 
 async def trio_checkpoint_if_cancelled() -> None:
