@@ -15,13 +15,16 @@ in ``docs/internals.md`` give the measured cost of each).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 from minimcp.deadlines import Deadlines
 from minimcp.jsonrpc import RequestId
+from minimcp.types import ProgressParams
 
-__all__ = ["PendingBudget", "PendingTable"]
+__all__ = ["PendingBudget", "PendingTable", "ProgressWatch"]
 
 
 class PendingBudget:
@@ -32,6 +35,16 @@ class PendingBudget:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProgressWatch:
+    """How a request wants its progress notifications handled (see :meth:`Session.request
+    <minimcp.session.Session.request>`)."""
+
+    token: int | str
+    callback: Callable[[ProgressParams], None] | None = None
+    reset_timeout: bool = False
 
 
 class _Entry(Protocol):
@@ -60,8 +73,8 @@ class PendingTable(Generic[C]):
         self.cells: dict[RequestId, C] = {}
         #: The one deadline structure (FIFO lanes plus a heap; see :mod:`minimcp.deadlines`).
         self.deadlines: Deadlines[C] = Deadlines()
-        #: progress token -> (request id, entry, what to do with its progress)
-        self.progress: dict[int | str, tuple[RequestId, C, Any]] = {}
+        #: progress token -> (entry, what to do with its progress)
+        self.progress: dict[int | str, tuple[C, ProgressWatch]] = {}
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -88,10 +101,24 @@ class PendingTable(Generic[C]):
         cell.timeout = timeout
         return self.deadlines.add(cell, now, timeout)
 
-    def watch(self, token: int | str, cell: C, watch: Any) -> None:
-        """Route progress carrying ``token`` to ``cell`` while it is pending."""
-        cell.progress = token
-        self.progress[token] = (cell.id, cell, watch)
+    def watch(self, cell: C, watch: ProgressWatch) -> None:
+        """Route progress carrying ``watch.token`` to ``cell`` while it is pending."""
+        cell.progress = watch.token
+        self.progress[watch.token] = (cell, watch)
+
+    def progressed(self, token: int | str, now: float, max_time: float) -> tuple[ProgressWatch | None, bool]:
+        """Progress carrying ``token`` came: the watch it goes to (``None``: its request is over),
+        and whether the deadline moved sooner than what the timer waits for (it never does:
+        a deadline is only pushed back, up to ``started + max_time``)."""
+        entry = self.progress.get(token)
+        if entry is None:
+            return None, False
+        cell, watch = entry
+        moved = False
+        if watch.reset_timeout and self.holds(cell) and cell.deadline != math.inf:
+            new = min(now + cell.timeout, cell.started + max_time)
+            moved = new > cell.deadline and self.deadlines.move(cell, new)
+        return watch, moved
 
     def resolve(self, id_: RequestId) -> C | None:
         """Take out the entry a response with ``id_`` answers (``None``: unknown, late or duplicate)."""
@@ -108,22 +135,25 @@ class PendingTable(Generic[C]):
         self._out(cell)
         return True
 
-    def due(self, now: float) -> list[C]:
-        """Entries whose deadline has passed (their deadlines are gone; see :meth:`expire`)."""
-        return self.deadlines.due(now)
+    def expire(self, now: float, hold: bool, max_time: float) -> list[C]:
+        """Take out the entries whose deadline has passed, and return them (the caller settles each).
 
-    def postpone(self, cell: C, deadline: float) -> bool:
-        """Move ``cell``'s deadline (True: sooner than what the timer waits for)."""
-        return self.deadlines.move(cell, deadline)
-
-    def expire(self, cell: C) -> bool:
-        """Take out a due entry (from :meth:`due`) that times out (False: it had already left)."""
-        if self.cells.get(cell.id) is not cell:  # pragma: no cover - resolution always forgets the deadline
-            return False
-        del self.cells[cell.id]
-        self.budget.used -= 1
-        self._drop_progress(cell)
-        return True
+        ``hold``: a person is answering a question of the peer's, so due entries are pushed
+        back by their timeout instead, up to ``started + max_time`` in total.
+        """
+        out: list[C] = []
+        for cell in self.deadlines.due(now):
+            if self.cells.get(cell.id) is not cell:  # pragma: no cover - resolution always forgets the deadline
+                continue
+            hard = cell.started + max_time
+            if hold and now < hard:
+                self.deadlines.move(cell, min(now + cell.timeout, hard))  # the timer looks again next
+                continue
+            del self.cells[cell.id]
+            self.budget.used -= 1
+            self._drop_progress(cell)
+            out.append(cell)
+        return out
 
     def close(self) -> list[C]:
         """Take out every entry (the connection ended); the caller settles each."""

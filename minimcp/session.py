@@ -37,7 +37,6 @@ import contextlib
 import dataclasses
 import enum
 import logging
-import math
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, TypeVar, overload
 
@@ -50,7 +49,7 @@ from minimcp.config import Limits
 from minimcp.dispatch import Deferred, Dispatcher, error_reply
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, TooManyPending
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
-from minimcp.pending import PendingBudget, PendingTable
+from minimcp.pending import PendingBudget, PendingTable, ProgressWatch
 from minimcp.trace import WireTrace
 from minimcp.transports import MessageTooLarge, Transport
 from minimcp.types import CancelledParams, ProgressParams
@@ -116,15 +115,6 @@ _FULL_TRIES = 8
 
 def _cancelled(id_: RequestId, reason: str) -> bytes:
     return jsonrpc.encode_notification("notifications/cancelled", CancelledParams(request_id=id_, reason=reason))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ProgressWatch:
-    """How a request wants its progress notifications handled (see :meth:`Session.request`)."""
-
-    token: int | str
-    callback: Callable[[ProgressParams], None] | None = None
-    reset_timeout: bool = False
 
 
 def decode_result(method: str, raw: msgspec.Raw, result_type: type[T]) -> T:
@@ -417,7 +407,7 @@ class Session:
             self._timer_wake.set()
         self.stats.requests_sent += 1
         if progress is not None:
-            self._pending.watch(progress.token, cell, progress)
+            self._pending.watch(cell, progress)
         return cell, data
 
     async def _send_and_wait(self, cell: Cell, data: bytes, related: RequestId | None) -> msgspec.Raw:
@@ -495,20 +485,12 @@ class Session:
             self._expire(self.now())
 
     def _expire(self, now: float) -> None:
-        pending = self._pending
-        for cell in pending.due(now):
-            id_ = cell.id
-            hard = cell.started + self.limits.max_request_time
-            if self._human_waits and now < hard and pending.holds(cell):
-                pending.postpone(cell, min(now + cell.timeout, hard))  # the loop looks again next
-                continue
-            if not pending.expire(cell):  # pragma: no cover - resolution always forgets the deadline
-                continue
+        for cell in self._pending.expire(now, self._human_waits > 0, self.limits.max_request_time):
             self.stats.timeouts += 1
             error = RequestTimeout(cell.method, cell.timeout)
             # The peer hears of it before the requester does (and before anything it sends next);
             # a request still waiting for room sends its notice itself, after it (_send_and_wait).
-            notice = _cancelled(id_, str(error))
+            notice = _cancelled(cell.id, str(error))
             if self._closed or cell.sending or self._sent_now(notice, cell.related) or self._tg is None:
                 cell.settle(None, error)
             else:
@@ -657,15 +639,11 @@ class Session:
             params = jsonrpc.decode_params(message.params, ProgressParams)
         except McpError:
             return
-        entry = self._pending.progress.get(params.progress_token)
-        if entry is None:
+        watch, sooner = self._pending.progressed(params.progress_token, self.now(), self.limits.max_request_time)
+        if watch is None:
             return  # progress for a request that is over: ignored
-        _, cell, watch = entry
-        if watch.reset_timeout and self._pending.holds(cell) and cell.deadline != math.inf:
-            now = self.now()
-            new = min(now + cell.timeout, cell.started + self.limits.max_request_time)
-            if new > cell.deadline and self._pending.postpone(cell, new):
-                self._timer_wake.set()
+        if sooner:
+            self._timer_wake.set()
         if watch.callback is not None:
             try:
                 watch.callback(params)
@@ -736,7 +714,7 @@ class Session:
                     result = await handling
                 reply = jsonrpc.encode_result(id_, result)
             except Exception as exc:
-                reply = error_reply(id_, exc, method=method, null_id=self._null_id(), log=logger, label=self.name)
+                reply = self._error_reply(id_, exc, method)  # (a short call: a smaller frame)
             # Still in flight (and cancellable) until the reply is handed over: replies
             # waiting for room in the output count against max_inflight_inbound.
             if self._loop is None:  # trio: a handler cancelled before it began sends nothing
@@ -748,6 +726,9 @@ class Session:
             return  # cancelled by the peer (no response, per spec) or by shutdown
         finally:
             self._inflight.pop(id_, None)
+
+    def _error_reply(self, id_: RequestId, exc: Exception, method: str) -> bytes:
+        return error_reply(id_, exc, method=method, null_id=self._null_id(), log=logger, label=self.name)
 
     def _null_id(self) -> bool:
         """Whether an error without an id says ``"id": null`` (revisions before it could be left out)."""

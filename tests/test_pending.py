@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from minimcp.pending import PendingBudget, PendingTable
+from minimcp.pending import PendingBudget, PendingTable, ProgressWatch
 
 
 class Entry:
@@ -42,9 +42,8 @@ def test_each_exit_path_takes_an_entry_out_only_once() -> None:
     assert t.abandon(entries[0]) is False  # already resolved
     assert t.abandon(entries[1]) is True
     assert t.resolve(1) is None  # a late answer to an abandoned request
-    assert t.due(0.5) == []
-    assert t.due(1.0) == [entries[2]]
-    assert t.expire(entries[2]) is True
+    assert t.expire(0.5, False, 60.0) == []
+    assert t.expire(1.0, False, 60.0) == [entries[2]]
     assert t.abandon(entries[2]) is False  # already timed out
     assert t.close() == [entries[3]]
     assert t.close() == []
@@ -55,8 +54,9 @@ def test_progress_routes_to_an_entry_only_while_it_is_pending() -> None:
     t = table()
     e = Entry(7)
     t.open(e, 0.0, None)
-    t.watch("tok", e, "watch")
-    assert t.progress["tok"] == (7, e, "watch")
+    watch = ProgressWatch("tok")
+    t.watch(e, watch)
+    assert t.progress["tok"] == (e, watch)
     t.resolve(7)
     assert "tok" not in t.progress
 
@@ -71,10 +71,22 @@ def test_the_budget_is_shared_between_tables() -> None:
     assert budget.used == 1
 
 
-def test_a_postponed_deadline_falls_due_later() -> None:
+def test_while_a_person_answers_deadlines_are_pushed_back_up_to_the_hard_limit() -> None:
     t = table()
     e = Entry(1)
     t.open(e, 0.0, 1.0)
-    t.postpone(e, 3.0)
-    assert t.due(2.0) == []
-    assert t.due(3.0) == [e]
+    assert t.expire(1.0, True, 2.5) == []  # held: pushed back to 2.0
+    assert t.expire(2.0, True, 2.5) == []  # held: pushed back to the hard limit, 2.5
+    assert t.expire(2.5, True, 2.5) == [e]  # the hard limit holds even while a person answers
+
+
+def test_progress_pushes_a_deadline_back_when_asked() -> None:
+    t = table()
+    e = Entry(1)
+    t.open(e, 0.0, 1.0)
+    t.watch(e, ProgressWatch("p", reset_timeout=True))
+    watch, sooner = t.progressed("p", 0.8, 60.0)
+    assert watch is not None and not sooner
+    assert t.expire(1.0, False, 60.0) == []
+    assert t.expire(1.8, False, 60.0) == [e]
+    assert t.progressed("p", 2.0, 60.0) == (None, False)
