@@ -129,8 +129,9 @@ class AsyncioCell(_Entry, asyncio.Future[msgspec.Raw]):
         # (Session.start_request's fast path), the requester's task awaits this future and
         # nothing else. A cancelled task cancels the future it waits on, and that call is the
         # only place where the request can learn it was given up on. The alternatives cost
-        # memory per pending request: a done callback (a context copy and a callback entry),
-        # or a coroutine wrapping the future (a frame). The sink (the session) then forgets
+        # memory per pending request: a done callback holding the session (128 bytes more per
+        # future, tracemalloc, CPython 3.11: about 5 % of a pending elicitation's 2.5 KB), or a
+        # coroutine wrapping the future (a frame, more still). The sink (the session) then forgets
         # the entry and tells the peer; this module knows nothing of what it does.
         sink = self.sink
         if sink is not None and not self.done():
