@@ -14,7 +14,7 @@ from minimcp.jsonrpc import Request
 
 
 def request(method: str = "m", id_: int = 3) -> Request:
-    return Request(id=id_, method=method, params=None)
+    return Request(id=id_, method=method)
 
 
 async def test_a_result_becomes_a_response_under_the_request_id() -> None:

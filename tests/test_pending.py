@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 
+from minimcp.jsonrpc import RequestId
 from minimcp.pending import PendingBudget, PendingTable, ProgressWatch
 
 
 class Entry:
     """A pending entry's fields (the session's cells carry the same)."""
 
-    def __init__(self, id_: int) -> None:
+    def __init__(self, id_: RequestId) -> None:
         self.id = id_
         self.progress: int | str | None = None
         self.deadline = math.inf
