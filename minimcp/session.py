@@ -132,6 +132,7 @@ class Session(Requests):
         # In-flight inbound handlers: their handles (.cancel()) from _backend.Handlers.
         self._inflight: dict[RequestId, Any] = {}
         self._handlers: Handlers | None = None
+        self._cancelling: set[RequestId] = set()  # handlers already cancelled (see _cancel_handler)
         self._loop: Any = None  # the asyncio loop (its clock, its cells); None on trio
         # Outbound ids start at 1: some hosts (the TypeScript SDK) test a cancelled request's
         # id for truthiness and would ignore a notifications/cancelled for id 0.
@@ -191,6 +192,7 @@ class Session(Requests):
                     tg.cancel_scope.cancel()
         finally:
             self._close_pending()
+            self._cancelling.clear()
             self._tg = None
             with anyio.CancelScope(shield=True):
                 try:
@@ -232,8 +234,22 @@ class Session(Requests):
                 cell.settle(None, ConnectionClosed(f"{reason} while waiting for {cell.method}"))
         # Handlers are cancelled as the session's run ends; they are cancelled here too in
         # case close() runs before that.
-        for handle in self._inflight.values():
-            handle.cancel()
+        for id_ in list(self._inflight):
+            self._cancel_handler(id_)
+
+    def _cancel_handler(self, id_: RequestId) -> None:
+        """Cancel the handler of request ``id_``, once.
+
+        On asyncio every ``task.cancel()`` throws a new ``CancelledError`` into the task, even
+        into the clean-up the first one started under an anyio shield (a bare task is outside
+        anyio's cancel scopes); the session's close and a repeated ``notifications/cancelled``
+        would otherwise cut that clean-up short.
+        """
+        handle = self._inflight.get(id_)
+        if handle is None or id_ in self._cancelling:
+            return
+        self._cancelling.add(id_)
+        handle.cancel()
 
     # --- outbound ----------------------------------------------------------------------------
 
@@ -402,11 +418,12 @@ class Session(Requests):
         if id_ == self._initialize_id and type(id_) is type(self._initialize_id):
             return  # initialize must not be cancelled; ignore the attempt
         self.stats.cancelled_by_peer += 1
+        self._cancel_handler(id_)
         if Handlers.never_ran(scope):
             # Cancelled before its first step (the request and its cancellation came in one read):
             # its body, which takes the entry out, will never run.
             del self._inflight[id_]
-        scope.cancel()
+            self._cancelling.discard(id_)
 
     def _start_handler(self, request: Request) -> tuple[int, str] | None:
         """Start the request's handler task; or the error (code, message) to refuse it with."""
@@ -465,6 +482,8 @@ class Session(Requests):
             return  # cancelled by the peer (no response, per spec) or by shutdown
         finally:
             self._inflight.pop(id_, None)
+            if self._cancelling:
+                self._cancelling.discard(id_)
 
     def _error_reply(self, id_: RequestId, exc: Exception, method: str) -> bytes:
         return error_reply(id_, exc, method=method, null_id=self._null_id(), log=logger, label=self.name)

@@ -15,11 +15,11 @@ import pytest
 from minimcp import _backend
 from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed, McpError
+from minimcp.jsonrpc import Notification, Request
 from minimcp.session import Session
 from minimcp.transports.memory import memory_pair
 from minimcp.transports.stdio import StdioTransport, stdio_client
 from tests.helpers import RawPeer
-from tests.test_session import Recorder
 from tests.test_stdio import GatedSink, Silent
 
 
@@ -66,15 +66,38 @@ async def test_a_cell_settled_with_an_error_raises_it() -> None:
         await cell.wait()
 
 
+class SlowToStop:
+    """Handlers that wait until cancelled, then take a while to clean up (shielded)."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.stopped = 0
+
+    def handle_request(self, session: Session, request: Request) -> Any:
+        return self._handle()
+
+    async def _handle(self) -> None:
+        self.started += 1
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.2)
+            self.stopped += 1
+
+    def handle_notification(self, session: Session, notification: Notification) -> None:
+        pass
+
+
 async def test_after_a_session_closes_no_task_it_spawned_survives() -> None:
     before = live_tasks()
     a, b = memory_pair()
-    rec = Recorder()
-    session = Session(a, rec)
+    handlers = SlowToStop()
+    session = Session(a, handlers)
     peer = RawPeer(b)
     async with anyio.create_task_group() as tg:
         await tg.start(session.run)
-        for i in range(5):  # handlers that wait until cancelled
+        for i in range(5):
             await peer.send({"jsonrpc": "2.0", "id": i, "method": "block"})
 
         async def ask() -> None:
@@ -83,15 +106,15 @@ async def test_after_a_session_closes_no_task_it_spawned_survives() -> None:
 
         tg.start_soon(ask)
         with anyio.fail_after(30):
-            while len(rec.started) < 5 or session.pending_count < 1:  # noqa: ASYNC110
+            while handlers.started < 5 or session.pending_count < 1:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
-        during = live_tasks() - before
-        assert len(during) >= 5  # the handlers (and the read loop, the timer, the asker)
+        assert len(live_tasks() - before) >= 5  # the handlers (and the read loop, the timer, the asker)
         session.close()
         with anyio.fail_after(30):
             await session.wait_closed()
-    assert sorted(rec.cancelled) == list(range(5))
-    assert session.holds_nothing()
+        # run() has returned: every handler has finished its clean-up, none is left running.
+        assert handlers.stopped == 5
+        assert session.holds_nothing()
     assert live_tasks() - before == set()
 
 
@@ -121,3 +144,26 @@ async def test_a_stdio_transport_closed_with_its_writer_stuck_leaves_no_task(own
             await transport.aclose()
         # Closed: the writer has ended (not merely been told to), whoever held it.
         assert live_tasks() - before == set()
+
+
+async def test_a_repeated_cancellation_from_the_peer_does_not_cut_the_handlers_clean_up_short() -> None:
+    a, b = memory_pair()
+    handlers = SlowToStop()
+    session = Session(a, handlers)
+    peer = RawPeer(b)
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        await peer.send({"jsonrpc": "2.0", "id": 1, "method": "block"})
+        with anyio.fail_after(30):
+            while handlers.started < 1:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        await peer.send(cancel)
+        await anyio.sleep(0.05)  # the handler is now in its (shielded) clean-up
+        await peer.send(cancel)
+        with anyio.fail_after(30):
+            while session.inflight_count:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        assert handlers.stopped == 1  # its clean-up ran to the end
+        assert session.stats.cancelled_by_peer == 2
+        tg.cancel_scope.cancel()
