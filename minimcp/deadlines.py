@@ -8,7 +8,7 @@ while a person answers, or lanes beyond ``max_lanes`` distinct timeouts) go to o
 
 Finished requests are not searched for: their entry's ``deadline`` becomes infinity and the
 stale entry is dropped when it reaches the front, or when stale entries outnumber live ones
-(and exceed 1024), all at once.
+(and exceed ``COMPACT_AFTER``, 1024), all at once.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ import itertools
 import math
 from collections import deque
 from typing import Generic, Protocol, TypeVar
+
+#: Distinct timeout values that get a FIFO lane each; entries with other timeouts share the heap.
+MAX_LANES = 32
+#: Stale entries (finished requests) tolerated before a compaction, if they also outnumber live ones.
+COMPACT_AFTER = 1024
 
 
 class Timed(Protocol):
@@ -38,7 +43,7 @@ class Deadlines(Generic[E]):
         max_lanes: Distinct timeout values that get a lane; the rest share the heap.
     """
 
-    def __init__(self, max_lanes: int = 32) -> None:
+    def __init__(self, max_lanes: int = MAX_LANES) -> None:
         self._lanes: dict[float, deque[E]] = {}
         self._heap: list[tuple[float, int, E]] = []
         self._seq = itertools.count()
@@ -82,7 +87,7 @@ class Deadlines(Generic[E]):
         entry.deadline = math.inf
         entry.laned = False
         self._stale += 1
-        if self._stale > 1024 and self._stale * 2 > self._entries:
+        if self._stale > COMPACT_AFTER and self._stale * 2 > self._entries:
             self._compact()
 
     def earliest(self) -> float:

@@ -26,6 +26,7 @@ PURE_MODULES = [
     "form_schema.py",
     "form_types.py",
     "form_cache.py",
+    "pending.py",
     "config.py",
     "elicitation.py",
     "capabilities.py",

@@ -495,7 +495,7 @@ async def test_deadline_heap_is_compacted_when_requests_finish_early() -> None:
         for _ in range(3000):
             await session.request("m", timeout=600)
         # finished requests leave no unbounded trail of stale deadlines
-        assert len(session._deadlines) <= 2100
+        assert len(session._pending.deadlines) <= 2100
         tg.cancel_scope.cancel()
 
 
@@ -586,7 +586,7 @@ async def test_unencodable_params_leave_nothing_pending() -> None:
             await session.request("m", {"x": object()}, timeout=None, progress=ProgressWatch("tok"))
         assert session.pending_count == 0
         assert budget.used == 0
-        assert not session._progress
+        assert not session._pending.progress
         tg.cancel_scope.cancel()
 
 

@@ -4,7 +4,7 @@ Server side (:func:`stdio_server`): reads this process's stdin, writes its
 stdout. stdout carries only MCP messages: while serving, file descriptor 1 is
 pointed at stderr, so a stray ``print()`` in a tool lands in the log instead
 of corrupting the protocol. On asyncio, pipes and sockets go through the
-event loop's own transports (:class:`_LoopStdio`); on trio they are read and
+event loop's own transports (:class:`~minimcp.transports._stdio_asyncio.LoopStdio`); on trio they are read and
 written without threads (non-blocking descriptors, :func:`anyio.wait_readable`);
 a terminal or a regular file falls back to a worker thread. Output is queued
 whole and written in gathered writes; both directions are bounded by
@@ -16,23 +16,20 @@ way the spec asks: close its stdin, wait; terminate, wait; kill.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
 import logging
 import os
-import socket
 import stat
 import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
 
 import anyio
 import anyio.abc
 
+from minimcp._backend import backend_name, start_owned, threadsafe_caller
 from minimcp.config import Limits
 from minimcp.framing import LineFramer, Oversized
 from minimcp.jsonrpc import RequestId
@@ -43,9 +40,6 @@ __all__ = ["StdioTransport", "stdio_client", "stdio_server"]
 logger = logging.getLogger("minimcp.stdio")
 
 _CHUNK = 65536
-# Queued output is written at the end of the loop's turn, or sooner once this much has gathered,
-# so the peer can start on it while we go on: batches without lockstep.
-_BATCH = 8192
 
 
 class _Reader:
@@ -99,6 +93,7 @@ class StdioTransport:
         receive_chunk: anyio.abc.ByteReceiveStream,
         send_bytes: anyio.abc.ByteSendStream,
         limits: Limits,
+        task_group: anyio.abc.TaskGroup | None = None,
     ) -> None:
         self._in = receive_chunk
         self._out = send_bytes
@@ -106,13 +101,17 @@ class StdioTransport:
         self._reading: anyio.CancelScope | None = None
         self._limit = limits.stream_buffer_bytes
         self._grace = limits.shutdown_timeout
-        # Output: whole messages wait in _queue; a background writer task (started when there
-        # is something to write, gone when the queue is empty) writes everything queued in
-        # gathered writes. Senders never write themselves, so cancelling one never cuts,
-        # strands or holds up anyone's bytes.
+        # Output: whole messages wait in _queue; a writer task (started when there is something
+        # to write, gone when the queue is empty) writes everything queued in gathered writes.
+        # Senders never write themselves, so cancelling one never cuts, strands or holds up
+        # anyone's bytes. The writer runs in the opener's task group (stdio_client and
+        # stdio_server hold one); without one, in a task this transport owns (see
+        # minimcp._backend.start_owned), which aclose() ends and awaits.
+        self._tg = task_group
         self._queue: list[bytes] = []
         self._queued = 0
-        self._writer: Callable[[], object] | None = None  # cancels the running writer
+        self._writer: anyio.CancelScope | None = None  # the running writer's scope
+        self._owned: object = None  # the writer's task when no task group was given (a strong reference)
         self._progress: anyio.Event | None = None
         self._failed = False
         self._closing = False
@@ -141,7 +140,11 @@ class StdioTransport:
         self._queue.append(b"\n")
         self._queued += len(message) + 1
         if self._writer is None:
-            self._writer = _background(self._write_queued)
+            self._writer = scope = anyio.CancelScope()
+            if self._tg is not None:
+                self._tg.start_soon(self._write_queued, scope)
+            else:
+                self._owned = start_owned(self._write_queued, scope)
 
     def _check_open(self) -> None:
         if self._failed:
@@ -154,7 +157,15 @@ class StdioTransport:
             self._progress = anyio.Event()
         await self._progress.wait()
 
-    async def _write_queued(self) -> None:
+    async def _write_queued(self, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await self._write_all()
+        finally:
+            self._writer = None
+            self._wake_senders()
+
+    async def _write_all(self) -> None:
         try:
             while self._queue:
                 data = b"".join(self._queue)
@@ -167,9 +178,6 @@ class StdioTransport:
         except Exception:  # pragma: no cover - a stream failing some other way: the connection is over
             logger.exception("stdio: writing failed")
             self._broken()
-        finally:
-            self._writer = None
-            self._wake_senders()
 
     def _wake_senders(self) -> None:
         progress, self._progress = self._progress, None
@@ -214,36 +222,12 @@ class StdioTransport:
                 while self._writer is not None:
                     await self._wait_progress()
             if self._writer is not None:
-                self._writer()
+                self._writer.cancel()
+                with anyio.CancelScope(shield=True):  # it ends at once: no task outlives the close
+                    while self._writer is not None:
+                        await self._wait_progress()
         with contextlib.suppress(Exception):
             await self._out.aclose()
-
-
-def _background(fn: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], object]:
-    """Run ``fn()`` in a task of its own, outside any task group; return what cancels it.
-
-    (The writer must outlive whichever sender started it, and no task group is at hand.)
-    """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        import trio  # only ever reached when running on trio
-
-        scope = trio.CancelScope()
-
-        async def run() -> None:
-            with scope:
-                await fn()
-
-        trio.lowlevel.spawn_system_task(run, name="minimcp stdio writer")
-        return scope.cancel
-    task = loop.create_task(fn())
-    _RUNNING.add(task)
-    task.add_done_callback(_RUNNING.discard)
-    return task.cancel
-
-
-_RUNNING: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
 
 
 # --- server side: our own stdin / stdout ----------------------------------------------------
@@ -297,7 +281,7 @@ class _TerminalRead:
     async def read(self, max_bytes: int) -> bytes:
         if self._done is None:
             self._done = done = anyio.Event()
-            wake = _threadsafe(done.set)
+            wake = threadsafe_caller(done.set)
 
             def work() -> None:
                 try:
@@ -313,17 +297,6 @@ class _TerminalRead:
         if isinstance(self._outcome, OSError):
             raise self._outcome
         return self._outcome
-
-
-def _threadsafe(fn: Callable[[], object]) -> Callable[[], object]:
-    """A function another thread can call to run ``fn`` in the current event loop."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        import trio  # only ever reached when running on trio
-
-        return functools.partial(trio.lowlevel.current_trio_token().run_sync_soon, fn)
-    return functools.partial(loop.call_soon_threadsafe, fn)
 
 
 class _FdSend(anyio.abc.ByteSendStream):
@@ -354,224 +327,6 @@ class _FdSend(anyio.abc.ByteSendStream):
             os.close(self.fd)
 
 
-class _LoopStdio(asyncio.Protocol):
-    """Our own stdin/stdout on asyncio, through the loop's pipe or socket transports.
-
-    Chunks arrive in :meth:`data_received` and are framed at once, so the
-    descriptor stays registered with the selector instead of being added and
-    removed for every read; reading pauses while more than
-    ``limits.stream_buffer_bytes`` of lines wait to be taken. Messages sent in
-    one turn of the loop leave in one write (sooner once 8 KiB gathered); a
-    sender waits, before queueing, while more than ``stream_buffer_bytes`` is
-    unwritten. No lock: a message is queued whole without awaiting, so two
-    never interleave.
-    """
-
-    def __init__(self, limits: Limits) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._reader = _Reader(limits)
-        self._limit = limits.stream_buffer_bytes
-        self._grace = limits.shutdown_timeout
-        self._read: asyncio.ReadTransport | None = None
-        self._write: asyncio.WriteTransport | None = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._reading_paused = False
-        self._parts: list[bytes] = []
-        self._unflushed = 0
-        self._flush_scheduled = False
-        self._writing_paused = False
-        self._drained: asyncio.Future[None] | None = None
-        self._write_gone = False
-        self._write_closed: asyncio.Future[None] = self._loop.create_future()
-        self._closing = False
-        self._one_socket = False
-
-    @classmethod
-    async def open(cls, read_fd: int, write_fd: int, limits: Limits) -> _LoopStdio:
-        """Pipes through the loop's pipe transports; sockets (a Node client's stdio, inetd's
-        one socket for both) through its socket transports. ``write_fd`` becomes ours."""
-        self = cls(limits)
-        loop = self._loop
-        if _kind(read_fd) == "socket":
-            read_sock = socket.socket(fileno=os.dup(read_fd))
-            if os.path.samestat(os.fstat(read_fd), os.fstat(write_fd)):  # one socket both ways
-                os.close(write_fd)
-                both, _ = await loop.connect_accepted_socket(lambda: self, read_sock)
-                self._read, self._write, self._one_socket = both, both, True
-            else:
-                write_sock = socket.socket(fileno=write_fd)
-                self._write, _ = await loop.connect_accepted_socket(lambda: _WriteSide(self), write_sock)
-                self._read, _ = await loop.connect_accepted_socket(lambda: self, read_sock)
-        else:
-            write_file = open(write_fd, "wb", buffering=0, closefd=True)  # noqa: ASYNC230, SIM115 - no I/O; the transport closes it
-            self._write, _ = await loop.connect_write_pipe(lambda: _WriteSide(self), write_file)
-            read_file = open(read_fd, "rb", buffering=0, closefd=False)  # noqa: ASYNC230, SIM115 - no I/O; fd 0 stays open
-            self._read, _ = await loop.connect_read_pipe(lambda: self, read_file)
-        self._write.set_write_buffer_limits(high=self._limit)
-        return self
-
-    # --- reading (asyncio.Protocol) ---
-
-    def data_received(self, data: bytes) -> None:
-        reader = self._reader
-        reader.feed(data)
-        if reader.queued > self._limit and not self._reading_paused and self._read is not None:
-            self._reading_paused = True
-            self._read.pause_reading()
-        self._wake_reader()
-
-    def eof_received(self) -> bool:
-        self._reader.feed(b"")
-        self._wake_reader()
-        return True  # a socket stays open for our answers (a pipe closes its read side anyway)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._reader.feed(b"")
-        self._wake_reader()
-        if self._one_socket:  # the write side is gone too
-            self._write_lost()
-
-    # --- flow control of the write side when it is our own socket (else _WriteSide) ---
-
-    def pause_writing(self) -> None:
-        self._writable(not self._write_gone)
-
-    def resume_writing(self) -> None:
-        self._writable(False)
-
-    def _wake_reader(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def receive_nowait(self) -> bytes | None:
-        """The next message if one is already here (``None`` if not); ends as :meth:`receive` does."""
-        reader = self._reader
-        line = reader.next()
-        if line is not None:
-            if self._reading_paused and reader.queued <= self._limit // 2 and self._read is not None:
-                self._reading_paused = False
-                self._read.resume_reading()
-        elif self._closing:
-            raise anyio.ClosedResourceError
-        return line
-
-    async def receive(self) -> bytes:
-        while True:
-            line = self.receive_nowait()
-            if line is not None:
-                return line
-            self._waiter = waiter = self._loop.create_future()
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-
-    # --- writing ---
-
-    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
-        # Wait for room first: a sender cancelled while it waits leaves nothing queued.
-        while self._writing_paused and not self._write_gone and not self._closing:
-            if self._drained is None:
-                self._drained = self._loop.create_future()
-            await asyncio.shield(self._drained)
-        if self._write_gone:
-            raise anyio.BrokenResourceError
-        if self._closing:
-            raise anyio.ClosedResourceError
-        self._put(message)
-
-    def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
-        """Queue the message if that needs no waiting; ``False``: use :meth:`send`."""
-        if self._writing_paused or self._write_gone or self._closing:
-            return False
-        self._put(message)
-        return True
-
-    def _put(self, message: bytes) -> None:
-        self._parts.append(message)
-        self._parts.append(b"\n")
-        self._unflushed += len(message) + 1
-        if self._unflushed > _BATCH:
-            self._flush()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        parts = self._parts
-        if not parts:
-            return
-        self._parts = []
-        self._unflushed = 0
-        if self._write is not None and not self._write_gone:
-            self._write.write(b"".join(parts))
-
-    def _writable(self, paused: bool) -> None:
-        self._writing_paused = paused
-        if not paused:
-            drained, self._drained = self._drained, None
-            if drained is not None and not drained.done():
-                drained.set_result(None)
-
-    def _write_lost(self) -> None:
-        self._write_gone = True
-        if not self._closing:
-            # Nobody can hear us any more: the connection is over, whatever stdin still holds.
-            self._reader.abandon()
-            self._wake_reader()
-        self._writable(False)
-        if not self._write_closed.done():
-            self._write_closed.set_result(None)
-
-    async def aclose(self) -> None:
-        if self._closing:
-            return
-        self._closing = True
-        self._wake_reader()
-        self._writable(False)  # senders waiting for room give up (ClosedResourceError)
-        self._flush()
-        if self._write is not None:
-            self._write.close()  # writes what the pipe has not taken yet, then closes
-            with anyio.move_on_after(self._grace, shield=True):
-                await asyncio.shield(self._write_closed)
-            if not self._write_closed.done():  # the reader is not taking it: drop the rest
-                self._write.abort()
-                with anyio.CancelScope(shield=True):
-                    await self._write_closed
-        if self._read is not None:
-            self._read.close()
-            self._read = None
-
-
-class _WriteSide(asyncio.BaseProtocol):
-    """Flow control and loss of the write pipe, passed to its :class:`_LoopStdio`."""
-
-    def __init__(self, owner: _LoopStdio) -> None:
-        self.owner = owner
-
-    def pause_writing(self) -> None:
-        self.owner.pause_writing()
-
-    def resume_writing(self) -> None:
-        self.owner.resume_writing()
-
-    def data_received(self, data: bytes) -> None:
-        pass  # a stdout socket carries nothing our way
-
-    def eof_received(self) -> bool:
-        return True  # the peer shut its sending half: we can still write
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.owner._write_lost()
-
-
-def _kind(fd: int) -> str:
-    mode = os.fstat(fd).st_mode
-    return "pipe" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "other"
-
-
 class _GenericStdio(StdioTransport):
     """Our own stdin/stdout through anyio (trio; terminals and regular files via a thread)."""
 
@@ -580,17 +335,14 @@ class _GenericStdio(StdioTransport):
         await self._in.aclose()
 
 
-async def _own_stdio(out_fd: int, limits: Limits) -> _LoopStdio | _GenericStdio:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        on_asyncio = False
-    else:
-        on_asyncio = True
-    # Both pipes or both sockets (a terminal, a regular file or a mix takes the generic way).
-    if on_asyncio and _kind(0) == _kind(out_fd) != "other":
-        return await _LoopStdio.open(0, out_fd, limits)
-    return _GenericStdio(_FdReceive(0), _FdSend(out_fd), limits)
+async def _own_stdio(out_fd: int, limits: Limits, tg: anyio.abc.TaskGroup) -> Transport:
+    if backend_name() == "asyncio":
+        from minimcp.transports._stdio_asyncio import LoopStdio, kind  # (it imports this module)
+
+        # Both pipes or both sockets (a terminal, a regular file or a mix takes the generic way).
+        if kind(0) == kind(out_fd) != "other":
+            return await LoopStdio.open(0, out_fd, limits)
+    return _GenericStdio(_FdReceive(0), _FdSend(out_fd), limits, tg)
 
 
 @contextlib.asynccontextmanager
@@ -608,11 +360,12 @@ async def stdio_server(*, limits: Limits | None = None) -> AsyncIterator[Transpo
     blocking_in = os.get_blocking(0)
     blocking_out = os.get_blocking(saved_stdout)
     try:
-        transport = await _own_stdio(out_fd, limits)
-        try:
-            yield transport
-        finally:
-            await transport.aclose()
+        async with anyio.create_task_group() as tg:  # the writer's (on trio, or a terminal)
+            transport = await _own_stdio(out_fd, limits, tg)
+            try:
+                yield transport
+            finally:
+                await transport.aclose()
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
@@ -664,9 +417,14 @@ async def stdio_client(
         start_new_session=new_session,
     )
     assert process.stdin is not None and process.stdout is not None
-    transport = StdioTransport(process.stdout, process.stdin, limits)
     try:
-        yield transport
+        async with anyio.create_task_group() as tg:  # the writer's
+            transport = StdioTransport(process.stdout, process.stdin, limits, tg)
+            try:
+                yield transport
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await transport.aclose()  # (already closed by a Session that ran on it)
     finally:
         with anyio.CancelScope(shield=True):
             await _shutdown(process, limits.shutdown_timeout)

@@ -1,0 +1,326 @@
+"""The session layer's only contact with asyncio and trio: one-shot reply cells, handler tasks, which backend runs.
+
+Everything else in the session layer is anyio code. This module exists because the plain anyio
+versions of two pieces cost more than the design budget on the hottest path (measured with
+``benchmarks/run.py --only stdio-pending,stdio-roundtrip``; the figures are in the comments below):
+
+* **A one-shot cell per pending request.** On asyncio the cell *is* an ``asyncio.Future``
+  subclass carrying the entry's fields in its slots, and the requester awaits it directly (no
+  coroutine beside it). On trio the waiting task is parked with ``wait_task_rescheduled``
+  (a ``trio.Event`` adds a parking lot per request). An ``anyio.Event`` plus a value slot
+  costs an Event object and a coroutine frame per pending request: several hundred bytes on
+  top of about 2.4 KB.
+* **A task per inbound request.** On asyncio a bare ``loop.create_task`` (an anyio task in a
+  task group costs about three times the memory); on trio a task in a nursery of trio's own
+  under a trio cancel scope (an anyio task and scope cost about twice as much).
+
+Both backends have the same interface: :func:`new_cell`, :class:`Handlers` (a context manager
+whose lifetime the :meth:`Session.run <minimcp.session.Session.run>` owns: every handler task
+it started has ended when it exits), :func:`backend_name`, and for the transports
+:func:`start_owned` and :func:`threadsafe_caller`. No module-global task set exists: every
+task is held by what started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import Any, Protocol
+
+import anyio
+import msgspec
+
+from minimcp.errors import McpError
+from minimcp.jsonrpc import RequestId
+
+__all__ = [
+    "AbandonSink",
+    "AsyncioCell",
+    "BareTaskCancelled",
+    "Cell",
+    "Handlers",
+    "TrioCell",
+    "running_loop",
+    "start_owned",
+    "threadsafe_caller",
+    "trio_checkpoint_if_cancelled",
+    "backend_name",
+    "new_cell",
+]
+
+_NO_RESULT = msgspec.Raw()
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop; ``None`` on trio."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _trio() -> Any:
+    import trio  # only ever reached when running on trio
+
+    return trio
+
+
+def backend_name() -> str:
+    """``"asyncio"`` or ``"trio"``: the backend running the calling task."""
+    return "asyncio" if running_loop() is not None else "trio"
+
+
+# --- one-shot cells ---------------------------------------------------------------------------
+
+
+class AbandonSink(Protocol):
+    """Who hears of a cell given up on by its awaiter (the session; see :meth:`AsyncioCell.cancel`)."""
+
+    def cell_abandoned(self, cell: Cell) -> None:
+        """The awaiter of ``cell`` was cancelled before the cell settled."""
+        ...
+
+
+_ENTRY = ("deadline", "id", "laned", "method", "progress", "related", "sending", "started", "timeout")
+
+
+class _Entry:
+    """What every pending entry records (the slots themselves are the subclasses')."""
+
+    __slots__ = ()
+
+    id: RequestId
+    method: str
+    related: RequestId | None
+    progress: int | str | None
+    #: The request itself is still waiting for room in the output.
+    sending: bool
+    deadline: float
+    laned: bool
+    timeout: float
+    started: float
+
+
+class AsyncioCell(_Entry, asyncio.Future[msgspec.Raw]):
+    """asyncio: a request waiting for its response is the very future its requester awaits.
+
+    It resolves to the raw result or fails with the request's error.
+    """
+
+    __slots__ = (*_ENTRY, "sink")
+
+    #: Set when nobody but the future's awaiter can notice it being given up on.
+    sink: AbandonSink | None
+
+    def settle(self, raw: msgspec.Raw | None, error: McpError | None) -> None:
+        """Resolve the cell (once; later calls do nothing)."""
+        if self.done():
+            return
+        if error is not None:
+            self.set_exception(error)
+        else:
+            self.set_result(raw if raw is not None else _NO_RESULT)
+
+    def cancel(self, msg: Any = None) -> bool:
+        # Why this override exists: when the session hands the cell itself to the requester
+        # (Session.start_request's fast path), the requester's task awaits this future and
+        # nothing else. A cancelled task cancels the future it waits on, and that call is the
+        # only place where the request can learn it was given up on. The alternatives cost
+        # memory per pending request: a done callback holding the session (128 bytes more per
+        # future, tracemalloc, CPython 3.11: about 5 % of a pending elicitation's 2.5 KB), or a
+        # coroutine wrapping the future (a frame, more still). The sink (the session) then forgets
+        # the entry and tells the peer; this module knows nothing of what it does.
+        sink = self.sink
+        if sink is not None and not self.done():
+            self.sink = None
+            sink.cell_abandoned(self)
+        return super().cancel(msg)
+
+    async def wait(self) -> msgspec.Raw:
+        """The raw result (or the request's error raised)."""
+        return await self
+
+
+class TrioCell(_Entry):
+    """trio: a request waiting for its response, and the task that waits for it, parked
+    with ``wait_task_rescheduled`` (a ``trio.Event`` would add a parking lot per request)."""
+
+    __slots__ = (*_ENTRY, "done", "error", "task", "value")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: msgspec.Raw | None = None
+        self.error: McpError | None = None
+        self.task: Any = None
+
+    def settle(self, raw: msgspec.Raw | None, error: McpError | None) -> None:
+        """Resolve the cell (once; later calls do nothing) and wake its waiter."""
+        if self.done:
+            return
+        self.done = True
+        self.value = raw
+        self.error = error
+        task, self.task = self.task, None
+        if task is not None:
+            _trio().lowlevel.reschedule(task)
+
+    async def wait(self) -> msgspec.Raw:
+        """The raw result (or the request's error raised)."""
+        if not self.done:
+            trio = _trio()
+            self.task = trio.lowlevel.current_task()
+
+            def abort(_: Any) -> Any:
+                self.task = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+
+Cell = AsyncioCell | TrioCell
+
+
+def new_cell(loop: asyncio.AbstractEventLoop | None) -> Cell:
+    """A fresh cell for the backend of ``loop`` (``None``: trio). Its entry fields are unset."""
+    if loop is not None:
+        cell = AsyncioCell(loop=loop)
+        cell.sink = None
+        return cell
+    return TrioCell()
+
+
+#: What cancels a bare asyncio handler task. Its body returns quietly on it (a request
+#: cancelled by the peer gets no response, per the spec). On trio the handler's own cancel
+#: scope catches its cancellation; this exception never arrives there.
+BareTaskCancelled = asyncio.CancelledError
+
+
+# --- handler tasks ----------------------------------------------------------------------------
+
+
+class _Cancellable(Protocol):
+    def cancel(self) -> Any: ...
+
+
+class Handlers:
+    """The tasks answering inbound requests, owned by whoever enters this context manager.
+
+    :meth:`start` runs a coroutine in a task of its own and returns a handle whose ``cancel()``
+    cancels it. On exit, ``before_exit`` is called (it cancels what should not finish), then
+    every task started here is awaited: none outlives the block.
+
+    Args:
+        live: The caller's table of running handles (the session's in-flight requests): each
+            task takes its own entry out when it ends; the table is emptied on exit.
+        before_exit: Called once, first thing on exit (the session's close).
+    """
+
+    __slots__ = ("_before_exit", "_live", "_loop", "_nursery", "_nursery_cm")
+
+    def __init__(self, live: dict[RequestId, Any], before_exit: Callable[[], None]) -> None:
+        self._live = live
+        self._before_exit = before_exit
+        self._loop = running_loop()
+        self._nursery: Any = None
+        self._nursery_cm: Any = None
+
+    async def __aenter__(self) -> Handlers:
+        if self._loop is None:
+            # trio: a nursery of trio's own, each handler under a trio cancel scope.
+            self._nursery_cm = _trio().open_nursery()
+            self._nursery = await self._nursery_cm.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        self._before_exit()
+        try:
+            if self._nursery_cm is not None:
+                self._nursery.cancel_scope.cancel()
+                nursery_cm, self._nursery_cm, self._nursery = self._nursery_cm, None, None
+                return await nursery_cm.__aexit__(exc_type, exc, tb)  # type: ignore[no-any-return]
+            # asyncio: the bare tasks were cancelled by before_exit; wait for each to end
+            # (shielded: they are ours, whatever cancels the owner).
+            tasks = [t for t in self._live.values() if isinstance(t, asyncio.Task)]
+            if tasks:
+                await _shielded_wait(tasks)
+            return None
+        finally:
+            # A task cancelled before its first step never ran the code that takes its entry out.
+            self._live.clear()
+
+    def start(self, body: Coroutine[Any, Any, None]) -> _Cancellable:
+        """Run ``body`` in a task of its own; returns its handle (``.cancel()``)."""
+        loop = self._loop
+        if loop is not None:
+            # A bare task: about a third of an anyio task's memory. Owned here: __aexit__
+            # cancels (through before_exit) and awaits every one still in ``live``.
+            return loop.create_task(body)
+        scope = _trio().CancelScope()
+        self._nursery.start_soon(_under, scope, body)
+        return scope  # type: ignore[no-any-return]
+
+    @staticmethod
+    def never_ran(handle: Any) -> bool:
+        """Whether the task of ``handle`` has not taken its first step (asyncio only; trio: ``False``).
+
+        A task cancelled before its first step never runs its body, so nothing in it can
+        clean up after it.
+        """
+        if not isinstance(handle, asyncio.Task):
+            return False
+        coro = handle.get_coro()
+        return inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
+
+
+
+# --- tasks outside the session ---------------------------------------------------------------
+
+
+def start_owned(fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> object:
+    """Run ``fn(*args)`` in a task of its own, for an owner that holds no task group.
+
+    Returns the task's handle: the owner keeps it (asyncio holds only weak references to
+    tasks), ends the task (a cancel scope ``fn`` runs under, say) and waits for it before it
+    closes. Used by a :class:`~minimcp.transports.stdio.StdioTransport` built by hand, without
+    its opener's task group. On trio the task is a system task (no nursery at hand).
+    """
+    loop = running_loop()
+    if loop is not None:
+        return loop.create_task(fn(*args))
+    trio = _trio()
+    trio.lowlevel.spawn_system_task(fn, *args, name="minimcp owned task")
+    return None
+
+
+def threadsafe_caller(fn: Callable[[], object]) -> Callable[[], object]:
+    """A function another thread can call to run ``fn`` in the current event loop."""
+    loop = running_loop()
+    if loop is not None:
+        return functools.partial(loop.call_soon_threadsafe, fn)
+    return functools.partial(_trio().lowlevel.current_trio_token().run_sync_soon, fn)
+
+
+async def trio_checkpoint_if_cancelled() -> None:
+    """trio only: raise if the calling task's scope is already cancelled (a handler cancelled
+    before it began)."""
+    await _trio().lowlevel.checkpoint_if_cancelled()
+
+
+async def _under(scope: Any, body: Coroutine[Any, Any, None]) -> None:
+    """On trio: ``body`` under the request's own cancel scope (``.cancel()``-able)."""
+    with scope:
+        await body
+
+
+async def _shielded_wait(tasks: list[asyncio.Task[Any]]) -> None:
+    with anyio.CancelScope(shield=True):
+        await asyncio.wait(tasks)
