@@ -14,6 +14,10 @@ Three modules, one job each, make the client (each a base of the next):
   probe), the per-request envelope, ``input_required`` rounds;
 * this module -- :class:`Client` itself: lifecycle, ``initialize``, the calls.
 
+Beside them, :mod:`minimcp.client_headers` decides which tools a 2026-07-28 client may
+call over HTTP and which ``Mcp-Param-*`` headers each request carries (the HTTP
+transport asks it per request).
+
 A client declares a capability only when it really has it: ``elicitation`` is
 declared only when an elicitation handler is set and the revision offered has
 elicitation (``elicitation/create`` is answered only where the negotiated revision
@@ -43,6 +47,7 @@ from minimcp.client_answers import (
     UrlHandler,
     open_in_browser,
 )
+from minimcp.client_headers import ToolHeaders, headered
 from minimcp.client_rounds import Rounds
 from minimcp.config import Limits
 from minimcp.elicitation import Accepted, UrlElicitationRequired
@@ -186,6 +191,13 @@ class Client(Rounds):
         self.limits = limits or Limits()
         self.session = Session(transport, self, limits=self.limits, name=f"client {name}")
         self.session.trace = trace
+        # Over a transport that mirrors requests into HTTP headers, which tools may be called and
+        # which Mcp-Param-* headers their calls carry are decided here (2026-07-28; minimcp.client_headers).
+        self._tool_headers: ToolHeaders | None = None
+        mirroring = headered(transport)
+        if mirroring is not None:
+            self._tool_headers = ToolHeaders()
+            mirroring.request_headers = self._tool_headers.request_headers
         self.server_info: Implementation | None = None
         self.server_capabilities = ServerCapabilities()
         self.instructions: str | None = None
@@ -249,8 +261,17 @@ class Client(Rounds):
         await self.session.request("ping", timeout=timeout)
 
     async def list_tools(self, *, timeout: float | None = DEFAULT) -> list[Tool]:
-        """All tools, following ``nextCursor`` pages."""
-        return await self._all_pages("tools/list", "tools", ListToolsResult, timeout)
+        """All tools, following ``nextCursor`` pages.
+
+        On revision 2026-07-28 over HTTP, a tool whose ``x-mcp-header`` declarations break
+        the rules is left out (it could not be called with the right headers), and the
+        others' declarations decide the ``Mcp-Param-*`` headers of their calls
+        (:mod:`minimcp.client_headers`).
+        """
+        tools: list[Tool] = await self._all_pages("tools/list", "tools", ListToolsResult, timeout)
+        if self.era == Era.MODERN and self._tool_headers is not None:
+            return self._tool_headers.usable(tools)
+        return tools
 
     async def call_tool(
         self,
