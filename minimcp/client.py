@@ -32,9 +32,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
-import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import anyio
 
@@ -99,9 +98,6 @@ __all__ = [
     "connect_stdio",
     "open_in_browser",
 ]
-
-logger = logging.getLogger("minimcp.client")
-T = TypeVar("T")
 
 
 #: The values ``Client(era=...)`` accepts (an :class:`Era`, or ``"auto"`` to probe); the first is the default.
@@ -182,7 +178,8 @@ class Client(Rounds):
         self._url_waits: collections.OrderedDict[str, anyio.Event] = collections.OrderedDict()
         self.fill_defaults = fill_defaults
         self.requested_version = protocol_version
-        self.requested_era = era
+        #: The era asked for: an :class:`Era`, or ``"auto"`` (probe).
+        self.requested_era: Era | Literal["auto"] = "auto" if era == "auto" else Era(era)
         #: The era in use once connected.
         self.era: Era | None = None
         self.probe_timeout = probe_timeout

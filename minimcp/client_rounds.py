@@ -18,7 +18,7 @@ whose answers it sends back):
 from __future__ import annotations
 
 import logging
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import msgspec
@@ -74,7 +74,7 @@ class Rounds(Answers):
     """The modern era's requests (a base of :class:`minimcp.Client`, whose ``__init__`` sets these)."""
 
     info: Implementation
-    requested_era: Era | str
+    requested_era: Era | Literal["auto"]
     probe_timeout: float
     max_rounds: int
     server_capabilities: ServerCapabilities
