@@ -11,12 +11,12 @@ import anyio
 import anyio.abc
 import msgspec
 
+import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc, modern
 from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.transports import MessageTooLarge
-from minimcp.transports.http import _headers as mcp_headers
 from minimcp.transports.http._sse import SSEDecoder
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type, same_id
 from minimcp.transports.http.client_stateless import (
