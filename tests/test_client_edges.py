@@ -32,6 +32,7 @@ from minimcp.types import (
     Tool,
     ToolAnnotations,
 )
+from minimcp.versions import Era
 from tests.helpers import RawPeer, connected, raw_client
 
 # --- 1. era ------------------------------------------------------------------------------------
@@ -69,6 +70,14 @@ def test_the_readme_names_the_default_era_and_the_choices() -> None:
 def test_the_known_eras_are_accepted() -> None:
     for era in ("legacy", "modern", "auto"):
         assert Client(memory_pair()[0], era=era).requested_era == era
+
+
+def test_the_era_asked_for_is_kept_as_an_era() -> None:
+    """A string era is turned into :class:`Era` at once (``"auto"`` stays the probe's marker)."""
+    for era in ("legacy", "modern", Era.LEGACY, Era.MODERN):
+        requested = Client(memory_pair()[0], era=era).requested_era
+        assert type(requested) is Era and requested == era
+    assert Client(memory_pair()[0], era="auto").requested_era == "auto"
 
 
 # --- 2. results say None / False, not UNSET ----------------------------------------------------------

@@ -99,12 +99,15 @@ modern envelope (what :class:`minimcp.Client` sends with ``era="modern"``, and
 its ``"auto"`` probe) goes out the 2026-07-28 way -- ``MCP-Protocol-Version``
 from the body, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers, no
 session id, no GET stream, no DELETE, no resumption -- and cancelling it
-closes its POST instead of sending ``notifications/cancelled``. ``tools/list``
-results are read for ``x-mcp-header`` annotations (a tool whose annotations
-break the rules is dropped from the list, as the revision requires of HTTP
-clients). For the era probe (a first ``server/discover``), ``401`` / ``403`` /
-``5xx`` are not evidence of a handshake-era server: they end the connection
-instead of failing the probe.
+closes its POST instead of sending ``notifications/cancelled``. The
+``Mcp-Param-*`` headers of ``x-mcp-header`` arguments come from the
+:class:`minimcp.Client`, which decides which tools may be called (it leaves out
+of ``tools/list`` a tool whose annotations break the rules, as the revision
+requires of HTTP clients) and is asked per request
+(:mod:`minimcp.client_headers`); the transport reads no result. For the era
+probe (a first ``server/discover``), ``401`` / ``403`` / ``5xx`` are not
+evidence of a handshake-era server: they end the connection instead of
+failing the probe.
 
 The package, one job per module
 -------------------------------

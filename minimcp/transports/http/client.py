@@ -11,6 +11,7 @@ import anyio
 import anyio.abc
 import msgspec
 
+import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc, modern
 from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed
@@ -23,11 +24,10 @@ from minimcp.transports.http.client_stateless import (
     Exchange,
     StatelessCall,
     StatelessExchanges,
-    ToolHeaders,
     read_bounded,
 )
 from minimcp.types import CancelledParams
-from minimcp.versions import LATEST_MODERN
+from minimcp.versions import LATEST_MODERN, Era
 
 if TYPE_CHECKING:
     import httpx
@@ -57,8 +57,10 @@ class StreamableHTTPClientTransport(StatelessExchanges):
         url: The MCP endpoint.
         session_id: ``MCP-Session-Id`` the server issued, once known.
         protocol_version: The negotiated revision, once the initialize result passed through.
-        era: ``"modern"`` once a request with the 2026-07-28 envelope went out,
-            ``"legacy"`` once ``initialize`` did; ``None`` before either.
+        era: :attr:`Era.MODERN <minimcp.versions.Era.MODERN>` once a request with the 2026-07-28
+            envelope went out, :attr:`Era.LEGACY <minimcp.versions.Era.LEGACY>` once ``initialize``
+            did; ``None`` before either.
+        request_headers: The headers of one 2026-07-28 request (see :mod:`minimcp.client_headers`).
     """
 
     def __init__(
@@ -85,13 +87,15 @@ class StreamableHTTPClientTransport(StatelessExchanges):
         self._initialize_id: RequestId | None = None
         self._fatal: str | None = None
         self._closed = False
-        self.era: str | None = None
+        self.era: Era | None = None
         self._sent_request = False
         # In-flight 2026-07-28 requests (cancelled by closing their POST, never by a notification).
         self._modern_calls: set[RequestId] = set()
         self._modern_version = LATEST_MODERN
-        #: The ``Mcp-Param-*`` headers of each tool's calls on the 2026-07-28 leg (learnt from tools/list).
-        self.tool_headers = ToolHeaders()
+        #: The headers of one 2026-07-28 request, from its method and raw params: by default what the
+        #: body says (version, method, name); a :class:`minimcp.Client` puts its own here, which adds the
+        #: ``Mcp-Param-*`` headers of the tools it listed (:mod:`minimcp.client_headers`).
+        self.request_headers: Callable[[str, bytes], dict[str, str]] = mcp_headers.request_headers
 
     # --- Transport protocol --------------------------------------------------------------------
 
@@ -106,7 +110,7 @@ class StreamableHTTPClientTransport(StatelessExchanges):
             call: StatelessCall | None = None
             if parsed.method == "initialize":
                 self._initialize_id = parsed.id
-                self.era = "legacy"
+                self.era = Era.LEGACY
             elif modern.has_envelope(parsed.params):
                 call = self._modern_call(parsed)
             self._sent_request = True
@@ -117,14 +121,14 @@ class StreamableHTTPClientTransport(StatelessExchanges):
         cancelled: RequestId | None = None
         if type(parsed) is Notification and parsed.method == "notifications/cancelled":
             cancelled = self._cancelled_id(parsed)
-            if cancelled is not None and (cancelled in self._modern_calls or self.era == "modern"):
+            if cancelled is not None and (cancelled in self._modern_calls or self.era == Era.MODERN):
                 # 2026-07-28 over HTTP: closing the request's POST is the cancellation; nothing is sent.
                 running = self._requests.get(cancelled)
                 if running is not None:
                     running.cancel()
                 return
         extra: dict[str, str] = {}
-        if self.era == "modern" and type(parsed) is Notification:
+        if self.era == Era.MODERN and type(parsed) is Notification:
             extra = {"mcp-protocol-version": self._modern_version, "mcp-method": parsed.method}
         await self._post_one_way(message, extra)
         if type(parsed) is Notification:
@@ -214,9 +218,7 @@ class StreamableHTTPClientTransport(StatelessExchanges):
                 self._standalone.cancel()
         return True
 
-    async def _feed(
-        self, data: bytes, request_id: RequestId | None, transform: Callable[[bytes], bytes] | None = None
-    ) -> bool:
+    async def _feed(self, data: bytes, request_id: RequestId | None) -> bool:
         """Pass one message to the session; True when it is the response to ``request_id``."""
         answered = False
         try:
@@ -225,8 +227,6 @@ class StreamableHTTPClientTransport(StatelessExchanges):
             message = None
         if type(message) is Response or type(message) is ErrorResponse:
             answered = request_id is not None and same_id(message.id, request_id)
-            if answered and transform is not None and type(message) is Response:
-                data = transform(data)
             if type(message) is Response and same_id(message.id, self._initialize_id):
                 self._initialize_id = None
                 version = initialize_version(message.result)
@@ -391,7 +391,7 @@ class StreamableHTTPClientTransport(StatelessExchanges):
                         await self._in_send.send(MessageTooLarge(self._max))
                 elif event.event == "message" and event.data:  # empty data: a priming event
                     progress = True
-                    if await self._feed(event.data, state.request_id, state.transform):
+                    if await self._feed(event.data, state.request_id):
                         state.answered = True
             if decoder.last_event_id != state.last_event_id:
                 progress = True

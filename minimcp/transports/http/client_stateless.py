@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import msgspec
@@ -15,13 +15,14 @@ from minimcp import errors, jsonrpc
 from minimcp.jsonrpc import ErrorResponse, Request, RequestId
 from minimcp.transports import MessageTooLarge
 from minimcp.transports.http._wire import JSON, SSE, media_type
+from minimcp.versions import Era
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import httpx
 
-__all__ = ["Exchange", "StatelessCall", "StatelessExchanges", "ToolHeaders", "read_bounded"]
+__all__ = ["Exchange", "StatelessCall", "StatelessExchanges", "read_bounded"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -30,20 +31,15 @@ ERROR_BODY_BYTES = 65536
 
 
 class Exchange:
-    """Where one request's answer stands: the stream to resume, and whether it came.
+    """Where one request's answer stands: the stream to resume, and whether it came."""
 
-    ``transform`` rewrites the request's response before the session sees it
-    (``tools/list`` on the modern leg drops tools with invalid ``x-mcp-header``).
-    """
+    __slots__ = ("answered", "last_event_id", "request_id", "retry_ms")
 
-    __slots__ = ("answered", "last_event_id", "request_id", "retry_ms", "transform")
-
-    def __init__(self, request_id: RequestId | None, transform: Callable[[bytes], bytes] | None = None) -> None:
+    def __init__(self, request_id: RequestId | None) -> None:
         self.request_id = request_id
         self.last_event_id = ""
         self.retry_ms = 1000
         self.answered = False
-        self.transform = transform
 
 
 class StatelessCall:
@@ -58,85 +54,11 @@ class StatelessCall:
         self.probe = probe
 
 
-class _NamedTool(msgspec.Struct):
-    name: str = ""
-
-
-class _ToolList(msgspec.Struct):
-    tools: list[_NamedTool] = []
-
-
-class _ToolNames(msgspec.Struct):
-    result: _ToolList = msgspec.field(default_factory=_ToolList)
-
-
-class ToolHeaders:
-    """Which ``Mcp-Param-*`` headers the calls of each tool carry, learnt from ``tools/list`` (2026-07-28).
-
-    The revision's rule for HTTP clients lives here, apart from the exchange: a tool
-    whose ``x-mcp-header`` annotations break the rules is left out of the list, so it
-    is never called with wrong headers. (A candidate for :class:`minimcp.Client` to
-    own and hand to the transport; today the transport applies it to the raw
-    ``tools/list`` responses it carries.)
-    """
-
-    __slots__ = ("by_tool",)
-
-    def __init__(self) -> None:
-        #: tool name -> its x-mcp-header annotations, from the latest tools/list
-        self.by_tool: dict[str, tuple[mcp_headers.ParamHeader, ...]] = {}
-
-    def request_headers(self, method: str, params: bytes) -> dict[str, str]:
-        """The 2026-07-28 headers of one request: version, method, name and its tool's ``Mcp-Param-*``."""
-        return mcp_headers.request_headers(method, params, self.by_tool)
-
-    def read_tools(self, data: bytes) -> bytes:
-        """Learn the annotations from a ``tools/list`` response; leave out the tools whose are invalid."""
-        if b"x-mcp-header" not in data:
-            if not self.by_tool:
-                return data
-            try:
-                listed = msgspec.json.decode(data, type=_ToolNames).result.tools
-            except msgspec.DecodeError:
-                return data
-            for tool in listed:
-                self.by_tool.pop(tool.name, None)
-            return data
-        try:
-            message = msgspec.json.decode(data)
-            tools = message["result"]["tools"]
-            if not isinstance(tools, list):
-                return data
-        except (msgspec.DecodeError, KeyError, TypeError):
-            return data
-        kept: list[Any] = []
-        for tool in tools:
-            name = tool.get("name") if isinstance(tool, dict) else None
-            if not isinstance(name, str):
-                kept.append(tool)
-                continue
-            try:
-                found = mcp_headers.param_headers(tool.get("inputSchema"))
-            except ValueError as exc:
-                logger.warning("dropped tool %r from tools/list: invalid x-mcp-header (%s)", name, exc)
-                self.by_tool.pop(name, None)
-                continue
-            if found:
-                self.by_tool[name] = found
-            else:
-                self.by_tool.pop(name, None)
-            kept.append(tool)
-        if len(kept) == len(tools):
-            return data
-        message["result"]["tools"] = kept
-        return msgspec.json.encode(message)
-
-
 class _Client(Protocol):
     """What the stateless exchange uses of :class:`~minimcp.transports.http.client.StreamableHTTPClientTransport`."""
 
     url: str
-    era: str | None
+    era: Era | None
     _http: httpx.AsyncClient
     _extra_headers: dict[str, str]
     _max: int
@@ -144,11 +66,9 @@ class _Client(Protocol):
     _sent_request: bool
     _modern_calls: set[RequestId]
     _modern_version: str
-    tool_headers: ToolHeaders
+    request_headers: Callable[[str, bytes], dict[str, str]]
 
-    async def _feed(
-        self, data: bytes, request_id: RequestId | None, transform: Callable[[bytes], bytes] | None = None
-    ) -> bool: ...
+    async def _feed(self, data: bytes, request_id: RequestId | None) -> bool: ...
 
     async def _fail(self, request_id: RequestId, code: int, message: str) -> None: ...
 
@@ -162,17 +82,17 @@ class _Client(Protocol):
 class StatelessExchanges:
     """The 2026-07-28 half of the client transport (a mixin of it)."""
 
-    era: str | None
+    era: Era | None
     _modern_version: str
 
     def _modern_call(self: _Client, request: Request) -> StatelessCall:
         """Headers and flags for a request carrying the 2026-07-28 envelope."""
-        headers = self.tool_headers.request_headers(request.method, request.params)
+        headers = self.request_headers(request.method, request.params)
         version = headers.get("mcp-protocol-version")
         if version is not None:
             self._modern_version = version
         if self.era is None:
-            self.era = "modern"
+            self.era = Era.MODERN
         probe = not self._sent_request and request.method == "server/discover"
         self._modern_calls.add(request.id)
         return StatelessCall(headers, request.method, probe)
@@ -182,7 +102,6 @@ class StatelessExchanges:
         import httpx
 
         headers = {**self._extra_headers, "accept": f"{JSON}, {SSE}", "content-type": JSON, **call.headers}
-        transform = self.tool_headers.read_tools if call.method == "tools/list" else None
         try:
             async with self._http.stream("POST", self.url, content=message, headers=headers) as response:
                 if not 200 <= response.status_code < 300:
@@ -193,7 +112,7 @@ class StatelessExchanges:
                     body = await read_bounded(response, self._max)
                     if len(body) > self._max:
                         await self._fail(request_id, errors.INVALID_REQUEST, f"response exceeds {self._max} bytes")
-                    elif not await self._feed(body, request_id, transform):
+                    elif not await self._feed(body, request_id):
                         problem = "the server's JSON answer was not this request's response"
                         await self._fail(request_id, errors.INTERNAL_ERROR, problem)
                     return
@@ -202,7 +121,7 @@ class StatelessExchanges:
                         request_id, errors.INTERNAL_ERROR, f"unexpected Content-Type {media!r} from {self.url}"
                     )
                     return
-                state = Exchange(request_id, transform)
+                state = Exchange(request_id)
                 await self._read_sse(response, state)
                 if state.answered:
                     return
