@@ -193,7 +193,10 @@ def test_transitive_probe_names_the_chain() -> None:
 # --- layers point one way: the transports import no role ------------------------------------
 
 #: The roles: a transport module must not import them, not even for typing.
-ROLES = ("minimcp.server", "minimcp.context", "minimcp.client")
+ROLES = (
+    "minimcp.server", "minimcp.connection", "minimcp.handlers", "minimcp.rounds", "minimcp.outcome",
+    "minimcp.context", "minimcp.client", "minimcp.client_answers", "minimcp.client_rounds", "minimcp.client_headers",
+)
 #: The role-level modules under ``transports/``: where a Server or a Client meets a transport.
 ROLE_LEVEL = {"transports/http/serve.py", "transports/websocket_serve.py"}
 #: Transport modules that re-export the role-level names under their historical paths.

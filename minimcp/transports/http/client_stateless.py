@@ -10,7 +10,6 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 
-import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc
 from minimcp.jsonrpc import ErrorResponse, Request, RequestId
 from minimcp.transports import MessageTooLarge
