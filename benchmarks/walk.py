@@ -3,15 +3,16 @@
     python benchmarks/walk.py [--tree DIR] [--backend asyncio|trio] [--era legacy|modern] [--show]
 
 The booking example (``examples/booking.py``) runs over stdio with a profiler installed in the
-server process: every Python call whose code lives in the checkout's ``minimcp/`` package is
-recorded with a CLOCK_MONOTONIC stamp (shared by all processes on Linux). The client (this
+server process: every Python call into a file of the ``minimcp/`` package from
+another file (or from the event loop) is recorded with a CLOCK_MONOTONIC stamp (shared by all processes on Linux). The client (this
 process, over the same checkout's ``connect_stdio``) books 2025-12-25 for two and accepts the
 alternative, noting when it sent ``tools/call`` and when the result came back; the server's
 records inside that window are the walk.
 
-Printed (one JSON line): the distinct files entered, the number of file entries (a call into a
-different file than the previous recorded call's), and the number of "loops" (a file entered
-again after the walk had left it for another file that was not a pure codec such as jsonrpc.py).
+Printed (one JSON line): the distinct files entered, the number of file entries (calls that
+cross into a library file; calls within a file and returns are not counted), and the number of
+re-entries (a file entered again after the walk had entered another file; jsonrpc.py and
+types.py, the codecs, left out).
 Run it on two checkouts to compare a refactoring's walk before and after; ``--show`` prints the
 sequence of file entries.
 """
@@ -38,7 +39,10 @@ def _prof(frame, event, arg):
     if event == "call":
         f = frame.f_code.co_filename
         if f.startswith(_root):
-            _rows.append((_clock(_mono), f[len(_root):], frame.f_code.co_name))
+            back = frame.f_back
+            caller = back.f_code.co_filename if back is not None else ""
+            if caller != f:  # a call into this file from another one (or from the event loop)
+                _rows.append((_clock(_mono), f[len(_root):], frame.f_code.co_name))
 def _dump():
     for t, f, n in _rows:
         _out.write(f"{t:.9f} {f} {n}\n")
@@ -91,11 +95,7 @@ def main() -> None:
     parser.add_argument("--show", action="store_true")
     args = parser.parse_args()
     rows, start, end = run(args.tree.resolve(), args.backend, args.era)
-    inside = [(f, n) for t, f, n in rows if start <= t <= end]
-    entries: list[tuple[str, str]] = []
-    for f, n in inside:
-        if not entries or entries[-1][0] != f:
-            entries.append((f, n))
+    entries = [(f, n) for t, f, n in rows if start <= t <= end]
     codecs = {"jsonrpc.py", "types.py"}
     loops = 0
     left: set[str] = set()
@@ -105,7 +105,7 @@ def main() -> None:
             loops += 1
     files = sorted({f for f, _ in entries})
     print(json.dumps({"tree": str(args.tree), "era": args.era, "backend": args.backend,
-                      "calls_recorded": len(inside), "file_entries": len(entries), "files": len(files),
+                      "file_entries": len(entries), "files": len(files),
                       "file_list": files, "reentries": loops}))
     if args.show:
         for f, n in entries:
