@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
@@ -84,14 +84,12 @@ class Requests:
     _next_id: int
     _closed: bool
     _loop: Any
+    now: Callable[[], float]
     _tg: anyio.abc.TaskGroup | None
     _timer_wake: anyio.Event
     _human_waits: int
 
     # What the session provides (its own methods replace these).
-
-    def now(self) -> float:
-        raise NotImplementedError  # pragma: no cover - the session's
 
     def _sent_now(self, message: bytes, related: RequestId | None) -> bool:
         raise NotImplementedError  # pragma: no cover - the session's
@@ -214,7 +212,7 @@ class Requests:
         encoded request (encoded before anything is registered)."""
         if self._closed:
             raise ConnectionClosed()
-        if len(self._pending) >= self.limits.max_pending_outbound:
+        if len(self._pending.cells) >= self.limits.max_pending_outbound:
             raise TooManyPending(self.limits.max_pending_outbound)
         budget = self.budget
         if budget.used >= budget.limit:

@@ -134,6 +134,9 @@ class Session(Requests):
         self._handlers: Handlers | None = None
         self._cancelling: set[RequestId] = set()  # handlers already cancelled (see _cancel_handler)
         self._loop: Any = None  # the asyncio loop (its clock, its cells); None on trio
+        #: The event loop's clock: ``loop.time`` on asyncio (a builtin, cheaper than
+        #: ``anyio.current_time``), set when the session starts running.
+        self.now: Callable[[], float] = anyio.current_time
         # Outbound ids start at 1: some hosts (the TypeScript SDK) test a cancelled request's
         # id for truthiness and would ignore a notifications/cancelled for id 0.
         self._next_id = 1
@@ -174,7 +177,9 @@ class Session(Requests):
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Serve the connection until it ends or :meth:`close` is called."""
-        self._loop = _backend.running_loop()
+        self._loop = loop = _backend.running_loop()
+        if loop is not None:
+            self.now = loop.time
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -200,11 +205,6 @@ class Session(Requests):
                 except Exception:  # pragma: no cover - a transport failing to close is only logged
                     logger.debug("%s: transport close failed", self.name, exc_info=True)
             self._finished.set()
-
-    def now(self) -> float:
-        """The event loop's clock (``loop.time`` on asyncio: cheaper than ``anyio.current_time``)."""
-        loop = self._loop
-        return loop.time() if loop is not None else anyio.current_time()
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in the session's task group (cancelled when the session ends).
