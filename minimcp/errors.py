@@ -16,7 +16,6 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
     +-- McpError                          carries code, message, data
     |   +-- ConnectionClosed              -32000: the connection ended first
     |   +-- RequestTimeout                -32001: no answer in time (the peer was told)
-    |   +-- RequestCancelled              -32001: cancelled locally (the peer was told)
     |   +-- TooManyPending                -32003: the bound on pending requests
     |   +-- UnsupportedVersion            -32600: the peer chose a revision we do not speak
     |   +-- QuestionFailed                [elicitation] the client answered a question with an error
@@ -58,7 +57,6 @@ __all__ = [
     "ConnectionClosed",
     "McpError",
     "MinimcpError",
-    "RequestCancelled",
     "RequestTimeout",
     "TooManyPending",
     "UnsupportedVersion",
@@ -117,14 +115,6 @@ class RequestTimeout(McpError):
         super().__init__(REQUEST_TIMEOUT, f"{method} timed out after {timeout:g} s")
         self.method = method
         self.timeout = timeout
-
-
-class RequestCancelled(McpError):
-    """A pending request was cancelled locally (the peer was told)."""
-
-    def __init__(self, method: str) -> None:
-        super().__init__(REQUEST_TIMEOUT, f"{method} was cancelled")
-        self.method = method
 
 
 class TooManyPending(McpError):

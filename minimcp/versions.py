@@ -75,14 +75,8 @@ class Feature(enum.StrEnum):
     ELICITATION_DEFAULTS = "elicitation_defaults"
     #: Titled single select (``oneOf``) and multi-select arrays (SEP-1330).
     ELICITATION_ENUMS = "elicitation_enums"
-    #: ``structuredContent`` / ``outputSchema``, ``resource_link`` content, ``title``.
-    STRUCTURED_OUTPUT = "structured_output"
-    #: Audio content, tool annotations, ``completions``, progress ``message``.
-    AUDIO_CONTENT = "audio_content"
     #: An error response may omit ``id`` when it could not be read.
     ERROR_WITHOUT_ID = "error_without_id"
-    #: ``MCP-Protocol-Version`` HTTP header is sent after the handshake.
-    PROTOCOL_VERSION_HEADER = "protocol_version_header"
     #: Streamable HTTP SSE priming event (an ``id`` with empty data) and ``retry`` (SEP-1699).
     SSE_PRIMING = "sse_priming"
 
@@ -93,10 +87,7 @@ _SINCE: dict[Feature, str] = {
     Feature.ELICITATION_URL: "2025-11-25",
     Feature.ELICITATION_DEFAULTS: "2025-11-25",
     Feature.ELICITATION_ENUMS: "2025-11-25",
-    Feature.STRUCTURED_OUTPUT: "2025-06-18",
-    Feature.AUDIO_CONTENT: "2025-03-26",
     Feature.ERROR_WITHOUT_ID: "2025-11-25",
-    Feature.PROTOCOL_VERSION_HEADER: "2025-06-18",
     Feature.SSE_PRIMING: "2025-11-25",
 }
 _ONLY: dict[Feature, frozenset[str]] = {

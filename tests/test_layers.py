@@ -368,10 +368,7 @@ def test_negotiate_answers_latest_for_unknown(revision: str) -> None:
 # For each feature: the expected answer on 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25.
 FEATURE_TABLE: dict[Feature, tuple[bool, bool, bool, bool]] = {
     Feature.BATCHES: (False, True, False, False),
-    Feature.AUDIO_CONTENT: (False, True, True, True),
     Feature.ELICITATION: (False, False, True, True),
-    Feature.STRUCTURED_OUTPUT: (False, False, True, True),
-    Feature.PROTOCOL_VERSION_HEADER: (False, False, True, True),
     Feature.ELICITATION_URL: (False, False, False, True),
     Feature.ELICITATION_DEFAULTS: (False, False, False, True),
     Feature.ELICITATION_ENUMS: (False, False, False, True),

@@ -52,8 +52,8 @@ def test_a_revision_outside_the_table_is_answered_by_date() -> None:
     """A later revision we do not speak still gets a consistent answer (features it postdates)."""
     assert supports("2030-01-01", Feature.ELICITATION_URL)
     assert not supports("2025-01-01", Feature.ELICITATION)
-    assert supports("2025-06-19", Feature.STRUCTURED_OUTPUT)
-    assert not supports("2025-06-17", Feature.STRUCTURED_OUTPUT)
+    assert supports("2025-06-19", Feature.ELICITATION)
+    assert not supports("2025-06-17", Feature.ELICITATION)
 
 
 def test_features_are_plain_strings() -> None:
@@ -66,10 +66,7 @@ def test_features_are_plain_strings() -> None:
 #: The first revision of each feature (batches: the only one).
 FIRST = {
     Feature.BATCHES: "2025-03-26",
-    Feature.AUDIO_CONTENT: "2025-03-26",
     Feature.ELICITATION: "2025-06-18",
-    Feature.STRUCTURED_OUTPUT: "2025-06-18",
-    Feature.PROTOCOL_VERSION_HEADER: "2025-06-18",
     Feature.ELICITATION_URL: "2025-11-25",
     Feature.ELICITATION_DEFAULTS: "2025-11-25",
     Feature.ELICITATION_ENUMS: "2025-11-25",
