@@ -51,7 +51,7 @@ from minimcp.client_rounds import Rounds
 from minimcp.config import Limits
 from minimcp.elicitation import Accepted, UrlElicitationRequired
 from minimcp.errors import McpError, UnsupportedVersion
-from minimcp.session import DEFAULT, ProgressWatch, Session
+from minimcp.session import DEFAULT, ProgressWatch, Session, Timeout
 from minimcp.trace import WireTrace
 from minimcp.transports import Transport
 from minimcp.types import (
@@ -253,11 +253,11 @@ class Client(Rounds):
 
     # --- calls -------------------------------------------------------------------------------
 
-    async def ping(self, *, timeout: float | None = DEFAULT) -> None:
+    async def ping(self, *, timeout: Timeout = DEFAULT) -> None:
         """Round trip to the server (handshake era; revision 2026-07-28 has no ping)."""
         await self.session.request("ping", timeout=timeout)
 
-    async def list_tools(self, *, timeout: float | None = DEFAULT) -> list[Tool]:
+    async def list_tools(self, *, timeout: Timeout = DEFAULT) -> list[Tool]:
         """All tools, following ``nextCursor`` pages.
 
         On revision 2026-07-28 over HTTP, a tool whose ``x-mcp-header`` declarations break
@@ -275,7 +275,7 @@ class Client(Rounds):
         name: str,
         arguments: dict[str, Any] | None = None,
         *,
-        timeout: float | None = DEFAULT,
+        timeout: Timeout = DEFAULT,
         meta: dict[str, Any] | None = None,
         on_progress: Callable[[ProgressParams], None] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -311,7 +311,7 @@ class Client(Rounds):
         name: str,
         arguments: dict[str, Any] | None = None,
         *,
-        timeout: float | None = DEFAULT,
+        timeout: Timeout = DEFAULT,
         completion_timeout: float | None = 600.0,
         max_rounds: int = 3,
     ) -> CallToolResult:
@@ -340,7 +340,7 @@ class Client(Rounds):
                     await self.wait_elicitation_complete(item.elicitation_id, timeout=completion_timeout)
         return await self.call_tool(name, arguments, timeout=timeout)
 
-    async def _all_pages(self, method: str, key: str, result_type: Any, timeout: float | None) -> list[Any]:
+    async def _all_pages(self, method: str, key: str, result_type: Any, timeout: Timeout) -> list[Any]:
         items: list[Any] = []
         cursor: str | UnsetType = UNSET
         for _ in range(10_000):
@@ -351,34 +351,34 @@ class Client(Rounds):
             cursor = page.next_cursor
         raise McpError(errors.INVALID_REQUEST, f"server returned more than 10,000 pages for {method}")
 
-    async def list_resources(self, *, timeout: float | None = DEFAULT) -> list[Resource]:
+    async def list_resources(self, *, timeout: Timeout = DEFAULT) -> list[Resource]:
         """All resources, following cursors."""
         return await self._all_pages("resources/list", "resources", ListResourcesResult, timeout)
 
-    async def list_resource_templates(self, *, timeout: float | None = DEFAULT) -> list[ResourceTemplate]:
+    async def list_resource_templates(self, *, timeout: Timeout = DEFAULT) -> list[ResourceTemplate]:
         """All resource templates, following cursors."""
         return await self._all_pages(
             "resources/templates/list", "resource_templates", ListResourceTemplatesResult, timeout
         )
 
-    async def read_resource(self, uri: str, *, timeout: float | None = DEFAULT) -> list[ResourceContents]:
+    async def read_resource(self, uri: str, *, timeout: Timeout = DEFAULT) -> list[ResourceContents]:
         """The contents of a resource (text in ``.text``, binary base64 in ``.blob``)."""
         result = await self._rounds("resources/read", ResourceParams(uri=uri), ReadResourceResult, timeout, None)
         return result.contents
 
-    async def subscribe(self, uri: str, *, timeout: float | None = DEFAULT) -> None:
+    async def subscribe(self, uri: str, *, timeout: Timeout = DEFAULT) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (see ``on_notification``)."""
         await self.session.request("resources/subscribe", ResourceParams(uri=uri), timeout=timeout)
 
-    async def unsubscribe(self, uri: str, *, timeout: float | None = DEFAULT) -> None:
+    async def unsubscribe(self, uri: str, *, timeout: Timeout = DEFAULT) -> None:
         await self.session.request("resources/unsubscribe", ResourceParams(uri=uri), timeout=timeout)
 
-    async def list_prompts(self, *, timeout: float | None = DEFAULT) -> list[Prompt]:
+    async def list_prompts(self, *, timeout: Timeout = DEFAULT) -> list[Prompt]:
         """All prompts, following cursors."""
         return await self._all_pages("prompts/list", "prompts", ListPromptsResult, timeout)
 
     async def get_prompt(
-        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = DEFAULT
+        self, name: str, arguments: dict[str, str] | None = None, *, timeout: Timeout = DEFAULT
     ) -> GetPromptResult:
         """A prompt filled in with ``arguments``."""
         params = GetPromptParams(name=name, arguments=arguments if arguments is not None else UNSET)
@@ -391,7 +391,7 @@ class Client(Rounds):
         value: str,
         *,
         context: dict[str, str] | None = None,
-        timeout: float | None = DEFAULT,
+        timeout: Timeout = DEFAULT,
     ) -> Completion:
         """Suggestions for an argument (``ref``: ``{"type": "ref/prompt", "name": ...}`` or a resource ref)."""
         params = CompleteParams(
@@ -402,7 +402,7 @@ class Client(Rounds):
         result = await self._request("completion/complete", params, CompleteResult, timeout)
         return result.completion
 
-    async def set_logging_level(self, level: LoggingLevel, *, timeout: float | None = DEFAULT) -> None:
+    async def set_logging_level(self, level: LoggingLevel, *, timeout: Timeout = DEFAULT) -> None:
         """Ask the server to send log messages of ``level`` and above.
 
         On revision 2026-07-28 the level travels in each request's ``_meta`` instead.

@@ -26,7 +26,7 @@ import msgspec
 from minimcp import errors, mrtr
 from minimcp.client_answers import Answers
 from minimcp.errors import ConnectionClosed, McpError
-from minimcp.session import DEFAULT, ProgressWatch
+from minimcp.session import DEFAULT, ProgressWatch, Timeout
 from minimcp.types import (
     UNSET,
     CreateMessageParams,
@@ -142,7 +142,7 @@ class Rounds(Answers):
             meta.update(extra)
         return meta
 
-    async def discover(self, *, timeout: float | None = DEFAULT) -> JSONObject:
+    async def discover(self, *, timeout: Timeout = DEFAULT) -> JSONObject:
         """``server/discover`` (revision 2026-07-28): supported versions, capabilities, server info."""
         raw = await self.session.request("server/discover", {"_meta": self._envelope()}, timeout=timeout)
         found: JSONObject = msgspec.json.decode(raw)
@@ -158,7 +158,7 @@ class Rounds(Answers):
             self.instructions = instructions
         return found
 
-    async def _request(self, method: str, params: Any, result_type: type[T], timeout: float | None) -> T:
+    async def _request(self, method: str, params: Any, result_type: type[T], timeout: Timeout) -> T:
         """One request with the envelope applied (modern) and the result checked."""
         if self.era == Era.MODERN:
             raw = await self._modern_request(method, params, timeout, None)
@@ -169,7 +169,7 @@ class Rounds(Answers):
         return await self.session.request(method, params, result_type=result_type, timeout=timeout)
 
     async def _rounds(
-        self, method: str, params: Any, result_type: type[T], timeout: float | None, progress: ProgressWatch | None
+        self, method: str, params: Any, result_type: type[T], timeout: Timeout, progress: ProgressWatch | None
     ) -> T:
         """A request that may answer ``input_required``: answer the questions and retry (2026-07-28).
 
@@ -207,7 +207,7 @@ class Rounds(Answers):
         raise McpError(errors.INTERNAL_ERROR, f"{method} still needed input after {self.max_rounds} rounds; giving up")
 
     async def _modern_request(
-        self, method: str, params: Any, timeout: float | None, progress: ProgressWatch | None
+        self, method: str, params: Any, timeout: Timeout, progress: ProgressWatch | None
     ) -> msgspec.Raw:
         """One modern request (envelope applied); on -32022 naming a revision we share, once more with it."""
         for attempt in range(2):
