@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from minimcp import capabilities, errors, handlers, jsonrpc, rounds
+from minimcp.call import Call
 from minimcp.config import Limits
-from minimcp.context import Context
 from minimcp.errors import McpError
 from minimcp.handlers import EMPTY
 from minimcp.jsonrpc import Notification, Request, RequestId
@@ -160,7 +160,7 @@ class ServerConnection:
         """A request to the client nested in the call ``related`` (the pending answer, not a coroutine)."""
         return self.session.start_request(method, params, timeout=timeout, related=related)
 
-    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
+    def begin_wait(self, ctx: Call, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (see :mod:`minimcp.waiting`)."""
         waits = self.waits
         if waits is None:
