@@ -10,7 +10,6 @@ narrow, and this module uses only the public members of :class:`~minimcp.call.Ca
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
 import time
@@ -22,7 +21,6 @@ import msgspec
 
 from minimcp import capabilities, errors, form_cache, forms
 from minimcp.call import Call
-from minimcp.callhost import RunHandle
 from minimcp.elicitation import (
     Accepted,
     Cancelled,
@@ -46,10 +44,11 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.versions import Feature, supports
-from minimcp.waiting import Wait
 
 if TYPE_CHECKING:
+    from minimcp.callhost import RunHandle
     from minimcp.mrtr import Question
+    from minimcp.waiting import Wait
 
 __all__ = ["URL_ID_BYTES", "AskingCall", "Elicit", "ListRoots", "Sample"]
 
@@ -64,8 +63,11 @@ _WAITING_FOR = {
 #: Random bytes in a URL elicitation's id (144 bits).
 URL_ID_BYTES = 18
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Elicit:
+# The three question specs are frozen msgspec Structs, not dataclasses: the same constructor, equality and
+# repr, for about 1/50 of a dataclass's class-creation cost at import (0.7 ms each here).
+
+
+class Elicit(msgspec.Struct, frozen=True):
     """A form question for :meth:`Context.gather` (like ``ctx.elicit(message, form)``)."""
 
     message: str
@@ -73,16 +75,14 @@ class Elicit:
     allow_sensitive: Collection[str] = ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Sample:
+class Sample(msgspec.Struct, frozen=True):
     """A model completion for :meth:`Context.gather` (like ``ctx.sample(...)``)."""
 
     messages: list[SamplingMessage] | str
     max_tokens: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListRoots:
+class ListRoots(msgspec.Struct, frozen=True):
     """The client's roots, for :meth:`Context.gather` (like ``ctx.list_roots()``)."""
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from minimcp.callhost import CallHost, RunHandle
 from minimcp.jsonrpc import RequestId
 from minimcp.session import Session
 from minimcp.types import (
@@ -27,7 +26,8 @@ from minimcp.types import (
     UnsetType,
 )
 
-if typing.TYPE_CHECKING:
+if typing.TYPE_CHECKING:  # interfaces for the type checker only: nothing of them runs
+    from minimcp.callhost import CallHost, RunHandle
     from minimcp.mrtr import Envelope
 
 __all__ = ["CALL_ID_BYTES", "LOG_LEVELS", "Call"]

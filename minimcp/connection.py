@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from minimcp import capabilities, errors, handlers, jsonrpc
-from minimcp.call import Call
 from minimcp.config import Limits
 from minimcp.era_probe import has_envelope
 from minimcp.errors import McpError
@@ -36,10 +35,11 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.versions import LATEST_MODERN, Era, Feature, negotiate, supports
-from minimcp.waiting import Wait, Waits
 
 if TYPE_CHECKING:
+    from minimcp.call import Call
     from minimcp.server import Server
+    from minimcp.waiting import Wait, Waits
 
 __all__ = ["ServerConnection"]
 
@@ -182,6 +182,8 @@ class ServerConnection:
             interval = self.server.limits.waiting_progress_interval
             if not interval:
                 return None
+            from minimcp.waiting import Waits  # once per connection, with its first kept-alive question
+
             waits = self.waits = Waits(self.session, interval)
         return waits.begin(ctx, what)
 

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from minimcp import errors, jsonrpc
-from minimcp.callhost import CallHost
 from minimcp.context import Context
 from minimcp.elicitation import ElicitationUnsupported
 from minimcp.errors import McpError
@@ -44,6 +43,7 @@ from minimcp.types import (
 )
 
 if TYPE_CHECKING:
+    from minimcp.callhost import CallHost
     from minimcp.prompts import RegisteredPrompt
 
 __all__ = [
