@@ -35,8 +35,6 @@ from minimcp.forms import compile_form as compile_form
 from minimcp.server import Server as Server
 from minimcp.server import ToolError as ToolError
 from minimcp.server import tool_result as tool_result
-from minimcp.state import state_keys_from_env as state_keys_from_env
-from minimcp.urls import InvalidElicitationUrl as InvalidElicitationUrl
 
 if TYPE_CHECKING:
     from minimcp.client import Client as Client
@@ -46,12 +44,14 @@ if TYPE_CHECKING:
     from minimcp.client import open_in_browser as open_in_browser
     from minimcp.forms import AllowSensitive as AllowSensitive
     from minimcp.forms import Titled as Titled
+    from minimcp.state import state_keys_from_env as state_keys_from_env
     from minimcp.trace import WireTrace as WireTrace
     from minimcp.transports.http import connect_http as connect_http
     from minimcp.transports.http import serve_http as serve_http
     from minimcp.transports.memory import memory_pair as memory_pair
     from minimcp.transports.websocket import connect_websocket as connect_websocket
     from minimcp.transports.websocket import serve_websocket as serve_websocket
+    from minimcp.urls import InvalidElicitationUrl as InvalidElicitationUrl
 
 __version__ = "0.1.0"
 
@@ -70,6 +70,8 @@ _LAZY: dict[str, str] = {
     "serve_http": "minimcp.transports.http",
     "connect_websocket": "minimcp.transports.websocket",
     "serve_websocket": "minimcp.transports.websocket",
+    "state_keys_from_env": "minimcp.state",  # the sealed state of 2026-07-28: a handshake-era server never loads it
+    "InvalidElicitationUrl": "minimcp.urls",  # the URL rules load with the first URL step
 }
 
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from minimcp.config import Limits
 from minimcp.jsonrpc import RequestId
 from minimcp.metrics import ElicitationMetrics
-from minimcp.mrtr import Question
 from minimcp.types import ClientCapabilities, Implementation, LoggingLevel, UnsetType
 
 if TYPE_CHECKING:
-    from minimcp.context import Context
+    from minimcp.call import Call
+    from minimcp.mrtr import Question
     from minimcp.session import Session
     from minimcp.waiting import Wait
 
@@ -71,7 +71,7 @@ class CallHost(Protocol):
         """Send ``method`` to the client as a request nested in the call ``related``; the pending answer."""
         ...
 
-    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
+    def begin_wait(self, ctx: Call, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (``None``: not kept)."""
         ...
 
@@ -94,6 +94,10 @@ class RunHandle(Protocol):
     def continued_elsewhere(self) -> bool: ...
 
     def replays(self, question_digest: str | None = None) -> bool: ...
+
+    def question(self, method: str, params: Any, key: str | None = None) -> Question:
+        """``method`` with ``params`` as a question of this run (its wire form and digest)."""
+        ...
 
     async def ask(self, question: Question, ttl: float | None) -> dict[str, Any]: ...
 

@@ -13,14 +13,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from minimcp import capabilities, errors, handlers, jsonrpc, rounds
+from minimcp import capabilities, errors, handlers, jsonrpc
 from minimcp.config import Limits
-from minimcp.context import Context
+from minimcp.era_probe import has_envelope
 from minimcp.errors import McpError
 from minimcp.handlers import EMPTY
 from minimcp.jsonrpc import Notification, Request, RequestId
 from minimcp.metrics import ElicitationMetrics
-from minimcp.mrtr import has_envelope
 from minimcp.outcome import ready
 from minimcp.registry import Registry
 from minimcp.session import Deferred, Session
@@ -36,14 +35,25 @@ from minimcp.types import (
     UnsetType,
 )
 from minimcp.versions import LATEST_MODERN, Era, Feature, negotiate, supports
-from minimcp.waiting import Wait, Waits
 
 if TYPE_CHECKING:
+    from minimcp.call import Call
     from minimcp.server import Server
+    from minimcp.waiting import Wait, Waits
 
 __all__ = ["ServerConnection"]
 
 logger = logging.getLogger("minimcp.server")
+
+
+def _not_loaded(conn: ServerConnection, request: Request) -> Awaitable[Any]:
+    raise AssertionError("a connection serves 2026-07-28 requests only once it locked that era")
+
+
+#: How a connection locked to revision 2026-07-28 serves a request (:func:`minimcp.rounds.serve`): bound
+#: by the first :meth:`ServerConnection.lock_era` to it, so a handshake-era server never loads the
+#: 2026-07-28 machinery (rounds, the sealed state, parking), and a 2026-07-28 request pays no import.
+_serve_modern: Callable[[ServerConnection, Request], Awaitable[Any]] = _not_loaded
 
 
 class ServerConnection:
@@ -89,7 +99,7 @@ class ServerConnection:
         if era is None and method != "initialize" and has_envelope(request.params):
             era = self.lock_era(Era.MODERN)
         if era is Era.MODERN:
-            return rounds.serve(self, request)
+            return _serve_modern(self, request)
         if era is Era.LEGACY and has_envelope(request.params):
             raise McpError(
                 errors.INVALID_REQUEST,
@@ -127,6 +137,11 @@ class ServerConnection:
         """Serve this connection by the rules of ``era`` from now on."""
         self.era = era
         if era is Era.MODERN:
+            global _serve_modern
+            if _serve_modern is _not_loaded:  # the first 2026-07-28 connection of the process
+                from minimcp.rounds import serve
+
+                _serve_modern = serve
             self.session.protocol_version = LATEST_MODERN
             self.session.answer_ping = False  # ping does not exist on the modern revision
         return era
@@ -160,13 +175,15 @@ class ServerConnection:
         """A request to the client nested in the call ``related`` (the pending answer, not a coroutine)."""
         return self.session.start_request(method, params, timeout=timeout, related=related)
 
-    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
+    def begin_wait(self, ctx: Call, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (see :mod:`minimcp.waiting`)."""
         waits = self.waits
         if waits is None:
             interval = self.server.limits.waiting_progress_interval
             if not interval:
                 return None
+            from minimcp.waiting import Waits  # once per connection, with its first kept-alive question
+
             waits = self.waits = Waits(self.session, interval)
         return waits.begin(ctx, what)
 

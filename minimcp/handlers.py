@@ -11,20 +11,17 @@ the result (or raises :class:`~minimcp.errors.McpError`). Both eras use them:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from minimcp import errors, jsonrpc
-from minimcp.callhost import CallHost
 from minimcp.context import Context
 from minimcp.elicitation import ElicitationUnsupported
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Request
 from minimcp.outcome import ToolRun, missing_capability, ready
-from minimcp.prompts import RegisteredPrompt, to_prompt_result
 from minimcp.registry import Registry, page
-from minimcp.resources import to_contents
 from minimcp.session import Deferred
 from minimcp.tools import argument_error, error_result
 from minimcp.types import (
@@ -44,6 +41,10 @@ from minimcp.types import (
     ResourceParams,
     UnsetType,
 )
+
+if TYPE_CHECKING:
+    from minimcp.callhost import CallHost
+    from minimcp.prompts import RegisteredPrompt
 
 __all__ = [
     "EMPTY",
@@ -130,6 +131,8 @@ async def read_resource(registry: Registry, request: Request) -> ReadResourceRes
     if reader is None:
         raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
     read, mime = reader
+    from minimcp.resources import to_contents  # loaded with the first resource registered
+
     return ReadResourceResult(contents=to_contents(uri, mime, await read))
 
 
@@ -193,6 +196,8 @@ async def prompt_result(prompt: RegisteredPrompt, arguments: dict[str, str], ctx
         if ctx is not None:
             ctx.finished = True
     description = prompt.definition.description
+    from minimcp.prompts import to_prompt_result  # loaded with the first prompt registered
+
     return to_prompt_result(value, description if isinstance(description, str) else None)
 
 

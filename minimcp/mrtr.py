@@ -12,13 +12,14 @@ names) their parking.
 from __future__ import annotations
 
 import dataclasses
-import re
 import typing
 from typing import Any
 
 import msgspec
 
 from minimcp import errors
+from minimcp.era_probe import META_VERSION as META_VERSION
+from minimcp.era_probe import has_envelope as has_envelope
 from minimcp.errors import McpError
 from minimcp.state import digest
 from minimcp.types import (
@@ -52,7 +53,6 @@ __all__ = [
     "take_answer",
 ]
 
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
@@ -63,23 +63,11 @@ HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
-_MARKER = re.compile(re.escape(META_VERSION.encode()))
 _LEVELS = frozenset(typing.get_args(LoggingLevel))
 
 
 class _MetaOnly(msgspec.Struct):
     meta: Any = msgspec.field(default=None, name="_meta")
-
-
-def has_envelope(params: msgspec.Raw) -> bool:
-    """Whether a request's params carry the modern ``_meta`` version key (cheap pre-check first)."""
-    if not params or _MARKER.search(params) is None:  # scans the buffer without copying it
-        return False
-    try:
-        meta = msgspec.json.decode(params, type=_MetaOnly).meta
-    except msgspec.DecodeError:
-        return False
-    return isinstance(meta, dict) and META_VERSION in meta
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -17,11 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from minimcp import errors, forms
 from minimcp.elicitation import ElicitationUnsupported, QuestionFailed, UrlElicitationRequired
 from minimcp.errors import McpError
-from minimcp.mrtr import MISSING_CAPABILITY
 from minimcp.session import Deferred
 from minimcp.tools import RegisteredTool, ToolError, error_result, to_result, unchecked_failure
 from minimcp.types import CallToolResult
-from minimcp.urls import InvalidElicitationUrl
 
 if TYPE_CHECKING:
     from minimcp.callhost import CallHost
@@ -35,6 +33,8 @@ T = TypeVar("T")
 
 def missing_capability(exc: ElicitationUnsupported, required: dict[str, Any]) -> McpError:
     """The 2026-07-28 error for a question the client's declared capabilities do not allow."""
+    from minimcp.mrtr import MISSING_CAPABILITY  # 2026-07-28 only: its wire module loads with its first request
+
     return McpError(MISSING_CAPABILITY, str(exc), {"requiredCapabilities": required})
 
 
@@ -82,7 +82,7 @@ class ToolRun(Deferred):
             # The tool's own form is broken: the person cannot be asked; its author must hear of it.
             logger.error("tool %r asked a question with a form that cannot be sent: %s", name, exc)
             return error_result(str(exc))
-        except (forms.FormValidationError, InvalidElicitationUrl) as exc:
+        except forms.FormValidationError as exc:
             return error_result(str(exc))
         except QuestionFailed as exc:
             return error_result(f"tool {name!r} could not finish: {exc.describe()}")
@@ -99,7 +99,11 @@ class ToolRun(Deferred):
             return error_result(f"tool {name!r} could not finish: {exc.message}")
         except McpError:
             raise
-        except Exception:
+        except Exception as exc:
+            from minimcp.urls import InvalidElicitationUrl  # loaded by the first URL step (or this)
+
+            if isinstance(exc, InvalidElicitationUrl):
+                return error_result(str(exc))
             logger.exception("tool %r raised", name)
             if self.tool.unchecked:
                 return error_result(unchecked_failure(self.tool, name))

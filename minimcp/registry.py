@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from minimcp import errors
 from minimcp.errors import McpError
-from minimcp.prompts import RegisteredPrompt
-from minimcp.resources import Reader, RegisteredResource, RegisteredTemplate
 from minimcp.tools import RegisteredTool, check_tool_forms
 from minimcp.types import UNSET, Resource, ResourceTemplate, ServerCapabilities, Tool, UnsetType
+
+if TYPE_CHECKING:  # both load with the first resource or prompt registered (a tools-only server never needs them)
+    from minimcp.prompts import RegisteredPrompt
+    from minimcp.resources import Reader, RegisteredResource, RegisteredTemplate
 
 __all__ = ["CompletionHandler", "Registry", "described", "page"]
 
@@ -98,6 +100,8 @@ class Registry:
         template: bool,
     ) -> None:
         """Register a resource reader: for the fixed ``uri``, or (``template``) for a URI template."""
+        from minimcp.resources import RegisteredResource, RegisteredTemplate
+
         if template:
             self.templates.append(RegisteredTemplate.create(ResourceTemplate(uri_template=uri, **fields), fn))
             return

@@ -44,7 +44,8 @@ import anyio
 import msgspec
 
 from minimcp import errors, handlers, jsonrpc, mrtr
-from minimcp.context import CALL_ID_BYTES, Context
+from minimcp.call import CALL_ID_BYTES
+from minimcp.context import Context
 from minimcp.elicitation import UrlElicitationRequired
 from minimcp.errors import McpError
 from minimcp.jsonrpc import Request
@@ -223,6 +224,11 @@ class Run:
             self.pending, self.pending_keys = [], []
             self._replay = len(self.answers)
         return results
+
+    @staticmethod
+    def question(method: str, params: Any, key: str | None = None) -> Question:
+        """``method`` with ``params`` as a question of this run (the context asks through it)."""
+        return Question.create(method, params, key)
 
     def replays(self, question_digest: str | None = None) -> bool:
         """Whether the tool's next question is answered from the sealed record (that question, if given).

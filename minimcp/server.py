@@ -12,41 +12,41 @@ asks the person a question mid-call.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
 
 from minimcp import errors
-from minimcp.bus import Bus
 from minimcp.config import Limits
 from minimcp.connection import ServerConnection
 from minimcp.context import Context
 from minimcp.interrupt import run_until_interrupted
 from minimcp.metrics import ElicitationMetrics
-from minimcp.modern import Parking
-from minimcp.prompts import build_prompt
 from minimcp.registry import CompletionHandler, Registry, described
 from minimcp.session import PendingBudget, Session
-from minimcp.state import (
-    RANDOM_KEY_WARNING,
-    StateKey,
-    StateSealer,
-    parse_state_keys,
-    state_keys_from_env,
-)
 from minimcp.tools import ToolError, build_tool, tool_result
 from minimcp.trace import WireTrace
 from minimcp.transports import Transport
 from minimcp.types import Implementation, ResourceUpdatedParams, ServerCapabilities, Tool, ToolAnnotations
-from minimcp.used_states import MemoryUsedStates, UsedStates
-from minimcp.workers import Workers
+
+if TYPE_CHECKING:
+    # What revision 2026-07-28, shared states and the bus need loads on first use (see Server.__init__).
+    from minimcp.bus import Bus
+    from minimcp.modern import Parking
+    from minimcp.state import StateKey, StateSealer
+    from minimcp.used_states import UsedStates
+    from minimcp.workers import Workers
 
 __all__ = ["CompletionHandler", "Context", "Server", "ServerConnection", "ToolError", "tool_result"]
 
 logger = logging.getLogger("minimcp.server")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+#: The environment variable of the sealing keys (``minimcp.state.ENV_STATE_KEYS``: checked here without loading it).
+_ENV_STATE_KEYS = "MINIMCP_STATE_KEYS"
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -113,18 +113,23 @@ class Server:
         self.trace = trace
         #: Pending requests to clients, across all connections (``limits.max_pending_total``).
         self.budget = PendingBudget(self.limits.max_pending_total)
-        #: Seals ``requestState`` on the modern revision. Give every worker behind a load
-        #: balancer the same ``state_key`` so a retry can replay anywhere.
-        keys = parse_state_keys(state_key) if state_key is not None else state_keys_from_env()
-        self.sealer = StateSealer(keys[0], old_keys=keys[1:]) if keys else StateSealer()
+        # What only revision 2026-07-28, shared states or the bus use is made here when configured
+        # (a key, a store, a bus, a worker id), else on first use (sealer, used_states, parking and
+        # workers are cached properties): a handshake-era server never loads their modules.
+        keys: tuple[bytes, ...] | None = None
+        if state_key is not None or _ENV_STATE_KEYS in os.environ:
+            from minimcp.state import StateSealer, parse_state_keys, state_keys_from_env
+
+            keys = parse_state_keys(state_key) if state_key is not None else state_keys_from_env()
+            if keys:
+                self.sealer = StateSealer(keys[0], old_keys=keys[1:])
         #: Where the sealing keys came from: ``"argument"``, ``"environment"``, or ``"random"``
         #: (to this process: other workers cannot open its states).
         self.state_key_source = "argument" if state_key is not None else "environment" if keys else "random"
         self._warned_random_key = False
         self.state_ttl = state_ttl
-        self.used_states: UsedStates = used_states or MemoryUsedStates(self.limits.max_used_states)
-        #: Tool calls suspended between rounds of the modern revision.
-        self.parking = Parking(self.limits.max_pending_outbound)
+        if used_states is not None:
+            self.used_states = used_states
         #: Never park: every modern retry replays (a test mode, see the class docs).
         self.replay_every_retry = replay_every_retry
         #: Elicitation counters per tool (see :mod:`minimcp.metrics`).
@@ -140,8 +145,40 @@ class Server:
         # URL elicitation id -> the connection that received it (completion goes there only;
         # see url_owner, bind_url, release_url).
         self._url_owners: dict[str, ServerConnection] = {}
-        #: This worker on the bus between workers (``workers.worker_id`` names it).
-        self.workers = Workers(self, bus, worker_id)
+        self._bus = bus
+        if bus is not None or worker_id is not None:
+            from minimcp.workers import Workers
+
+            self.workers = Workers(self, bus, worker_id)
+
+    @functools.cached_property
+    def sealer(self) -> StateSealer:
+        """Seals ``requestState`` on the modern revision (a key random to this process unless given:
+        give every worker behind a load balancer the same ``state_key`` so a retry can replay anywhere)."""
+        from minimcp.state import StateSealer
+
+        return StateSealer()
+
+    @functools.cached_property
+    def used_states(self) -> UsedStates:
+        """Where used ``requestState`` tokens are recorded (in memory unless ``used_states`` was given)."""
+        from minimcp.used_states import MemoryUsedStates
+
+        return MemoryUsedStates(self.limits.max_used_states)
+
+    @functools.cached_property
+    def parking(self) -> Parking:
+        """Tool calls suspended between rounds of the modern revision."""
+        from minimcp.modern import Parking
+
+        return Parking(self.limits.max_pending_outbound)
+
+    @functools.cached_property
+    def workers(self) -> Workers:
+        """This worker on the bus between workers (``workers.worker_id`` names it)."""
+        from minimcp.workers import Workers
+
+        return Workers(self, self._bus, None)
 
     @property
     def name(self) -> str:
@@ -279,6 +316,8 @@ class Server:
     ) -> Callable[[F], F]:
         """Register an async prompt; its ``str`` parameters are the prompt's arguments."""
 
+        from minimcp.prompts import build_prompt  # a server without prompts never loads them
+
         def register(fn: F) -> F:
             p = build_prompt(fn, name=name, title=title, description=description, context_type=Context)
             self.registry.add_prompt(p)
@@ -301,7 +340,8 @@ class Server:
         """Tell every initialized client that the ``kind`` list changed (tools, resources, prompts)."""
         if kind not in ("tools", "resources", "prompts"):
             raise ValueError(f"unknown list kind {kind!r}")
-        self.workers.publish("list_changed", kind)  # with a bus: every other worker's clients too
+        if self._bus is not None:
+            self.workers.publish("list_changed", kind)  # every other worker's clients too
         await self.list_changed_here(kind)
 
     async def list_changed_here(self, kind: str) -> None:
@@ -316,7 +356,8 @@ class Server:
 
         With a bus, the other workers send it to their subscribed clients too (not counted here).
         """
-        self.workers.publish("resource_updated", uri)
+        if self._bus is not None:
+            self.workers.publish("resource_updated", uri)
         return await self.resource_updated_here(uri)
 
     async def resource_updated_here(self, uri: str) -> int:
@@ -362,7 +403,8 @@ class Server:
         """
         conn = self.take_url_owner(elicitation_id)
         if conn is None:
-            self.workers.publish("url_complete", elicitation_id)
+            if self._bus is not None:
+                self.workers.publish("url_complete", elicitation_id)
             return False
         return await conn.send_url_complete(elicitation_id)
 
@@ -374,6 +416,8 @@ class Server:
         if self.state_key_source != "random" or self._warned_random_key:
             return
         self._warned_random_key = True
+        from minimcp.state import RANDOM_KEY_WARNING
+
         logger.warning(RANDOM_KEY_WARNING, self.name)
 
     @property
@@ -393,7 +437,7 @@ class Server:
         async with anyio.create_task_group() as tg:
             if run is not None:
                 await tg.start(run)
-            if self.workers.bus is not None:
+            if self._bus is not None:
                 await tg.start(self.workers.run)
             task_status.started()
             await anyio.sleep_forever()
@@ -436,7 +480,7 @@ class Server:
         from minimcp.transports.stdio import stdio_server
 
         async with stdio_server(limits=self.limits) as transport, anyio.create_task_group() as tg:
-            if self.workers.bus is not None or hasattr(self.used_states, "run"):  # else nothing to run
+            if self._bus is not None or hasattr(vars(self).get("used_states"), "run"):  # else nothing to run
                 await tg.start(self.run_background)
             await self.serve(transport)
             tg.cancel_scope.cancel()

@@ -36,6 +36,28 @@ NOT_FOR_A_STDIO_SERVER = (
     "h11",
 )
 
+#: What only revision 2026-07-28, shared states, workers, URL steps, prompts or resources need: a stdio
+#: server on the handshake era (no bus, no shared store, no prompt, no resource, no URL step) loads none
+#: of it (each loads on first use: the era lock, ``Server(bus=...)``, the first URL step, ...).
+NOT_ON_THE_HANDSHAKE_ERA = (
+    "minimcp.state",
+    "minimcp.mrtr",
+    "minimcp.modern",
+    "minimcp.rounds",
+    "minimcp.used_states",
+    "minimcp.redis_client",
+    "minimcp.bus",
+    "minimcp.workers",
+    "minimcp.urls",
+    "minimcp.prompts",
+    "minimcp.resources",
+    "hashlib",
+    "hmac",
+    "secrets",
+    "random",
+    "unicodedata",
+)
+
 
 @pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
 async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib.Path, server_backend: str) -> None:
@@ -45,13 +67,15 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
             f"""
             import json, sys
             sys.path.insert(0, {str(ROOT)!r})
+            import {server_backend}
+            backend_loads = sorted(sys.modules)  # what the event loop's own package loads (trio: random, hashlib)
             from minimcp import Server
 
             app = Server("embedded")
 
             @app.tool()
             async def modules() -> str:
-                return json.dumps(sorted(sys.modules))
+                return json.dumps([sorted(sys.modules), backend_loads])
 
             app.run(backend={server_backend!r})
             """
@@ -59,10 +83,13 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
     )
     with anyio.fail_after(60):
         async with connect_stdio([sys.executable, str(path)]) as client:
-            loaded = set(json.loads((await client.call_tool("modules")).text))
+            loaded_now, backend_loads = json.loads((await client.call_tool("modules")).text)
+    loaded = set(loaded_now)
     assert "minimcp.server" in loaded and "minimcp.transports.stdio" in loaded  # the probe sees the server
     unwanted = sorted(m for m in loaded if m in NOT_FOR_A_STDIO_SERVER or m.split(".")[0] in NOT_FOR_A_STDIO_SERVER)
     assert unwanted == [], f"a stdio server loaded {unwanted}"
+    unused = sorted(m for m in loaded - set(backend_loads) if m in NOT_ON_THE_HANDSHAKE_ERA)
+    assert unused == [], f"a stdio server on the handshake era loaded {unused}"
 
 
 def test_the_client_names_still_import_from_minimcp() -> None:
