@@ -30,7 +30,7 @@ from minimcp.elicitation import (
     UrlElicitation,
 )
 from minimcp.errors import McpError
-from minimcp.session import DEFAULT, decode_result
+from minimcp.session import DEFAULT, Timeout, decode_result
 from minimcp.types import (
     UNSET,
     CreateMessageParams,
@@ -137,7 +137,7 @@ class AskingCall(Call):
             return False
         return run.replays(None if method is None else run.question(method, params).digest)
 
-    def _ask(self, method: str, params: Any, timeout: float | None, key: str | None = None) -> Awaitable[Any]:
+    def _ask(self, method: str, params: Any, timeout: Timeout, key: str | None = None) -> Awaitable[Any]:
         """Send one question to the client: a nested request, or an input request (modern).
 
         What it gives is the raw answer, for :meth:`_typed`: on the handshake era the pending
@@ -164,14 +164,14 @@ class AskingCall(Call):
             self.connection.end_wait(wait)
 
     async def _ask_modern(
-        self, run: RunHandle, method: str, params: Any, timeout: float | None, key: str | None
+        self, run: RunHandle, method: str, params: Any, timeout: Timeout, key: str | None
     ) -> Any:
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout  # how long the call stays parked
         return await run.ask(run.question(method, params, key), timeout)
 
     async def _ask_typed(
-        self, method: str, params: Any, result_type: type[T], timeout: float | None, key: str | None
+        self, method: str, params: Any, result_type: type[T], timeout: Timeout, key: str | None
     ) -> T:
         try:
             answer = await self._ask(method, params, timeout, key)
@@ -205,7 +205,7 @@ class AskingCall(Call):
         max_tokens: int,
         system_prompt: str | None = None,
         temperature: float | None = None,
-        timeout: float | None = DEFAULT,
+        timeout: Timeout = DEFAULT,
         key: str | None = None,
     ) -> CreateMessageResult:
         """Ask the client's model for a completion (``sampling/createMessage``).
@@ -239,7 +239,7 @@ class AskingCall(Call):
         if not capabilities.can_list_roots(self.client_capabilities):
             raise self._unsupported("roots", "list its roots (it did not declare roots)")
 
-    async def list_roots(self, *, timeout: float | None = DEFAULT, key: str | None = None) -> list[Root]:
+    async def list_roots(self, *, timeout: Timeout = DEFAULT, key: str | None = None) -> list[Root]:
         """The client's roots (``roots/list``).
 
         Raises:
@@ -276,7 +276,7 @@ class AskingCall(Call):
         message: str,
         form: Any,
         *,
-        timeout: float | None = DEFAULT,
+        timeout: Timeout = DEFAULT,
         allow_sensitive: Collection[str] = (),
         key: str | None = None,
     ) -> Accepted[Any] | Declined | Cancelled:
@@ -368,7 +368,7 @@ class AskingCall(Call):
         return Declined() if result.action == "decline" else Cancelled("user")
 
     async def gather(
-        self, *, timeout: float | None = DEFAULT, **questions: Elicit | Sample | ListRoots
+        self, *, timeout: Timeout = DEFAULT, **questions: Elicit | Sample | ListRoots
     ) -> dict[str, Any]:
         """Ask several things at once: ``await ctx.gather(name=Elicit(...), greeting=Sample(...))``.
 
@@ -467,7 +467,7 @@ class AskingCall(Call):
         url: str,
         *,
         elicitation_id: str | None = None,
-        timeout: float | None = DEFAULT,
+        timeout: Timeout = DEFAULT,
         key: str | None = None,
     ) -> Accepted[str] | Declined | Cancelled:
         """Ask the person to open ``url`` in their browser (URL mode) -- for anything sensitive.

@@ -21,6 +21,7 @@ from minimcp.types import ClientCapabilities, Implementation, LoggingLevel, Unse
 if TYPE_CHECKING:
     from minimcp.call import Call
     from minimcp.mrtr import Question
+    from minimcp.outgoing import Timeout
     from minimcp.session import Session
     from minimcp.waiting import Wait
 
@@ -67,7 +68,7 @@ class CallHost(Protocol):
 
     # asking (the handshake era: a nested request, related to the call)
 
-    def ask(self, method: str, params: Any, timeout: float | None, related: RequestId) -> Awaitable[Any]:
+    def ask(self, method: str, params: Any, timeout: Timeout, related: RequestId) -> Awaitable[Any]:
         """Send ``method`` to the client as a request nested in the call ``related``; the pending answer."""
         ...
 

@@ -22,7 +22,7 @@ from minimcp.jsonrpc import Notification, Request, RequestId
 from minimcp.metrics import ElicitationMetrics
 from minimcp.outcome import ready
 from minimcp.registry import Registry
-from minimcp.session import Deferred, Session
+from minimcp.session import Deferred, Session, Timeout
 from minimcp.types import (
     UNSET,
     ClientCapabilities,
@@ -171,7 +171,7 @@ class ServerConnection:
 
     # CallHost: what a Context uses
 
-    def ask(self, method: str, params: Any, timeout: float | None, related: RequestId) -> Awaitable[Any]:
+    def ask(self, method: str, params: Any, timeout: Timeout, related: RequestId) -> Awaitable[Any]:
         """A request to the client nested in the call ``related`` (the pending answer, not a coroutine)."""
         return self.session.start_request(method, params, timeout=timeout, related=related)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
 import anyio
 import msgspec
@@ -49,9 +49,7 @@ class Default(enum.Enum):
 Timeout = float | None | Literal[Default.DEFAULT]
 
 #: "Use the session's default" (for ``timeout=``), as opposed to ``None`` (no timeout).
-#: Typed ``Any`` for the signatures still spelled ``timeout: float | None = DEFAULT``
-#: (client.py, context.py); once they say ``Timeout``, this becomes ``Final``.
-DEFAULT: Any = Default.DEFAULT
+DEFAULT: Final = Default.DEFAULT
 
 
 def _cancelled(id_: RequestId, reason: str) -> bytes:

@@ -27,6 +27,7 @@ PURE_MODULES = [
     "form_types.py",
     "form_cache.py",
     "pending.py",
+    "era_probe.py",
     "config.py",
     "elicitation.py",
     "capabilities.py",
