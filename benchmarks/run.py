@@ -154,8 +154,20 @@ def plan(args: argparse.Namespace) -> list[Job]:
                         for s in ("minimcp", "floor"):
                             add(Job("http-servers", [*drv, "roundtrip", "--server", s, "--wire", "http",
                                                      "--backend", b, "--asgi", asgi, *cc], 300))
-            for s in ("minimcp", "official"):  # serve_http's default (uvicorn h11, guarded) and the official SDK
+            for s in ("minimcp", "official"):  # serve_http's default (guarded) and the official SDK
                 add(Job("http-servers", [*drv, "roundtrip", "--server", s, "--wire", "http", *cc], 300))
+
+    # 7. serve_http's default before (uvicorn h11, guarded) and after (uvicorn httptools, guarded), beside the
+    #    HTTP floor on both and the official SDK, adjacent runs (only with --only http-default)
+    if args.only and "http-default" in args.only.split(","):
+        for c in (100, 1000):
+            cc = ["-c", str(c), *win, "--max-seconds", "60"]
+            rt = [*drv, "roundtrip", "--wire", "http", *cc]
+            add(Job("http-default", [*rt, "--server", "minimcp", "--asgi", "serve_http:uvicorn-h11"], 300))
+            add(Job("http-default", [*rt, "--server", "floor", "--asgi", "uvicorn-h11"], 300))
+            add(Job("http-default", [*rt, "--server", "minimcp"], 300))  # as shipped: serve_http's own choice
+            add(Job("http-default", [*rt, "--server", "floor", "--asgi", "uvicorn-httptools"], 300))
+            add(Job("http-default", [*rt, "--server", "official"], 300))
 
     # 5. footprint: idle sessions (the import times and idle RSS are measured by run.py itself)
     for s in ("minimcp", "official"):
@@ -243,7 +255,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run, under a minute")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each measurement (median quoted)")
     parser.add_argument("--only", help="comma-separated groups (stdio-pending, stdio-roundtrip, ...; "
-                        "http-servers: the ASGI servers side by side, only when named)")
+                        "http-servers: the ASGI servers side by side; http-default: serve_http's default before "
+                        "and after; both only when named)")
     parser.add_argument("--million", action="store_true", help="also 1,000,000 pending (minimcp and floor)")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
     parser.add_argument("--out", help="results file (default: results/<stamp>.json)")
@@ -287,7 +300,7 @@ def main() -> None:
     out = Path(args.out) if args.out else RESULTS / ("quick.json" if args.quick else f"{stamp}.json")
     out.write_text(json.dumps(doc, indent=1))
     # the server comparison alone is a side study: it leaves latest.json and the chart to the full run
-    side_study = bool(args.only) and set(args.only.split(",")) == {"http-servers"}
+    side_study = bool(args.only) and set(args.only.split(",")) <= {"http-servers", "http-default"}
     if not args.quick and not side_study:
         (RESULTS / "latest.json").write_text(json.dumps(doc, indent=1))
     print(report.text_tables(doc))
@@ -297,6 +310,12 @@ def main() -> None:
         doc["http_servers"] = report_http.summarize(doc)
         out.write_text(json.dumps(doc, indent=1))
         print(report_http.markdown(doc))
+    if any(r.get("group") == "http-default" for r in rows):
+        import report_http
+
+        doc["http_default"] = report_http.summarize(doc, "http-default")
+        out.write_text(json.dumps(doc, indent=1))
+        print(report_http.default_markdown(doc))
     if not args.quick and not side_study:
         chart = report.chart(doc, RESULTS / "chart.png")
         if chart:

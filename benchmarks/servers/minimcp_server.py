@@ -11,6 +11,7 @@ On ws/http the bound port is printed on stdout as ``PORT <n>``. The ``stats`` to
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import sys
@@ -67,10 +68,11 @@ async def main(args: argparse.Namespace) -> None:
 
             port = await tg.start(lambda task_status: serve_websocket(
                 app, "127.0.0.1", 0, max_connections=100_000, task_status=task_status))
-        elif args.asgi == "default":
+        elif args.asgi == "default" or args.asgi.startswith("serve_http:"):  # serve_http, its choice or the named one
             from minimcp.transports.http import serve_http
 
-            port = await tg.start(serve_http, app, "127.0.0.1", 0)
+            chosen = args.asgi.partition(":")[2] or None
+            port = await tg.start(functools.partial(serve_http, app, "127.0.0.1", 0, asgi_server=chosen))
         else:  # the server comparison: the same app on another ASGI server (asgi_run.py prints the port)
             from asgi_run import serve
 
@@ -91,7 +93,8 @@ if __name__ == "__main__":
     parser.add_argument("--backend", choices=["asyncio", "uvloop", "trio"], default="asyncio")
     parser.add_argument("--tracemalloc", action="store_true")
     parser.add_argument("--asgi", default="default",
-                        help="http only: default (serve_http), uvicorn-h11, uvicorn-httptools, hypercorn, granian")
+                        help="http only: default (serve_http), serve_http:<its asgi_server, e.g. uvicorn-h11>, "
+                        "or the app on uvicorn-h11, uvicorn-httptools, hypercorn, granian (unguarded)")
     args = parser.parse_args()
     if args.tracemalloc:
         tracemalloc.start()
