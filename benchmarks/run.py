@@ -182,11 +182,17 @@ def plan(args: argparse.Namespace) -> list[Job]:
 
 def run_job(job: Job) -> dict[str, Any] | None:
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(job.argv, capture_output=True, text=True, timeout=job.timeout, cwd=HERE.parent)
-    except subprocess.TimeoutExpired:
-        print(f"  TIMEOUT after {job.timeout:.0f} s: {job}", flush=True)
-        return {"error": "timeout", "argv": job.argv[1:]}
+    # its own process group, so that a timeout ends the driver's server too (it would linger otherwise)
+    with subprocess.Popen(job.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE.parent,
+                          start_new_session=True) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=job.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, 9)
+            stdout, stderr = child.communicate()
+            print(f"  TIMEOUT after {job.timeout:.0f} s: {job}\n{stderr[-2000:]}", flush=True)
+            return {"error": "timeout", "argv": job.argv[1:], "stderr": stderr[-2000:]}
+    proc = subprocess.CompletedProcess(job.argv, child.returncode, stdout, stderr)
     wall = time.perf_counter() - t0
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
