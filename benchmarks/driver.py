@@ -336,12 +336,34 @@ class RawHttp:
         self.slots = asyncio.Semaphore(15_000)  # sockets open at once (the machine allows 20,000 fds)
         # connects in flight: a burst of thousands overflows a small listen backlog (SYN retries: 1 s, 3 s, ...)
         self.connecting = asyncio.Semaphore(100)
+        self.stale_retries = 0  # requests sent again: their kept-alive connection had been closed by the server
 
     async def request(self, method: str, path: str, body: bytes, headers: dict[str, str],
                       on_message: Callable[[bytes], None],
                       on_headers: Callable[[int, dict[str, str]], None] | None = None) -> tuple[int, dict[str, str]]:
-        if self.idle:
+        head = [f"{method} {path} HTTP/1.1", f"host: {self.host}:{self.port}", f"content-length: {len(body)}"]
+        head.extend(f"{k}: {v}" for k, v in headers.items())
+        request = ("\r\n".join(head) + "\r\n\r\n").encode() + body
+        while self.idle:
+            # A kept-alive connection the server closed while it sat idle (uvicorn: after 5 s) is
+            # dropped; if it closes just as the request goes out, the request is sent again on a new
+            # one (nothing of a response arrived: the server did not take it), as HTTP clients do.
             reader, writer = self.idle.pop()
+            if reader.at_eof() or writer.is_closing():
+                writer.close()
+                self.slots.release()
+                continue
+            writer.write(request)
+            try:
+                response_head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                if isinstance(exc, asyncio.IncompleteReadError) and exc.partial:
+                    raise
+                writer.close()
+                self.slots.release()
+                self.stale_retries += 1
+                continue
+            break
         else:
             await self.slots.acquire()
             async with self.connecting:
@@ -351,10 +373,9 @@ class RawHttp:
                 import socket
 
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        head = [f"{method} {path} HTTP/1.1", f"host: {self.host}:{self.port}", f"content-length: {len(body)}"]
-        head.extend(f"{k}: {v}" for k, v in headers.items())
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-        status_line, *lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            writer.write(request)
+            response_head = await reader.readuntil(b"\r\n\r\n")
+        status_line, *lines = response_head.decode("latin-1").split("\r\n")
         status = int(status_line.split()[1])
         rh = {}
         for line in lines:
@@ -737,6 +758,7 @@ async def scenario_roundtrip(args: argparse.Namespace) -> dict[str, Any]:
         "p50_ms": round(pct(lat, 0.50) * 1e3, 3), "p99_ms": round(pct(lat, 0.99) * 1e3, 3),
         "server_cpu_share": round(cpu / elapsed, 3), "driver_cpu_share": round(my / elapsed, 3),
         "wrong_answers": calls.wrong - wrong0, "checked": calls.done,
+        "stale_retries": getattr(getattr(conn, "client", None), "stale_retries", None),
     }
 
 
