@@ -26,7 +26,13 @@ FRAME = re.compile(r"^(.*) \((.*?)(?::(\d+))?\)$")
 # (substring of the file path or function, component); the first that matches wins
 COMPONENTS = [
     ("h11/", "HTTP parsing (h11)"),
-    ("httptools", "HTTP parsing (httptools)"),
+    ("httptools/parser", "HTTP parsing (httptools)"),
+    ("httptools.parser", "HTTP parsing (httptools)"),  # cProfile: the C parser's methods
+    ("_socket.socket", "socket calls (send / recv)"),  # cProfile: C methods
+    ("select.epoll", "event loop (asyncio)"),
+    ("builtins.compile", "start-up imports (inside the sampling window)"),
+    ("marshal.loads", "start-up imports (inside the sampling window)"),
+    ("builtins.exec", "start-up imports (inside the sampling window)"),
     ("uvicorn/", "ASGI server (uvicorn protocol and ASGI glue)"),
     ("hypercorn/", "ASGI server (hypercorn)"),
     ("granian/", "ASGI server (granian glue)"),
@@ -52,7 +58,11 @@ COMPONENTS = [
 ]
 
 
+ROOT = __file__.rsplit("/benchmarks/", 1)[0] + "/"  # this checkout: its paths are matched relative to it
+
+
 def component(func: str, file: str) -> str:
+    file = file.removeprefix(ROOT)
     for key, name in COMPONENTS:
         if key in file or key in func:
             return name
@@ -97,6 +107,7 @@ def parse_pstats(path: str) -> tuple[Counter[str], Counter[str], Counter[str]] |
 
 
 def short(file: str) -> str:
+    file = file.removeprefix(ROOT)
     for marker in ("site-packages/", "python3.11/", "httpbench/"):
         if marker in file:
             return file.split(marker, 1)[1]
