@@ -357,6 +357,10 @@ class WsConn(Conn):
         self.reader.cancel()
 
 
+class _Stale(Exception):
+    """A reused connection closed before any of the response arrived."""
+
+
 class RawHttp:
     """A minimal HTTP/1.1 client (keep-alive pool, chunked and SSE bodies) so the driver is never the bottleneck.
 
@@ -376,17 +380,29 @@ class RawHttp:
         self.waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         # connects in flight: a burst of thousands overflows a small listen backlog (SYN retries: 1 s, 3 s, ...)
         self.connecting = asyncio.Semaphore(100)
+        self.stale_retries = 0  # requests sent again: their kept-alive connection had been closed by the server
 
     async def request(self, method: str, path: str, body: bytes, headers: dict[str, str],
                       on_message: Callable[[bytes], None],
                       on_headers: Callable[[int, dict[str, str]], None] | None = None) -> tuple[int, dict[str, str]]:
-        reader, writer = await self._connection()
-        try:
-            return await self._exchange(reader, writer, method, path, body, headers, on_message, on_headers)
-        except BaseException:
-            writer.close()
-            self._slot_freed()
-            raise
+        while True:
+            reused = bool(self.idle)
+            reader, writer = await self._connection()
+            try:
+                return await self._exchange(reader, writer, method, path, body, headers, on_message, on_headers)
+            except _Stale:
+                # A kept-alive connection the server closed while it sat idle (uvicorn: after 5 s): nothing
+                # of a response arrived, so the server did not take the request; send it again on another
+                # connection, as HTTP clients do.
+                writer.close()
+                self._slot_freed()
+                if not reused:
+                    raise ConnectionError("the server closed a new connection before answering") from None
+                self.stale_retries += 1
+            except BaseException:
+                writer.close()
+                self._slot_freed()
+                raise
 
     async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """An idle connection, else a new one; at ``max_sockets`` open, the first to be idle or a freed slot."""
@@ -440,7 +456,13 @@ class RawHttp:
         head = [f"{method} {path} HTTP/1.1", f"host: {self.host}:{self.port}", f"content-length: {len(body)}"]
         head.extend(f"{k}: {v}" for k, v in headers.items())
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-        status_line, *lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        try:
+            response_head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            if isinstance(exc, asyncio.IncompleteReadError) and exc.partial:
+                raise
+            raise _Stale from exc
+        status_line, *lines = response_head.decode("latin-1").split("\r\n")
         status = int(status_line.split()[1])
         rh = {}
         for line in lines:
@@ -958,6 +980,7 @@ async def scenario_roundtrip(args: argparse.Namespace) -> dict[str, Any]:
         "p50_ms": round(pct(lat, 0.50) * 1e3, 3), "p99_ms": round(pct(lat, 0.99) * 1e3, 3),
         "server_cpu_share": round(cpu / elapsed, 3), "driver_cpu_share": round(my / elapsed, 3),
         "wrong_answers": calls.wrong - wrong0, "checked": calls.done,
+        "stale_retries": getattr(getattr(conn, "client", None), "stale_retries", None),
     }
     if args.url:  # the server is not ours: the watched processes' shares instead
         del row["server_cpu_share"]

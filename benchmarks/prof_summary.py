@@ -1,8 +1,12 @@
-"""Summarise a py-spy profile (``-f raw``) of a benchmark server: where the time goes.
+"""Summarise a py-spy profile (``-f raw``) or a cProfile file of a benchmark server: where the time goes.
 
     BENCH_SERVER_PREFIX="py-spy record -r 500 -f raw -o prof.txt --" \\
         python benchmarks/driver.py roundtrip --server minimcp --wire http -c 100 --seconds 5
     python benchmarks/prof_summary.py prof.txt [--per-rt-us 950] [--top 15]
+
+Without py-spy: ``BENCH_SERVER_PREFIX="python benchmarks/cprof.py prof.out"`` (see cprof.py),
+then the same command on ``prof.out`` (read with pstats: own time per function instead of
+own samples, cumulative time instead of inclusive samples; "samples" are then microseconds).
 
 Prints the share of the samples by component (the file of the innermost frame: the
 ASGI server and HTTP parser, the event loop, anyio, each part of minimcp, msgspec's
@@ -22,7 +26,13 @@ FRAME = re.compile(r"^(.*) \((.*?)(?::(\d+))?\)$")
 # (substring of the file path or function, component); the first that matches wins
 COMPONENTS = [
     ("h11/", "HTTP parsing (h11)"),
-    ("httptools", "HTTP parsing (httptools)"),
+    ("httptools/parser", "HTTP parsing (httptools)"),
+    ("httptools.parser", "HTTP parsing (httptools)"),  # cProfile: the C parser's methods
+    ("_socket.socket", "socket calls (send / recv)"),  # cProfile: C methods
+    ("select.epoll", "event loop (asyncio)"),
+    ("builtins.compile", "start-up imports (inside the sampling window)"),
+    ("marshal.loads", "start-up imports (inside the sampling window)"),
+    ("builtins.exec", "start-up imports (inside the sampling window)"),
     ("uvicorn/", "ASGI server (uvicorn protocol and ASGI glue)"),
     ("hypercorn/", "ASGI server (hypercorn)"),
     ("granian/", "ASGI server (granian glue)"),
@@ -48,7 +58,11 @@ COMPONENTS = [
 ]
 
 
+ROOT = __file__.rsplit("/benchmarks/", 1)[0] + "/"  # this checkout: its paths are matched relative to it
+
+
 def component(func: str, file: str) -> str:
+    file = file.removeprefix(ROOT)
     for key, name in COMPONENTS:
         if key in file or key in func:
             return name
@@ -73,7 +87,27 @@ def parse(path: str) -> list[tuple[list[tuple[str, str]], int]]:
     return out
 
 
+def parse_pstats(path: str) -> tuple[Counter[str], Counter[str], Counter[str]] | None:
+    """A cProfile file: (µs by component, own µs by function, cumulative µs by function); None if not one."""
+    import pstats
+
+    try:
+        stats = pstats.Stats(path)
+    except (ValueError, TypeError, EOFError, OSError):
+        return None
+    comp: Counter[str] = Counter()
+    own: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    for (file, _line, func), (_cc, _nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        name = f"{func} ({short(file)})"
+        comp[component(func, file)] += round(tt * 1e6)
+        own[name] += round(tt * 1e6)
+        incl[name] = max(incl[name], round(ct * 1e6))
+    return comp, own, incl
+
+
 def short(file: str) -> str:
+    file = file.removeprefix(ROOT)
     for marker in ("site-packages/", "python3.11/", "httpbench/"):
         if marker in file:
             return file.split(marker, 1)[1]
@@ -86,17 +120,24 @@ def main() -> None:
     ap.add_argument("--per-rt-us", type=float, default=0.0)
     ap.add_argument("--top", type=int, default=15)
     args = ap.parse_args()
-    samples = parse(args.profile)
-    total = sum(n for _, n in samples)
-    comp: Counter[str] = Counter()
-    own: Counter[str] = Counter()
-    incl: Counter[str] = Counter()
-    for frames, n in samples:
-        func, file = frames[-1]  # innermost last in py-spy's raw output
-        comp[component(func, file)] += n
-        own[f"{func} ({short(file)})"] += n
-        for name in {f"{fn} ({short(fl)})" for fn, fl in frames}:
-            incl[name] += n
+    with open(args.profile, "rb") as f:
+        binary = b"\0" in f.read(4096)
+    profiled = parse_pstats(args.profile) if binary else None
+    if profiled is not None:
+        comp, own, incl = profiled
+        total = sum(own.values())
+    else:
+        samples = parse(args.profile)
+        total = sum(n for _, n in samples)
+        comp = Counter()
+        own = Counter()
+        incl = Counter()
+        for frames, n in samples:
+            func, file = frames[-1]  # innermost last in py-spy's raw output
+            comp[component(func, file)] += n
+            own[f"{func} ({short(file)})"] += n
+            for name in {f"{fn} ({short(fl)})" for fn, fl in frames}:
+                incl[name] += n
 
     def fmt(n: int) -> str:
         share = n / total

@@ -24,11 +24,11 @@ def _med(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def summarize(doc: dict[str, Any]) -> dict[str, Any]:
+def summarize(doc: dict[str, Any], group: str = "http-servers") -> dict[str, Any]:
     acc: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     by_repeat: dict[tuple[str, int], dict[str, float]] = defaultdict(dict)
     for row in doc["rows"]:
-        if not row or "error" in row or row.get("group") != "http-servers":
+        if not row or "error" in row or row.get("group") != group:
             continue
         key = f"{row['c']}/{row.get('asgi', 'default')}/{row['backend']}/{row['server']}"
         a = acc[key]
@@ -86,7 +86,7 @@ def markdown(doc: dict[str, Any]) -> str:
                 f"{_ms(f.get('p50_ms'))} / {_ms(f.get('p99_ms'))} | "
                 f"{_n(mu)} / {_n(fu)} µs | {cpu_ratio} | "
                 f"{m.get('driver_cpu_share', 0):.2f} / {f.get('driver_cpu_share', 0):.2f} |")
-        for server, label in (("minimcp", "minimcp, `serve_http` as shipped (uvicorn h11, guarded)"),
+        for server, label in (("minimcp", "minimcp, `serve_http` as shipped (its default server, guarded)"),
                               ("official", "official SDK (its own app on uvicorn)")):
             v = s.get(f"{c}/default/asyncio/{server}")
             if v:
@@ -101,6 +101,40 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def default_markdown(doc: dict[str, Any]) -> str:
+    """``run.py --only http-default``: serve_http's default before and after, the floors and the official SDK."""
+    s = doc.get("http_default") or summarize(doc, "http-default")
+    rows = (("default", "minimcp", "minimcp, `serve_http` default now (uvicorn httptools, guarded)"),
+            ("serve_http:uvicorn-h11", "minimcp", "minimcp, `serve_http` default before (uvicorn h11, guarded)"),
+            ("uvicorn-httptools", "floor", "HTTP floor on uvicorn httptools"),
+            ("uvicorn-h11", "floor", "HTTP floor on uvicorn h11"),
+            ("default", "official", "official SDK (its own app on uvicorn)"))
+    lines: list[str] = []
+    for c in sorted({int(k.split("/")[0]) for k in s}):
+        lines += [f"**C = {c:,}**", "",
+                  "| server | round trips/s | p50 / p99 | server CPU per round trip | driver CPU share | runs |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for asgi, server, label in rows:
+            v = s.get(f"{c}/{asgi}/asyncio/{server}")
+            if v:
+                lines.append(f"| {label} | {_n(v.get('round_trips_per_second'))} | "
+                             f"{_ms(v.get('p50_ms'))} / {_ms(v.get('p99_ms'))} | "
+                             f"{_n(v.get('server_cpu_us_per_round_trip'))} µs | "
+                             f"{v.get('driver_cpu_share', 0):.2f} | {v.get('runs')} |")
+        lines.append("")
+    loads = [r["loadavg_1min"] for r in doc["rows"] if r and r.get("group") == "http-default" and "loadavg_1min" in r]
+    load = doc.get("loadavg")
+    if load:
+        lines.append(f"Load average (1 min) before / after the run: {load['before'][0]:.1f} / {load['after'][0]:.1f} "
+                     f"on {doc['machine'].get('nproc')} CPUs" + (f"; after each run {min(loads):.1f}-{max(loads):.1f}."
+                                                                  if loads else "."))
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     with open(sys.argv[1]) as f:
-        print(markdown(json.load(f)))
+        loaded = json.load(f)
+    if any(r and r.get("group") == "http-default" for r in loaded["rows"]):
+        print(default_markdown(loaded))
+    else:
+        print(markdown(loaded))

@@ -156,8 +156,20 @@ def plan(args: argparse.Namespace) -> list[Job]:
                         for s in ("minimcp", "floor"):
                             add(Job("http-servers", [*drv, "roundtrip", "--server", s, "--wire", "http",
                                                      "--backend", b, "--asgi", asgi, *cc], 300))
-            for s in ("minimcp", "official"):  # serve_http's default (uvicorn h11, guarded) and the official SDK
+            for s in ("minimcp", "official"):  # serve_http's default (guarded) and the official SDK
                 add(Job("http-servers", [*drv, "roundtrip", "--server", s, "--wire", "http", *cc], 300))
+
+    # 7. serve_http's default before (uvicorn h11, guarded) and after (uvicorn httptools, guarded), beside the
+    #    HTTP floor on both and the official SDK, adjacent runs (only with --only http-default)
+    if args.only and "http-default" in args.only.split(","):
+        for c in (100, 1000):
+            cc = ["-c", str(c), *win, "--max-seconds", "60"]
+            rt = [*drv, "roundtrip", "--wire", "http", *cc]
+            add(Job("http-default", [*rt, "--server", "minimcp", "--asgi", "serve_http:uvicorn-h11"], 300))
+            add(Job("http-default", [*rt, "--server", "floor", "--asgi", "uvicorn-h11"], 300))
+            add(Job("http-default", [*rt, "--server", "minimcp"], 300))  # as shipped: serve_http's own choice
+            add(Job("http-default", [*rt, "--server", "floor", "--asgi", "uvicorn-httptools"], 300))
+            add(Job("http-default", [*rt, "--server", "official"], 300))
 
     # 5. footprint: idle sessions (the import times and idle RSS are measured by run.py itself)
     for s in ("minimcp", "official"):
@@ -190,11 +202,17 @@ def scaleout_jobs(quick: bool) -> list[Job]:
 
 def run_job(job: Job) -> dict[str, Any] | None:
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(job.argv, capture_output=True, text=True, timeout=job.timeout, cwd=HERE.parent)
-    except subprocess.TimeoutExpired:
-        print(f"  TIMEOUT after {job.timeout:.0f} s: {job}", flush=True)
-        return {"error": "timeout", "argv": job.argv[1:]}
+    # its own process group, so that a timeout ends the driver's server too (it would linger otherwise)
+    with subprocess.Popen(job.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE.parent,
+                          start_new_session=True) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=job.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, 9)
+            stdout, stderr = child.communicate()
+            print(f"  TIMEOUT after {job.timeout:.0f} s: {job}\n{stderr[-2000:]}", flush=True)
+            return {"error": "timeout", "argv": job.argv[1:], "stderr": stderr[-2000:]}
+    proc = subprocess.CompletedProcess(job.argv, child.returncode, stdout, stderr)
     wall = time.perf_counter() - t0
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -263,8 +281,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run, under a minute")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each measurement (median quoted)")
     parser.add_argument("--only", help="comma-separated groups (stdio-pending, stdio-roundtrip, ...; "
-                        "http-servers: the ASGI servers side by side, scaleout: workers behind haproxy; "
-                        "those two only when named)")
+                        "http-servers: the ASGI servers side by side; http-default: serve_http's default before "
+                        "and after; scaleout: workers behind haproxy; those three only when named)")
     parser.add_argument("--million", action="store_true", help="also 1,000,000 pending (minimcp and floor)")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
     parser.add_argument("--out", help="results file (default: results/<stamp>.json)")
@@ -310,7 +328,7 @@ def main() -> None:
     out = Path(args.out) if args.out else RESULTS / name
     out.write_text(json.dumps(doc, indent=1))
     # the server comparison alone is a side study: it leaves latest.json and the chart to the full run
-    side_study = bool(args.only) and set(args.only.split(",")) <= {"http-servers", "scaleout"}
+    side_study = bool(args.only) and set(args.only.split(",")) <= {"http-servers", "http-default", "scaleout"}
     if not args.quick and not side_study:
         (RESULTS / "latest.json").write_text(json.dumps(doc, indent=1))
     if not scaleout_only:
@@ -327,6 +345,12 @@ def main() -> None:
         doc["scaleout"] = bench_scaleout.summarize(doc)
         out.write_text(json.dumps(doc, indent=1))
         print(bench_scaleout.markdown(doc))
+    if any(r.get("group") == "http-default" for r in rows):
+        import report_http
+
+        doc["http_default"] = report_http.summarize(doc, "http-default")
+        out.write_text(json.dumps(doc, indent=1))
+        print(report_http.default_markdown(doc))
     if not args.quick and not side_study:
         chart = report.chart(doc, RESULTS / "chart.png")
         if chart:

@@ -55,6 +55,9 @@ class Limits:
         max_http_connections: Requests the HTTP server serves at once (open
             SSE streams included); beyond, ``503``. uvicorn also closes
             connections beyond it as soon as they are accepted.
+        max_http_head_bytes: Bytes of a request's head (request line and
+            headers) the HTTP server accepts; beyond, the request is refused
+            (``431``, or ``400`` from h11) and its connection closed.
         progress_interval: Minimum seconds between two progress notifications of
             one request (extra ones are dropped; the final one is always sent).
         waiting_progress_interval: Seconds between the progress notifications sent
@@ -121,6 +124,7 @@ class Limits:
     ping_timeout: float | None = 20.0
     notice_timeout: float = 10.0
     max_form_shapes: int = 256
+    max_http_head_bytes: int = 16 * 1024
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

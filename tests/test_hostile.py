@@ -350,11 +350,13 @@ async def test_http_one_client_filling_the_session_cap_does_not_lock_others_out(
                 assert app.session_count == 3 and spam[2] not in app.session_ids()
 
 
-@pytest.mark.parametrize("asgi_server", [None, "hypercorn"])
-async def test_http_connections_trickling_their_headers_are_closed(asgi_server: str | None) -> None:
+@pytest.mark.parametrize("asgi_server", ["uvicorn-h11", "uvicorn-httptools", "hypercorn"])
+async def test_http_connections_trickling_their_headers_are_closed(asgi_server: str) -> None:
     """Issue 15 item 7: 20 connections each sending a header line every 0.2 s are all closed once
-    ``http_header_timeout`` passes (uvicorn had no such timeout); the server goes on serving."""
+    ``http_header_timeout`` passes (uvicorn had no such timeout); the server goes on serving.
+    (On trio, uvicorn serves from an asyncio loop in a thread: ``test_asgi_guard.serving``.)"""
     h = _http_helpers()
+    from tests.test_asgi_guard import serving
     limits = Limits(http_header_timeout=0.5)
     closed: list[int] = []
 
@@ -372,7 +374,7 @@ async def test_http_connections_trickling_their_headers_are_closed(asgi_server: 
                     await stream.send(b"x-slow: 1\r\n")
 
     with anyio.fail_after(30):
-        async with h.serving(Server("slow", limits=limits), asgi_server=asgi_server) as (url, _):
+        async with serving(Server("slow", limits=limits), asgi_server) as (url, _):
             port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
             async with anyio.create_task_group() as tg:
                 for n in range(20):
@@ -382,15 +384,16 @@ async def test_http_connections_trickling_their_headers_are_closed(asgi_server: 
                 assert await _ping(raw) == 200
 
 
-@pytest.mark.parametrize("asgi_server", [None, "hypercorn"])
-async def test_http_requests_beyond_max_http_connections_are_refused(asgi_server: str | None) -> None:
+@pytest.mark.parametrize("asgi_server", ["uvicorn-h11", "uvicorn-httptools", "hypercorn"])
+async def test_http_requests_beyond_max_http_connections_are_refused(asgi_server: str) -> None:
     """Three questions wait on open streams with ``max_http_connections=3``: a fourth request is
     refused (uvicorn closes its connection, hypercorn answers 503); once a stream ends it works."""
     h = _http_helpers()
+    from tests.test_asgi_guard import serving
     server = h.build_server()
     limits = server.limits.replace(max_http_connections=3)
     with anyio.fail_after(30):
-        async with h.serving(server, asgi_server=asgi_server, limits=limits) as (url, _), h.raw_session(url) as raw:
+        async with serving(server, asgi_server, limits=limits) as (url, _), h.raw_session(url) as raw:
             readers = []  # kept referenced: a collected line iterator closes its response
             async with contextlib.AsyncExitStack() as streams:
                 for n in range(3):

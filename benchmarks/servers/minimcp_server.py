@@ -16,6 +16,7 @@ On ws/http the bound port is printed on stdout as ``PORT <n>``. The ``stats`` to
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import sys
@@ -84,23 +85,24 @@ async def main(args: argparse.Namespace) -> None:
 
             port = await tg.start(lambda task_status: serve_websocket(
                 app, "127.0.0.1", 0, max_connections=100_000, task_status=task_status))
-        elif args.asgi == "default":
+        elif args.asgi == "default" or args.asgi.startswith("serve_http:"):  # serve_http, its choice or the named one
             from minimcp.transports.http import serve_http
 
-            app_options = {"session_id_prefix": args.worker_id} if args.worker_id else {}
-            if args.backlog:  # serve_http listens with a backlog of 128; a burst of connects overflows it
-                import minimcp.transports.http as http_module
+            app_options: dict[str, Any] = {"session_id_prefix": args.worker_id} if args.worker_id else {}
+            if args.backlog:  # a burst of connects can overflow serve_http's listen backlog
+                import minimcp.transports.http.serve as serve_module
 
-                bind = http_module.bind
+                bind = serve_module.bind
 
                 def bind_with_backlog(host: str, port: int) -> Any:
                     sock = bind(host, port)
                     sock.listen(args.backlog)  # (listen again: Linux takes the new backlog)
                     return sock
 
-                http_module.bind = bind_with_backlog  # type: ignore[assignment]
-            port = await tg.start(lambda task_status: serve_http(
-                app, "127.0.0.1", args.port, task_status=task_status, **app_options))
+                serve_module.bind = bind_with_backlog  # type: ignore[assignment]
+            chosen = args.asgi.partition(":")[2] or None
+            port = await tg.start(functools.partial(serve_http, app, "127.0.0.1", args.port, asgi_server=chosen,
+                                                    **app_options))
         else:  # the server comparison: the same app on another ASGI server (asgi_run.py prints the port)
             from asgi_run import serve
 
@@ -125,7 +127,8 @@ if __name__ == "__main__":
     parser.add_argument("--redis", help="the bus between workers on this Redis (redis://host:port/db)")
     parser.add_argument("--backlog", type=int, default=0, help="http: the listen backlog (default: serve_http's)")
     parser.add_argument("--asgi", default="default",
-                        help="http only: default (serve_http), uvicorn-h11, uvicorn-httptools, hypercorn, granian")
+                        help="http only: default (serve_http), serve_http:<its asgi_server, e.g. uvicorn-h11>, "
+                        "or the app on uvicorn-h11, uvicorn-httptools, hypercorn, granian (unguarded)")
     args = parser.parse_args()
     if args.tracemalloc:
         tracemalloc.start()

@@ -1,7 +1,11 @@
 """Run an ASGI app on a local port inside the current event loop (asyncio or trio).
 
-minimcp does not hand-write an HTTP server: on asyncio this uses uvicorn, on
-trio hypercorn (both optional extras: ``pip install minimcp[http]``). The
+minimcp does not hand-write an HTTP server: on asyncio this uses uvicorn (with
+the httptools parser when it is installed, else h11), on trio hypercorn (all
+optional extras: ``pip install minimcp[http]``). ``asgi_server`` picks another:
+``"uvicorn"`` (its best parser), ``"uvicorn-httptools"``, ``"uvicorn-h11"`` or
+``"hypercorn"``. With httptools minimcp spends about a third less server CPU
+per round trip than with h11 (``benchmarks/README.md``, "serve_http default"). The
 listening socket is bound here first, so the caller learns the real port even
 when it asked for port 0, and connections made before the server accepts wait
 in the backlog. Used by the Streamable HTTP transport and by the example's
@@ -14,7 +18,7 @@ hypercorn closes a connection that stays without a request for its
 ``keep_alive_timeout``), and at most ``max_http_connections`` are served at
 once: uvicorn closes connections beyond at once and answers ``503`` at the
 bound; hypercorn has no such bound, so its app is wrapped to answer requests
-beyond it with ``503``.
+beyond it with ``503``. A request's head is at most ``max_http_head_bytes``.
 """
 
 from __future__ import annotations
@@ -30,9 +34,17 @@ import anyio.abc
 
 from minimcp.config import Limits
 
-__all__ = ["bind", "run_asgi", "run_hypercorn", "run_uvicorn", "running_backend", "serve_asgi"]
+__all__ = ["AsgiServer", "bind", "run_asgi", "run_hypercorn", "run_uvicorn", "running_backend", "serve_asgi"]
 
 logger = logging.getLogger("minimcp.asgi")
+
+#: The HTTP servers ``run_asgi`` runs; ``"uvicorn"`` is uvicorn with httptools if installed, else h11.
+#: Connections the kernel queues before the server accepts them (uvicorn's own default; 128 overflowed
+#: under bursts of thousands of connects in benchmarks/bench_scaleout.py).
+_BACKLOG = 2048
+
+AsgiServer = Literal["uvicorn", "uvicorn-httptools", "uvicorn-h11", "hypercorn"]
+_SERVERS = ("uvicorn", "uvicorn-httptools", "uvicorn-h11", "hypercorn")
 
 
 def running_backend() -> str:
@@ -53,7 +65,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(_BACKLOG)
         sock.setblocking(False)
     except BaseException:
         sock.close()
@@ -92,6 +104,14 @@ def _bounded(app: Any, limit: int) -> Any:
     return bounded
 
 
+def _httptools_installed() -> bool:
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 async def run_uvicorn(
     app: Any,
     sock: socket.socket,
@@ -99,18 +119,26 @@ async def run_uvicorn(
     graceful_timeout: float,
     task_status: anyio.abc.TaskStatus[None],
     limits: Limits | None = None,
+    parser: Literal["httptools", "h11"] = "h11",
 ) -> None:
     import uvicorn
 
-    from minimcp.transports._uvicorn_guard import guarded_h11_protocol
+    from minimcp.transports._uvicorn_guard import guarded_h11_protocol, guarded_httptools_protocol
 
     bounds = _limits_of(app, limits)
+    if parser == "httptools":
+        protocol = guarded_httptools_protocol(
+            bounds.http_header_timeout, bounds.max_http_connections, bounds.max_http_head_bytes
+        )
+    else:
+        protocol = guarded_h11_protocol(bounds.http_header_timeout, bounds.max_http_connections)
     config = uvicorn.Config(
         app,
         lifespan="off",
         interface="asgi3",
         ws="none",
-        http=guarded_h11_protocol(bounds.http_header_timeout, bounds.max_http_connections),
+        http=protocol,
+        h11_max_incomplete_event_size=bounds.max_http_head_bytes,
         limit_concurrency=bounds.max_http_connections + 1,  # uvicorn counts the connection asking
         log_config=None,
         log_level="warning",
@@ -163,6 +191,7 @@ async def run_hypercorn(
     # hypercorn's idle timer runs from the connection (or the previous response) until a request's
     # head is parsed, and bytes arriving do not restart it: so it is a header timeout too.
     config.keep_alive_timeout = bounds.http_header_timeout
+    config.h11_max_incomplete_size = bounds.max_http_head_bytes
     config.loglevel = "WARNING"
     config.accesslog = None
     asgi_app = cast("Any", _bounded(app, bounds.max_http_connections))  # hypercorn's ASGI types are TypedDicts
@@ -186,24 +215,36 @@ async def run_asgi(
     sock: socket.socket,
     stop: anyio.Event,
     *,
-    asgi_server: Literal["uvicorn", "hypercorn"] | None = None,
+    asgi_server: AsgiServer | None = None,
     graceful_timeout: float = 2.0,
     limits: Limits | None = None,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` on the listening ``sock`` until ``stop`` is set (uvicorn on asyncio, hypercorn on trio).
+    """Serve ``app`` on the listening ``sock`` until ``stop`` is set.
 
+    By default uvicorn on asyncio (httptools if it is installed, else h11) and
+    hypercorn on trio; ``asgi_server`` picks one of :data:`AsgiServer`.
     ``limits`` (default: the app's ``limits`` attribute, else :class:`Limits`) gives the
-    header timeout and the connection bound.
+    header timeout, the head size and the connection bound.
+
+    Raises:
+        ValueError: an unknown ``asgi_server``.
+        RuntimeError: uvicorn asked for on trio.
+        ImportError: the server (or httptools, when asked for) is not installed.
     """
     backend = running_backend()
     kind = asgi_server or ("hypercorn" if backend == "trio" else "uvicorn")
-    if kind not in ("uvicorn", "hypercorn"):
-        raise ValueError(f"asgi_server must be 'uvicorn' or 'hypercorn', not {asgi_server!r}")
-    if kind == "uvicorn" and backend != "asyncio":
+    if kind not in _SERVERS:
+        raise ValueError(f"asgi_server must be one of {', '.join(_SERVERS)}, not {asgi_server!r}")
+    if kind != "hypercorn" and backend != "asyncio":
         raise RuntimeError("uvicorn runs on asyncio only; use asgi_server='hypercorn' on trio")
     if kind == "uvicorn":
-        await run_uvicorn(app, sock, stop, graceful_timeout, task_status, limits)
+        kind = "uvicorn-httptools" if _httptools_installed() else "uvicorn-h11"
+    logger.debug("HTTP server: %s on %s", kind, backend)
+    if kind == "uvicorn-httptools":
+        await run_uvicorn(app, sock, stop, graceful_timeout, task_status, limits, "httptools")
+    elif kind == "uvicorn-h11":
+        await run_uvicorn(app, sock, stop, graceful_timeout, task_status, limits, "h11")
     else:
         await run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status, limits)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -19,7 +19,7 @@ import anyio.abc
 from minimcp.config import Limits
 from minimcp.server import Server, ServerConnection
 from minimcp.session import Session
-from minimcp.transports.asgi_server import bind, run_asgi
+from minimcp.transports.asgi_server import AsgiServer, bind, run_asgi
 from minimcp.transports.http.app import StreamableHTTPAppBase
 from minimcp.transports.http.client import http_client
 from minimcp.versions import Era
@@ -57,7 +57,7 @@ async def serve_http(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    asgi_server: Literal["uvicorn", "hypercorn"] | None = None,
+    asgi_server: AsgiServer | None = None,
     graceful_timeout: float = 2.0,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
     **app_options: Any,
