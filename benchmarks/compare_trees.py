@@ -24,12 +24,12 @@ from typing import Any
 Job = tuple[str, str, list[str], dict[str, str]]
 
 PENDING = {"bytes/pending": "fills.0.bytes_per_pending_rss", "s to fill": "fills.0.seconds_to_all_pending"}
-ROUNDTRIP = {"rt/s": "round_trips_per_second", "p99 ms": "p99_ms"}
+ROUNDTRIP = {"rt/s": "round_trips_per_second", "p99 ms": "p99_ms", "server CPU µs/rt": "=server_us_per_rt"}
 
 
-def jobs(backend: str) -> list[Job]:
+def jobs(backend: str, seconds: float) -> list[Job]:
     b = ["--backend", backend]
-    win = ["--seconds", "1.5"]
+    win = ["--seconds", str(seconds)]
     out: list[Job] = [
         ("stdio pending 10k", "driver.py", ["pending", "--server", "minimcp", *b, "-n", "10000", "--fills", "1"],
          PENDING),
@@ -49,6 +49,9 @@ def jobs(backend: str) -> list[Job]:
 
 
 def dig(row: dict[str, Any], path: str) -> float | None:
+    if path == "=server_us_per_rt":  # the server's CPU per round trip (steadier than a rate on a busy machine)
+        share, rate = row.get("server_cpu_share"), row.get("round_trips_per_second")
+        return share / rate * 1e6 if share and rate else None
     value: Any = row
     for part in path.split("."):
         if isinstance(value, list):
@@ -87,6 +90,7 @@ def main() -> None:
     parser.add_argument("after", type=Path)
     parser.add_argument("--repeats", type=int, default=3, help="rounds on asyncio (trio: one)")
     parser.add_argument("--backends", default="asyncio,trio")
+    parser.add_argument("--seconds", type=float, default=1.5, help="each round-trip window")
     parser.add_argument("--out", type=Path, help="write the raw figures as JSON here")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
@@ -94,7 +98,7 @@ def main() -> None:
     for backend in args.backends.split(","):
         rounds = args.repeats if backend == "asyncio" else 1
         for r in range(rounds):
-            for label, script, argv, reads in jobs(backend):
+            for label, script, argv, reads in jobs(backend, args.seconds):
                 for side, tree in (trees.items() if r % 2 == 0 else reversed(trees.items())):
                     row = run(tree, script, argv)
                     for name, path in reads.items():
