@@ -34,7 +34,7 @@ from minimcp.transports.http._asgi import (
 )
 from minimcp.transports.http._session_table import HTTPSession, SessionTable, TableFull, client_key
 from minimcp.transports.http._sse import PING, encode_event
-from minimcp.transports.http._streams import SessionTransport, Stream
+from minimcp.transports.http._streams import Reader, SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
 from minimcp.transports.http.app_stateless import StatelessLeg, claims_modern, wants_modern
 from minimcp.types import CancelledParams
@@ -187,6 +187,7 @@ class StreamableHTTPAppBase(Generic[S]):
                 await tg.start(self.server.run_background)  # e.g. the client of a shared used-state store
                 await self._stateless.start(tg)
                 tg.start_soon(self._expire_idle)
+                tg.start_soon(self._keepalive)
                 task_status.started()
                 await anyio.sleep_forever()
         finally:
@@ -428,7 +429,7 @@ class StreamableHTTPAppBase(Generic[S]):
             else:
                 stream_version = sess.version
             extra = [(b"mcp-session-id", sess.id.encode())] if new else []
-            await self._stream(sess, stream, 0, stream_version, receive, send, extra)
+            await self._read(sess, stream, 0, stream_version, receive, send, extra)
             return
         if not await transport.deliver(body):
             await respond_error(send, 404, _SESSION_ENDED, version=version)
@@ -466,6 +467,9 @@ class StreamableHTTPAppBase(Generic[S]):
                 )
                 return
             stream, cursor = found
+            if stream is not sess.transport.standalone:
+                await self._read(sess, stream, cursor, sess.version, receive, send, [])
+                return
         else:
             stream = sess.transport.standalone
             cursor = stream.delivered
@@ -482,6 +486,67 @@ class StreamableHTTPAppBase(Generic[S]):
 
     # --- SSE -----------------------------------------------------------------------------------
 
+    async def _read(
+        self,
+        sess: HTTPSession,
+        stream: Stream,
+        cursor: int,
+        version: str,
+        receive: Receive,
+        send: Send,
+        extra_headers: list[tuple[bytes, bytes]],
+    ) -> None:
+        """Answer with a request's ``stream`` as SSE from after ``cursor``: a :class:`Reader`, written to by the
+        stream's pushers, while this coroutine waits for the end (no task, no timer of its own)."""
+        head = b""
+        if supports(version, Feature.SSE_PRIMING):
+            head = encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)
+        reader = Reader(stream, send, cursor, head)
+        previous = stream.owner
+        stream.owner = reader
+        if type(previous) is Reader:
+            previous.end()  # the connection reading it so far ends
+        sess.live += 1
+        try:
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra_headers]})
+                await reader.write_all()
+            finally:
+                reader.release()
+            await reader.wait(receive)
+            if reader.ending and not reader.finished:
+                await reader.finish()
+        except OSError:  # the ASGI server could not write: the client is gone
+            logger.debug("SSE stream %d: client went away", stream.key)
+        finally:
+            sess.live -= 1
+            sess.touch(self._sessions)
+            if stream.owner is reader:
+                stream.owner = None
+            if stream.done:
+                if stream.fully_delivered:
+                    sess.transport.drop(stream)
+                else:
+                    sess.transport.retain(stream)
+
+    async def _keepalive(self) -> None:
+        """Keep-alive comments on every response stream silent for ``keepalive_interval``."""
+        interval = self.keepalive_interval
+        while True:
+            await anyio.sleep(max(interval / 2, _SWEEP_MIN / 10))
+            self._ping_silent(interval)
+
+    def _ping_silent(self, interval: float) -> None:
+        tg = self._tg
+        if tg is None:  # pragma: no cover - the sweep runs in the app's task group
+            return
+        since = anyio.current_time() - interval
+        for sess in self._sessions.values():
+            for stream in sess.transport.streams.values():
+                owner = stream.owner
+                if type(owner) is Reader and not owner.writing and not owner.finished and owner.last_write <= since:
+                    tg.start_soon(owner.ping, PING)
+
     async def _stream(
         self,
         sess: HTTPSession,
@@ -492,7 +557,8 @@ class StreamableHTTPAppBase(Generic[S]):
         send: Send,
         extra_headers: list[tuple[bytes, bytes]],
     ) -> None:
-        """Answer with ``stream`` as SSE from after ``cursor`` until it is done or the client leaves."""
+        """Answer with the standalone ``stream`` as SSE from after ``cursor`` until the session ends or the
+        client leaves (messages pushed here only wake this task: a pusher never waits for this client)."""
         token = object()
         if stream.owner is not None:
             stream.wake()  # the connection reading it so far ends
