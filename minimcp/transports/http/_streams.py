@@ -136,6 +136,7 @@ class Reader:
         "ending",
         "finished",
         "head",
+        "hold",
         "idle",
         "last_write",
         "scope",
@@ -150,6 +151,7 @@ class Reader:
         self.send = send
         self.cursor = cursor  # the seq of the last event written
         self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
+        self.hold = False  # the head alone waits: it goes out with the first event (or when let go)
         self.writing = True  # the response head is not out yet: pushes only buffer
         self.finished = False  # the end of the response is written
         self.ending = False  # asked to end (session closed, request cancelled, another reader took over)
@@ -178,7 +180,7 @@ class Reader:
                 batch, after = stream.since(self.cursor)
                 last = stream.done and after >= stream.next_seq - 1
                 head = self.head
-                if not batch and not head and not last:
+                if not batch and not last and (not head or self.hold):
                     return
                 self.head = b""
                 body = head + b"".join(batch) if batch else head

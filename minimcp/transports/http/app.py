@@ -61,6 +61,8 @@ _DELETE_WAIT = 5.0
 _SWEEP_MIN, _SWEEP_MAX = 0.05, 30.0
 #: Random bytes of a session id (its text is about 4/3 as long).
 _SESSION_ID_BYTES = 24
+#: Seconds a priming event may wait to go out with the stream's first event (one write, not two).
+_PRIMING_WINDOW = 0.02
 
 
 class StreamableHTTPAppBase(Generic[S]):
@@ -141,6 +143,8 @@ class StreamableHTTPAppBase(Generic[S]):
         self.retained_streams = max(0, retained_streams)
         self._sessions: SessionTable[HTTPSession] = SessionTable(max_sessions, self.limits.max_sessions_per_client)
         self._tg: anyio.abc.TaskGroup | None = None
+        self._held: list[Reader] = []  # response streams whose priming event waits (see _hold_priming)
+        self._priming: anyio.Event | None = None  # set when the first one is held
         self._stateless = StatelessLeg(
             server,
             self._stateless_connection,
@@ -188,6 +192,7 @@ class StreamableHTTPAppBase(Generic[S]):
                 await self._stateless.start(tg)
                 tg.start_soon(self._expire_idle)
                 tg.start_soon(self._keepalive)
+                tg.start_soon(self._release_primings)
                 task_status.started()
                 await anyio.sleep_forever()
         finally:
@@ -336,18 +341,20 @@ class StreamableHTTPAppBase(Generic[S]):
             )
             return
         if method == "POST":
-            await self._post(headers, receive, send, scope)
+            handling = self._post(headers, receive, send, scope)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            handling = self._get(headers, receive, send)
         elif method == "DELETE":
-            await self._delete(headers, send)
+            handling = self._delete(headers, send)
         else:
-            await respond_error(
+            handling = respond_error(
                 send,
                 405,
                 f"method {method} not allowed; use POST, GET or DELETE",
                 headers=[(b"allow", b"GET, POST, DELETE")],
             )
+        del headers  # not held here while a response stream stays open (bytes per waiting call)
+        await handling
 
     async def _session_of(self, headers: Mapping[str, str], send: Send) -> HTTPSession | None:
         """The session a request names; answers the request itself (400/404) when there is none."""
@@ -429,6 +436,7 @@ class StreamableHTTPAppBase(Generic[S]):
             else:
                 stream_version = sess.version
             extra = [(b"mcp-session-id", sess.id.encode())] if new else []
+            del headers, body, message  # not held while the call waits (bytes per waiting call)
             await self._read(sess, stream, 0, stream_version, receive, send, extra)
             return
         if not await transport.deliver(body):
@@ -510,6 +518,8 @@ class StreamableHTTPAppBase(Generic[S]):
         try:
             try:
                 await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra_headers]})
+                if head and not stream.done and stream.next_seq - 1 <= cursor:
+                    self._hold_priming(reader)
                 await reader.write_all()
             finally:
                 reader.release()
@@ -528,6 +538,29 @@ class StreamableHTTPAppBase(Generic[S]):
                     sess.transport.drop(stream)
                 else:
                     sess.transport.retain(stream)
+
+    def _hold_priming(self, reader: Reader) -> None:
+        """Nothing to send yet but the priming event: it waits for the first event, at most ``_PRIMING_WINDOW``."""
+        reader.hold = True
+        if not self._held and self._priming is not None:
+            self._priming.set()
+        self._held.append(reader)
+
+    async def _release_primings(self) -> None:
+        while True:
+            self._priming = event = anyio.Event()
+            if not self._held:
+                await event.wait()
+            await anyio.sleep(_PRIMING_WINDOW)
+            self._let_primings_go()
+
+    def _let_primings_go(self) -> None:
+        held, self._held = self._held, []
+        tg = self._tg
+        for reader in held:
+            reader.hold = False
+            if reader.head and not reader.writing and not reader.finished and tg is not None:
+                tg.start_soon(reader.flush)
 
     async def _keepalive(self) -> None:
         """Keep-alive comments on every response stream silent for ``keepalive_interval``."""
