@@ -25,7 +25,17 @@ logger = logging.getLogger("minimcp.http")
 class HTTPSession:
     """One Streamable HTTP session: its transport, its server connection, and what the table needs."""
 
-    __slots__ = ("client", "connection", "finished", "id", "initialized", "last_active", "live", "transport")
+    __slots__ = (
+        "_version",
+        "client",
+        "connection",
+        "finished",
+        "id",
+        "initialized",
+        "last_active",
+        "live",
+        "transport",
+    )
 
     def __init__(self, session_id: str, transport: SessionTransport, client: str) -> None:
         self.id = session_id
@@ -36,6 +46,7 @@ class HTTPSession:
         self.live = 0  # open SSE connections
         self.initialized = False  # a request after initialize came (else it expires after initialize_timeout)
         self.finished = anyio.Event()
+        self._version: str | None = None  # once negotiated, it stays
 
     def busy(self) -> bool:
         """Whether it has work pending: a request being answered, a question asked, or an open stream."""
@@ -48,8 +59,14 @@ class HTTPSession:
 
     @property
     def version(self) -> str:
-        conn = self.connection
-        return conn.protocol_version if conn is not None and conn.protocol_version else ASSUMED_VERSION
+        version = self._version
+        if version is None:
+            conn = self.connection
+            version = conn.protocol_version if conn is not None else None
+            if not version:
+                return ASSUMED_VERSION
+            self._version = version
+        return version
 
 
 class _Entry(Protocol):

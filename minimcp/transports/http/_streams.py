@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import logging
@@ -50,7 +49,7 @@ class Stream:
         self.key = key
         self.request_id = request_id
         self.max_events = max_events
-        self.events: collections.deque[bytes] = collections.deque()
+        self.events: list[bytes] = []  # a list: a deque's first block alone is 600 bytes per stream
         self.first_seq = 1  # seq of events[0]
         self.next_seq = 1
         self.delivered = 0  # highest seq written to a live connection
@@ -76,7 +75,7 @@ class Stream:
         self.next_seq = seq + 1
         self.events.append(encode_event(message, id=self.event_id(seq)))
         if len(self.events) > self.max_events:
-            self.events.popleft()
+            del self.events[0]
             if self.first_seq > self.delivered:
                 # Expected on the standalone stream while no GET is open; a problem on a request's.
                 logger.log(
@@ -112,7 +111,7 @@ class Stream:
             return [], cursor
         if start > cursor + 1:
             logger.warning("SSE stream %d: events %d..%d were evicted before delivery", self.key, cursor + 1, start - 1)
-        return list(itertools.islice(self.events, start - self.first_seq, None)), self.next_seq - 1
+        return self.events[start - self.first_seq :], self.next_seq - 1
 
     @property
     def fully_delivered(self) -> bool:
@@ -279,7 +278,7 @@ class SessionTransport:
         self.standalone = Stream(0, None, max_events)
         self.streams: dict[int, Stream] = {0: self.standalone}
         self.by_request: dict[RequestId, Stream] = {}
-        self._retained: collections.deque[int] = collections.deque()
+        self._retained: list[int] = []  # at most max_retained keys, oldest first
         self._keys = itertools.count(1)
         self.closed = False
 
@@ -372,7 +371,7 @@ class SessionTransport:
             return
         self._retained.append(stream.key)
         while len(self._retained) > self.max_retained:
-            self.streams.pop(self._retained.popleft(), None)
+            self.streams.pop(self._retained.pop(0), None)
 
     def drop(self, stream: Stream) -> None:
         self.streams.pop(stream.key, None)

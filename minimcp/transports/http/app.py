@@ -61,6 +61,9 @@ _DELETE_WAIT = 5.0
 _SWEEP_MIN, _SWEEP_MAX = 0.05, 30.0
 #: Random bytes of a session id (its text is about 4/3 as long).
 _SESSION_ID_BYTES = 24
+#: (Host, Origin) pairs whose check is remembered (the memo is emptied when full).
+_CHECKED_MAX = 256
+_UNCHECKED = "?"
 #: Seconds a priming event may wait to go out with the stream's first event (one write, not two).
 _PRIMING_WINDOW = 0.02
 
@@ -143,6 +146,8 @@ class StreamableHTTPAppBase(Generic[S]):
         self.retained_streams = max(0, retained_streams)
         self._sessions: SessionTable[HTTPSession] = SessionTable(max_sessions, self.limits.max_sessions_per_client)
         self._tg: anyio.abc.TaskGroup | None = None
+        # (Host, Origin) -> why refused (None: allowed); the same few pairs come again and again
+        self._checked: dict[tuple[str | None, str | None], str | None] = {}
         self._held: list[Reader] = []  # response streams whose priming event waits (see _hold_priming)
         self._priming: anyio.Event | None = None  # set when the first one is held
         self._stateless = StatelessLeg(
@@ -318,7 +323,13 @@ class StreamableHTTPAppBase(Generic[S]):
             await respond_error(send, 404, f"not found; the MCP endpoint is {self.path}")
             return
         headers = scope_headers(scope)
-        refused = mcp_headers.host_origin_problem(headers, self.allowed_hosts, self.allowed_origins)
+        checked = (headers.get("host"), headers.get("origin"))
+        refused = self._checked.get(checked, _UNCHECKED)
+        if refused is _UNCHECKED:
+            refused = mcp_headers.host_origin_problem(headers, self.allowed_hosts, self.allowed_origins)
+            if len(self._checked) >= _CHECKED_MAX:
+                self._checked.clear()
+            self._checked[checked] = refused
         if refused is not None:
             logger.warning("refused a request: %s (see allowed_hosts / allowed_origins)", refused)
             await respond_error(send, 403, refused)
