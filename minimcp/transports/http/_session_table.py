@@ -26,10 +26,11 @@ class HTTPSession:
     """One Streamable HTTP session: its transport, its server connection, and what the table needs."""
 
     __slots__ = (
+        "_finished",
         "_version",
         "client",
         "connection",
-        "finished",
+        "ended",
         "id",
         "initialized",
         "last_active",
@@ -45,13 +46,26 @@ class HTTPSession:
         self.last_active = anyio.current_time()
         self.live = 0  # open SSE connections
         self.initialized = False  # a request after initialize came (else it expires after initialize_timeout)
-        self.finished = anyio.Event()
+        self.ended = False  # its server connection has finished
+        self._finished: anyio.Event | None = None  # made only when someone waits for the end (DELETE)
         self._version: str | None = None  # once negotiated, it stays
 
     def busy(self) -> bool:
         """Whether it has work pending: a request being answered, a question asked, or an open stream."""
         conn = self.connection
         return bool(self.live or self.transport.by_request or (conn is not None and conn.session.pending_count))
+
+    def finish(self) -> None:
+        """Its server connection has finished."""
+        self.ended = True
+        if self._finished is not None:
+            self._finished.set()
+
+    async def wait_finished(self) -> None:
+        if not self.ended:
+            if self._finished is None:
+                self._finished = anyio.Event()
+            await self._finished.wait()
 
     def touch(self, table: SessionTable[HTTPSession]) -> None:
         self.last_active = anyio.current_time()

@@ -258,7 +258,7 @@ class StreamableHTTPAppBase(Generic[S]):
         finally:
             self._sessions.remove(sess)
             await sess.transport.aclose()
-            sess.finished.set()
+            sess.finish()
 
     async def _new_session(self, client: str) -> HTTPSession | str:
         tg = self._tg
@@ -500,7 +500,7 @@ class StreamableHTTPAppBase(Generic[S]):
             return
         self._end(sess)
         with anyio.move_on_after(_DELETE_WAIT):
-            await sess.finished.wait()
+            await sess.wait_finished()
         await respond(send, 204)
 
     # --- SSE -----------------------------------------------------------------------------------
