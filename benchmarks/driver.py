@@ -42,6 +42,8 @@ HERE = Path(__file__).resolve().parent
 SERVERS = HERE / "servers"
 PROTOCOL = "2025-11-25"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+#: Idle pooled connections older than this are closed, not reused (servers close idle ones after ~5 s).
+IDLE_REUSE_SECONDS = 3.0
 
 # --- wire messages -----------------------------------------------------------------------------
 
@@ -332,7 +334,7 @@ class RawHttp:
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
-        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]] = []
         self.slots = asyncio.Semaphore(15_000)  # sockets open at once (the machine allows 20,000 fds)
         # connects in flight: a burst of thousands overflows a small listen backlog (SYN retries: 1 s, 3 s, ...)
         self.connecting = asyncio.Semaphore(100)
@@ -340,9 +342,16 @@ class RawHttp:
     async def request(self, method: str, path: str, body: bytes, headers: dict[str, str],
                       on_message: Callable[[bytes], None],
                       on_headers: Callable[[int, dict[str, str]], None] | None = None) -> tuple[int, dict[str, str]]:
-        if self.idle:
-            reader, writer = self.idle.pop()
-        else:
+        reader = writer = None
+        while self.idle:
+            reader, writer, since = self.idle.pop()
+            # A connection idle near the server's keep-alive timeout (uvicorn: 5 s) may be closed under us.
+            if not reader.at_eof() and time.monotonic() - since < IDLE_REUSE_SECONDS:
+                break
+            writer.close()
+            self.slots.release()
+            reader = writer = None
+        if reader is None or writer is None:
             await self.slots.acquire()
             async with self.connecting:
                 reader, writer = await asyncio.open_connection(self.host, self.port, limit=1 << 24)
@@ -388,7 +397,7 @@ class RawHttp:
             writer.close()
             self.slots.release()
         else:
-            self.idle.append((reader, writer))
+            self.idle.append((reader, writer, time.monotonic()))
         return status, rh
 
     @staticmethod
@@ -403,7 +412,7 @@ class RawHttp:
         return rest
 
     def close(self) -> None:
-        for _, writer in self.idle:
+        for _, writer, _since in self.idle:
             writer.close()
         self.idle.clear()
 
