@@ -32,6 +32,7 @@ from minimcp.transports.http._asgi import (
     respond_error,
     scope_headers,
 )
+from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._session_table import HTTPSession, SessionTable, TableFull, client_key
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._streams import Reader, SessionTransport, Stream
@@ -64,8 +65,6 @@ _SESSION_ID_BYTES = 24
 #: (Host, Origin) pairs whose check is remembered (the memo is emptied when full).
 _CHECKED_MAX = 256
 _UNCHECKED = "?"
-#: Seconds a priming event may wait to go out with the stream's first event (one write, not two).
-_PRIMING_WINDOW = 0.02
 
 
 class StreamableHTTPAppBase(Generic[S]):
@@ -148,8 +147,7 @@ class StreamableHTTPAppBase(Generic[S]):
         self._tg: anyio.abc.TaskGroup | None = None
         # (Host, Origin) -> why refused (None: allowed); the same few pairs come again and again
         self._checked: dict[tuple[str | None, str | None], str | None] = {}
-        self._held: list[Reader] = []  # response streams whose priming event waits (see _hold_priming)
-        self._priming: anyio.Event | None = None  # set when the first one is held
+        self._pacer = Pacer(keepalive_interval)  # priming events held a moment, keep-alives
         self._stateless = StatelessLeg(
             server,
             self._stateless_connection,
@@ -196,8 +194,7 @@ class StreamableHTTPAppBase(Generic[S]):
                 await tg.start(self.server.run_background)  # e.g. the client of a shared used-state store
                 await self._stateless.start(tg)
                 tg.start_soon(self._expire_idle)
-                tg.start_soon(self._keepalive)
-                tg.start_soon(self._release_primings)
+                await self._pacer.run(tg, lambda: [sess.transport for sess in self._sessions.values()])
                 task_status.started()
                 await anyio.sleep_forever()
         finally:
@@ -530,7 +527,7 @@ class StreamableHTTPAppBase(Generic[S]):
             try:
                 await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra_headers]})
                 if head and not stream.done and stream.next_seq - 1 <= cursor:
-                    self._hold_priming(reader)
+                    self._pacer.hold_priming(reader)
                 await reader.write_all()
             finally:
                 reader.release()
@@ -549,47 +546,6 @@ class StreamableHTTPAppBase(Generic[S]):
                     sess.transport.drop(stream)
                 else:
                     sess.transport.retain(stream)
-
-    def _hold_priming(self, reader: Reader) -> None:
-        """Nothing to send yet but the priming event: it waits for the first event, at most ``_PRIMING_WINDOW``."""
-        reader.hold = True
-        if not self._held and self._priming is not None:
-            self._priming.set()
-        self._held.append(reader)
-
-    async def _release_primings(self) -> None:
-        while True:
-            self._priming = event = anyio.Event()
-            if not self._held:
-                await event.wait()
-            await anyio.sleep(_PRIMING_WINDOW)
-            self._let_primings_go()
-
-    def _let_primings_go(self) -> None:
-        held, self._held = self._held, []
-        tg = self._tg
-        for reader in held:
-            reader.hold = False
-            if reader.head and not reader.writing and not reader.finished and tg is not None:
-                tg.start_soon(reader.flush)
-
-    async def _keepalive(self) -> None:
-        """Keep-alive comments on every response stream silent for ``keepalive_interval``."""
-        interval = self.keepalive_interval
-        while True:
-            await anyio.sleep(max(interval / 2, _SWEEP_MIN / 10))
-            self._ping_silent(interval)
-
-    def _ping_silent(self, interval: float) -> None:
-        tg = self._tg
-        if tg is None:  # pragma: no cover - the sweep runs in the app's task group
-            return
-        since = anyio.current_time() - interval
-        for sess in self._sessions.values():
-            for stream in sess.transport.streams.values():
-                owner = stream.owner
-                if type(owner) is Reader and not owner.writing and not owner.finished and owner.last_write <= since:
-                    tg.start_soon(owner.ping, PING)
 
     async def _stream(
         self,
