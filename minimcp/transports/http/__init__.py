@@ -115,7 +115,9 @@ The package, one job per module
 * ``_asgi`` -- the ASGI side: aliases, header map, ``Accept`` matching, bodies, error replies;
 * ``_sse`` (SSE encoding and decoding) and ``_headers`` (2026-07-28 header mirroring,
   ``Host`` / ``Origin`` allow-lists): pure, no event loop;
-* ``_streams`` -- one session's numbered SSE streams, replay buffers and resumption;
+* ``_streams`` -- one session's numbered SSE streams, replay buffers and resumption, and the
+  readers that write a request's stream to its response with no task of their own;
+* ``_pacing`` -- the app's two clocks for response streams (priming events held a moment, keep-alives);
 * ``_session_table`` -- the app's sessions: LRU order, per-client bounds, eviction;
 * ``app`` -- the ASGI app: sessions, lifespan, handshake-era POST / GET / DELETE;
 * ``app_stateless`` -- the 2026-07-28 POSTs: header checks, one request answered per POST;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
 from typing import Any
 
@@ -61,6 +62,7 @@ def scope_headers(scope: Scope) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=256)  # clients send the same few Accept headers over and over
 def accepts(accept: str, media: str) -> bool:
     """Whether an ``Accept`` header lists ``media`` (wildcards count)."""
     family = media.split("/", 1)[0] + "/*"

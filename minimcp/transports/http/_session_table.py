@@ -25,7 +25,18 @@ logger = logging.getLogger("minimcp.http")
 class HTTPSession:
     """One Streamable HTTP session: its transport, its server connection, and what the table needs."""
 
-    __slots__ = ("client", "connection", "finished", "id", "initialized", "last_active", "live", "transport")
+    __slots__ = (
+        "_finished",
+        "_version",
+        "client",
+        "connection",
+        "ended",
+        "id",
+        "initialized",
+        "last_active",
+        "live",
+        "transport",
+    )
 
     def __init__(self, session_id: str, transport: SessionTransport, client: str) -> None:
         self.id = session_id
@@ -35,12 +46,26 @@ class HTTPSession:
         self.last_active = anyio.current_time()
         self.live = 0  # open SSE connections
         self.initialized = False  # a request after initialize came (else it expires after initialize_timeout)
-        self.finished = anyio.Event()
+        self.ended = False  # its server connection has finished
+        self._finished: anyio.Event | None = None  # made only when someone waits for the end (DELETE)
+        self._version: str | None = None  # once negotiated, it stays
 
     def busy(self) -> bool:
         """Whether it has work pending: a request being answered, a question asked, or an open stream."""
         conn = self.connection
         return bool(self.live or self.transport.by_request or (conn is not None and conn.session.pending_count))
+
+    def finish(self) -> None:
+        """Its server connection has finished."""
+        self.ended = True
+        if self._finished is not None:
+            self._finished.set()
+
+    async def wait_finished(self) -> None:
+        if not self.ended:
+            if self._finished is None:
+                self._finished = anyio.Event()
+            await self._finished.wait()
 
     def touch(self, table: SessionTable[HTTPSession]) -> None:
         self.last_active = anyio.current_time()
@@ -48,8 +73,14 @@ class HTTPSession:
 
     @property
     def version(self) -> str:
-        conn = self.connection
-        return conn.protocol_version if conn is not None and conn.protocol_version else ASSUMED_VERSION
+        version = self._version
+        if version is None:
+            conn = self.connection
+            version = conn.protocol_version if conn is not None else None
+            if not version:
+                return ASSUMED_VERSION
+            self._version = version
+        return version
 
 
 class _Entry(Protocol):

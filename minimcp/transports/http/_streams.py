@@ -1,19 +1,23 @@
-"""The server side of one HTTP session: numbered SSE streams, their replay buffers, resumption and retention."""
+"""One HTTP session's server side: numbered SSE streams, replay buffers, resumption, retention, readers."""
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import logging
+from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 
 from minimcp.jsonrpc import RequestId
 from minimcp.transports.http._sse import encode_event
 from minimcp.transports.http._wire import is_response, is_uint, same_id
 
-__all__ = ["SessionTransport", "Stream"]
+if TYPE_CHECKING:
+    from minimcp.transports.http._asgi import Receive, Send
+
+__all__ = ["Reader", "SessionTransport", "Stream"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -29,7 +33,7 @@ class Stream:
     """
 
     __slots__ = (
-        "changed",
+        "_changed",
         "delivered",
         "done",
         "events",
@@ -45,13 +49,23 @@ class Stream:
         self.key = key
         self.request_id = request_id
         self.max_events = max_events
-        self.events: collections.deque[bytes] = collections.deque()
+        self.events: list[bytes] = []  # a list: a deque's first block alone is 600 bytes per stream
         self.first_seq = 1  # seq of events[0]
         self.next_seq = 1
         self.delivered = 0  # highest seq written to a live connection
         self.done = False  # the last event (the response) is in the buffer
-        self.owner: object | None = None  # the live connection reading it, if any
-        self.changed = anyio.Event()
+        # The live connection reading it, if any: a Reader (request streams: written through by whoever
+        # pushes), or the token of a task that waits on ``changed`` (the standalone stream).
+        self.owner: object | None = None
+        self._changed: anyio.Event | None = None  # made only when a task waits for a change
+
+    @property
+    def changed(self) -> anyio.Event:
+        """Set at the next push or wake (for a task that waits for news)."""
+        event = self._changed
+        if event is None:
+            event = self._changed = anyio.Event()
+        return event
 
     def event_id(self, seq: int) -> str:
         return f"{self.key}-{seq}"
@@ -61,7 +75,7 @@ class Stream:
         self.next_seq = seq + 1
         self.events.append(encode_event(message, id=self.event_id(seq)))
         if len(self.events) > self.max_events:
-            self.events.popleft()
+            del self.events[0]
             if self.first_seq > self.delivered:
                 # Expected on the standalone stream while no GET is open; a problem on a request's.
                 logger.log(
@@ -74,11 +88,21 @@ class Stream:
             self.first_seq += 1
         if last:
             self.done = True
-        self.wake()
+        if self._changed is not None:
+            self.wake()
 
     def wake(self) -> None:
-        self.changed.set()
-        self.changed = anyio.Event()
+        """Tell a task waiting on :attr:`changed` (a :class:`Reader` is written to by the pusher instead)."""
+        event = self._changed
+        if event is not None:
+            self._changed = None
+            event.set()
+
+    def end_reader(self) -> None:
+        """Make the :class:`Reader` reading this stream, if any, end its response soon."""
+        owner = self.owner
+        if type(owner) is Reader:
+            owner.end()
 
     def since(self, cursor: int) -> tuple[list[bytes], int]:
         """The buffered events after seq ``cursor``, and the seq of the last one."""
@@ -87,11 +111,161 @@ class Stream:
             return [], cursor
         if start > cursor + 1:
             logger.warning("SSE stream %d: events %d..%d were evicted before delivery", self.key, cursor + 1, start - 1)
-        return list(itertools.islice(self.events, start - self.first_seq, None)), self.next_seq - 1
+        return self.events[start - self.first_seq :], self.next_seq - 1
 
     @property
     def fully_delivered(self) -> bool:
         return self.delivered >= self.next_seq - 1
+
+
+class Reader:
+    """One live HTTP response reading a request's stream, with no task of its own.
+
+    Whoever pushes an event (the request's handler, mostly) writes it through
+    :meth:`flush`; the response's own coroutine only waits in ``receive()`` for
+    the end: the ASGI server says ``http.disconnect`` when the client leaves,
+    and when the response is complete (a server that does not is woken through
+    :attr:`scope`). One writer at a time: a push that finds a write under way
+    leaves its event to that writer, which loops until nothing is left. The
+    last event goes out with the end of the response (one write).
+    """
+
+    __slots__ = (
+        "cursor",
+        "ending",
+        "finished",
+        "head",
+        "hold",
+        "idle",
+        "last_write",
+        "scope",
+        "send",
+        "stream",
+        "waiting",
+        "writing",
+    )
+
+    def __init__(self, stream: Stream, send: Send, cursor: int, head: bytes) -> None:
+        self.stream = stream
+        self.send = send
+        self.cursor = cursor  # the seq of the last event written
+        self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
+        self.hold = False  # the head alone waits: it goes out with the first event (or when let go)
+        self.writing = True  # the response head is not out yet: pushes only buffer
+        self.finished = False  # the end of the response is written
+        self.ending = False  # asked to end (session closed, request cancelled, another reader took over)
+        self.waiting = False  # its coroutine waits in receive()
+        self.scope: anyio.CancelScope | None = None  # around that wait
+        self.idle: anyio.Event | None = None  # set when the write under way ends (made only when awaited)
+        self.last_write = anyio.current_time()
+
+    async def flush(self) -> None:
+        """Write what the stream holds beyond :attr:`cursor` (no-op while another write is under way)."""
+        if self.writing or self.finished:
+            return
+        self.writing = True
+        try:
+            await self.write_all()
+        finally:
+            self.release()
+        if self.finished and self.waiting:
+            await self._wake_waiter()
+
+    async def write_all(self) -> None:
+        """The writing loop; the caller holds :attr:`writing`. Never raises for a client that has gone."""
+        stream = self.stream
+        try:
+            while stream.owner is self:
+                batch, after = stream.since(self.cursor)
+                last = stream.done and after >= stream.next_seq - 1
+                head = self.head
+                if not batch and not last and (not head or self.hold):
+                    return
+                self.head = b""
+                body = head + b"".join(batch) if batch else head
+                await self.send({"type": "http.response.body", "body": body, "more_body": not last})
+                self.last_write = anyio.current_time()
+                self.cursor = after
+                if after > stream.delivered:
+                    stream.delivered = after
+                if last:
+                    self.finished = True
+                    return
+        except Exception as exc:
+            # OSError: the client is gone (ASGI 2.4); some servers raise other errors after a disconnect.
+            logger.debug("SSE stream %d: could not write (%r): the client went away", stream.key, exc)
+            self.gone()
+
+    def release(self) -> None:
+        """The write under way has ended."""
+        self.writing = False
+        idle = self.idle
+        if idle is not None:
+            self.idle = None
+            idle.set()
+
+    async def finish(self) -> None:
+        """After :meth:`end`: wait for a write under way, write what is left, then the end of the response."""
+        while self.writing:
+            idle = self.idle = self.idle or anyio.Event()
+            await idle.wait()
+        if self.finished:
+            return
+        self.writing = True
+        try:
+            await self.write_all()
+            if not self.finished:
+                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+                self.finished = True
+        except Exception as exc:
+            logger.debug("SSE stream %d: could not end the response (%r)", self.stream.key, exc)
+            self.gone()
+        finally:
+            self.release()
+
+    async def ping(self, ping: bytes) -> None:
+        """A keep-alive comment (with anything pushed meanwhile)."""
+        if self.writing or self.finished:
+            return
+        self.head += ping
+        await self.flush()
+
+    def end(self) -> None:
+        """End the response soon (its coroutine writes what is left, then the end)."""
+        self.ending = True
+        scope = self.scope
+        if scope is not None:
+            scope.cancel()
+
+    def gone(self) -> None:
+        """The client left: later events only go to the replay buffer."""
+        if self.stream.owner is self:
+            self.stream.owner = None
+
+    async def _wake_waiter(self) -> None:
+        # The ASGI servers we know end a pending receive() with http.disconnect once the response is
+        # complete, which wakes the waiter by the time it runs; any other is woken by its scope.
+        try:
+            await anyio.lowlevel.checkpoint()
+        finally:
+            if self.waiting and self.scope is not None:
+                self.scope.cancel()
+
+    async def wait(self, receive: Receive) -> None:
+        """Wait in ``receive()`` until the response is complete, the client leaves, or :meth:`end`."""
+        if self.finished or self.ending:
+            return
+        with anyio.CancelScope() as scope:
+            self.scope = scope
+            self.waiting = True
+            try:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+            finally:
+                self.waiting = False
+                self.scope = None
+        if not self.finished and not scope.cancel_called:
+            self.gone()  # a disconnect
 
 
 class SessionTransport:
@@ -104,7 +278,7 @@ class SessionTransport:
         self.standalone = Stream(0, None, max_events)
         self.streams: dict[int, Stream] = {0: self.standalone}
         self.by_request: dict[RequestId, Stream] = {}
-        self._retained: collections.deque[int] = collections.deque()
+        self._retained: list[int] = []  # at most max_retained keys, oldest first
         self._keys = itertools.count(1)
         self.closed = False
 
@@ -122,6 +296,9 @@ class SessionTransport:
                     del self.by_request[related]
                     if stream.owner is None:
                         self.retain(stream)
+                owner = stream.owner
+                if type(owner) is Reader and not owner.writing:
+                    await owner.flush()
                 return
             if is_response(message):
                 # Its request's stream is gone (the client cancelled it): a response never
@@ -132,6 +309,13 @@ class SessionTransport:
 
     async def receive(self) -> bytes:
         return await self._in_recv.receive()
+
+    def receive_nowait(self) -> bytes | None:
+        """A message that is already there, else ``None`` (the session's fast path)."""
+        try:
+            return self._in_recv.receive_nowait()
+        except anyio.WouldBlock:
+            return None
 
     async def aclose(self) -> None:
         self.close()
@@ -147,11 +331,15 @@ class SessionTransport:
         self._in_send.close()
         for stream in self.streams.values():
             stream.wake()
+            stream.end_reader()
 
     async def deliver(self, body: bytes) -> bool:
         """Hand one inbound message to the session; False when the session has ended."""
         try:
-            await self._in_send.send(body)
+            try:
+                self._in_send.send_nowait(body)
+            except anyio.WouldBlock:
+                await self._in_send.send(body)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             return False
         return True
@@ -173,6 +361,7 @@ class SessionTransport:
         del self.by_request[request_id]
         stream.done = True
         stream.wake()
+        stream.end_reader()
         if stream.owner is None:
             self.retain(stream)
 
@@ -182,7 +371,7 @@ class SessionTransport:
             return
         self._retained.append(stream.key)
         while len(self._retained) > self.max_retained:
-            self.streams.pop(self._retained.popleft(), None)
+            self.streams.pop(self._retained.pop(0), None)
 
     def drop(self, stream: Stream) -> None:
         self.streams.pop(stream.key, None)

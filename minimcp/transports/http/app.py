@@ -32,9 +32,10 @@ from minimcp.transports.http._asgi import (
     respond_error,
     scope_headers,
 )
+from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._session_table import HTTPSession, SessionTable, TableFull, client_key
 from minimcp.transports.http._sse import PING, encode_event
-from minimcp.transports.http._streams import SessionTransport, Stream
+from minimcp.transports.http._streams import Reader, SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
 from minimcp.transports.http.app_stateless import StatelessLeg, claims_modern, wants_modern
 from minimcp.types import CancelledParams
@@ -61,6 +62,9 @@ _DELETE_WAIT = 5.0
 _SWEEP_MIN, _SWEEP_MAX = 0.05, 30.0
 #: Random bytes of a session id (its text is about 4/3 as long).
 _SESSION_ID_BYTES = 24
+#: (Host, Origin) pairs whose check is remembered (the memo is emptied when full).
+_CHECKED_MAX = 256
+_UNCHECKED = "?"
 
 
 class StreamableHTTPAppBase(Generic[S]):
@@ -141,6 +145,9 @@ class StreamableHTTPAppBase(Generic[S]):
         self.retained_streams = max(0, retained_streams)
         self._sessions: SessionTable[HTTPSession] = SessionTable(max_sessions, self.limits.max_sessions_per_client)
         self._tg: anyio.abc.TaskGroup | None = None
+        # (Host, Origin) -> why refused (None: allowed); the same few pairs come again and again
+        self._checked: dict[tuple[str | None, str | None], str | None] = {}
+        self._pacer = Pacer(keepalive_interval)  # priming events held a moment, keep-alives
         self._stateless = StatelessLeg(
             server,
             self._stateless_connection,
@@ -187,6 +194,7 @@ class StreamableHTTPAppBase(Generic[S]):
                 await tg.start(self.server.run_background)  # e.g. the client of a shared used-state store
                 await self._stateless.start(tg)
                 tg.start_soon(self._expire_idle)
+                await self._pacer.run(tg, lambda: [sess.transport for sess in self._sessions.values()])
                 task_status.started()
                 await anyio.sleep_forever()
         finally:
@@ -247,7 +255,7 @@ class StreamableHTTPAppBase(Generic[S]):
         finally:
             self._sessions.remove(sess)
             await sess.transport.aclose()
-            sess.finished.set()
+            sess.finish()
 
     async def _new_session(self, client: str) -> HTTPSession | str:
         tg = self._tg
@@ -312,7 +320,13 @@ class StreamableHTTPAppBase(Generic[S]):
             await respond_error(send, 404, f"not found; the MCP endpoint is {self.path}")
             return
         headers = scope_headers(scope)
-        refused = mcp_headers.host_origin_problem(headers, self.allowed_hosts, self.allowed_origins)
+        checked = (headers.get("host"), headers.get("origin"))
+        refused = self._checked.get(checked, _UNCHECKED)
+        if refused is _UNCHECKED:
+            refused = mcp_headers.host_origin_problem(headers, self.allowed_hosts, self.allowed_origins)
+            if len(self._checked) >= _CHECKED_MAX:
+                self._checked.clear()
+            self._checked[checked] = refused
         if refused is not None:
             logger.warning("refused a request: %s (see allowed_hosts / allowed_origins)", refused)
             await respond_error(send, 403, refused)
@@ -335,18 +349,20 @@ class StreamableHTTPAppBase(Generic[S]):
             )
             return
         if method == "POST":
-            await self._post(headers, receive, send, scope)
+            handling = self._post(headers, receive, send, scope)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            handling = self._get(headers, receive, send)
         elif method == "DELETE":
-            await self._delete(headers, send)
+            handling = self._delete(headers, send)
         else:
-            await respond_error(
+            handling = respond_error(
                 send,
                 405,
                 f"method {method} not allowed; use POST, GET or DELETE",
                 headers=[(b"allow", b"GET, POST, DELETE")],
             )
+        del headers  # not held here while a response stream stays open (bytes per waiting call)
+        await handling
 
     async def _session_of(self, headers: Mapping[str, str], send: Send) -> HTTPSession | None:
         """The session a request names; answers the request itself (400/404) when there is none."""
@@ -428,7 +444,8 @@ class StreamableHTTPAppBase(Generic[S]):
             else:
                 stream_version = sess.version
             extra = [(b"mcp-session-id", sess.id.encode())] if new else []
-            await self._stream(sess, stream, 0, stream_version, receive, send, extra)
+            del headers, body, message  # not held while the call waits (bytes per waiting call)
+            await self._read(sess, stream, 0, stream_version, receive, send, extra)
             return
         if not await transport.deliver(body):
             await respond_error(send, 404, _SESSION_ENDED, version=version)
@@ -466,6 +483,9 @@ class StreamableHTTPAppBase(Generic[S]):
                 )
                 return
             stream, cursor = found
+            if stream is not sess.transport.standalone:
+                await self._read(sess, stream, cursor, sess.version, receive, send, [])
+                return
         else:
             stream = sess.transport.standalone
             cursor = stream.delivered
@@ -477,10 +497,55 @@ class StreamableHTTPAppBase(Generic[S]):
             return
         self._end(sess)
         with anyio.move_on_after(_DELETE_WAIT):
-            await sess.finished.wait()
+            await sess.wait_finished()
         await respond(send, 204)
 
     # --- SSE -----------------------------------------------------------------------------------
+
+    async def _read(
+        self,
+        sess: HTTPSession,
+        stream: Stream,
+        cursor: int,
+        version: str,
+        receive: Receive,
+        send: Send,
+        extra_headers: list[tuple[bytes, bytes]],
+    ) -> None:
+        """Answer with a request's ``stream`` as SSE from after ``cursor``: a :class:`Reader`, written to by the
+        stream's pushers, while this coroutine waits for the end (no task, no timer of its own)."""
+        head = b""
+        if supports(version, Feature.SSE_PRIMING):
+            head = encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)
+        reader = Reader(stream, send, cursor, head)
+        previous = stream.owner
+        stream.owner = reader
+        if type(previous) is Reader:
+            previous.end()  # the connection reading it so far ends
+        sess.live += 1
+        try:
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra_headers]})
+                if head and not stream.done and stream.next_seq - 1 <= cursor:
+                    self._pacer.hold_priming(reader)
+                await reader.write_all()
+            finally:
+                reader.release()
+            await reader.wait(receive)
+            if reader.ending and not reader.finished:
+                await reader.finish()
+        except OSError:  # the ASGI server could not write: the client is gone
+            logger.debug("SSE stream %d: client went away", stream.key)
+        finally:
+            sess.live -= 1
+            sess.touch(self._sessions)
+            if stream.owner is reader:
+                stream.owner = None
+            if stream.done:
+                if stream.fully_delivered:
+                    sess.transport.drop(stream)
+                else:
+                    sess.transport.retain(stream)
 
     async def _stream(
         self,
@@ -492,7 +557,8 @@ class StreamableHTTPAppBase(Generic[S]):
         send: Send,
         extra_headers: list[tuple[bytes, bytes]],
     ) -> None:
-        """Answer with ``stream`` as SSE from after ``cursor`` until it is done or the client leaves."""
+        """Answer with the standalone ``stream`` as SSE from after ``cursor`` until the session ends or the
+        client leaves (messages pushed here only wake this task: a pusher never waits for this client)."""
         token = object()
         if stream.owner is not None:
             stream.wake()  # the connection reading it so far ends
