@@ -27,7 +27,7 @@ import minimcp
 from minimcp import Accepted, Context, Limits, McpError, RequestTimeout, Server, jsonrpc
 from minimcp.jsonrpc import Notification, Request, RequestId
 from minimcp.session import Session
-from minimcp.transports import MessageKind, Outgoing, describe
+from minimcp.transports import DescribedTransport, MessageKind, Outgoing, describe
 from minimcp.transports.memory import MemoryTransport, memory_pair
 from minimcp.transports.trace import TracedTransport
 from tests.helpers import RawPeer
@@ -204,6 +204,9 @@ async def test_a_transport_without_the_keyword_keeps_working(traced: bool) -> No
 
 def test_a_traced_transport_asks_only_when_the_one_it_wraps_does() -> None:
     a, _ = memory_pair()
+    described: DescribedTransport = Describing(a)  # both are DescribedTransports to mypy
+    traced: DescribedTransport = TracedTransport(described, lambda *_: None)
+    assert traced.wants_outgoing is True
     assert TracedTransport(Describing(a), lambda *_: None).wants_outgoing is True
     assert TracedTransport(Plain(a), lambda *_: None).wants_outgoing is False
     assert TracedTransport(a, lambda *_: None).wants_outgoing is False

@@ -7,7 +7,7 @@ directions. The session above it never sees framing, sockets or processes.
 from __future__ import annotations
 
 import enum
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 import msgspec
 
@@ -96,7 +96,8 @@ class DescribedTransport(Transport, Protocol):
     ``send`` directly with bytes: then :func:`describe` reads it from them.
     """
 
-    wants_outgoing: ClassVar[bool]
+    #: ``True``: describe each message (a class attribute, or set once in ``__init__``).
+    wants_outgoing: bool
 
     async def send(
         self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
