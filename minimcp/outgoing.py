@@ -108,9 +108,10 @@ class Requests:
     ) -> None:
         raise NotImplementedError  # pragma: no cover - the session's
 
-    def _about_request(self, cell: Cell) -> Outgoing | None:
-        """The description of a request, for a transport that asks (see :attr:`Session._describes`)."""
-        return Outgoing(MessageKind.REQUEST, cell.id, cell.method) if self._describes else None
+    @staticmethod
+    def _about_request(cell: Cell) -> Outgoing:
+        """The description of a request, for a transport that asks (see ``Session._describes``)."""
+        return Outgoing(MessageKind.REQUEST, cell.id, cell.method)
 
     def _about_cancel(self, cell: Cell) -> Outgoing | None:
         """The description of the ``notifications/cancelled`` for ``cell``'s request, if asked for."""
@@ -254,7 +255,18 @@ class Requests:
     async def _send_and_wait(self, cell: Cell, data: bytes, related: RequestId | None) -> msgspec.Raw:
         try:
             if not self._sent_now(data, related):
-                await self._send_waiting(cell, data)
+                cell.sending = True
+                try:
+                    await self.send_raw(  # (described only to a transport that asks: see Session._describes)
+                        data, related=related, outgoing=self._about_request(cell) if self._describes else None
+                    )
+                finally:
+                    cell.sending = False
+                if not self._pending.holds(cell) and not self._closed:
+                    # It timed out while waiting for room: the peer hears of it only now, after
+                    # the request itself (no answer can have come before the request went out).
+                    reason = str(RequestTimeout(cell.method, cell.timeout))
+                    await self._send_quietly(_cancelled(cell.id, reason), related, self._about_cancel(cell))
             if type(cell) is AsyncioCell:
                 return await cell  # the future itself: no coroutine of the cell's own
             return await cell.wait()
@@ -266,19 +278,6 @@ class Requests:
                 with anyio.CancelScope(shield=True):
                     await self._send_within(cancelled, cell, self.limits.notice_timeout)
             raise
-
-    async def _send_waiting(self, cell: Cell, data: bytes) -> None:
-        """Send the request when the transport had no room for it at once (or is described to)."""
-        cell.sending = True
-        try:
-            await self.send_raw(data, related=cell.related, outgoing=self._about_request(cell))
-        finally:
-            cell.sending = False
-        if not self._pending.holds(cell) and not self._closed:
-            # It timed out while waiting for room: the peer hears of it only now, after
-            # the request itself (no answer can have come before the request went out).
-            reason = str(RequestTimeout(cell.method, cell.timeout))
-            await self._send_quietly(_cancelled(cell.id, reason), cell.related, self._about_cancel(cell))
 
     def _abandon(self, cell: Cell) -> bytes | None:
         """The requester gave up (cancelled, or the send failed): forget the entry; returns the

@@ -24,6 +24,9 @@ A :class:`Session` owns a task group. Inside it run the *read loop* and one
   (open, wait, time out, abandon) are :class:`minimcp.outgoing.Requests`,
   which :class:`Session` inherits; one request to its reply is
   :mod:`minimcp.dispatch`.
+* A transport that asks (``wants_outgoing``, read once) is told what each message it is
+  handed is -- a :class:`~minimcp.transports.Outgoing` (kind, id, method) -- so it routes
+  without parsing it (Streamable HTTP's client); other transports get the bytes alone.
 * ``notifications/cancelled`` from the peer cancels that request's handler;
   no response is sent for it. When a waiter of ours is cancelled (the handler
   it runs in was cancelled, say), the peer is told with
@@ -91,6 +94,10 @@ class SessionStats:
 
 
 _EMPTY: dict[str, Any] = {}
+#: How the session describes each response it sends (a result or an error): one shared value,
+#: completed by :meth:`Session.send_raw` only for a transport that asks (a response always goes
+#: with ``related`` = the id it answers), so replies cost nothing extra for the others.
+_RESPONSE = Outgoing(MessageKind.RESPONSE)
 # Messages the read loop takes in a row without yielding to the handlers it started, and how
 # often it yields, at most, while every in-flight slot is taken before refusing a request.
 _DRAIN_TURN = 64
@@ -273,6 +280,8 @@ class Session(Requests):
             self.trace.record(self.name, "send", message, related=related, origin=self)
         try:
             if outgoing is not None and self._describes:
+                if outgoing is _RESPONSE:
+                    outgoing = Outgoing(MessageKind.RESPONSE, related)
                 await cast(DescribedTransport, self.transport).send(message, related=related, outgoing=outgoing)
             else:
                 await self.transport.send(message, related=related)
@@ -394,7 +403,7 @@ class Session(Requests):
             if message.method == "ping" and self.answer_ping and not message.params:
                 # Answered by the read loop itself: no task, allowed at any time (spec).
                 pong = jsonrpc.encode_result(message.id, _EMPTY)
-                return None if self._sent_now(pong, message.id) else self._send_reply(pong, message.id)
+                return None if self._sent_now(pong, message.id) else self._send_quietly(pong, message.id, _RESPONSE)
             refusal = self._start_handler(message)
             if refusal is not None:
                 return self._send_error(message.id, *refusal)
@@ -492,7 +501,8 @@ class Session(Requests):
             if self._loop is None:  # trio: a handler cancelled before it began sends nothing
                 await _backend.trio_checkpoint_if_cancelled()
             if not self._sent_now(reply, id_):
-                await self._send_reply(reply, id_)
+                with contextlib.suppress(ConnectionClosed):
+                    await self.send_raw(reply, related=id_, outgoing=_RESPONSE)
         except _backend.BareTaskCancelled:
             return  # cancelled by the peer (no response, per spec) or by shutdown
         finally:
@@ -511,13 +521,7 @@ class Session(Requests):
         return jsonrpc.encode_error(id_, code, message, null_id=self._null_id())
 
     async def _send_error(self, id_: RequestId | None, code: int, message: str) -> None:
-        await self._send_reply(self._error_bytes(id_, code, message), id_)
-
-    async def _send_reply(self, message: bytes, id_: RequestId | None) -> None:
-        """Send a response (a result or an error) to request ``id_``, quietly (see :meth:`_send_quietly`)."""
-        about = Outgoing(MessageKind.RESPONSE, id_) if self._describes else None
-        with contextlib.suppress(ConnectionClosed):
-            await self.send_raw(message, related=id_, outgoing=about)
+        await self._send_quietly(self._error_bytes(id_, code, message), id_, _RESPONSE)
 
     async def _send_quietly(
         self, message: bytes, related: RequestId | None, outgoing: Outgoing | None = None
