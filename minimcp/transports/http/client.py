@@ -134,7 +134,8 @@ class StreamableHTTPClientTransport(StatelessExchanges):
         notification: str | None = None
         cancelled: RequestId | None = None
         if outgoing is not None and outgoing.kind is MessageKind.NOTIFICATION:
-            notification, cancelled = outgoing.method, outgoing.cancelled
+            notification = outgoing.method
+            cancelled = outgoing.cancelled if notification == CANCELLED else None
         if cancelled is not None and (cancelled in self._modern_calls or self.era == Era.MODERN):
             # 2026-07-28 over HTTP: closing the request's POST is the cancellation; nothing is sent.
             running = self._requests.get(cancelled)
