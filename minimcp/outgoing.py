@@ -25,6 +25,7 @@ from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, TooManyPending
 from minimcp.jsonrpc import Notification, RequestId, Response
 from minimcp.pending import PendingBudget, PendingTable, ProgressWatch
+from minimcp.transports import CANCELLED, MessageKind, Outgoing
 from minimcp.types import CancelledParams, ProgressParams, RequestParams
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ DEFAULT: Final = Default.DEFAULT
 
 
 def _cancelled(id_: RequestId, reason: str) -> bytes:
-    return jsonrpc.encode_notification("notifications/cancelled", CancelledParams(request_id=id_, reason=reason))
+    return jsonrpc.encode_notification(CANCELLED, CancelledParams(request_id=id_, reason=reason))
 
 
 def decode_result(method: str, raw: msgspec.Raw, result_type: type[T]) -> T:
@@ -86,17 +87,31 @@ class Requests:
     _tg: anyio.abc.TaskGroup | None
     _timer_wake: anyio.Event
     _human_waits: int
+    _describes: bool
 
     # What the session provides (its own methods replace these).
 
     def _sent_now(self, message: bytes, related: RequestId | None) -> bool:
         raise NotImplementedError  # pragma: no cover - the session's
 
-    async def send_raw(self, message: bytes, *, related: RequestId | None = None) -> None:
+    async def send_raw(
+        self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
+    ) -> None:
         raise NotImplementedError  # pragma: no cover - the session's
 
-    async def _send_quietly(self, message: bytes, related: RequestId | None) -> None:
+    async def _send_quietly(
+        self, message: bytes, related: RequestId | None, outgoing: Outgoing | None = None
+    ) -> None:
         raise NotImplementedError  # pragma: no cover - the session's
+
+    @staticmethod
+    def _about_request(cell: Cell) -> Outgoing:
+        """The description of a request, for a transport that asks (see ``Session._describes``)."""
+        return Outgoing(MessageKind.REQUEST, cell.id, cell.method)
+
+    def _about_cancel(self, cell: Cell) -> Outgoing | None:
+        """The description of the ``notifications/cancelled`` for ``cell``'s request, if asked for."""
+        return Outgoing(MessageKind.NOTIFICATION, None, CANCELLED, cell.id) if self._describes else None
 
     @overload
     async def request(
@@ -238,14 +253,16 @@ class Requests:
             if not self._sent_now(data, related):
                 cell.sending = True
                 try:
-                    await self.send_raw(data, related=related)
+                    await self.send_raw(  # (described only to a transport that asks: see Session._describes)
+                        data, related=related, outgoing=self._about_request(cell) if self._describes else None
+                    )
                 finally:
                     cell.sending = False
                 if not self._pending.holds(cell) and not self._closed:
                     # It timed out while waiting for room: the peer hears of it only now, after
                     # the request itself (no answer can have come before the request went out).
                     reason = str(RequestTimeout(cell.method, cell.timeout))
-                    await self._send_quietly(_cancelled(cell.id, reason), related)
+                    await self._send_quietly(_cancelled(cell.id, reason), related, self._about_cancel(cell))
             if type(cell) is AsyncioCell:
                 return await cell  # the future itself: no coroutine of the cell's own
             return await cell.wait()
@@ -255,7 +272,7 @@ class Requests:
             cancelled = self._abandon(cell)  # nothing, if the request had already ended
             if cancelled is not None and not self._sent_now(cancelled, related):
                 with anyio.CancelScope(shield=True):
-                    await self._send_within(cancelled, related, self.limits.notice_timeout)
+                    await self._send_within(cancelled, cell, self.limits.notice_timeout)
             raise
 
     def _abandon(self, cell: Cell) -> bytes | None:
@@ -271,16 +288,15 @@ class Requests:
     def cell_abandoned(self, cell: Cell) -> None:
         """The awaiter of a cell handed out by :meth:`start_request` was cancelled (see
         :class:`minimcp._backend.AbandonSink`): forget it and tell the peer."""
-        self._send_soon(self._abandon(cell), cell.related)
+        message = self._abandon(cell)
+        if message is not None and not self._sent_now(message, cell.related) and self._tg is not None:
+            # Sent from a task (within ``limits.notice_timeout``): the transport has no room now.
+            self._tg.start_soon(self._send_within, message, cell, self.limits.notice_timeout)
 
-    def _send_soon(self, message: bytes | None, related: RequestId | None) -> None:
-        """Send without awaiting: now if the transport takes it, else from a task (``limits.notice_timeout``)."""
-        if message is not None and not self._sent_now(message, related) and self._tg is not None:
-            self._tg.start_soon(self._send_within, message, related, self.limits.notice_timeout)
-
-    async def _send_within(self, message: bytes, related: RequestId | None, seconds: float) -> None:
+    async def _send_within(self, notice: bytes, cell: Cell, seconds: float) -> None:
+        """Send the ``notifications/cancelled`` for ``cell``'s request, giving up after ``seconds``."""
         with anyio.move_on_after(seconds):
-            await self._send_quietly(message, related)
+            await self._send_quietly(notice, cell.related, self._about_cancel(cell))
 
     # --- deadlines ---------------------------------------------------------------------------
 
@@ -321,7 +337,7 @@ class Requests:
 
     async def _time_out(self, cell: Cell, error: RequestTimeout, notice: bytes) -> None:
         try:
-            await self._send_within(notice, cell.related, self.limits.notice_timeout)
+            await self._send_within(notice, cell, self.limits.notice_timeout)
         finally:
             cell.settle(None, error)
 

@@ -24,6 +24,9 @@ A :class:`Session` owns a task group. Inside it run the *read loop* and one
   (open, wait, time out, abandon) are :class:`minimcp.outgoing.Requests`,
   which :class:`Session` inherits; one request to its reply is
   :mod:`minimcp.dispatch`.
+* A transport that asks (``wants_outgoing``, read once) is told what each message it is
+  handed is -- a :class:`~minimcp.transports.Outgoing` (kind, id, method) -- so it routes
+  without parsing it (Streamable HTTP's client); other transports get the bytes alone.
 * ``notifications/cancelled`` from the peer cancels that request's handler;
   no response is sent for it. When a waiter of ours is cancelled (the handler
   it runs in was cancelled, say), the peer is told with
@@ -40,7 +43,7 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import msgspec
@@ -54,7 +57,7 @@ from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Res
 from minimcp.outgoing import DEFAULT, Default, Requests, Timeout, decode_result
 from minimcp.pending import PendingBudget, PendingTable, ProgressWatch
 from minimcp.trace import WireTrace
-from minimcp.transports import MessageTooLarge, Transport
+from minimcp.transports import DescribedTransport, MessageKind, MessageTooLarge, Outgoing, Transport
 from minimcp.types import CancelledParams
 from minimcp.versions import Feature, supports
 
@@ -91,6 +94,10 @@ class SessionStats:
 
 
 _EMPTY: dict[str, Any] = {}
+#: How the session describes each response it sends (a result or an error): one shared value,
+#: completed by :meth:`Session.send_raw` only for a transport that asks (a response always goes
+#: with ``related`` = the id it answers), so replies cost nothing extra for the others.
+_RESPONSE = Outgoing(MessageKind.RESPONSE)
 # Messages the read loop takes in a row without yielding to the handlers it started, and how
 # often it yields, at most, while every in-flight slot is taken before refusing a request.
 _DRAIN_TURN = 64
@@ -119,7 +126,13 @@ class Session(Requests):
         budget: PendingBudget | None = None,
     ) -> None:
         self.transport = transport
-        self._send_nowait: Callable[..., bool] | None = getattr(transport, "send_nowait", None)
+        #: Whether the transport is told what each message is (:class:`~minimcp.transports.DescribedTransport`);
+        #: read once here, so the others cost nothing per message.
+        self._describes = getattr(transport, "wants_outgoing", False) is True
+        # A described transport is sent to through send() only (there the description is made).
+        self._send_nowait: Callable[..., bool] | None = (
+            None if self._describes else getattr(transport, "send_nowait", None)
+        )
         self.dispatcher = dispatcher
         self.limits = limits or Limits()
         self.name = name
@@ -253,14 +266,25 @@ class Session(Requests):
 
     # --- outbound ----------------------------------------------------------------------------
 
-    async def send_raw(self, message: bytes, *, related: RequestId | None = None) -> None:
-        """Send an already encoded message (raises ConnectionClosed if the pipe is gone)."""
+    async def send_raw(
+        self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
+    ) -> None:
+        """Send an already encoded message (raises ConnectionClosed if the pipe is gone).
+
+        ``outgoing`` describes it, for a transport that asks (see
+        :class:`~minimcp.transports.DescribedTransport`); other transports never see it.
+        """
         if self._closed:
             raise ConnectionClosed()
         if self.trace is not None:
             self.trace.record(self.name, "send", message, related=related, origin=self)
         try:
-            await self.transport.send(message, related=related)
+            if outgoing is not None and self._describes:
+                if outgoing is _RESPONSE:
+                    outgoing = Outgoing(MessageKind.RESPONSE, related)
+                await cast(DescribedTransport, self.transport).send(message, related=related, outgoing=outgoing)
+            else:
+                await self.transport.send(message, related=related)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             raise ConnectionClosed() from exc
 
@@ -278,7 +302,8 @@ class Session(Requests):
 
     async def notify(self, method: str, params: Any = msgspec.UNSET, *, related: RequestId | None = None) -> None:
         """Send a notification."""
-        await self.send_raw(jsonrpc.encode_notification(method, params), related=related)
+        about = Outgoing(MessageKind.NOTIFICATION, None, method) if self._describes else None
+        await self.send_raw(jsonrpc.encode_notification(method, params), related=related, outgoing=about)
 
     # --- inbound -----------------------------------------------------------------------------
 
@@ -378,7 +403,7 @@ class Session(Requests):
             if message.method == "ping" and self.answer_ping and not message.params:
                 # Answered by the read loop itself: no task, allowed at any time (spec).
                 pong = jsonrpc.encode_result(message.id, _EMPTY)
-                return None if self._sent_now(pong, message.id) else self._send_quietly(pong, message.id)
+                return None if self._sent_now(pong, message.id) else self._send_quietly(pong, message.id, _RESPONSE)
             refusal = self._start_handler(message)
             if refusal is not None:
                 return self._send_error(message.id, *refusal)
@@ -477,7 +502,7 @@ class Session(Requests):
                 await _backend.trio_checkpoint_if_cancelled()
             if not self._sent_now(reply, id_):
                 with contextlib.suppress(ConnectionClosed):
-                    await self.send_raw(reply, related=id_)
+                    await self.send_raw(reply, related=id_, outgoing=_RESPONSE)
         except _backend.BareTaskCancelled:
             return  # cancelled by the peer (no response, per spec) or by shutdown
         finally:
@@ -496,9 +521,11 @@ class Session(Requests):
         return jsonrpc.encode_error(id_, code, message, null_id=self._null_id())
 
     async def _send_error(self, id_: RequestId | None, code: int, message: str) -> None:
-        await self._send_quietly(self._error_bytes(id_, code, message), id_)
+        await self._send_quietly(self._error_bytes(id_, code, message), id_, _RESPONSE)
 
-    async def _send_quietly(self, message: bytes, related: RequestId | None) -> None:
+    async def _send_quietly(
+        self, message: bytes, related: RequestId | None, outgoing: Outgoing | None = None
+    ) -> None:
         """Send, where a connection that is already gone needs no further handling."""
         with contextlib.suppress(ConnectionClosed):
-            await self.send_raw(message, related=related)
+            await self.send_raw(message, related=related, outgoing=outgoing)

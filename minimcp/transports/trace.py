@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, cast
 
 from minimcp.jsonrpc import RequestId
-from minimcp.transports import Transport
+from minimcp.transports import DescribedTransport, Outgoing, Transport
 
 __all__ = ["TracedTransport"]
 
@@ -14,15 +14,25 @@ Direction = Literal["send", "receive"]
 
 
 class TracedTransport:
-    """Wraps a transport and calls ``on_message(direction, data)`` for each message."""
+    """Wraps a transport and calls ``on_message(direction, data)`` for each message.
+
+    It asks for the session's descriptions of outgoing messages when the transport it wraps
+    does (see :class:`~minimcp.transports.DescribedTransport`), and passes them on.
+    """
 
     def __init__(self, inner: Transport, on_message: Callable[[Direction, bytes], None]) -> None:
         self.inner = inner
         self.on_message = on_message
+        self.wants_outgoing: bool = getattr(inner, "wants_outgoing", False) is True
 
-    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+    async def send(
+        self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
+    ) -> None:
         self.on_message("send", message)
-        await self.inner.send(message, related=related)
+        if outgoing is not None and self.wants_outgoing:
+            await cast(DescribedTransport, self.inner).send(message, related=related, outgoing=outgoing)
+        else:
+            await self.inner.send(message, related=related)
 
     async def receive(self) -> bytes:
         data = await self.inner.receive()

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
-import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
-from minimcp import errors, jsonrpc, modern
+from minimcp import errors, jsonrpc, mrtr
 from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed
-from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
-from minimcp.transports import MessageTooLarge
+from minimcp.jsonrpc import ErrorResponse, RequestId, Response
+from minimcp.transports import CANCELLED, MessageKind, MessageTooLarge, Outgoing, describe
 from minimcp.transports.http._sse import SSEDecoder
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type, same_id
 from minimcp.transports.http.client_stateless import (
@@ -25,8 +24,8 @@ from minimcp.transports.http.client_stateless import (
     StatelessCall,
     StatelessExchanges,
     read_bounded,
+    request_params,
 )
-from minimcp.types import CancelledParams
 from minimcp.versions import LATEST_MODERN, Era
 
 if TYPE_CHECKING:
@@ -48,6 +47,8 @@ _REFUSAL_BODY_BYTES = 2048
 _DELETE_TIMEOUT = 2.0
 #: Characters of an HTTP error body quoted in the error.
 _DETAIL_CHARS = 200
+#: The ``_meta`` key every 2026-07-28 request carries (a request without it is not one).
+_ENVELOPE_KEY = mrtr.META_VERSION.encode()
 
 
 class StreamableHTTPClientTransport(StatelessExchanges):
@@ -62,6 +63,10 @@ class StreamableHTTPClientTransport(StatelessExchanges):
             did; ``None`` before either.
         request_headers: The headers of one 2026-07-28 request (see :mod:`minimcp.client_headers`).
     """
+
+    #: A session describes each message it sends (:class:`~minimcp.transports.DescribedTransport`),
+    #: so :meth:`send` routes without reading it.
+    wants_outgoing = True
 
     def __init__(
         self,
@@ -99,58 +104,59 @@ class StreamableHTTPClientTransport(StatelessExchanges):
 
     # --- Transport protocol --------------------------------------------------------------------
 
-    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+    async def send(
+        self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
+    ) -> None:
+        """Send one message: a request opens an exchange of its own; others are POSTed (answered 202).
+
+        ``outgoing`` says what the message is (a session passes it: this transport declares
+        ``wants_outgoing``); without it, the message is read to find out.
+        """
         if self._closed or self._fatal is not None:
             raise anyio.ClosedResourceError
-        try:
-            parsed: jsonrpc.Message | None = jsonrpc.decode(message)
-        except jsonrpc.InvalidMessage:
-            parsed = None
-        if type(parsed) is Request:
+        if outgoing is None or (outgoing.method == CANCELLED and outgoing.cancelled is None):
+            outgoing = describe(message)  # None: not JSON-RPC (POSTed as it is; the server answers)
+        if outgoing is not None and outgoing.kind is MessageKind.REQUEST and outgoing.id is not None:
+            id_, method = outgoing.id, outgoing.method
             call: StatelessCall | None = None
-            if parsed.method == "initialize":
-                self._initialize_id = parsed.id
+            if method == "initialize":
+                self._initialize_id = id_
                 self.era = Era.LEGACY
-            elif modern.has_envelope(parsed.params):
-                call = self._modern_call(parsed)
+            elif _ENVELOPE_KEY in message:  # cheap pre-check: only 2026-07-28 requests carry the key
+                params = request_params(message)
+                if mrtr.has_envelope(params):
+                    call = self._modern_call(id_, method, params)
             self._sent_request = True
             scope = anyio.CancelScope()
-            self._requests[parsed.id] = scope
-            self._tg.start_soon(self._request, message, parsed.id, scope, call)
+            self._requests[id_] = scope
+            self._tg.start_soon(self._request, message, id_, scope, call)
             return
+        notification: str | None = None
         cancelled: RequestId | None = None
-        if type(parsed) is Notification and parsed.method == "notifications/cancelled":
-            cancelled = self._cancelled_id(parsed)
-            if cancelled is not None and (cancelled in self._modern_calls or self.era == Era.MODERN):
-                # 2026-07-28 over HTTP: closing the request's POST is the cancellation; nothing is sent.
-                running = self._requests.get(cancelled)
-                if running is not None:
-                    running.cancel()
-                return
+        if outgoing is not None and outgoing.kind is MessageKind.NOTIFICATION:
+            notification = outgoing.method
+            cancelled = outgoing.cancelled if notification == CANCELLED else None
+        if cancelled is not None and (cancelled in self._modern_calls or self.era == Era.MODERN):
+            # 2026-07-28 over HTTP: closing the request's POST is the cancellation; nothing is sent.
+            running = self._requests.get(cancelled)
+            if running is not None:
+                running.cancel()
+            return
         extra: dict[str, str] = {}
-        if self.era == Era.MODERN and type(parsed) is Notification:
-            extra = {"mcp-protocol-version": self._modern_version, "mcp-method": parsed.method}
+        if self.era == Era.MODERN and notification is not None:
+            extra = {"mcp-protocol-version": self._modern_version, "mcp-method": notification}
         await self._post_one_way(message, extra)
-        if type(parsed) is Notification:
-            if parsed.method == "notifications/cancelled":
-                if cancelled is not None and cancelled in self._requests:
-                    self._requests[cancelled].cancel()
-            elif parsed.method == "notifications/initialized" and self._want_standalone and self._standalone is None:
-                self._standalone = anyio.CancelScope()
-                ready = anyio.Event()
-                self._tg.start_soon(self._standalone_stream, self._standalone, ready)
-                # Some servers route a handler's requests to the GET stream and drop them when
-                # none is open: let it open (or be refused) before the first call goes out.
-                with anyio.move_on_after(_STANDALONE_WAIT):
-                    await ready.wait()
-
-    @staticmethod
-    def _cancelled_id(notification: Notification) -> RequestId | None:
-        with contextlib.suppress(errors.McpError):
-            cancelled = jsonrpc.decode_params(notification.params, CancelledParams).request_id
-            if not isinstance(cancelled, msgspec.UnsetType):
-                return cancelled
-        return None
+        if notification == CANCELLED:
+            if cancelled is not None and cancelled in self._requests:
+                self._requests[cancelled].cancel()
+        elif notification == "notifications/initialized" and self._want_standalone and self._standalone is None:
+            self._standalone = anyio.CancelScope()
+            ready = anyio.Event()
+            self._tg.start_soon(self._standalone_stream, self._standalone, ready)
+            # Some servers route a handler's requests to the GET stream and drop them when
+            # none is open: let it open (or be refused) before the first call goes out.
+            with anyio.move_on_after(_STANDALONE_WAIT):
+                await ready.wait()
 
     async def receive(self) -> bytes:
         try:

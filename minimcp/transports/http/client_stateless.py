@@ -11,7 +11,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 
 from minimcp import errors, jsonrpc
-from minimcp.jsonrpc import ErrorResponse, Request, RequestId
+from minimcp.jsonrpc import ErrorResponse, RequestId
 from minimcp.transports import MessageTooLarge
 from minimcp.transports.http._wire import JSON, SSE, media_type
 from minimcp.versions import Era
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["Exchange", "StatelessCall", "StatelessExchanges", "read_bounded"]
+__all__ = ["Exchange", "StatelessCall", "StatelessExchanges", "read_bounded", "request_params"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -84,17 +84,17 @@ class StatelessExchanges:
     era: Era | None
     _modern_version: str
 
-    def _modern_call(self: _Client, request: Request) -> StatelessCall:
-        """Headers and flags for a request carrying the 2026-07-28 envelope."""
-        headers = self.request_headers(request.method, request.params)
+    def _modern_call(self: _Client, id_: RequestId, method: str, params: msgspec.Raw) -> StatelessCall:
+        """Headers and flags for a request carrying the 2026-07-28 envelope (``params``: raw JSON)."""
+        headers = self.request_headers(method, params)
         version = headers.get("mcp-protocol-version")
         if version is not None:
             self._modern_version = version
         if self.era is None:
             self.era = Era.MODERN
-        probe = not self._sent_request and request.method == "server/discover"
-        self._modern_calls.add(request.id)
-        return StatelessCall(headers, request.method, probe)
+        probe = not self._sent_request and method == "server/discover"
+        self._modern_calls.add(id_)
+        return StatelessCall(headers, method, probe)
 
     async def _exchange_modern(self: _Client, message: bytes, request_id: RequestId, call: StatelessCall) -> None:
         """POST one 2026-07-28 request and read its answer (JSON or SSE); no session, no resumption."""
@@ -158,6 +158,22 @@ class StatelessExchanges:
         code = errors.INVALID_REQUEST if 400 <= status < 500 else errors.INTERNAL_ERROR
         text = f"HTTP {status} {response.reason_phrase or 'error'} from {self.url}" + (f": {detail}" if detail else "")
         await self._fail(request_id, code, text)
+
+
+class _ParamsOnly(msgspec.Struct):
+    params: msgspec.Raw = msgspec.Raw(b"")
+
+
+def request_params(message: bytes) -> msgspec.Raw:
+    """A request's ``params`` as raw JSON (empty when it has none), for the headers mirroring them.
+
+    Reads only the ``params`` member (a 2026-07-28 request's headers repeat parts of it); the
+    rest of the message was described by the session that sent it.
+    """
+    try:
+        return msgspec.json.decode(message, type=_ParamsOnly).params
+    except msgspec.DecodeError:
+        return msgspec.Raw(b"")
 
 
 async def read_bounded(response: httpx.Response, limit: int) -> bytes:
