@@ -65,6 +65,10 @@ class ServerConnection:
         self.server = server
         #: What the server offers (the handlers read it).
         self.registry: Registry = server.registry
+        #: The server's bounds and metrics, as they were when this connection began (plain
+        #: attributes: a context reads them on every question).
+        self.limits: Limits = server.limits
+        self.metrics: ElicitationMetrics = server.metrics
         self.client_info: Implementation | None = None
         self.client_capabilities = ClientCapabilities()
         self._form_memo: tuple[str | None, ClientCapabilities, tuple[bool, Literal["form"] | UnsetType]] | None = None
@@ -80,14 +84,6 @@ class ServerConnection:
         self.era: Era | None = None
         #: Questions a person is answering for calls that asked for progress (made on first need).
         self.waits: Waits | None = None
-
-    @property
-    def limits(self) -> Limits:
-        return self.server.limits
-
-    @property
-    def metrics(self) -> ElicitationMetrics:
-        return self.server.metrics
 
     # Dispatcher protocol
 
