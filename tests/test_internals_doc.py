@@ -284,6 +284,29 @@ def test_the_doc_points_at_code_that_exists() -> None:
     assert sorted(f for f in files if not (ROOT / f).is_file()) == []
 
 
+def walk_table_files(text: str) -> set[str]:
+    """The library files named in the doc's table of the walk (section "The walk in numbers")."""
+    section = text.split("## The walk in numbers", 1)[1].split("\n## ", 1)[0]
+    table = section.split("| steps | files, in order |", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"`([\w/]+\.py)`", table))
+
+
+def test_the_walk_table_names_the_files_the_call_really_passes_through() -> None:
+    """benchmarks/walk.py records, with a profiler in the server, the library files one booking
+    call enters (asyncio): the doc's table of the walk names exactly those."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "walk.py"), "--tree", str(ROOT)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    documented = walk_table_files(DOC.read_text(encoding="utf-8"))
+    assert documented == set(measured["file_list"]), (
+        f"the doc's walk table names {sorted(documented)}, the call entered {sorted(measured['file_list'])}"
+    )
+
+
 if __name__ == "__main__":
     for era, tag in (("legacy", "trace"), ("modern", "trace-modern")):
         print(render(tag, anyio.run(run_scenario, "asyncio", era)))
