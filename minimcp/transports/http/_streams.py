@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -142,12 +143,14 @@ class Reader:
         "send",
         "stream",
         "waiting",
+        "write_timeout",
         "writing",
     )
 
-    def __init__(self, stream: Stream, send: Send, cursor: int, head: bytes) -> None:
+    def __init__(self, stream: Stream, send: Send, cursor: int, head: bytes, write_timeout: float) -> None:
         self.stream = stream
         self.send = send
+        self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
         self.cursor = cursor  # the seq of the last event written
         self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
         self.hold = False  # the head alone waits: it goes out with the first event (or when let go)
@@ -171,8 +174,11 @@ class Reader:
         if self.finished and self.waiting:
             await self._wake_waiter()
 
-    async def write_all(self) -> None:
-        """The writing loop; the caller holds :attr:`writing`. Never raises for a client that has gone."""
+    async def write_all(self) -> bool:
+        """The writing loop; the caller holds :attr:`writing`. Never raises for a client that has gone.
+
+        False when the client has gone (or stalled, see :attr:`write_timeout`) during it.
+        """
         stream = self.stream
         try:
             while stream.owner is self:
@@ -180,21 +186,27 @@ class Reader:
                 last = stream.done and after >= stream.next_seq - 1
                 head = self.head
                 if not batch and not last and (not head or self.hold):
-                    return
+                    return True
                 self.head = b""
                 body = head + b"".join(batch) if batch else head
-                await self.send({"type": "http.response.body", "body": body, "more_body": not last})
+                with anyio.move_on_after(self.write_timeout) as scope:
+                    await self.send({"type": "http.response.body", "body": body, "more_body": not last})
+                if scope.cancelled_caught:
+                    self.stalled()
+                    return False
                 self.last_write = anyio.current_time()
                 self.cursor = after
                 if after > stream.delivered:
                     stream.delivered = after
                 if last:
                     self.finished = True
-                    return
+                    return True
         except Exception as exc:
             # OSError: the client is gone (ASGI 2.4); some servers raise other errors after a disconnect.
             logger.debug("SSE stream %d: could not write (%r): the client went away", stream.key, exc)
             self.gone()
+            return False
+        return True
 
     def release(self) -> None:
         """The write under way has ended."""
@@ -213,10 +225,13 @@ class Reader:
             return
         self.writing = True
         try:
-            await self.write_all()
-            if not self.finished:
-                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
-                self.finished = True
+            if await self.write_all() and not self.finished:
+                with anyio.move_on_after(self.write_timeout) as scope:
+                    await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+                if scope.cancelled_caught:
+                    self.stalled()
+                else:
+                    self.finished = True
         except Exception as exc:
             logger.debug("SSE stream %d: could not end the response (%r)", self.stream.key, exc)
             self.gone()
@@ -236,6 +251,15 @@ class Reader:
         scope = self.scope
         if scope is not None:
             scope.cancel()
+
+    def stalled(self) -> None:
+        """A write waited :attr:`write_timeout` for a client that does not read: it is treated as gone."""
+        logger.info(
+            "SSE stream %d: the client read nothing for %g s; treated as gone (its events stay for a resumption)",
+            self.stream.key,
+            self.write_timeout,
+        )
+        self.gone()
 
     def gone(self) -> None:
         """The client left: later events only go to the replay buffer."""
@@ -271,8 +295,17 @@ class Reader:
 class SessionTransport:
     """The server-side transport of one HTTP session: POST bodies in, SSE streams out."""
 
-    def __init__(self, *, max_events: int, max_retained: int) -> None:
+    def __init__(
+        self,
+        *,
+        max_events: int,
+        max_retained: int,
+        hand_off: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None,
+    ) -> None:
         self._in_send, self._in_recv = anyio.create_memory_object_stream[bytes](_INBOX)
+        # None: a pusher writes to a Reader itself (bounded by its write_timeout). Else a task started by this
+        # writes for it: hypercorn on trio shields its socket writes, so no deadline can free a stalled writer.
+        self.hand_off = hand_off
         self.max_events = max_events
         self.max_retained = max_retained
         self.standalone = Stream(0, None, max_events)
@@ -298,7 +331,10 @@ class SessionTransport:
                         self.retain(stream)
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing:
-                    await owner.flush()
+                    if self.hand_off is None:
+                        await owner.flush()
+                    else:
+                        self.hand_off(owner.flush)
                 return
             if is_response(message):
                 # Its request's stream is gone (the client cancelled it): a response never

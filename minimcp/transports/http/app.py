@@ -15,6 +15,7 @@ import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc
+from minimcp._backend import backend_name
 from minimcp.config import Limits
 from minimcp.jsonrpc import Notification, Request
 from minimcp.transports._hosting import Connection, Servable
@@ -269,7 +270,11 @@ class StreamableHTTPAppBase(Generic[S]):
             logger.info("MCP session %s ended to make room for a new one (least recently used)", victim.id[:8])
             self._end(victim)
         sid = self._sid_prefix + secrets.token_urlsafe(_SESSION_ID_BYTES)  # visible ASCII, as the spec asks
-        transport = SessionTransport(max_events=self.replay_buffer, max_retained=self.retained_streams)
+        transport = SessionTransport(
+            max_events=self.replay_buffer,
+            max_retained=self.retained_streams,
+            hand_off=tg.start_soon if backend_name() == "trio" else None,  # see its docs
+        )
         sess = HTTPSession(sid, transport, client)
         self._sessions.add(sess)
         try:
@@ -517,7 +522,7 @@ class StreamableHTTPAppBase(Generic[S]):
         head = b""
         if supports(version, Feature.SSE_PRIMING):
             head = encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)
-        reader = Reader(stream, send, cursor, head)
+        reader = Reader(stream, send, cursor, head, self.limits.stream_write_timeout)
         previous = stream.owner
         stream.owner = reader
         if type(previous) is Reader:
