@@ -32,7 +32,7 @@ BIG = 8 * 1024 * 1024
 
 
 def big_server() -> Server:
-    limits = Limits(stream_write_timeout=0.5)
+    limits = Limits(stream_write_timeout=5.0)  # not too short: the resumption writes 16 MB at once
     server = Server("stall", "1.0.0", limits=limits)
 
     @server.tool()

@@ -522,7 +522,9 @@ class StreamableHTTPAppBase(Generic[S]):
         head = b""
         if supports(version, Feature.SSE_PRIMING):
             head = encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)
-        reader = Reader(stream, send, cursor, head, self.limits.stream_write_timeout)
+        # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set.
+        timeout = self.limits.stream_write_timeout if sess.transport.hand_off is None else math.inf
+        reader = Reader(stream, send, cursor, head, timeout)
         previous = stream.owner
         stream.owner = reader
         if type(previous) is Reader:
