@@ -1,4 +1,4 @@
-"""One HTTP session's server side: numbered SSE streams, replay buffers, resumption, retention, readers."""
+"""One HTTP session's server side: numbered SSE streams, replay buffers, resumption, retention, and their writers."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import anyio
 import anyio.lowlevel
 
 from minimcp.jsonrpc import RequestId
-from minimcp.transports.http._sse import encode_event
+from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import is_response, is_uint, same_id
 
 if TYPE_CHECKING:
@@ -447,6 +447,40 @@ class SessionTransport:
         self._retained.append(stream.key)
         while len(self._retained) > self.max_retained:
             self.streams.pop(self._retained.pop(0), None)
+
+    async def pump(
+        self, stream: Stream, token: object, cursor: int, head: bytes, send: Send, keepalive_interval: float
+    ) -> None:
+        """Write the standalone ``stream`` from after ``cursor`` while ``token`` owns it (pushers only wake this
+        task), with a keep-alive comment after ``keepalive_interval`` of silence; returns when it ends."""
+        pending = head
+        while stream.owner is token:
+            changed = stream.changed
+            batch, cursor_after = stream.since(cursor)
+            if batch or pending:
+                await send({"type": "http.response.body", "body": pending + b"".join(batch), "more_body": True})
+                pending = b""
+                cursor = cursor_after
+                if cursor > stream.delivered:
+                    stream.delivered = cursor
+                continue
+            if stream.done or self.closed:
+                return
+            with anyio.move_on_after(keepalive_interval) as scope:
+                await changed.wait()
+            if scope.cancelled_caught:
+                await send({"type": "http.response.body", "body": PING, "more_body": True})
+
+    def let_go(self, stream: Stream, owner: object) -> None:
+        """A response that read ``stream`` as ``owner`` has ended: a finished stream is dropped, or kept
+        (bounded) while its client has not read it to the end."""
+        if stream.owner is owner:
+            stream.owner = None
+        if stream.done:
+            if stream.fully_delivered:
+                self.drop(stream)
+            else:
+                self.retain(stream)
 
     def drop(self, stream: Stream) -> None:
         self.streams.pop(stream.key, None)
