@@ -98,6 +98,11 @@ class Limits:
             compiled form whatever their defaults (:mod:`minimcp.form_cache`; one
             cache per process, bounded by the limits of the server whose tool
             asks). Beyond, the oldest shape is dropped; ``0`` compiles every question.
+        stream_write_timeout: Seconds one write to an HTTP response stream (an
+            SSE event of a request's stream, written by the task that sends it,
+            usually the request's own handler) may wait for a client that does
+            not read; then that client is treated as gone: the stream's events
+            stay in its replay buffer for a resumption, and the handler goes on.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -125,6 +130,7 @@ class Limits:
     notice_timeout: float = 10.0
     max_form_shapes: int = 256
     max_http_head_bytes: int = 16 * 1024
+    stream_write_timeout: float = 30.0
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

@@ -116,7 +116,8 @@ The package, one job per module
 * ``_sse`` (SSE encoding and decoding) and ``_headers`` (2026-07-28 header mirroring,
   ``Host`` / ``Origin`` allow-lists): pure, no event loop;
 * ``_streams`` -- one session's numbered SSE streams, replay buffers and resumption, and the
-  readers that write a request's stream to its response with no task of their own;
+  readers that write a request's stream to its response with no task of their own, the standalone
+  stream's writing loop;
 * ``_pacing`` -- the app's two clocks for response streams (priming events held a moment, keep-alives);
 * ``_session_table`` -- the app's sessions: LRU order, per-client bounds, eviction;
 * ``app`` -- the ASGI app: sessions, lifespan, handshake-era POST / GET / DELETE;

@@ -1,21 +1,22 @@
-"""One HTTP session's server side: numbered SSE streams, replay buffers, resumption, retention, readers."""
+"""One HTTP session's server side: numbered SSE streams, replay buffers, resumption, retention, and their writers."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
 from minimcp.jsonrpc import RequestId
-from minimcp.transports.http._sse import encode_event
+from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import is_response, is_uint, same_id
 
 if TYPE_CHECKING:
-    from minimcp.transports.http._asgi import Receive, Send
+    from minimcp.transports.http._asgi import ASGIMessage, Receive, Send
 
 __all__ = ["Reader", "SessionTransport", "Stream"]
 
@@ -142,12 +143,14 @@ class Reader:
         "send",
         "stream",
         "waiting",
+        "write_timeout",
         "writing",
     )
 
-    def __init__(self, stream: Stream, send: Send, cursor: int, head: bytes) -> None:
+    def __init__(self, stream: Stream, send: Send, cursor: int, head: bytes, write_timeout: float) -> None:
         self.stream = stream
         self.send = send
+        self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
         self.cursor = cursor  # the seq of the last event written
         self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
         self.hold = False  # the head alone waits: it goes out with the first event (or when let go)
@@ -171,8 +174,11 @@ class Reader:
         if self.finished and self.waiting:
             await self._wake_waiter()
 
-    async def write_all(self) -> None:
-        """The writing loop; the caller holds :attr:`writing`. Never raises for a client that has gone."""
+    async def write_all(self) -> bool:
+        """The writing loop; the caller holds :attr:`writing`. Never raises for a client that has gone.
+
+        False when the client has gone (or stalled, see :attr:`write_timeout`) during it.
+        """
         stream = self.stream
         try:
             while stream.owner is self:
@@ -180,21 +186,42 @@ class Reader:
                 last = stream.done and after >= stream.next_seq - 1
                 head = self.head
                 if not batch and not last and (not head or self.hold):
-                    return
+                    return True
                 self.head = b""
                 body = head + b"".join(batch) if batch else head
-                await self.send({"type": "http.response.body", "body": body, "more_body": not last})
+                if not await self._write({"type": "http.response.body", "body": body, "more_body": not last}):
+                    self.stalled()
+                    return False
                 self.last_write = anyio.current_time()
                 self.cursor = after
                 if after > stream.delivered:
                     stream.delivered = after
                 if last:
                     self.finished = True
-                    return
+                    return True
         except Exception as exc:
             # OSError: the client is gone (ASGI 2.4); some servers raise other errors after a disconnect.
             logger.debug("SSE stream %d: could not write (%r): the client went away", stream.key, exc)
             self.gone()
+            return False
+        return True
+
+    async def _write(self, message: ASGIMessage) -> bool:
+        """One ``send``; False when it waited :attr:`write_timeout` for a client that does not read.
+
+        The deadline costs nothing when ``send`` returns without waiting (the ASGI server took
+        the bytes): its first step runs here, and only a ``send`` that has to wait finishes under
+        a deadline. A cancel scope around every write would cost 6 to 10 us on asyncio, a few
+        per cent of an HTTP round trip.
+        """
+        steps = self.send(message).__await__()
+        try:
+            waits_on = next(steps)
+        except StopIteration:
+            return True
+        with anyio.move_on_after(self.write_timeout) as scope:
+            await _Resumed(steps, waits_on)
+        return not scope.cancelled_caught
 
     def release(self) -> None:
         """The write under way has ended."""
@@ -213,10 +240,11 @@ class Reader:
             return
         self.writing = True
         try:
-            await self.write_all()
-            if not self.finished:
-                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
-                self.finished = True
+            if await self.write_all() and not self.finished:
+                if await self._write({"type": "http.response.body", "body": b"", "more_body": False}):
+                    self.finished = True
+                else:
+                    self.stalled()
         except Exception as exc:
             logger.debug("SSE stream %d: could not end the response (%r)", self.stream.key, exc)
             self.gone()
@@ -236,6 +264,15 @@ class Reader:
         scope = self.scope
         if scope is not None:
             scope.cancel()
+
+    def stalled(self) -> None:
+        """A write waited :attr:`write_timeout` for a client that does not read: it is treated as gone."""
+        logger.info(
+            "SSE stream %d: the client read nothing for %g s; treated as gone (its events stay for a resumption)",
+            self.stream.key,
+            self.write_timeout,
+        )
+        self.gone()
 
     def gone(self) -> None:
         """The client left: later events only go to the replay buffer."""
@@ -268,11 +305,46 @@ class Reader:
             self.gone()  # a disconnect
 
 
+class _Resumed:
+    """The rest of an awaitable whose first step has run (it waits on ``waits_on``), to await."""
+
+    __slots__ = ("steps", "waits_on")
+
+    def __init__(self, steps: Generator[Any, Any, Any], waits_on: Any) -> None:
+        self.steps = steps
+        self.waits_on = waits_on
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        steps, waits_on = self.steps, self.waits_on
+        while True:  # what ``yield from`` does, from the second step on
+            try:
+                sent = yield waits_on
+            except BaseException as exc:  # a cancellation (or close): the awaitable handles it
+                try:
+                    waits_on = steps.throw(exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    waits_on = steps.send(sent)
+                except StopIteration:
+                    return
+
+
 class SessionTransport:
     """The server-side transport of one HTTP session: POST bodies in, SSE streams out."""
 
-    def __init__(self, *, max_events: int, max_retained: int) -> None:
+    def __init__(
+        self,
+        *,
+        max_events: int,
+        max_retained: int,
+        hand_off: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None,
+    ) -> None:
         self._in_send, self._in_recv = anyio.create_memory_object_stream[bytes](_INBOX)
+        # None: a pusher writes to a Reader itself (bounded by its write_timeout). Else a task started by this
+        # writes for it: hypercorn on trio shields its socket writes, so no deadline can free a stalled writer.
+        self.hand_off = hand_off
         self.max_events = max_events
         self.max_retained = max_retained
         self.standalone = Stream(0, None, max_events)
@@ -298,7 +370,10 @@ class SessionTransport:
                         self.retain(stream)
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing:
-                    await owner.flush()
+                    if self.hand_off is None:
+                        await owner.flush()
+                    else:
+                        self.hand_off(owner.flush)
                 return
             if is_response(message):
                 # Its request's stream is gone (the client cancelled it): a response never
@@ -372,6 +447,40 @@ class SessionTransport:
         self._retained.append(stream.key)
         while len(self._retained) > self.max_retained:
             self.streams.pop(self._retained.pop(0), None)
+
+    async def pump(
+        self, stream: Stream, token: object, cursor: int, head: bytes, send: Send, keepalive_interval: float
+    ) -> None:
+        """Write the standalone ``stream`` from after ``cursor`` while ``token`` owns it (pushers only wake this
+        task), with a keep-alive comment after ``keepalive_interval`` of silence; returns when it ends."""
+        pending = head
+        while stream.owner is token:
+            changed = stream.changed
+            batch, cursor_after = stream.since(cursor)
+            if batch or pending:
+                await send({"type": "http.response.body", "body": pending + b"".join(batch), "more_body": True})
+                pending = b""
+                cursor = cursor_after
+                if cursor > stream.delivered:
+                    stream.delivered = cursor
+                continue
+            if stream.done or self.closed:
+                return
+            with anyio.move_on_after(keepalive_interval) as scope:
+                await changed.wait()
+            if scope.cancelled_caught:
+                await send({"type": "http.response.body", "body": PING, "more_body": True})
+
+    def let_go(self, stream: Stream, owner: object) -> None:
+        """A response that read ``stream`` as ``owner`` has ended: a finished stream is dropped, or kept
+        (bounded) while its client has not read it to the end."""
+        if stream.owner is owner:
+            stream.owner = None
+        if stream.done:
+            if stream.fully_delivered:
+                self.drop(stream)
+            else:
+                self.retain(stream)
 
     def drop(self, stream: Stream) -> None:
         self.streams.pop(stream.key, None)

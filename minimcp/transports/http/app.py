@@ -15,6 +15,7 @@ import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc
+from minimcp._backend import backend_name
 from minimcp.config import Limits
 from minimcp.jsonrpc import Notification, Request
 from minimcp.transports._hosting import Connection, Servable
@@ -34,7 +35,7 @@ from minimcp.transports.http._asgi import (
 )
 from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._session_table import HTTPSession, SessionTable, TableFull, client_key
-from minimcp.transports.http._sse import PING, encode_event
+from minimcp.transports.http._sse import encode_event
 from minimcp.transports.http._streams import Reader, SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
 from minimcp.transports.http.app_stateless import StatelessLeg, claims_modern, wants_modern
@@ -269,7 +270,11 @@ class StreamableHTTPAppBase(Generic[S]):
             logger.info("MCP session %s ended to make room for a new one (least recently used)", victim.id[:8])
             self._end(victim)
         sid = self._sid_prefix + secrets.token_urlsafe(_SESSION_ID_BYTES)  # visible ASCII, as the spec asks
-        transport = SessionTransport(max_events=self.replay_buffer, max_retained=self.retained_streams)
+        transport = SessionTransport(
+            max_events=self.replay_buffer,
+            max_retained=self.retained_streams,
+            hand_off=tg.start_soon if backend_name() == "trio" else None,  # see its docs
+        )
         sess = HTTPSession(sid, transport, client)
         self._sessions.add(sess)
         try:
@@ -514,10 +519,10 @@ class StreamableHTTPAppBase(Generic[S]):
     ) -> None:
         """Answer with a request's ``stream`` as SSE from after ``cursor``: a :class:`Reader`, written to by the
         stream's pushers, while this coroutine waits for the end (no task, no timer of its own)."""
-        head = b""
-        if supports(version, Feature.SSE_PRIMING):
-            head = encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)
-        reader = Reader(stream, send, cursor, head)
+        head = self._priming(stream, cursor, version)
+        # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set.
+        timeout = self.limits.stream_write_timeout if sess.transport.hand_off is None else math.inf
+        reader = Reader(stream, send, cursor, head, timeout)
         previous = stream.owner
         stream.owner = reader
         if type(previous) is Reader:
@@ -539,13 +544,7 @@ class StreamableHTTPAppBase(Generic[S]):
         finally:
             sess.live -= 1
             sess.touch(self._sessions)
-            if stream.owner is reader:
-                stream.owner = None
-            if stream.done:
-                if stream.fully_delivered:
-                    sess.transport.drop(stream)
-                else:
-                    sess.transport.retain(stream)
+            sess.transport.let_go(stream, reader)
 
     async def _stream(
         self,
@@ -568,9 +567,7 @@ class StreamableHTTPAppBase(Generic[S]):
         try:
             headers = [*SSE_HEADERS, *extra_headers]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            head = b""
-            if supports(version, Feature.SSE_PRIMING):
-                head = encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)
+            head = self._priming(stream, cursor, version)
 
             async with anyio.create_task_group() as tg:
 
@@ -582,7 +579,7 @@ class StreamableHTTPAppBase(Generic[S]):
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(watch)
-                await self._pump(sess, stream, token, cursor, head, send)
+                await sess.transport.pump(stream, token, cursor, head, send, self.keepalive_interval)
                 tg.cancel_scope.cancel()
             if not disconnected:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -591,32 +588,10 @@ class StreamableHTTPAppBase(Generic[S]):
         finally:
             sess.live -= 1
             sess.touch(self._sessions)
-            if stream.owner is token:
-                stream.owner = None
-            if stream.done:
-                if stream.fully_delivered:
-                    sess.transport.drop(stream)
-                else:
-                    sess.transport.retain(stream)
+            sess.transport.let_go(stream, token)
 
-    async def _pump(
-        self, sess: HTTPSession, stream: Stream, token: object, cursor: int, head: bytes, send: Send
-    ) -> None:
-        pending = head
-        transport = sess.transport
-        while stream.owner is token:
-            changed = stream.changed
-            batch, cursor_after = stream.since(cursor)
-            if batch or pending:
-                await send({"type": "http.response.body", "body": pending + b"".join(batch), "more_body": True})
-                pending = b""
-                cursor = cursor_after
-                if cursor > stream.delivered:
-                    stream.delivered = cursor
-                continue
-            if stream.done or transport.closed:
-                return
-            with anyio.move_on_after(self.keepalive_interval) as scope:
-                await changed.wait()
-            if scope.cancelled_caught:
-                await send({"type": "http.response.body", "body": PING, "more_body": True})
+    def _priming(self, stream: Stream, cursor: int, version: str) -> bytes:
+        """The event a stream starts with (an id to resume after ``cursor``, and ``retry``); none before 2025-11-25."""
+        if not supports(version, Feature.SSE_PRIMING):
+            return b""
+        return encode_event(None, id=stream.event_id(cursor), retry=self.retry_ms)

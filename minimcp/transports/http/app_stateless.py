@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Mapping
@@ -14,7 +15,7 @@ import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
 from minimcp import errors, jsonrpc, modern
-from minimcp.errors import McpError
+from minimcp.dispatch import answer
 from minimcp.jsonrpc import Notification, Request, RequestId
 from minimcp.transports.http._asgi import SSE_HEADERS, Receive, Scope, Send, read_body, respond
 from minimcp.transports.http._session_table import client_key
@@ -90,19 +91,14 @@ async def dispatch(
 ) -> tuple[int, bytes]:
     """Answer one 2026-07-28 request: its HTTP status and its reply, under the client's id ``reply_id``.
 
-    The one place this leg maps a handler's outcome to a reply: the result, an
-    :class:`~minimcp.McpError` as its JSON-RPC error (with its HTTP status), any
-    other exception as ``-32603`` (logged).
+    The reply is :func:`minimcp.dispatch.answer`'s (the one McpError / Exception -> JSON-RPC
+    mapping, shared with the session); this leg adds only the HTTP status of an error
+    (:func:`modern_status`).
     """
-    try:
-        result = await connection.handle_request(session, request)
-        return 200, jsonrpc.encode_result(reply_id, result)
-    except McpError as exc:
-        data = msgspec.UNSET if exc.data is None else exc.data
-        return modern_status(exc.code), jsonrpc.encode_error(reply_id, exc.code, exc.message, data)
-    except Exception:
-        logger.exception("handler for %s failed", request.method)
-        return 200, jsonrpc.encode_error(reply_id, errors.INTERNAL_ERROR, "internal error")
+    reply, code = await answer(
+        functools.partial(connection.handle_request, session), request, reply_id=reply_id, log=logger
+    )
+    return (200 if code is None else modern_status(code)), reply
 
 
 class _ModernTransport:
