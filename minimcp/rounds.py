@@ -310,6 +310,7 @@ class Run:
         return outcome
 
 
+_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 _DONE = msgspec.Raw(b"null")
 _TIMED_OUT = msgspec.Raw(b"null")
 
@@ -540,6 +541,10 @@ def _start_run(
     run = Run(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
     ctx: Context | None = None
     if wants_context:
+        if isinstance(meta, dict):
+            # The envelope's keys live on in ``envelope`` (renewed each round); the context keeps the
+            # rest (a progress token): a parked call need not hold a second copy of the envelope.
+            meta = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or UNSET
         ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name)
     conn.session.spawn(_drive, run, name, body, ctx)
     return run
