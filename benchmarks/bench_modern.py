@@ -141,7 +141,7 @@ async def server_waiting(era: str, n: int, profile: bool = False) -> float:
         await client.fill(64)  # warm every path once
         await client.drain(64)
         gc.collect()
-        tracemalloc.start(64 if profile else 16)
+        tracemalloc.start(64 if profile else 4)  # 4: deep enough to see the client's own frame
         base = tracemalloc.take_snapshot().filter_traces(LEAVE_OUT)
         await client.fill(n)
         gc.collect()
