@@ -8,8 +8,14 @@ with client and server in one process over the in-memory transport:
 * memory per waiting call (tracemalloc, both sides) with N calls waiting;
 * elicitation round trips per second at C concurrent callers, each answered at once.
 
+and, with a raw client (``raw_client.py``: bytes only, its allocations left out) in
+place of minimcp's, what the *server* alone holds per waiting call and how many round
+trips it serves; beside them the floor of a parked call: a bare task suspended in a
+coroutine awaiting a future (what any server that keeps the tool's coroutine alive pays).
+
     python benchmarks/bench_modern.py            # N = 10,000; C = 100
     python benchmarks/bench_modern.py --quick
+    python benchmarks/bench_modern.py --profile  # tracemalloc diff of the server at N parked (by line)
 
 Figures are printed, never asserted.
 """
@@ -19,14 +25,19 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import anyio
 import msgspec
 
 from minimcp import Accepted, Client, Context, Limits, Server, memory_pair
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from raw_client import RawClient
 
 
 class Pick(msgspec.Struct):
@@ -112,12 +123,118 @@ async def round_trips(era: str, calls: int, concurrency: int) -> float:
     return calls / elapsed
 
 
+LEAVE_OUT = [
+    tracemalloc.Filter(False, "*/raw_client.py", all_frames=True),  # the client's bytes
+    tracemalloc.Filter(False, tracemalloc.__file__),
+]
+
+
+async def server_waiting(era: str, n: int, profile: bool = False) -> float:
+    """Bytes the server holds per waiting call with ``n`` waiting (parked on 2026-07-28), raw client."""
+    app = build()
+    a, b = memory_pair(buffer=n + 64)
+    async with anyio.create_task_group() as tg:
+        await tg.start(app.serve, a)
+        client = RawClient(b, era)
+        tg.start_soon(client.reader)
+        await client.handshake()
+        await client.fill(64)  # warm every path once
+        await client.drain(64)
+        gc.collect()
+        tracemalloc.start(64 if profile else 4)  # 4: deep enough to see the client's own frame
+        base = tracemalloc.take_snapshot().filter_traces(LEAVE_OUT)
+        await client.fill(n)
+        gc.collect()
+        now = tracemalloc.take_snapshot().filter_traces(LEAVE_OUT)
+        tracemalloc.stop()
+        used = sum(s.size for s in now.statistics("filename")) - sum(s.size for s in base.statistics("filename"))
+        if profile:
+            for key in ("lineno", "traceback"):
+                print(f"--- top by {key} ({era}, server side, per waiting call)")
+                for d in now.compare_to(base, key)[: 30 if key == "lineno" else 25]:
+                    if d.size_diff <= 0:
+                        continue
+                    where = d.traceback.format()[-1].strip() if key == "lineno" else "\n      ".join(
+                        line.strip() for line in d.traceback.format()[-12:]
+                    )
+                    print(f"{d.size_diff / n:8.0f} B {d.count_diff / n:5.2f} obj  {where}")
+        await client.drain(n)
+        tg.cancel_scope.cancel()
+    return used / n
+
+
+async def floor_waiting(n: int) -> float:
+    """Bytes per bare asyncio task suspended in a coroutine awaiting a future (the floor of a parked call)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+
+    async def tool(fut: asyncio.Future[int]) -> int:
+        return await fut
+
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    futures = [loop.create_future() for _ in range(n)]
+    tasks = [loop.create_task(tool(f)) for f in futures]
+    await asyncio.sleep(0)
+    gc.collect()
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    for f in futures:
+        f.set_result(1)
+    await asyncio.gather(*tasks)
+    return used / n
+
+
+async def server_round_trips(era: str, calls: int, concurrency: int) -> float:
+    """Round trips/s the server serves at ``concurrency`` callers (raw client: one elicitation per call)."""
+    app = build()
+    a, b = memory_pair(buffer=4096)
+    async with anyio.create_task_group() as tg:
+        await tg.start(app.serve, a)
+        client = RawClient(b, era)
+        tg.start_soon(client.reader)
+        await client.handshake()
+        todo = iter(range(calls))
+
+        async def worker() -> None:
+            for i in todo:
+                assert await client.call(i) == str(i)
+
+        start = time.perf_counter()
+        async with anyio.create_task_group() as workers:
+            for _ in range(concurrency):
+                workers.start_soon(worker)
+        elapsed = time.perf_counter() - start
+        tg.cancel_scope.cancel()
+    return calls / elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument("--profile", action="store_true", help="where the server's bytes go per waiting call")
+    parser.add_argument("--server-only", action="store_true", help="only the raw-client (server side) figures")
     args = parser.parse_args()
     n, calls, rounds = (1_000, 1_000, 1) if args.quick else (10_000, 5_000, 3)
+    if args.profile:
+        for era in ("legacy", "modern"):
+            anyio.run(server_waiting, era, n, True, backend=args.backend)
+        return
+    if args.backend == "asyncio":
+        print(f"floor  (asyncio): {anyio.run(floor_waiting, n) / 1024:.2f} KB per bare task awaiting a future")
+    figures: dict[str, list[float]] = {"legacy": [], "modern": []}
+    for _ in range(rounds):  # the eras alternate: a noisy machine hits both alike
+        for era in ("legacy", "modern"):
+            figures[era].append(anyio.run(server_round_trips, era, calls, 100, backend=args.backend))
+    for era in ("legacy", "modern"):
+        mem = anyio.run(server_waiting, era, n, backend=args.backend)
+        print(f"{era:6} ({args.backend}): {mem / 1024:.2f} KB per waiting call (N={n:,}, server side, raw client), "
+              f"{statistics.median(figures[era]):,.0f} round trips/s (C=100, raw client)")
+    if args.server_only:
+        return
     for era in ("legacy", "modern"):
         mem = anyio.run(waiting, era, n, backend=args.backend)
         rts = statistics.median(anyio.run(round_trips, era, calls, 100, backend=args.backend) for _ in range(rounds))

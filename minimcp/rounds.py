@@ -34,6 +34,7 @@ questions and answers) is :mod:`minimcp.mrtr`; :func:`serve` is the entry from
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -44,6 +45,7 @@ import anyio
 import msgspec
 
 from minimcp import errors, handlers, jsonrpc, mrtr
+from minimcp._backend import Cell, new_cell, running_loop
 from minimcp.call import CALL_ID_BYTES
 from minimcp.context import Context
 from minimcp.elicitation import UrlElicitationRequired
@@ -108,8 +110,12 @@ class Run:
     of ``None`` stands for "came after the question's timeout".
     """
 
-    #: Set on a parked run dropped because its retry continued the call on another worker.
-    continued_elsewhere = False
+    # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
+    __slots__ = (
+        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers",
+        "asked_at", "call_id", "context", "continued_elsewhere", "finished", "handle", "offered", "parking",
+        "pending", "pending_keys", "pending_timeout", "scope", "tool",
+    )
 
     def __init__(
         self,
@@ -126,7 +132,9 @@ class Run:
         self.parking = parking
         #: Answers the client sent by key before being asked (a first call with inputResponses).
         self.offered = dict(offered) if offered else {}
-        self._keys: set[str] = set()
+        #: Set on a parked run dropped because its retry continued the call on another worker.
+        self.continued_elsewhere = False
+        self._keys: set[str] | None = None  # made on the first question with a key
         self.handle = secrets.token_urlsafe(CALL_ID_BYTES)
         #: Stable across every round and replay of this one call (carried in the sealed state).
         self.call_id = call_id or secrets.token_urlsafe(CALL_ID_BYTES)
@@ -143,9 +151,11 @@ class Run:
         # A replay asking the questions of the sealed round again keeps their first-asked time.
         self._asked = asked
         self.scope = anyio.CancelScope()
-        self._event = anyio.Event()
+        # One-shot cells (a future on asyncio), made only while someone waits: the request side
+        # for the next outcome, the tool side for the retry's answers.
+        self._outcome_cell: Cell | None = None
         self._outcome: Outcome | None = None
-        self._answer_event: anyio.Event | None = None
+        self._answer_cell: Cell | None = None
         self._answers: dict[str, Any] | None = None
         self.finished = False
 
@@ -172,6 +182,8 @@ class Run:
         """
         for question in questions:
             if question.key is not None:
+                if self._keys is None:
+                    self._keys = set()
                 if question.key in self._keys:
                     raise ValueError(f"the key {question.key!r} names two questions of one call")
                 self._keys.add(question.key)
@@ -205,11 +217,23 @@ class Run:
             same = asked is not None and asked[0] == [q.digest for q in self.pending]
             self.asked_at = asked[1] if same and asked is not None else now
             self.pending_timeout = ttl
-            self._answer_event = event = anyio.Event()
+            delay = None if ttl is None else max(0.0, self.asked_at + ttl - now)
+            loop = running_loop()
+            self._answer_cell = cell = new_cell(loop)
             self._emit(Asking(self.pending))
-            with anyio.move_on_after(None if ttl is None else max(0.0, self.asked_at + ttl - now)):
-                await event.wait()
-            if not event.is_set():
+            if loop is not None and delay is not None:
+                # asyncio: one timer handle settles the cell as timed out (no cancel scope per park).
+                timer = loop.call_later(delay, cell.settle, _TIMED_OUT, None)
+                try:
+                    answered = await cell.wait() is not _TIMED_OUT
+                finally:
+                    timer.cancel()
+            else:
+                with anyio.move_on_after(delay):
+                    await cell.wait()
+                answered = _settled(cell)
+            self._answer_cell = None
+            if not answered:
                 # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
                 self.parking.discard(self)
                 self.scope.cancel()
@@ -247,7 +271,9 @@ class Run:
 
     def _emit(self, outcome: Outcome) -> None:
         self._outcome = outcome
-        self._event.set()
+        cell, self._outcome_cell = self._outcome_cell, None
+        if cell is not None:
+            cell.settle(_DONE, None)
 
     # request side
 
@@ -257,27 +283,43 @@ class Run:
 
     def deliver(self, responses: Mapping[str, Any]) -> None:
         """The retry brought the answers to the pending questions (see :meth:`missing`)."""
-        event = self._answer_event
-        if event is None or event.is_set():  # pragma: no cover - a parked run always waits
+        cell = self._answer_cell
+        if cell is None or _settled(cell):  # pragma: no cover - a parked run always waits
             return
         self._answers = {key: responses[key] for key in self.pending_keys}
-        event.set()
+        cell.settle(_DONE, None)
 
     def expire(self) -> None:
         """The retry came after the pending questions' timeout: they end as timed out."""
-        event = self._answer_event
-        if event is None or event.is_set():  # pragma: no cover - a parked run always waits
+        cell = self._answer_cell
+        if cell is None or _settled(cell):  # pragma: no cover - a parked run always waits
             return
         self._answers = None
-        event.set()
+        cell.settle(_DONE, None)
 
     async def next_outcome(self) -> Outcome:
         """Wait until the tool asks its next question or ends."""
-        await self._event.wait()
-        outcome = self._outcome
+        if self._outcome is None:
+            self._outcome_cell = cell = new_cell(running_loop())
+            try:
+                await cell.wait()
+            finally:
+                self._outcome_cell = None
+        outcome, self._outcome = self._outcome, None
         assert outcome is not None
-        self._event = anyio.Event()
         return outcome
+
+
+_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
+_DONE = msgspec.Raw(b"null")
+_TIMED_OUT = msgspec.Raw(b"null")
+
+
+def _settled(cell: Cell) -> bool:
+    """Whether ``cell`` was settled (an asyncio cell cancelled with its waiter is not)."""
+    if isinstance(cell, asyncio.Future):
+        return cell.done() and not cell.cancelled()
+    return cell.done
 
 
 async def use_state(
@@ -499,6 +541,10 @@ def _start_run(
     run = Run(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
     ctx: Context | None = None
     if wants_context:
+        if isinstance(meta, dict):
+            # The envelope's keys live on in ``envelope`` (renewed each round); the context keeps the
+            # rest (a progress token): a parked call need not hold a second copy of the envelope.
+            meta = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or UNSET
         ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name)
     conn.session.spawn(_drive, run, name, body, ctx)
     return run
