@@ -49,6 +49,7 @@ __all__ = [
     "trio_checkpoint_if_cancelled",
     "backend_name",
     "new_cell",
+    "cell_settled",
 ]
 
 _NO_RESULT = msgspec.Raw()
@@ -185,6 +186,13 @@ class TrioCell(_Entry):
 
 
 Cell = AsyncioCell | TrioCell
+
+
+def cell_settled(cell: Cell) -> bool:
+    """Whether ``cell`` was settled (an asyncio cell cancelled with its waiter is not)."""
+    if isinstance(cell, asyncio.Future):
+        return cell.done() and not cell.cancelled()
+    return cell.done
 
 
 def new_cell(loop: asyncio.AbstractEventLoop | None) -> Cell:

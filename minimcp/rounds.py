@@ -34,7 +34,6 @@ questions and answers) is :mod:`minimcp.mrtr`; :func:`serve` is the entry from
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
@@ -45,7 +44,7 @@ import anyio
 import msgspec
 
 from minimcp import errors, handlers, jsonrpc, mrtr
-from minimcp._backend import Cell, new_cell, running_loop
+from minimcp._backend import Cell, cell_settled, new_cell, running_loop
 from minimcp.call import CALL_ID_BYTES
 from minimcp.context import Context
 from minimcp.elicitation import UrlElicitationRequired
@@ -231,7 +230,7 @@ class Run:
             else:
                 with anyio.move_on_after(delay):
                     await cell.wait()
-                answered = _settled(cell)
+                answered = cell_settled(cell)
             self._answer_cell = None
             if not answered:
                 # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
@@ -284,7 +283,7 @@ class Run:
     def deliver(self, responses: Mapping[str, Any]) -> None:
         """The retry brought the answers to the pending questions (see :meth:`missing`)."""
         cell = self._answer_cell
-        if cell is None or _settled(cell):  # pragma: no cover - a parked run always waits
+        if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
             return
         self._answers = {key: responses[key] for key in self.pending_keys}
         cell.settle(_DONE, None)
@@ -292,7 +291,7 @@ class Run:
     def expire(self) -> None:
         """The retry came after the pending questions' timeout: they end as timed out."""
         cell = self._answer_cell
-        if cell is None or _settled(cell):  # pragma: no cover - a parked run always waits
+        if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
             return
         self._answers = None
         cell.settle(_DONE, None)
@@ -313,13 +312,6 @@ class Run:
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 _DONE = msgspec.Raw(b"null")
 _TIMED_OUT = msgspec.Raw(b"null")
-
-
-def _settled(cell: Cell) -> bool:
-    """Whether ``cell`` was settled (an asyncio cell cancelled with its waiter is not)."""
-    if isinstance(cell, asyncio.Future):
-        return cell.done() and not cell.cancelled()
-    return cell.done
 
 
 async def use_state(

@@ -398,3 +398,24 @@ def test_every_feature_is_answerable_on_every_revision() -> None:
     for feature in Feature:
         for revision in SUPPORTED:
             assert isinstance(supports(revision, feature), bool)
+
+
+# --- backend specifics in one place ---------------------------------------------------------------
+
+#: The only modules that import asyncio or trio directly: the session layer's backend module, and two
+#: transport adapters that are asyncio by nature (the loop's own pipe transports, uvicorn's protocol).
+BACKEND_MODULES = {"_backend.py", "transports/_stdio_asyncio.py", "transports/_uvicorn_guard.py"}
+
+
+def test_only_the_backend_module_imports_asyncio_or_trio() -> None:
+    """Everything else is anyio code: the one-shot cells, handler spawning and "which backend am I on"
+    live in ``_backend.py``."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        source = path.read_text(encoding="utf-8")
+        direct = {m for m in imported_modules(source) if m.split(".")[0] in ("asyncio", "trio")}
+        if direct and name not in BACKEND_MODULES:
+            found[name] = sorted(direct)
+    assert found == {}, f"asyncio/trio imported outside the backend module: {found}"
+    assert imported_modules("import asyncio\nfrom trio import lowlevel\n") >= {"asyncio", "trio"}
