@@ -52,10 +52,10 @@ from minimcp.errors import McpError
 from minimcp.jsonrpc import Request
 from minimcp.mrtr import Envelope, Question, take_answer
 from minimcp.outcome import ToolRun
-from minimcp.state import InvalidState, StateSealer, StateTooLarge, digest
+from minimcp.state import StateTooLarge, digest
 from minimcp.tools import argument_error, error_result
 from minimcp.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
-from minimcp.used_states import StoreUnavailable, UsedStates
+from minimcp.used_states import use_state
 from minimcp.versions import MODERN, SUPPORTED
 
 if TYPE_CHECKING:
@@ -312,42 +312,6 @@ class Run:
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 _DONE = msgspec.Raw(b"null")
 _TIMED_OUT = msgspec.Raw(b"null")
-
-
-async def use_state(
-    sealer: StateSealer, used: UsedStates, token: str, *, now: float, binding: dict[str, Any]
-) -> dict[str, Any]:
-    """Open a retry's ``requestState`` and record it as used: its payload, good for this retry only.
-
-    Raises:
-        McpError: ``-32602``, frozen "Invalid or expired requestState" for a state that
-            does not verify (the reason goes to the log), or saying it was already used;
-            ``-32603`` when the store of used states cannot tell (the state stays unused).
-    """
-    try:
-        state = sealer.open(token, now=now, binding=binding)
-    except InvalidState as exc:
-        logger.info("refused requestState for %r: %s", binding.get("t"), exc.reason)
-        raise McpError(
-            errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
-        ) from None
-    try:
-        fresh = await used.consume(sealer.state_id(token), float(state["exp"]))
-    except StoreUnavailable as exc:  # fail closed: refused, and the state stays unused
-        logger.warning("refused a requestState for %r: %s", binding.get("t"), exc)
-        raise McpError(
-            errors.INTERNAL_ERROR,
-            "cannot accept this requestState now: the store of used states is unavailable; retry later",
-            {"reason": "state_store_unavailable"},
-        ) from None
-    if not fresh:
-        logger.info("refused a used requestState for %r", binding.get("t"))
-        raise McpError(
-            errors.INVALID_PARAMS,
-            "requestState already used: each one is good for one retry (call again without it to start over)",
-            {"reason": "request_state_used"},
-        )
-    return state
 
 
 # --- serving one round ---------------------------------------------------------------------
