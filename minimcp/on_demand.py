@@ -1,0 +1,60 @@
+"""The forms machinery on demand: modules that may ask with a form name it here, and it loads with the first use.
+
+A stdio server whose tools never ask a question (or ask only URL steps, sampling or roots)
+does not need :mod:`minimcp.forms` and its parts (the field vocabulary, the type compiler,
+the schema parser, the answer checks, the shape cache): about 5 ms of an embedding
+process's start. The modules on the serving path (:mod:`minimcp.asking`,
+:mod:`minimcp.tools`, :mod:`minimcp.outcome`) import ``forms`` / ``form_cache`` from here
+instead of from the package; each name stands for its module and loads it at its first
+attribute read (a form compiled, a form question asked, ``@app.tool(forms=...)``).
+
+Every read goes to the loaded module (nothing is copied), so a replaced attribute is seen.
+One exception keeps a failing tool from loading the machinery: before the form vocabulary
+(:mod:`minimcp.form_fields`) is loaded, no form error can exist, so reading
+``forms.FormDefinitionError`` (or another form error) in an ``except`` clause gives a class
+that nothing raises instead of loading the modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["OnDemand", "form_cache", "forms"]
+
+#: Where the form errors are defined: until it is loaded, none can have been raised.
+_ERRORS_MODULE = "minimcp.form_fields"
+_ERRORS = frozenset({"FormDefinitionError", "FormValidationError", "SensitiveFieldError"})
+
+
+class _NeverRaised(Exception):
+    """Stands for a form error before the forms machinery is loaded (no instance is ever made)."""
+
+
+class OnDemand:
+    """A module imported at the first read of one of its attributes; every read goes to that module."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        module = sys.modules.get(self._name)
+        if module is None:
+            if attr in _ERRORS and _ERRORS_MODULE not in sys.modules:
+                return _NeverRaised
+            module = importlib.import_module(self._name)
+        return getattr(module, attr)
+
+    def __repr__(self) -> str:
+        return f"<{self._name}, loaded on first use>"
+
+
+if TYPE_CHECKING:
+    from minimcp import form_cache as form_cache
+    from minimcp import forms as forms
+else:
+    forms = OnDemand("minimcp.forms")
+    form_cache = OnDemand("minimcp.form_cache")
