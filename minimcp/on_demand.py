@@ -11,8 +11,8 @@ attribute read (a form compiled, a form question asked, ``@app.tool(forms=...)``
 Every read goes to the loaded module (nothing is copied), so a replaced attribute is seen.
 One exception keeps a failing tool from loading the machinery: before the form vocabulary
 (:mod:`minimcp.form_fields`) is loaded, no form error can exist, so reading
-``forms.FormDefinitionError`` (or another form error) in an ``except`` clause gives a class
-that nothing raises instead of loading the modules.
+``forms.FormDefinitionError`` (or another form error) gives ``()`` instead of loading the
+modules: in an ``except`` clause (or ``isinstance``) an empty tuple matches nothing.
 """
 
 from __future__ import annotations
@@ -28,10 +28,6 @@ _ERRORS_MODULE = "minimcp.form_fields"
 _ERRORS = frozenset({"FormDefinitionError", "FormValidationError", "SensitiveFieldError"})
 
 
-class _NeverRaised(Exception):
-    """Stands for a form error before the forms machinery is loaded (no instance is ever made)."""
-
-
 class OnDemand:
     """A module imported at the first read of one of its attributes; every read goes to that module."""
 
@@ -44,7 +40,7 @@ class OnDemand:
         module = sys.modules.get(self._name)
         if module is None:
             if attr in _ERRORS and _ERRORS_MODULE not in sys.modules:
-                return _NeverRaised
+                return ()  # matches no exception, as no form error can exist yet
             module = importlib.import_module(self._name)
         return getattr(module, attr)
 

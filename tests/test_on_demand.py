@@ -52,6 +52,7 @@ def test_nothing_loads_until_the_first_read_and_a_form_error_class_loads_nothing
             raise AssertionError("caught by a form error class")
         except ValueError:
             pass
+        assert not isinstance(ValueError(), forms.FormDefinitionError)
         assert loaded() == [], loaded()
         compiled = forms.compile_form({"type": "object", "properties": {"n": {"type": "integer"}}})
         assert "minimcp.forms" in loaded() and "minimcp.form_fields" in loaded(), loaded()
