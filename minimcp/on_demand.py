@@ -9,6 +9,9 @@ instead of from the package; each name stands for its module and loads it at its
 attribute read (a form compiled, a form question asked, ``@app.tool(forms=...)``).
 
 Every read goes to the loaded module (nothing is copied), so a replaced attribute is seen.
+The first read that loads it (or finds it loaded) also rebinds the reader's global name to
+the module itself: from then on that module's reads are plain module lookups, as if it had
+imported the module directly (nothing of this module is left on a call's path).
 One exception keeps a failing tool from loading the machinery: before the form vocabulary
 (:mod:`minimcp.form_fields`) is loaded, no form error can exist, so reading
 ``forms.FormDefinitionError`` (or another form error) gives ``()`` instead of loading the
@@ -42,6 +45,9 @@ class OnDemand:
             if attr in _ERRORS and _ERRORS_MODULE not in sys.modules:
                 return ()  # matches no exception, as no form error can exist yet
             module = importlib.import_module(self._name)
+        namespace = sys._getframe(1).f_globals  # the reading module's globals
+        for key in [key for key, value in namespace.items() if value is self]:
+            namespace[key] = module
         return getattr(module, attr)
 
     def __repr__(self) -> str:

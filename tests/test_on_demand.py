@@ -56,6 +56,7 @@ def test_nothing_loads_until_the_first_read_and_a_form_error_class_loads_nothing
         assert loaded() == [], loaded()
         compiled = forms.compile_form({"type": "object", "properties": {"n": {"type": "integer"}}})
         assert "minimcp.forms" in loaded() and "minimcp.form_fields" in loaded(), loaded()
+        assert forms is sys.modules["minimcp.forms"]  # the reader's name now is the module itself
         try:
             compiled.build({"n": "two"})
         except forms.FormValidationError as exc:
