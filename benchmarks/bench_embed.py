@@ -7,7 +7,12 @@
   ``results/embed-importtime-<tree>.txt``.
 * **Idle RSS**: a stdio server after the handshake and 50 answered ``ask`` calls (the
   driver of ``driver.py``), after a ``gc.collect()`` in the server, read from ``/proc`` outside:
-  minimcp's benchmark server, ``floor_asyncio.py`` and ``floor_anyio.py``.
+  ``floor_asyncio.py``, ``floor_anyio.py`` and, per tree, the embedded server (``EMBED_SERVER``
+  below: the probe's one-tool server plus the ``stats`` tool, started with ``app.run()``, as an
+  embedding program would) beside minimcp's benchmark server (``servers/minimcp_server.py``).
+  The benchmark server parses its command line with :mod:`argparse`, whose help formatter
+  imports :mod:`shutil` and with it zlib, bz2 and lzma (about 0.5 MB); the floors read
+  ``sys.argv`` by hand, so the embedded server is the like-for-like figure.
 
 Every tree gets its ``.pyc`` files first (``compileall``), as an installed package has them.
 Several trees (``--tree NAME=PATH``, e.g. a checkout of another commit) are measured in the
@@ -42,6 +47,31 @@ app = Server("embed", "1.0.0")
 @app.tool()
 async def ask(ctx: Context, i: int) -> str:
     return str(i)
+"""
+#: The embedded stdio server: the probe's tool asking one question (the driver's ``ask``), the floors'
+#: ``stats`` tool, run with ``app.run()``; no command line parsed (as the floors).
+EMBED_SERVER = """
+import sys
+sys.path[:0] = [{tree!r}, {servers!r}]
+import msgspec
+from instrument import stats_text
+from minimcp import Accepted, Context, Server
+
+class Answer(msgspec.Struct):
+    answer: str
+
+app = Server("embed", "1.0.0")
+
+@app.tool()
+async def ask(ctx: Context, i: int) -> str:
+    reply = await ctx.elicit(f"Answer for call {{i}}", Answer)
+    return reply.value.answer if isinstance(reply, Accepted) else "no answer"
+
+@app.tool()
+async def stats(collect: bool = False, snapshot: str = "") -> str:
+    return stats_text(collect, snapshot)
+
+app.run()
 """
 FLOOR_PROBES = {
     "floor: import asyncio, msgspec": "import asyncio, msgspec",
@@ -104,7 +134,8 @@ def main() -> None:
                        capture_output=True)
     imports: dict[str, list[float]] = {name: [] for name in [*FLOOR_PROBES, *(f"minimcp {t}" for t in trees)]}
     rss: dict[str, list[int]] = {
-        name: [] for name in ["floor_asyncio", "floor_anyio", *(f"minimcp {t}" for t in trees)]
+        name: [] for name in ["floor_asyncio", "floor_anyio", *(f"minimcp {t}" for t in trees),
+                              *(f"minimcp {t} (benchmark server)" for t in trees)]
     }
     for _ in range(args.runs):
         for label, code in FLOOR_PROBES.items():
@@ -112,12 +143,20 @@ def main() -> None:
         for name, path in trees.items():
             imports[f"minimcp {name}"].append(timed(SERVER_PROBE, Path(path)))
     servers = HERE / "servers"
+    embed_scripts = {}
+    for name, path in trees.items():
+        script = HERE / "results" / f"embed-server-{name}.py"
+        script.write_text(EMBED_SERVER.format(tree=path, servers=str(servers)))
+        embed_scripts[name] = script
     for _ in range(max(3, args.runs // 3)):
         rss["floor_asyncio"].append(asyncio.run(idle_rss([PY, str(servers / "floor_asyncio.py")])))
         rss["floor_anyio"].append(asyncio.run(idle_rss([PY, str(servers / "floor_anyio.py")])))
         for name, path in trees.items():
+            rss[f"minimcp {name}"].append(asyncio.run(idle_rss([PY, str(embed_scripts[name])])))
             cmd = [PY, str(Path(path) / "benchmarks" / "servers" / "minimcp_server.py")]
-            rss[f"minimcp {name}"].append(asyncio.run(idle_rss(cmd)))
+            rss[f"minimcp {name} (benchmark server)"].append(asyncio.run(idle_rss(cmd)))
+    for script in embed_scripts.values():
+        script.unlink()
     loaded: dict[str, list[str]] = {}
     for name, path in trees.items():
         text, modules = import_breakdown(Path(path))

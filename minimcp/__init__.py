@@ -28,10 +28,6 @@ from minimcp.errors import MinimcpError as MinimcpError
 from minimcp.errors import RequestTimeout as RequestTimeout
 from minimcp.errors import TooManyPending as TooManyPending
 from minimcp.errors import UnsupportedVersion as UnsupportedVersion
-from minimcp.forms import FormDefinitionError as FormDefinitionError
-from minimcp.forms import FormValidationError as FormValidationError
-from minimcp.forms import check_form as check_form
-from minimcp.forms import compile_form as compile_form
 from minimcp.server import Server as Server
 from minimcp.server import ToolError as ToolError
 from minimcp.server import tool_result as tool_result
@@ -43,7 +39,11 @@ if TYPE_CHECKING:
     from minimcp.client import connect_stdio as connect_stdio
     from minimcp.client import open_in_browser as open_in_browser
     from minimcp.forms import AllowSensitive as AllowSensitive
+    from minimcp.forms import FormDefinitionError as FormDefinitionError
+    from minimcp.forms import FormValidationError as FormValidationError
     from minimcp.forms import Titled as Titled
+    from minimcp.forms import check_form as check_form
+    from minimcp.forms import compile_form as compile_form
     from minimcp.state import state_keys_from_env as state_keys_from_env
     from minimcp.trace import WireTrace as WireTrace
     from minimcp.transports.http import connect_http as connect_http
@@ -65,6 +65,10 @@ _LAZY: dict[str, str] = {
     "memory_pair": "minimcp.transports.memory",
     "AllowSensitive": "minimcp.forms",
     "Titled": "minimcp.forms",
+    "FormDefinitionError": "minimcp.forms",  # the forms machinery loads with the first form (compiled, checked, asked)
+    "FormValidationError": "minimcp.forms",
+    "check_form": "minimcp.forms",
+    "compile_form": "minimcp.forms",
     "WireTrace": "minimcp.trace",
     "connect_http": "minimcp.transports.http",
     "serve_http": "minimcp.transports.http",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio
 import msgspec
 
-from minimcp import capabilities, errors, form_cache, forms
+from minimcp import capabilities, errors
 from minimcp.call import Call
 from minimcp.elicitation import (
     Accepted,
@@ -30,6 +30,7 @@ from minimcp.elicitation import (
     UrlElicitation,
 )
 from minimcp.errors import McpError
+from minimcp.on_demand import form_cache, forms  # loaded with the first form question
 from minimcp.session import DEFAULT, Timeout, decode_result
 from minimcp.types import (
     UNSET,

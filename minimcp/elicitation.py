@@ -10,12 +10,16 @@ elicitation handler returns one. Decline and cancel are answers, not errors::
             ...
         case Cancelled(reason):
             ...
+
+The answers and :class:`UrlElicitation` are frozen :class:`msgspec.Struct` values (cheap
+to define at import, unlike dataclasses): compared and hashed by value, matched by position.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
+
+import msgspec
 
 from minimcp import errors
 
@@ -33,8 +37,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Accepted(Generic[T]):
+class Accepted(msgspec.Struct, Generic[T], frozen=True):
     """The person submitted the form (``value`` is validated and typed).
 
     In URL mode, accepted means only that the person agreed to open the page,
@@ -44,13 +47,11 @@ class Accepted(Generic[T]):
     value: T
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Declined:
+class Declined(msgspec.Struct, frozen=True):
     """The person explicitly said no."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Cancelled:
+class Cancelled(msgspec.Struct, frozen=True):
     """No choice was made.
 
     ``reason`` is ``"user"`` (the person dismissed the question), ``"timeout"``
@@ -112,8 +113,7 @@ class QuestionFailed(errors.McpError):
         return f"the client could not answer {what} (error {self.code}: {text or 'no message'})"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class UrlElicitation:
+class UrlElicitation(msgspec.Struct, frozen=True):
     """One URL-mode step: open ``url`` in a browser (after consent) to do what ``message`` says."""
 
     message: str

@@ -14,9 +14,10 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from minimcp import errors, forms
+from minimcp import errors
 from minimcp.elicitation import ElicitationUnsupported, QuestionFailed, UrlElicitationRequired
 from minimcp.errors import McpError
+from minimcp.on_demand import forms  # a form error's class, without loading the forms machinery
 from minimcp.session import Deferred
 from minimcp.tools import RegisteredTool, ToolError, error_result, to_result, unchecked_failure
 from minimcp.types import CallToolResult

@@ -20,8 +20,8 @@ from typing import Any
 
 import msgspec
 
-from minimcp import forms
 from minimcp.errors import MinimcpError
+from minimcp.on_demand import forms  # loaded by the first tool that names forms
 from minimcp.types import (
     AudioContent,
     CallToolResult,

@@ -3,7 +3,8 @@
 A running stdio server (a real child process, after the handshake and a call) reports
 the modules it has loaded; the client side, the other transports, the CLI, the trace
 diagrams and the optional HTTP / WebSocket stacks are not among them (they load on
-first use, see ``minimcp.__init__``'s lazy names).
+first use, see ``minimcp.__init__``'s lazy names). Nor is the forms machinery, until a
+tool asks with a form (:mod:`minimcp.on_demand`): then it loads, and the answer is checked.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import textwrap
 import anyio
 import pytest
 
-from minimcp import connect_stdio
+from minimcp import Accepted, ElicitationRequest, connect_stdio
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -58,6 +59,16 @@ NOT_ON_THE_HANDSHAKE_ERA = (
     "unicodedata",
 )
 
+#: The forms machinery: loaded by the first form compiled or asked, not by serving, not by a failing tool.
+NOT_UNTIL_A_FORM = (
+    "minimcp.forms",
+    "minimcp.form_cache",
+    "minimcp.form_check",
+    "minimcp.form_fields",
+    "minimcp.form_schema",
+    "minimcp.form_types",
+)
+
 
 @pytest.mark.parametrize("server_backend", ["asyncio", "trio"])
 async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib.Path, server_backend: str) -> None:
@@ -69,7 +80,7 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
             sys.path.insert(0, {str(ROOT)!r})
             import {server_backend}
             backend_loads = sorted(sys.modules)  # what the event loop's own package loads (trio: random, hashlib)
-            from minimcp import Server
+            from minimcp import Context, Server
 
             app = Server("embedded")
 
@@ -77,19 +88,43 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
             async def modules() -> str:
                 return json.dumps([sorted(sys.modules), backend_loads])
 
+            @app.tool()
+            async def fails() -> str:
+                raise ValueError("a bug in the tool")
+
+            @app.tool()
+            async def ask(ctx: Context) -> str:
+                schema = {{"type": "object", "properties": {{"n": {{"type": "integer"}}}}}}
+                answer = await ctx.elicit("How many?", schema)
+                return repr(answer)
+
             app.run(backend={server_backend!r})
             """
         )
     )
+
+    async def person(question: ElicitationRequest) -> Accepted[dict[str, object]]:
+        return Accepted({"n": 2})
+
     with anyio.fail_after(60):
-        async with connect_stdio([sys.executable, str(path)]) as client:
+        async with connect_stdio([sys.executable, str(path)], elicitation_handler=person) as client:
             loaded_now, backend_loads = json.loads((await client.call_tool("modules")).text)
+            failed = await client.call_tool("fails")
+            loaded_after_a_failure = set(json.loads((await client.call_tool("modules")).text)[0])
+            answer = await client.call_tool("ask")
+            loaded_after_a_form = set(json.loads((await client.call_tool("modules")).text)[0])
+    assert failed.is_error and "internal error" in failed.text
     loaded = set(loaded_now)
     assert "minimcp.server" in loaded and "minimcp.transports.stdio" in loaded  # the probe sees the server
     unwanted = sorted(m for m in loaded if m in NOT_FOR_A_STDIO_SERVER or m.split(".")[0] in NOT_FOR_A_STDIO_SERVER)
     assert unwanted == [], f"a stdio server loaded {unwanted}"
     unused = sorted(m for m in loaded - set(backend_loads) if m in NOT_ON_THE_HANDSHAKE_ERA)
     assert unused == [], f"a stdio server on the handshake era loaded {unused}"
+    early_forms = sorted(m for m in loaded_after_a_failure if m in NOT_UNTIL_A_FORM)
+    assert early_forms == [], f"a stdio server loaded the forms machinery before any form: {early_forms}"
+    # the first form question loads it
+    assert answer.text == "Accepted(value={'n': 2})"
+    assert set(NOT_UNTIL_A_FORM) - {"minimcp.form_types"} <= loaded_after_a_form
 
 
 def test_the_client_names_still_import_from_minimcp() -> None:
