@@ -26,9 +26,9 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
         +-- WebSocketHandshakeError       [transports.websocket] the upgrade was refused
         +-- TableFull                     [transports.http._session_table] no room for a new session
         +-- ElicitationUnsupported        [elicitation] the client cannot be asked this way
-        +-- FormDefinitionError           [form_fields] also TypeError: a form type the schema cannot express
-        |   +-- SensitiveFieldError       [form_fields] a field that looks like a secret (URL mode only)
-        +-- FormValidationError           [form_fields] also ValueError: an answer that does not fit the form
+        +-- FormDefinitionError           [errors] also TypeError: a form type the schema cannot express
+        |   +-- SensitiveFieldError       [errors] a field that looks like a secret (URL mode only)
+        +-- FormValidationError           [errors] also ValueError: an answer that does not fit the form
         +-- InvalidElicitationUrl         [urls] also ValueError: a URL a server must not send
         +-- ToolError                     [tools] ends a tool call with an error result
         +-- InvalidState                  [state] a requestState that cannot be trusted
@@ -55,9 +55,12 @@ __all__ = [
     "SERVER_BUSY",
     "URL_ELICITATION_REQUIRED",
     "ConnectionClosed",
+    "FormDefinitionError",
+    "FormValidationError",
     "McpError",
     "MinimcpError",
     "RequestTimeout",
+    "SensitiveFieldError",
     "TooManyPending",
     "UnsupportedVersion",
 ]
@@ -135,3 +138,39 @@ class UnsupportedVersion(McpError):
             {"supported": list(supported), "requested": version},
         )
         self.version = version
+
+
+# The form errors live here, not beside the form compiler, so code that catches them
+# (a tool call's outcome, a question's answer) does not load the forms machinery.
+class FormDefinitionError(MinimcpError, TypeError):
+    """The form type or schema cannot be expressed in the restricted elicitation schema.
+
+    Attributes:
+        field: The offending field's name, or ``None`` when the problem concerns the whole form.
+    """
+
+    def __init__(self, field: str | None, message: str) -> None:
+        """Record ``field``; ``message`` is the full, human-readable explanation."""
+        super().__init__(message)
+        self.field = field
+
+
+class SensitiveFieldError(FormDefinitionError):
+    """A form field looks like a secret; secrets must go through URL mode (``ctx.elicit_url``)."""
+
+
+class FormValidationError(MinimcpError, ValueError):
+    """An elicitation answer breaks the form schema.
+
+    Attributes:
+        field: The offending field's name, or ``None`` when the problem concerns the whole answer.
+        constraint: The broken rule: ``type``, ``required``, ``minLength``, ``maxLength``, ``format``,
+            ``minimum``, ``maximum``, ``enum``, ``minItems``, ``maxItems``, ``uniqueItems`` or ``construct``
+            (the form type's own constructor refused the value).
+    """
+
+    def __init__(self, field: str | None, constraint: str, message: str) -> None:
+        """Record ``field`` and ``constraint``; ``message`` is the full explanation."""
+        super().__init__(message)
+        self.field = field
+        self.constraint = constraint

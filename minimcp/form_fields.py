@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from minimcp.errors import MinimcpError
+from minimcp.errors import FormDefinitionError, FormValidationError, SensitiveFieldError
 
 __all__ = [
     "EMPTY_FORM",
@@ -33,40 +33,6 @@ Kind = Literal["string", "number", "integer", "boolean", "select", "multiselect"
 #: The string formats the restricted schema allows.
 FORMATS = ("email", "uri", "date", "date-time")
 EMPTY_FORM = "a form needs at least one field; for a yes/no question use a single bool field"
-
-
-class FormDefinitionError(MinimcpError, TypeError):
-    """The form type or schema cannot be expressed in the restricted elicitation schema.
-
-    Attributes:
-        field: The offending field's name, or ``None`` when the problem concerns the whole form.
-    """
-
-    def __init__(self, field: str | None, message: str) -> None:
-        """Record ``field``; ``message`` is the full, human-readable explanation."""
-        super().__init__(message)
-        self.field = field
-
-
-class SensitiveFieldError(FormDefinitionError):
-    """A form field looks like a secret; secrets must go through URL mode (``ctx.elicit_url``)."""
-
-
-class FormValidationError(MinimcpError, ValueError):
-    """An elicitation answer breaks the form schema.
-
-    Attributes:
-        field: The offending field's name, or ``None`` when the problem concerns the whole answer.
-        constraint: The broken rule: ``type``, ``required``, ``minLength``, ``maxLength``, ``format``,
-            ``minimum``, ``maximum``, ``enum``, ``minItems``, ``maxItems``, ``uniqueItems`` or ``construct``
-            (the form type's own constructor refused the value).
-    """
-
-    def __init__(self, field: str | None, constraint: str, message: str) -> None:
-        """Record ``field`` and ``constraint``; ``message`` is the full explanation."""
-        super().__init__(message)
-        self.field = field
-        self.constraint = constraint
 
 
 def def_error(field: str | None, detail: str) -> FormDefinitionError:
