@@ -381,6 +381,7 @@ class RawHttp:
         # connects in flight: a burst of thousands overflows a small listen backlog (SYN retries: 1 s, 3 s, ...)
         self.connecting = asyncio.Semaphore(100)
         self.stale_retries = 0  # requests sent again: their kept-alive connection had been closed by the server
+        self.connects = 0  # connections opened
 
     async def request(self, method: str, path: str, body: bytes, headers: dict[str, str],
                       on_message: Callable[[bytes], None],
@@ -424,6 +425,7 @@ class RawHttp:
         try:
             async with self.connecting:
                 reader, writer = await asyncio.open_connection(self.host, next(self.ports), limit=1 << 24)
+            self.connects += 1
         except BaseException:
             self._slot_freed()
             raise
@@ -847,6 +849,8 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
                 c.on_question = park
             calls = Calls()
             calls.target = total
+            client = getattr(first, "client", None)
+            connects_fill0 = client.connects if client is not None else 0
             cpu0 = proc_cpu_seconds(pid) if pid else 0.0
             watched0 = watch.cpu()
             my0 = time.process_time()
@@ -873,6 +877,9 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
             random.shuffle(parked)
             for c in conns:
                 c.on_question = answer_now
+            connects0 = client.connects if client is not None else 0
+            cpu1 = proc_cpu_seconds(pid) if pid else 0.0
+            my1 = time.process_time()
             t1 = time.perf_counter()
             for conn, eid, i in parked:
                 conn.respond(eid, accept(i))
@@ -884,6 +891,8 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
             except TimeoutError:
                 raise SystemExit(f"only {calls.done} of {total} calls ended within {args.fill_timeout} s") from None
             t_drain = time.perf_counter() - t1
+            my_drain = time.process_time() - my1
+            cpu_drain = proc_cpu_seconds(pid) - cpu1 if pid else 0.0
             last = _fill == args.fills - 1
             if args.url:
                 out["fills"].append({
@@ -901,12 +910,17 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
                 "seconds_to_all_pending": round(t_pending, 4),
                 "seconds_to_drain": round(t_drain, 4),
                 "server_cpu_seconds_fill": round(cpu_fill, 3),
+                "server_cpu_seconds_drain": round(cpu_drain, 3),
+                "driver_cpu_seconds_fill": round(my_fill, 3), "driver_cpu_seconds_drain": round(my_drain, 3),
                 "rss_before": base["rss"], "rss_full": full["rss"], "rss_after_drain": after["rss"],
                 "rss_full_external": rss_full_external,
                 "bytes_per_pending_rss": round((full["rss"] - base["rss"]) / total),
                 "gc_objects_per_pending": round((full["gc_objects"] - base["gc_objects"]) / total, 2),
-                "wrong_answers": calls.wrong, "errors": calls.errors,
+                "wrong_answers": calls.wrong, "errors": calls.errors, "checked": calls.done,
             }
+            if client is not None:  # http: connections the driver opened during the fill and the drain
+                fill["connects_fill"] = connects0 - connects_fill0
+                fill["connects_drain"] = client.connects - connects0
             if full.get("traced") is not None:
                 fill["bytes_per_pending_traced"] = round((full["traced"] - base["traced"]) / total)
                 fill["traced_after_drain_delta"] = after["traced"] - base["traced"]

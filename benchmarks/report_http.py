@@ -138,3 +138,25 @@ if __name__ == "__main__":
         print(default_markdown(loaded))
     else:
         print(markdown(loaded))
+
+
+def pending_markdown(doc: dict[str, Any]) -> str:
+    """``run.py --only http-10k``: 10,000 pending calls over Streamable HTTP, minimcp and the floor, each run."""
+    labels = {"minimcp": "minimcp, `serve_http` as shipped", "floor": "HTTP floor, uvicorn httptools"}
+    lines = ["| server | run | time to all pending, fill 1 / 2 / 3 | server CPU per fill | RSS per pending "
+             "(fill 1) | RSS idle; after each drain | answers checked (wrong) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in doc["rows"]:
+        if not row or row.get("group") != "http-10k" or "error" in row:
+            continue
+        fills = row["fills"]
+        times = " / ".join(f"{f['seconds_to_all_pending']:.1f}" for f in fills)
+        cpu = " / ".join(f"{f['server_cpu_seconds_fill']:.1f}" for f in fills)
+        drained = ", ".join(f"{f['rss_after_drain'] / 2**20:.0f}" for f in fills)
+        checked = sum(f.get("checked", row["n"]) for f in fills)
+        wrong = sum(f["wrong_answers"] + f["errors"] for f in fills)
+        lines.append(
+            f"| {labels.get(row['server'], row['server'])} | {row.get('repeat', 0) + 1} | {times} s | {cpu} s | "
+            f"{fills[0]['bytes_per_pending_rss'] / 1024:.1f} KB | {row['idle']['rss'] / 2**20:.0f}; {drained} MB | "
+            f"{checked:,} ({wrong}) |")
+    return "\n".join(lines)
