@@ -78,6 +78,18 @@ def plan(args: argparse.Namespace) -> list[Job]:
         add(Job("http-10k", [*pend, "--server", "minimcp"], 1200))
         add(Job("http-10k", [*pend, "--server", "floor", "--asgi", "uvicorn-httptools"], 1200))
 
+    # 9. revision 2026-07-28 over Streamable HTTP beside the handshake era (only with --only http-modern): parked
+    #    calls (no connection held while a call waits: the driver's pool is 100 sockets) and round trips, adjacent runs
+    if args.only and "http-modern" in args.only.split(","):
+        http = [*drv, "--wire", "http", "--server", "minimcp"]
+        n = "1000" if quick else "10000"
+        add(Job("http-modern", [*http[:2], "pending", *http[2:], "--era", "modern", "-n", n, "--fills", "3",
+                                "--fill-timeout", "300"], 1200))
+        for c in (100, 1000):
+            for era in ("handshake", "modern"):
+                add(Job("http-modern", [*http[:2], "roundtrip", *http[2:], "--era", era, "-c", str(c), *win,
+                                        "--max-seconds", "60"], 300))
+
     if quick:
         for s in ("minimcp", "official", "floor"):
             add(Job("stdio-pending", [*drv, "pending", "--server", s, "-n", "1000", "--fills", "2"], 60, 1))
@@ -292,7 +304,7 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated groups (stdio-pending, stdio-roundtrip, ...; "
                         "http-servers: the ASGI servers side by side; http-default: serve_http's default before "
                         "and after; scaleout: workers behind haproxy; http-10k: 10,000 pending over HTTP; "
-                        "those four only when named)")
+                        "http-modern: revision 2026-07-28 over HTTP; those five only when named)")
     parser.add_argument("--million", action="store_true", help="also 1,000,000 pending (minimcp and floor)")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
     parser.add_argument("--out", help="results file (default: results/<stamp>.json)")
@@ -339,7 +351,7 @@ def main() -> None:
     out.write_text(json.dumps(doc, indent=1))
     # the server comparison alone is a side study: it leaves latest.json and the chart to the full run
     side_study = bool(args.only) and set(args.only.split(",")) <= {"http-servers", "http-default", "scaleout",
-                                                                     "http-10k"}
+                                                                     "http-10k", "http-modern"}
     if not args.quick and not side_study:
         (RESULTS / "latest.json").write_text(json.dumps(doc, indent=1))
     if not scaleout_only:
@@ -366,6 +378,10 @@ def main() -> None:
         import report_http
 
         print(report_http.pending_markdown(doc))
+    if any(r.get("group") == "http-modern" for r in rows):
+        import report_http
+
+        print(report_http.modern_markdown(doc))
     if not args.quick and not side_study:
         chart = report.chart(doc, RESULTS / "chart.png")
         if chart:

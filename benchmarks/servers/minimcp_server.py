@@ -67,6 +67,7 @@ async def main(args: argparse.Namespace) -> None:
         # (10,000) closes the 10,001st connection at accept, so 10,000 pending over HTTP could not be answered
         # (behind a balancer, bench_scaleout.py: 30,000 and more)
         max_http_connections=1_000_000,
+        max_parked_per_client=4_000_000,  # revision 2026-07-28: every parked call comes from the one driver
     )
     if args.worker_id:
         import logging
