@@ -84,7 +84,7 @@ def plan(args: argparse.Namespace) -> list[Job]:
         http = [*drv, "--wire", "http", "--server", "minimcp"]
         n = "1000" if quick else "10000"
         add(Job("http-modern", [*http[:2], "pending", *http[2:], "--era", "modern", "-n", n, "--fills", "3",
-                                "--fill-timeout", "300"], 1200))
+                                "--fill-timeout", "300"], 1200, 1))
         for c in (100, 1000):
             for era in ("handshake", "modern"):
                 add(Job("http-modern", [*http[:2], "roundtrip", *http[2:], "--era", era, "-c", str(c), *win,
