@@ -13,6 +13,11 @@ Wires: ``stdio`` (the server is a child process; newline-delimited JSON),
     python benchmarks/driver.py roundtrip --server official --wire stdio -c 100 --seconds 3
     python benchmarks/driver.py sessions  --server minimcp --wire ws --sessions 1000 --per 10
     python benchmarks/driver.py idle      --server minimcp --wire http --sessions 1000
+    python benchmarks/driver.py pending   --server minimcp --wire http --era modern -n 10000 --fills 3
+
+``--era modern`` (http, minimcp): revision 2026-07-28, no handshake and no session; a call comes
+back ``input_required`` (parked on the server) and its answer is the retry (``inputResponses``,
+``requestState``), so ``pending`` counts parked calls and ``roundtrip`` two POSTs per round trip.
 
 ``--url`` aims the http wire at a server the driver did not start (a load balancer in front of
 several workers: ``bench_scaleout.py``); ``--watch NAME=PID`` then reports those processes' CPU
