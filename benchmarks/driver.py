@@ -13,6 +13,11 @@ Wires: ``stdio`` (the server is a child process; newline-delimited JSON),
     python benchmarks/driver.py roundtrip --server official --wire stdio -c 100 --seconds 3
     python benchmarks/driver.py sessions  --server minimcp --wire ws --sessions 1000 --per 10
     python benchmarks/driver.py idle      --server minimcp --wire http --sessions 1000
+    python benchmarks/driver.py pending   --server minimcp --wire http --era modern -n 10000 --fills 3
+
+``--era modern`` (http, minimcp): revision 2026-07-28, no handshake and no session; a call comes
+back ``input_required`` (parked on the server) and its answer is the retry (``inputResponses``,
+``requestState``), so ``pending`` counts parked calls and ``roundtrip`` two POSTs per round trip.
 
 ``--url`` aims the http wire at a server the driver did not start (a load balancer in front of
 several workers: ``bench_scaleout.py``); ``--watch NAME=PID`` then reports those processes' CPU
@@ -74,10 +79,31 @@ class ToolResult(msgspec.Struct, rename="camel"):
     is_error: bool = False
 
 
+class InputRequest(msgspec.Struct):
+    params: ElicitParams
+
+
+class ModernResult(msgspec.Struct, rename="camel"):
+    """A 2026-07-28 ``tools/call`` result: complete, or the questions to answer on the retry."""
+
+    result_type: str = "complete"
+    input_requests: dict[str, InputRequest] = {}
+    request_state: str | None = None
+
+
 encode = msgspec.json.Encoder().encode
 decode_incoming = msgspec.json.Decoder(Incoming).decode
 decode_elicit = msgspec.json.Decoder(ElicitParams).decode
 decode_tool_result = msgspec.json.Decoder(ToolResult).decode
+decode_modern_result = msgspec.json.Decoder(ModernResult).decode
+
+MODERN = "2026-07-28"
+#: The 2026-07-28 envelope every request carries in ``params._meta`` (no handshake on that revision).
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench-driver", "version": "1.0.0"},
+}
 
 PREFIX = "Answer for call "
 
@@ -215,17 +241,19 @@ class Conn:
         elif m.id is None:
             return  # notifications are not part of the exchange
         elif m.method == "elicitation/create":
-            message = decode_elicit(m.params).message  # type: ignore[arg-type]
-            if TOOL == "booking":
-                i = (datetime.date.fromisoformat(message[:10]) - BOOKING_BASE).days // 2
-            else:
-                i = int(message[len(PREFIX):])
-            self.on_question(self, m.id, i)
+            self.on_question(self, m.id, call_of(decode_elicit(m.params).message))  # type: ignore[arg-type]
         elif m.method == "ping":
             self.respond(m.id, {})
         else:
             self._write([encode({"jsonrpc": "2.0", "id": m.id, "error": {"code": -32601, "message": "no"}})],
                         request=False)
+
+
+def call_of(message: str) -> int:
+    """The number of the call that asks ``message``."""
+    if TOOL == "booking":
+        return (datetime.date.fromisoformat(message[:10]) - BOOKING_BASE).days // 2
+    return int(message[len(PREFIX):])
 
 
 def token(i: int) -> str:
@@ -381,6 +409,7 @@ class RawHttp:
         # connects in flight: a burst of thousands overflows a small listen backlog (SYN retries: 1 s, 3 s, ...)
         self.connecting = asyncio.Semaphore(100)
         self.stale_retries = 0  # requests sent again: their kept-alive connection had been closed by the server
+        self.connects = 0  # connections opened
 
     async def request(self, method: str, path: str, body: bytes, headers: dict[str, str],
                       on_message: Callable[[bytes], None],
@@ -424,6 +453,7 @@ class RawHttp:
         try:
             async with self.connecting:
                 reader, writer = await asyncio.open_connection(self.host, next(self.ports), limit=1 << 24)
+            self.connects += 1
         except BaseException:
             self._slot_freed()
             raise
@@ -533,13 +563,15 @@ class HttpConn(Conn):
         pass
 
     def _write(self, messages: list[bytes], *, request: bool) -> None:
-        loop = asyncio.get_running_loop()
         for m in messages:
-            task = loop.create_task(self._post(m))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            self._start_post(m, self.headers)
 
-    async def _post(self, body: bytes) -> None:
+    def _start_post(self, body: bytes, headers: dict[str, str]) -> None:
+        task = asyncio.get_running_loop().create_task(self._post(body, headers))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _post(self, body: bytes, headers: dict[str, str]) -> None:
         # A call ends when its response stream ends (as for an SDK client); questions on the
         # stream are answered as they come.
         responses: list[bytes] = []
@@ -551,7 +583,7 @@ class HttpConn(Conn):
                 responses.append(data)
 
         try:
-            status, _rh = await self.client.request("POST", self.path, body, self.headers, on_message,
+            status, _rh = await self.client.request("POST", self.path, body, headers, on_message,
                                                    self._on_headers)
             for data in responses:
                 self.on_message(data)
@@ -574,6 +606,57 @@ class HttpConn(Conn):
         if "mcp-session-id" in self.headers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.client.request("DELETE", self.path, b"", self.headers, lambda m: None), 5)
+
+
+class ModernHttpConn(HttpConn):
+    """Streamable HTTP on revision 2026-07-28: no handshake and no session; a POST per request.
+
+    A call whose tool asks comes back ``input_required`` (the tool parked on the server): its
+    question goes to :attr:`on_question` like a nested ``elicitation/create``, and answering it
+    (:meth:`respond`) calls the tool again with ``inputResponses`` and the ``requestState``; the
+    call's callback gets the result of the last round.
+    """
+
+    async def handshake(self) -> None:
+        pass  # nothing to set up on 2026-07-28
+
+    def _on_headers(self, status: int, rh: dict[str, str]) -> None:
+        pass  # no session
+
+    def request(self, method: str, params: Any, callback: Callable[[Any, Any], None]) -> int:
+        id_ = next(self.next_id)
+        params = {**params, "_meta": ENVELOPE}
+
+        def reply(result: Any, error: Any) -> None:
+            if error is None and result is not None:
+                r = decode_modern_result(result)
+                if r.result_type == "input_required":
+                    ((key, question),) = r.input_requests.items()
+                    self.on_question(self, (params, key, r.request_state, callback), call_of(question.params.message))
+                    return
+            callback(result, error)
+
+        self.waiting[id_] = reply
+        headers = {**self.headers, "mcp-protocol-version": MODERN, "mcp-method": method}
+        if method == "tools/call":
+            headers["mcp-name"] = params["name"]
+        self._start_post(encode({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}), headers)
+        return id_
+
+    def notify(self, method: str) -> None:
+        pass  # this revision defines no client notifications over HTTP
+
+    def respond(self, id_: Any, result: Any) -> None:
+        params, key, state, callback = id_  # the answer to an input_required: the retry
+        retry = {**params, "inputResponses": {key: result}}
+        if state is not None:
+            retry["requestState"] = state
+        del retry["_meta"]
+        self.request("tools/call", retry, callback)
+
+    async def close(self) -> None:
+        for t in list(self.tasks):
+            t.cancel()
 
 
 # --- servers over the network --------------------------------------------------------------------
@@ -629,7 +712,7 @@ def external_client(args: argparse.Namespace) -> tuple[str, RawHttp]:
         raise SystemExit("--url: http://HOST:PORT/PATH, several only as one host and path on other ports")
     first = urls[0]
     client = RawHttp(first.hostname, first.port, more_ports=tuple(u.port for u in urls[1:]),  # type: ignore[arg-type]
-                     max_sockets=args.max_sockets)
+                     max_sockets=args.max_sockets or 15_000)
     return f"http://{first.hostname}:{first.port}{first.path}", client
 
 
@@ -672,9 +755,13 @@ async def open_sessions(args: argparse.Namespace, count: int = 1) -> Any:
             for _ in range(count):
                 conns.append(WsConn(f"ws://127.0.0.1:{port}/mcp"))
         else:
-            client = RawHttp("127.0.0.1", port)
+            # 2026-07-28: no call holds its connection while it waits, so a pool of 100 sockets carries them all
+            # (and the server's idle connections do not count as parked calls' bytes)
+            sockets = args.max_sockets or (100 if args.era == "modern" else 15_000)
+            client = RawHttp("127.0.0.1", port, max_sockets=sockets)
+            kind = ModernHttpConn if args.era == "modern" else HttpConn
             for _ in range(count):
-                conns.append(HttpConn(f"http://127.0.0.1:{port}/mcp", client))
+                conns.append(kind(f"http://127.0.0.1:{port}/mcp", client))
         await _start_all(conns)
         yield server.pid, conns
     except BaseException:
@@ -847,6 +934,8 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
                 c.on_question = park
             calls = Calls()
             calls.target = total
+            client = getattr(first, "client", None)
+            connects_fill0 = client.connects if client is not None else 0
             cpu0 = proc_cpu_seconds(pid) if pid else 0.0
             watched0 = watch.cpu()
             my0 = time.process_time()
@@ -873,6 +962,9 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
             random.shuffle(parked)
             for c in conns:
                 c.on_question = answer_now
+            connects0 = client.connects if client is not None else 0
+            cpu1 = proc_cpu_seconds(pid) if pid else 0.0
+            my1 = time.process_time()
             t1 = time.perf_counter()
             for conn, eid, i in parked:
                 conn.respond(eid, accept(i))
@@ -884,6 +976,8 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
             except TimeoutError:
                 raise SystemExit(f"only {calls.done} of {total} calls ended within {args.fill_timeout} s") from None
             t_drain = time.perf_counter() - t1
+            my_drain = time.process_time() - my1
+            cpu_drain = proc_cpu_seconds(pid) - cpu1 if pid else 0.0
             last = _fill == args.fills - 1
             if args.url:
                 out["fills"].append({
@@ -901,12 +995,17 @@ async def scenario_pending(args: argparse.Namespace) -> dict[str, Any]:
                 "seconds_to_all_pending": round(t_pending, 4),
                 "seconds_to_drain": round(t_drain, 4),
                 "server_cpu_seconds_fill": round(cpu_fill, 3),
+                "server_cpu_seconds_drain": round(cpu_drain, 3),
+                "driver_cpu_seconds_fill": round(my_fill, 3), "driver_cpu_seconds_drain": round(my_drain, 3),
                 "rss_before": base["rss"], "rss_full": full["rss"], "rss_after_drain": after["rss"],
                 "rss_full_external": rss_full_external,
                 "bytes_per_pending_rss": round((full["rss"] - base["rss"]) / total),
                 "gc_objects_per_pending": round((full["gc_objects"] - base["gc_objects"]) / total, 2),
-                "wrong_answers": calls.wrong, "errors": calls.errors,
+                "wrong_answers": calls.wrong, "errors": calls.errors, "checked": calls.done,
             }
+            if client is not None:  # http: connections the driver opened during the fill and the drain
+                fill["connects_fill"] = connects0 - connects_fill0
+                fill["connects_drain"] = client.connects - connects0
             if full.get("traced") is not None:
                 fill["bytes_per_pending_traced"] = round((full["traced"] - base["traced"]) / total)
                 fill["traced_after_drain_delta"] = after["traced"] - base["traced"]
@@ -1046,16 +1145,22 @@ def main() -> None:
                         "http://HOST:PORT/PATH; several URLs (comma-separated, other ports) share the connections")
     parser.add_argument("--watch", action="append", default=[], metavar="NAME=PID",
                         help="report this process's CPU share (and RSS, pending) over the measured window")
-    parser.add_argument("--max-sockets", type=int, default=15_000, help="http: the driver's sockets open at once")
+    parser.add_argument("--max-sockets", type=int, default=0, help="http: the driver's sockets open at once "
+                        "(default: 15,000; --era modern: 100)")
     parser.add_argument("--barrier", action="store_true", help="--url pending: print READY / PARKED and wait "
                         "for a line on stdin at each (several drivers in step: benchmarks/bench_scaleout.py)")
     parser.add_argument("--call-offset", type=int, default=0, help="number the calls from here (several drivers)")
+    parser.add_argument("--era", choices=["handshake", "modern"], default="handshake",
+                        help="http: the 2025-11-25 handshake (an elicitation/create on the call's stream) or "
+                        "revision 2026-07-28 (no session; the call comes back input_required, parked, and is retried)")
     parser.add_argument("--fill-timeout", type=float, default=None,
                         help="pending: fail when the fill (or the drain) takes longer than this, in seconds")
     args = parser.parse_args()
     global TOOL
     TOOL = "booking" if args.server in ("booking", "floor-booking") else "ask"
     Calls.first = args.call_offset
+    if args.era == "modern" and (args.wire != "http" or args.url or args.server != "minimcp"):
+        raise SystemExit("--era modern: minimcp over http only (a server the driver starts)")
     if args.url and args.wire != "http":
         raise SystemExit("--url needs --wire http")
     if args.sessions > 1 and args.wire == "stdio":
@@ -1084,6 +1189,8 @@ def main() -> None:
             pass
     row = runner(fn(args))
     row.update(server=args.server, wire=args.wire, backend=args.backend)
+    if args.era != "handshake":
+        row["era"] = args.era
     if args.url:
         row["url"] = args.url
     if args.wire == "http":

@@ -138,3 +138,58 @@ if __name__ == "__main__":
         print(default_markdown(loaded))
     else:
         print(markdown(loaded))
+
+
+def pending_markdown(doc: dict[str, Any]) -> str:
+    """``run.py --only http-10k``: 10,000 pending calls over Streamable HTTP, minimcp and the floor, each run."""
+    labels = {"minimcp": "minimcp, `serve_http` as shipped", "floor": "HTTP floor, uvicorn httptools"}
+    lines = ["| server | run | time to all pending, fill 1 / 2 / 3 | server CPU per fill | RSS per pending "
+             "(fill 1) | RSS idle; after each drain | answers checked (wrong) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in doc["rows"]:
+        if not row or row.get("group") != "http-10k" or "error" in row:
+            continue
+        fills = row["fills"]
+        times = " / ".join(f"{f['seconds_to_all_pending']:.1f}" for f in fills)
+        cpu = " / ".join(f"{f['server_cpu_seconds_fill']:.1f}" for f in fills)
+        drained = ", ".join(f"{f['rss_after_drain'] / 2**20:.0f}" for f in fills)
+        checked = sum(f.get("checked", row["n"]) for f in fills)
+        wrong = sum(f["wrong_answers"] + f["errors"] for f in fills)
+        lines.append(
+            f"| {labels.get(row['server'], row['server'])} | {row.get('repeat', 0) + 1} | {times} s | {cpu} s | "
+            f"{fills[0]['bytes_per_pending_rss'] / 1024:.1f} KB | {row['idle']['rss'] / 2**20:.0f}; {drained} MB | "
+            f"{checked:,} ({wrong}) |")
+    return "\n".join(lines)
+
+
+def modern_markdown(doc: dict[str, Any]) -> str:
+    """``run.py --only http-modern``: revision 2026-07-28 over HTTP beside the handshake era (medians)."""
+    rows = [r for r in doc["rows"] if r and r.get("group") in ("http-modern", "http-10k") and "error" not in r
+            and r.get("server") == "minimcp"]
+    lines = ["| era | calls waiting | time to all waiting, fill 1 / 2 / 3 | server CPU per call, fill | "
+             "server RSS per waiting call (fill 1) | RSS idle; after each drain |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        if r["scenario"] != "pending":
+            continue
+        fills = r["fills"]
+        times = " / ".join(f"{f['seconds_to_all_pending']:.1f}" for f in fills)
+        drained = ", ".join(f"{f['rss_after_drain'] / 2**20:.0f}" for f in fills)
+        cpu_us = statistics.median(f["server_cpu_seconds_fill"] for f in fills) / r["n"] * 1e6
+        per = fills[0]["bytes_per_pending_rss"] / 1024
+        lines.append(f"| {r.get('era', 'handshake')} | {r['n']:,} | {times} s | {cpu_us:,.0f} µs | "
+                     f"{per:.1f} KB | {r['idle']['rss'] / 2**20:.0f}; {drained} MB |")
+    lines += ["", "| era | C | round trips/s | p50 / p99 | server CPU per round trip | driver CPU share | runs |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    acc: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r["scenario"] == "roundtrip":
+            acc[(r.get("era", "handshake"), r["c"])].append(r)
+    for (era, c), rs in sorted(acc.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        rt = _med([x["round_trips_per_second"] for x in rs])
+        us = _med([x["server_cpu_share"] / x["round_trips_per_second"] * 1e6
+                   for x in rs if x["round_trips_per_second"]])
+        lines.append(f"| {era} | {c:,} | {_n(rt)} | {_ms(_med([x['p50_ms'] for x in rs]))} / "
+                     f"{_ms(_med([x['p99_ms'] for x in rs]))} | {_n(us)} µs | "
+                     f"{_med([x['driver_cpu_share'] for x in rs]):.2f} | {len(rs)} |")
+    return "\n".join(lines)

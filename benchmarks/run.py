@@ -69,6 +69,27 @@ def plan(args: argparse.Namespace) -> list[Job]:
     win = ["--seconds", "1" if quick else "1.5"]
     if args.only and "scaleout" in args.only.split(","):
         jobs += scaleout_jobs(quick)
+    # 8. 10,000 pending calls over Streamable HTTP on one process (10,000 open response streams, one session):
+    #    minimcp as shipped (serve_http) and the HTTP floor on the same ASGI server (uvicorn httptools), adjacent
+    #    runs, 3 fills each (only with --only http-10k; --quick: 1,000)
+    if args.only and "http-10k" in args.only.split(","):
+        pend = [*drv, "pending", "--wire", "http", "-n", "1000" if quick else "10000", "--fills", "3",
+                "--fill-timeout", "300"]
+        add(Job("http-10k", [*pend, "--server", "minimcp"], 1200))
+        add(Job("http-10k", [*pend, "--server", "floor", "--asgi", "uvicorn-httptools"], 1200))
+
+    # 9. revision 2026-07-28 over Streamable HTTP beside the handshake era (only with --only http-modern): parked
+    #    calls (no connection held while a call waits: the driver's pool is 100 sockets) and round trips, adjacent runs
+    if args.only and "http-modern" in args.only.split(","):
+        http = [*drv, "--wire", "http", "--server", "minimcp"]
+        n = "1000" if quick else "10000"
+        add(Job("http-modern", [*http[:2], "pending", *http[2:], "--era", "modern", "-n", n, "--fills", "3",
+                                "--fill-timeout", "300"], 1200, 1))
+        for c in (100, 1000):
+            for era in ("handshake", "modern"):
+                add(Job("http-modern", [*http[:2], "roundtrip", *http[2:], "--era", era, "-c", str(c), *win,
+                                        "--max-seconds", "60"], 300))
+
     if quick:
         for s in ("minimcp", "official", "floor"):
             add(Job("stdio-pending", [*drv, "pending", "--server", s, "-n", "1000", "--fills", "2"], 60, 1))
@@ -282,7 +303,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each measurement (median quoted)")
     parser.add_argument("--only", help="comma-separated groups (stdio-pending, stdio-roundtrip, ...; "
                         "http-servers: the ASGI servers side by side; http-default: serve_http's default before "
-                        "and after; scaleout: workers behind haproxy; those three only when named)")
+                        "and after; scaleout: workers behind haproxy; http-10k: 10,000 pending over HTTP; "
+                        "http-modern: revision 2026-07-28 over HTTP; those five only when named)")
     parser.add_argument("--million", action="store_true", help="also 1,000,000 pending (minimcp and floor)")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
     parser.add_argument("--out", help="results file (default: results/<stamp>.json)")
@@ -328,7 +350,8 @@ def main() -> None:
     out = Path(args.out) if args.out else RESULTS / name
     out.write_text(json.dumps(doc, indent=1))
     # the server comparison alone is a side study: it leaves latest.json and the chart to the full run
-    side_study = bool(args.only) and set(args.only.split(",")) <= {"http-servers", "http-default", "scaleout"}
+    side_study = bool(args.only) and set(args.only.split(",")) <= {"http-servers", "http-default", "scaleout",
+                                                                     "http-10k", "http-modern"}
     if not args.quick and not side_study:
         (RESULTS / "latest.json").write_text(json.dumps(doc, indent=1))
     if not scaleout_only:
@@ -351,6 +374,14 @@ def main() -> None:
         doc["http_default"] = report_http.summarize(doc, "http-default")
         out.write_text(json.dumps(doc, indent=1))
         print(report_http.default_markdown(doc))
+    if any(r.get("group") == "http-10k" for r in rows):
+        import report_http
+
+        print(report_http.pending_markdown(doc))
+    if any(r.get("group") == "http-modern" for r in rows):
+        import report_http
+
+        print(report_http.modern_markdown(doc))
     if not args.quick and not side_study:
         chart = report.chart(doc, RESULTS / "chart.png")
         if chart:

@@ -63,9 +63,13 @@ async def main(args: argparse.Namespace) -> None:
         elicitation_timeout=3600,
         request_timeout=3600,
         max_request_time=7200,
+        # one open connection per pending call, and more for the answers and the stats call: the default
+        # (10,000) closes the 10,001st connection at accept, so 10,000 pending over HTTP could not be answered
+        # (behind a balancer, bench_scaleout.py: 30,000 and more)
+        max_http_connections=1_000_000,
+        max_parked_per_client=4_000_000,  # revision 2026-07-28: every parked call comes from the one driver
     )
-    if args.worker_id:  # behind a balancer (bench_scaleout.py): one open stream per pending call, 30,000 and more
-        limits = limits.replace(max_http_connections=1_000_000)
+    if args.worker_id:
         import logging
 
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # in the run's worker log

@@ -24,6 +24,8 @@ from minimcp.transports.http._wire import JSON
 from minimcp.versions import is_modern, is_supported
 
 if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectSendStream
+
     from minimcp.session import Dispatcher, Session
     from minimcp.transports import Transport
     from minimcp.transports._hosting import Servable
@@ -108,18 +110,40 @@ class _ModernTransport:
     directly); what the connection sends for a request (progress, log
     messages) goes to that request's POST, found by the request's internal id,
     and is dropped when that POST has ended.
+
+    A POST whose client stops reading stops taking messages; once its buffer
+    is full, the sender waits at most ``write_timeout`` for room (the bound of
+    a write to a response stream, ``Limits.stream_write_timeout``), then that
+    client is treated as gone: its later messages are dropped and the handler
+    goes on.
     """
 
-    def __init__(self) -> None:
-        self.routes: dict[RequestId, anyio.abc.ObjectSendStream[bytes]] = {}
+    def __init__(self, write_timeout: float) -> None:
+        self.routes: dict[RequestId, MemoryObjectSendStream[bytes]] = {}
+        self.write_timeout = write_timeout
         self._closed = anyio.Event()
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
         out = self.routes.get(related) if related is not None else None
-        if out is None:
+        if out is None or related is None:
             return  # nothing travels on modern HTTP outside a request's own response
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await out.send(message)
+            try:
+                out.send_nowait(message)  # the common case: room in the buffer, no wait and no deadline
+                return
+            except anyio.WouldBlock:
+                pass
+            with anyio.move_on_after(self.write_timeout) as waited:
+                await out.send(message)
+            if waited.cancelled_caught:
+                logger.info(
+                    "modern request %r: the client read nothing for %g s; treated as gone (later messages dropped)",
+                    related,
+                    self.write_timeout,
+                )
+                if self.routes.get(related) is out:
+                    del self.routes[related]
+                out.close()
 
     async def receive(self) -> bytes:
         await self._closed.wait()
@@ -157,12 +181,17 @@ class StatelessLeg:
         max_message_bytes: int,
         max_parked_per_client: int,
         keepalive_interval: float,
+        stream_write_timeout: float | None = None,
     ) -> None:
         self.server = server
         self._connect = connect
         self.max_message_bytes = max_message_bytes
         self.max_parked_per_client = max_parked_per_client
         self.keepalive_interval = keepalive_interval
+        # (None: the server's Limits.stream_write_timeout)
+        self.stream_write_timeout = (
+            server.limits.stream_write_timeout if stream_write_timeout is None else stream_write_timeout
+        )
         self._host: _ModernHost | None = None
         # tool name -> (its definition, its x-mcp-header annotations), recomputed when the definition changes
         self._annotations: dict[str, tuple[Tool, tuple[mcp_headers.ParamHeader, ...]]] = {}
@@ -173,7 +202,7 @@ class StatelessLeg:
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Start the connection that serves every 2026-07-28 POST; ``tg`` hosts parked tool calls."""
-        transport = _ModernTransport()
+        transport = _ModernTransport(self.stream_write_timeout)
         try:
             conn, session = self._connect(transport)
         except NotImplementedError:  # an app bound to no role: the handshake era only (503 here)
