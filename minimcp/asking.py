@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
 import msgspec
@@ -30,6 +30,7 @@ from minimcp.elicitation import (
     UrlElicitation,
 )
 from minimcp.errors import McpError
+from minimcp.form_check import validate_answer
 from minimcp.session import DEFAULT, Timeout, decode_result
 from minimcp.types import (
     UNSET,
@@ -123,7 +124,7 @@ class AskingCall(Call):
         was asked in an earlier round, whatever this retry declares; as when the call is parked).
         """
         if self.envelope is None:
-            return self.connection.can_elicit_form()
+            return self.connection.form_allowed  # worked out once per connection, by its handshake
         return self._replaying() or capabilities.can_elicit_form(self.protocol_version, self.envelope.capabilities)
 
     def can_elicit_url(self) -> bool:
@@ -334,14 +335,17 @@ class AskingCall(Call):
     ) -> tuple[ElicitRequestParams, forms.Form[Any]]:
         """The ``elicitation/create`` params of a form question (checks first, nothing sent)."""
         version = self.protocol_version
-        compiled, given = form_cache.question_form(
-            form, allow_sensitive, version, self.connection.limits.max_form_shapes
-        )
-        if self.envelope is None:
-            allowed, mode = self.connection.form_questions()  # worked out once per connection
+        conn = self.connection
+        mode: Literal["form"] | UnsetType
+        if self.envelope is None:  # what the handshake allows, worked out once per connection
+            allowed, mode, as_written = conn.form_allowed, conn.form_mode, conn.raw_forms_as_written
         else:
             allowed = capabilities.can_elicit_form(version, self.envelope.capabilities)
             mode = "form" if supports(version, Feature.ELICITATION_URL) else UNSET
+            as_written = supports(version, Feature.ELICITATION_ENUMS)
+        compiled, given = form_cache.question_form(
+            form, allow_sensitive, version, conn.limits.max_form_shapes, as_written=as_written
+        )
         if not allowed and not (self.run is not None and self._replaying("elicitation/create", ElicitRequestParams(
             message=message, mode=mode, requested_schema=compiled.schema_for(version) if given is None else given
         ))):
@@ -357,8 +361,8 @@ class AskingCall(Call):
         """The answer to a form question, validated (and counted)."""
         if result.action == "accept":
             content = result.content if not isinstance(result.content, UnsetType) else {}
-            try:
-                value = compiled.build(content)
+            try:  # Form.build, in one call of ours: the answer checked (form_check), then made typed
+                value = compiled.make(validate_answer(compiled.fields, content))
             except forms.FormValidationError:
                 self._outcome("invalid_answer")
                 raise

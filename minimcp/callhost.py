@@ -58,6 +58,21 @@ class CallHost(Protocol):
     @property
     def log_level(self) -> LoggingLevel: ...
 
+    @property
+    def form_allowed(self) -> bool:
+        """Whether form questions may be asked of this client (worked out by its handshake)."""
+        ...
+
+    @property
+    def form_mode(self) -> Literal["form"] | UnsetType:
+        """The ``mode`` a form question to this client carries."""
+        ...
+
+    @property
+    def raw_forms_as_written(self) -> bool:
+        """Whether an author's raw form schema goes out to this client as written."""
+        ...
+
     def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
         """Whether form questions may be asked of this client, and the ``mode`` they carry."""
         ...

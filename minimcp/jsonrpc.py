@@ -18,7 +18,7 @@ Floats, booleans, ``null`` and objects are not ids.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 import msgspec
 
@@ -235,15 +235,26 @@ def _classify(env: _Envelope) -> Message:
 
 
 # One decoder per type decoded into (a handful: the protocol's params and result Structs).
-_DECODERS: dict[object, msgspec.json.Decoder[Any]] = {}
+class _Decoders(dict[object, "msgspec.json.Decoder[Any]"]):
+    """type -> its shared JSON decoder, made on first use (by ``__missing__``)."""
+
+    def __missing__(self, type: Any) -> msgspec.json.Decoder[Any]:
+        decoder = self[type] = msgspec.json.Decoder(type)
+        return decoder
 
 
-def decoder_for(type: type[T]) -> msgspec.json.Decoder[T]:
-    """The shared JSON decoder into ``type`` (made on first use)."""
-    decoder = _DECODERS.get(type)
-    if decoder is None:
-        decoder = _DECODERS[type] = msgspec.json.Decoder(type)
-    return decoder
+_DECODERS = _Decoders()
+
+if TYPE_CHECKING:
+
+    def decoder_for(type: type[T]) -> msgspec.json.Decoder[T]:
+        """The shared JSON decoder into ``type`` (made on first use)."""
+        ...
+
+else:
+    #: The shared JSON decoder into a type (made on first use): the table's own lookup, so finding a
+    #: decoder made before (every time but the first) costs no Python call.
+    decoder_for = _DECODERS.__getitem__
 
 
 def decode_params(raw: msgspec.Raw, type: type[T]) -> T:
