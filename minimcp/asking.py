@@ -142,12 +142,14 @@ class AskingCall(Call):
         """Send one question to the client: a nested request, or an input request (modern).
 
         What it gives is the raw answer, for :meth:`_typed`: on the handshake era the pending
-        request itself, awaited without a coroutine of its own while the person answers --
+        request itself (from :meth:`Session.start_request <minimcp.session.Session.start_request>`),
+        awaited without a coroutine of its own while the person answers --
         unless the call asked for progress: then the wait for a person (a form, a URL step,
         sampling) is kept alive with progress (:mod:`minimcp.waiting`).
         """
         if self.run is None:
-            pending = self.connection.ask(method, params, timeout, self.request_id)
+            # A request nested in this call, straight to the session (as the call's notifications go).
+            pending = self.connection.session.start_request(method, params, timeout=timeout, related=self.request_id)
             if self.meta is not UNSET and method in _WAITING_FOR and self.progress_token is not None:
                 # A person (or their model) answers, and the call asked for progress: keep it alive
                 # meanwhile (on 2026-07-28 no request stays open while the person answers).

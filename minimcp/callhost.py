@@ -10,18 +10,15 @@ waits, and the registry of URL elicitations. Neither side imports the other.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from minimcp.config import Limits
-from minimcp.jsonrpc import RequestId
 from minimcp.metrics import ElicitationMetrics
 from minimcp.types import ClientCapabilities, Implementation, LoggingLevel, UnsetType
 
 if TYPE_CHECKING:
     from minimcp.call import Call
     from minimcp.mrtr import Question
-    from minimcp.outgoing import Timeout
     from minimcp.session import Session
     from minimcp.waiting import Wait
 
@@ -35,7 +32,8 @@ class CallHost(Protocol):
 
     @property
     def session(self) -> Session:
-        """The session to the client: notifications and its clock (and :attr:`Context.session`)."""
+        """The session to the client: its clock, notifications, and on the handshake era the questions
+        (requests nested in the call, :meth:`Session.start_request <minimcp.session.Session.start_request>`)."""
         ...
 
     @property
@@ -80,12 +78,6 @@ class CallHost(Protocol):
     def can_elicit_form(self) -> bool: ...
 
     def can_elicit_url(self) -> bool: ...
-
-    # asking (the handshake era: a nested request, related to the call)
-
-    def ask(self, method: str, params: Any, timeout: Timeout, related: RequestId) -> Awaitable[Any]:
-        """Send ``method`` to the client as a request nested in the call ``related``; the pending answer."""
-        ...
 
     def begin_wait(self, ctx: Call, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (``None``: not kept)."""

@@ -18,11 +18,11 @@ from minimcp.config import Limits
 from minimcp.era_probe import MARKER, has_envelope
 from minimcp.errors import McpError
 from minimcp.handlers import EMPTY
-from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.jsonrpc import Notification, Request
 from minimcp.metrics import ElicitationMetrics
 from minimcp.outcome import ready
 from minimcp.registry import Registry
-from minimcp.session import Deferred, Session, Timeout
+from minimcp.session import Deferred, Session
 from minimcp.types import (
     UNSET,
     ClientCapabilities,
@@ -179,10 +179,6 @@ class ServerConnection:
         return EMPTY
 
     # CallHost: what a Context uses
-
-    def ask(self, method: str, params: Any, timeout: Timeout, related: RequestId) -> Awaitable[Any]:
-        """A request to the client nested in the call ``related`` (the pending answer, not a coroutine)."""
-        return self.session.start_request(method, params, timeout=timeout, related=related)
 
     def begin_wait(self, ctx: Call, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (see :mod:`minimcp.waiting`)."""

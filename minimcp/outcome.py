@@ -67,8 +67,8 @@ class ToolRun(Deferred):
     def finish(self, value: Any, error: BaseException | None) -> CallToolResult:
         if self.ctx is not None:
             self.ctx.finished = True  # no progress after the call ends
-        if error is None:
-            return to_result(self.tool, value)
+        if error is None:  # a tool that built its result itself (tool_result) needs no mapping
+            return value if type(value) is CallToolResult else to_result(self.tool, value)
         name, host = self.name, self.host
         try:
             raise error
