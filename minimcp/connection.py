@@ -200,11 +200,6 @@ class ServerConnection:
         """Whether this (handshake-era) client declared form elicitation (:attr:`form_allowed`)."""
         return self.form_allowed
 
-    def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
-        """For form questions to this (handshake-era) client: whether they may be asked, and the
-        ``mode`` they carry (:attr:`form_allowed`, :attr:`form_mode`)."""
-        return self.form_allowed, self.form_mode
-
     def can_elicit_url(self) -> bool:
         """Whether this (handshake-era) client declared URL-mode elicitation."""
         return capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
