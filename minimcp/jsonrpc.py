@@ -115,12 +115,6 @@ _envelope_decoder = msgspec.json.Decoder(_Envelope)
 _envelopes_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-def _valid_id(value: Any) -> bool:
-    # bool is a subclass of int in Python; JSON true/false are not ids.
-    t = type(value)
-    return t is int or t is str
-
-
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
@@ -197,7 +191,8 @@ def decode_batch(data: bytes) -> list[Message | InvalidMessage]:
 def _classify(env: _Envelope) -> Message:
     id_ = env.id
     has_id = id_ is not msgspec.UNSET
-    good_id = has_id and _valid_id(id_)
+    id_type = type(id_)
+    good_id = id_type is int or id_type is str  # (exact types: a JSON true/false is a bool, not an id)
     readable = id_ if good_id else None
     if env.jsonrpc != "2.0":
         raise InvalidMessage(errors.INVALID_REQUEST, 'the "jsonrpc" member must be exactly "2.0"', readable)
