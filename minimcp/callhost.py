@@ -4,7 +4,8 @@ The context is the tool's side; the connection
 (:class:`~minimcp.connection.ServerConnection`) and, on revision 2026-07-28, the
 run the call executes in (:class:`~minimcp.rounds.Run`) are the server's side.
 These two protocols are the whole of what the first uses of the second: a way to
-ask the client, the bounds and counters, what the client declared, keep-alive
+ask the client (the connection's session, or the run), the bounds and counters, what
+the client declared (with what its handshake allows, worked out once), keep-alive
 waits, and the registry of URL elicitations. Neither side imports the other.
 """
 
@@ -27,8 +28,8 @@ __all__ = ["CallHost", "RunHandle"]
 
 class CallHost(Protocol):
     """What a :class:`Context` needs from the connection serving its call (a
-    :class:`~minimcp.connection.ServerConnection` is one): a way to ask the client, the bounds and
-    counters, what the client declared, and the registry of URL elicitations."""
+    :class:`~minimcp.connection.ServerConnection` is one): its session (to notify and ask the client),
+    the bounds and counters, what the client declared, and the registry of URL elicitations."""
 
     @property
     def session(self) -> Session:
