@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
 import msgspec
@@ -29,8 +29,7 @@ from minimcp.elicitation import (
     QuestionFailed,
     UrlElicitation,
 )
-from minimcp.errors import McpError
-from minimcp.on_demand import form_cache, forms  # loaded with the first form question
+from minimcp.errors import FormValidationError, McpError
 from minimcp.session import DEFAULT, Timeout, decode_result
 from minimcp.types import (
     UNSET,
@@ -47,11 +46,26 @@ from minimcp.types import (
 from minimcp.versions import Feature, supports
 
 if TYPE_CHECKING:
+    from minimcp import form_cache, forms
     from minimcp.callhost import RunHandle
+    from minimcp.form_check import validate_answer
     from minimcp.mrtr import Question
     from minimcp.waiting import Wait
 
 __all__ = ["URL_ID_BYTES", "AskingCall", "Elicit", "ListRoots", "Sample"]
+
+# The forms machinery (about 5 ms of import) loads with the first form question, so a server
+# whose tools never ask one does not pay for it: _form_question calls _load_forms once.
+_forms_loaded = False
+
+
+def _load_forms() -> None:
+    """Import the form compiler and answer check into this module's namespace (first form question)."""
+    global _forms_loaded, form_cache, validate_answer
+    from minimcp import form_cache
+    from minimcp.form_check import validate_answer
+
+    _forms_loaded = True
 
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
@@ -124,7 +138,7 @@ class AskingCall(Call):
         was asked in an earlier round, whatever this retry declares; as when the call is parked).
         """
         if self.envelope is None:
-            return self.connection.can_elicit_form()
+            return self.connection.form_allowed  # worked out once per connection, by its handshake
         return self._replaying() or capabilities.can_elicit_form(self.protocol_version, self.envelope.capabilities)
 
     def can_elicit_url(self) -> bool:
@@ -142,12 +156,14 @@ class AskingCall(Call):
         """Send one question to the client: a nested request, or an input request (modern).
 
         What it gives is the raw answer, for :meth:`_typed`: on the handshake era the pending
-        request itself, awaited without a coroutine of its own while the person answers --
+        request itself (from :meth:`Session.start_request <minimcp.session.Session.start_request>`),
+        awaited without a coroutine of its own while the person answers --
         unless the call asked for progress: then the wait for a person (a form, a URL step,
         sampling) is kept alive with progress (:mod:`minimcp.waiting`).
         """
         if self.run is None:
-            pending = self.connection.ask(method, params, timeout, self.request_id)
+            # A request nested in this call, straight to the session (as the call's notifications go).
+            pending = self.connection.session.start_request(method, params, timeout=timeout, related=self.request_id)
             if self.meta is not UNSET and method in _WAITING_FOR and self.progress_token is not None:
                 # A person (or their model) answers, and the call asked for progress: keep it alive
                 # meanwhile (on 2026-07-28 no request stays open while the person answers).
@@ -334,15 +350,20 @@ class AskingCall(Call):
         self, message: str, form: Any, allow_sensitive: Collection[str]
     ) -> tuple[ElicitRequestParams, forms.Form[Any]]:
         """The ``elicitation/create`` params of a form question (checks first, nothing sent)."""
+        if not _forms_loaded:
+            _load_forms()
         version = self.protocol_version
-        compiled, given = form_cache.question_form(
-            form, allow_sensitive, version, self.connection.limits.max_form_shapes
-        )
-        if self.envelope is None:
-            allowed, mode = self.connection.form_questions()  # worked out once per connection
+        conn = self.connection
+        mode: Literal["form"] | UnsetType
+        if self.envelope is None:  # what the handshake allows, worked out once per connection
+            allowed, mode, as_written = conn.form_allowed, conn.form_mode, conn.raw_forms_as_written
         else:
             allowed = capabilities.can_elicit_form(version, self.envelope.capabilities)
             mode = "form" if supports(version, Feature.ELICITATION_URL) else UNSET
+            as_written = supports(version, Feature.ELICITATION_ENUMS)
+        compiled, given = form_cache.question_form(
+            form, allow_sensitive, version, conn.limits.max_form_shapes, as_written=as_written
+        )
         if not allowed and not (self.run is not None and self._replaying("elicitation/create", ElicitRequestParams(
             message=message, mode=mode, requested_schema=compiled.schema_for(version) if given is None else given
         ))):
@@ -358,9 +379,9 @@ class AskingCall(Call):
         """The answer to a form question, validated (and counted)."""
         if result.action == "accept":
             content = result.content if not isinstance(result.content, UnsetType) else {}
-            try:
-                value = compiled.build(content)
-            except forms.FormValidationError:
+            try:  # Form.build, in one call of ours: the answer checked (form_check), then made typed
+                value = compiled.make(validate_answer(compiled.fields, content))
+            except FormValidationError:
                 self._outcome("invalid_answer")
                 raise
             self._outcome("accepted")

@@ -54,10 +54,12 @@ class Call:
         "_call_id",
         "_last_progress",
         "_last_progress_at",
+        "client_info",
         "connection",
         "envelope",
         "finished",
         "meta",
+        "protocol_version",
         "request_id",
         "run",
         "tool",
@@ -83,6 +85,18 @@ class Call:
         self.envelope = envelope
         #: The multi round-trip run this call executes in (modern revision only).
         self.run = run
+        # What the caller declared, read once here (plain attributes: asked for on every question):
+        # the request's own envelope on the modern revision, the handshake's otherwise.
+        self.protocol_version: str
+        self.client_info: Implementation | None
+        if envelope is not None:
+            self.protocol_version = envelope.version
+            self.client_info = envelope.client_info
+        else:
+            version = connection.protocol_version
+            assert version is not None, "a handshake-era call comes after initialize"
+            self.protocol_version = version
+            self.client_info = connection.client_info
         self.finished = False
         self._call_id: str | None = None
         self._last_progress: float | None = None
@@ -120,26 +134,11 @@ class Call:
         return self.run is not None and self.run.continued_elsewhere
 
     @property
-    def client_info(self) -> Implementation | None:
-        if self.envelope is not None:
-            return self.envelope.client_info
-        return self.connection.client_info
-
-    @property
     def client_capabilities(self) -> ClientCapabilities:
         """The capabilities that apply to this call (this request's, on the modern revision)."""
         if self.envelope is not None:
             return self.envelope.capabilities
         return self.connection.client_capabilities
-
-    @property
-    def protocol_version(self) -> str:
-        if self.envelope is not None:
-            return self.envelope.version
-        v = self.connection.protocol_version
-        assert v is not None
-        return v
-
 
     @property
     def progress_token(self) -> int | str | None:

@@ -4,24 +4,22 @@ The context is the tool's side; the connection
 (:class:`~minimcp.connection.ServerConnection`) and, on revision 2026-07-28, the
 run the call executes in (:class:`~minimcp.rounds.Run`) are the server's side.
 These two protocols are the whole of what the first uses of the second: a way to
-ask the client, the bounds and counters, what the client declared, keep-alive
+ask the client (the connection's session, or the run), the bounds and counters, what
+the client declared (with what its handshake allows, worked out once), keep-alive
 waits, and the registry of URL elicitations. Neither side imports the other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from minimcp.config import Limits
-from minimcp.jsonrpc import RequestId
 from minimcp.metrics import ElicitationMetrics
 from minimcp.types import ClientCapabilities, Implementation, LoggingLevel, UnsetType
 
 if TYPE_CHECKING:
     from minimcp.call import Call
     from minimcp.mrtr import Question
-    from minimcp.outgoing import Timeout
     from minimcp.session import Session
     from minimcp.waiting import Wait
 
@@ -30,12 +28,13 @@ __all__ = ["CallHost", "RunHandle"]
 
 class CallHost(Protocol):
     """What a :class:`Context` needs from the connection serving its call (a
-    :class:`~minimcp.connection.ServerConnection` is one): a way to ask the client, the bounds and
-    counters, what the client declared, and the registry of URL elicitations."""
+    :class:`~minimcp.connection.ServerConnection` is one): its session (to notify and ask the client),
+    the bounds and counters, what the client declared, and the registry of URL elicitations."""
 
     @property
     def session(self) -> Session:
-        """The session to the client: notifications and its clock (and :attr:`Context.session`)."""
+        """The session to the client: its clock, notifications, and on the handshake era the questions
+        (requests nested in the call, :meth:`Session.start_request <minimcp.session.Session.start_request>`)."""
         ...
 
     @property
@@ -58,19 +57,22 @@ class CallHost(Protocol):
     @property
     def log_level(self) -> LoggingLevel: ...
 
-    def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
-        """Whether form questions may be asked of this client, and the ``mode`` they carry."""
+    @property
+    def form_allowed(self) -> bool:
+        """Whether form questions may be asked of this client (worked out by its handshake)."""
         ...
 
-    def can_elicit_form(self) -> bool: ...
+    @property
+    def form_mode(self) -> Literal["form"] | UnsetType:
+        """The ``mode`` a form question to this client carries."""
+        ...
+
+    @property
+    def raw_forms_as_written(self) -> bool:
+        """Whether an author's raw form schema goes out to this client as written."""
+        ...
 
     def can_elicit_url(self) -> bool: ...
-
-    # asking (the handshake era: a nested request, related to the call)
-
-    def ask(self, method: str, params: Any, timeout: Timeout, related: RequestId) -> Awaitable[Any]:
-        """Send ``method`` to the client as a request nested in the call ``related``; the pending answer."""
-        ...
 
     def begin_wait(self, ctx: Call, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (``None``: not kept)."""

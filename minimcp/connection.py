@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from minimcp import capabilities, errors, handlers, jsonrpc
 from minimcp.config import Limits
-from minimcp.era_probe import has_envelope
+from minimcp.era_probe import MARKER, has_envelope
 from minimcp.errors import McpError
 from minimcp.handlers import EMPTY
-from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.jsonrpc import Notification, Request
 from minimcp.metrics import ElicitationMetrics
 from minimcp.outcome import ready
 from minimcp.registry import Registry
-from minimcp.session import Deferred, Session, Timeout
+from minimcp.session import Deferred, Session
 from minimcp.types import (
     UNSET,
     ClientCapabilities,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["ServerConnection"]
 
 logger = logging.getLogger("minimcp.server")
+_marked = MARKER.search
 
 
 def _not_loaded(conn: ServerConnection, request: Request) -> Awaitable[Any]:
@@ -71,7 +72,12 @@ class ServerConnection:
         self.metrics: ElicitationMetrics = server.metrics
         self.client_info: Implementation | None = None
         self.client_capabilities = ClientCapabilities()
-        self._form_memo: tuple[str | None, ClientCapabilities, tuple[bool, Literal["form"] | UnsetType]] | None = None
+        #: Form questions to this (handshake-era) client, worked out once by its handshake (plain attributes:
+        #: a context reads them on every question): whether they may be asked, the ``mode`` they carry
+        #: (``"form"`` from 2025-11-25 on), and whether an author's raw schema goes out as written.
+        self.form_allowed = False
+        self.form_mode: Literal["form"] | UnsetType = UNSET
+        self.raw_forms_as_written = False
         self.protocol_version: str | None = None
         self.initialized = False
         #: URL elicitation ids sent to this connection and not yet completed.
@@ -92,16 +98,20 @@ class ServerConnection:
         # in-flight request (it is alive for as long as a tool waits on a person).
         method = request.method
         era = self.era
-        if era is None and method != "initialize" and has_envelope(request.params):
-            era = self.lock_era(Era.MODERN)
+        if era is not Era.MODERN:
+            # The 2026-07-28 ``_meta`` key: a byte search first (C, no call of ours), a decode only on a hit.
+            params = request.params
+            if params and _marked(params) is not None and has_envelope(params):
+                if era is Era.LEGACY:
+                    raise McpError(
+                        errors.INVALID_REQUEST,
+                        "this connection began with initialize (handshake era); open a new connection for "
+                        "requests of protocol 2026-07-28",
+                    )
+                if method != "initialize":
+                    era = self.lock_era(Era.MODERN)
         if era is Era.MODERN:
             return _serve_modern(self, request)
-        if era is Era.LEGACY and has_envelope(request.params):
-            raise McpError(
-                errors.INVALID_REQUEST,
-                "this connection began with initialize (handshake era); open a new connection for "
-                "requests of protocol 2026-07-28",
-            )
         if method == "ping":
             return ready(EMPTY)
         if method == "initialize":
@@ -153,6 +163,9 @@ class ServerConnection:
         self.session.protocol_version = version
         self.client_info = params.client_info
         self.client_capabilities = params.capabilities
+        self.form_allowed = capabilities.can_elicit_form(version, params.capabilities)
+        self.form_mode = "form" if supports(version, Feature.ELICITATION_URL) else UNSET
+        self.raw_forms_as_written = supports(version, Feature.ELICITATION_ENUMS)
         server = self.server
         return InitializeResult(
             protocol_version=version,
@@ -166,10 +179,6 @@ class ServerConnection:
         return EMPTY
 
     # CallHost: what a Context uses
-
-    def ask(self, method: str, params: Any, timeout: Timeout, related: RequestId) -> Awaitable[Any]:
-        """A request to the client nested in the call ``related`` (the pending answer, not a coroutine)."""
-        return self.session.start_request(method, params, timeout=timeout, related=related)
 
     def begin_wait(self, ctx: Call, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (see :mod:`minimcp.waiting`)."""
@@ -188,20 +197,8 @@ class ServerConnection:
             self.waits.end(wait)
 
     def can_elicit_form(self) -> bool:
-        """Whether this (handshake-era) client declared form elicitation."""
-        return self.form_questions()[0]
-
-    def form_questions(self) -> tuple[bool, Literal["form"] | UnsetType]:
-        """For form questions to this (handshake-era) client: whether they may be asked, and the
-        ``mode`` they carry (``"form"`` from 2025-11-25 on). Worked out once per handshake."""
-        version, caps = self.protocol_version, self.client_capabilities
-        memo = self._form_memo
-        if memo is None or memo[0] is not version or memo[1] is not caps:
-            allowed = capabilities.can_elicit_form(version, caps)
-            url_era = version is not None and supports(version, Feature.ELICITATION_URL)
-            mode: Literal["form"] | UnsetType = "form" if url_era else UNSET
-            memo = self._form_memo = (version, caps, (allowed, mode))
-        return memo[2]
+        """Whether this (handshake-era) client declared form elicitation (:attr:`form_allowed`)."""
+        return self.form_allowed
 
     def can_elicit_url(self) -> bool:
         """Whether this (handshake-era) client declared URL-mode elicitation."""

@@ -13,12 +13,14 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["META_VERSION", "has_envelope"]
+__all__ = ["MARKER", "META_VERSION", "has_envelope"]
 
 #: The ``_meta`` key naming a 2026-07-28 request's protocol version.
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 
-_MARKER = re.compile(re.escape(META_VERSION.encode()))
+#: The byte pattern of :data:`META_VERSION`: a params buffer without it has no envelope. A caller on a
+#: hot path runs ``MARKER.search`` itself (a C call) and :func:`has_envelope` only on a hit.
+MARKER = re.compile(re.escape(META_VERSION.encode()))
 
 
 class _MetaOnly(msgspec.Struct):
@@ -27,7 +29,7 @@ class _MetaOnly(msgspec.Struct):
 
 def has_envelope(params: msgspec.Raw) -> bool:
     """Whether a request's params carry the modern ``_meta`` version key (cheap pre-check first)."""
-    if not params or _MARKER.search(params) is None:  # scans the buffer without copying it
+    if not params or MARKER.search(params) is None:  # scans the buffer without copying it
         return False
     try:
         meta = msgspec.json.decode(params, type=_MetaOnly).meta

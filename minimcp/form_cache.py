@@ -49,16 +49,20 @@ def _split(schema: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
 
 
 def question_form(
-    form: Any, allow_sensitive: Collection[str], version: str, max_shapes: int = MAX_SHAPES
+    form: Any, allow_sensitive: Collection[str], version: str, max_shapes: int = MAX_SHAPES,
+    *, as_written: bool | None = None,
 ) -> tuple[forms.Form[Any], dict[str, Any] | None]:
     """The compiled form of a question and the raw schema to send as written (None: ``schema_for(version)``).
 
     ``form`` is a form type or a raw schema dict; raises like :func:`minimcp.forms.compile_form`.
+    ``as_written``: whether ``version`` sends a raw schema as written (``Feature.ELICITATION_ENUMS``),
+    if the caller knows already (a connection works it out once).
     """
     if type(form) is not dict and (isinstance(form, type) or not isinstance(form, Mapping)):  # a form type
         return forms.compile_form(form, allow_sensitive=allow_sensitive), None
     split = _split(form)
-    as_written = supports(version, Feature.ELICITATION_ENUMS)  # a raw schema goes out as written
+    if as_written is None:
+        as_written = supports(version, Feature.ELICITATION_ENUMS)
     if split is None or not as_written or max_shapes <= 0:  # unusual, rendered for its revision, or no cache
         return forms.compile_form(form, allow_sensitive=allow_sensitive), None
     bare, defaults = split

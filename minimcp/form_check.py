@@ -179,7 +179,7 @@ def checked_field(f: FormField) -> FormField:
 
 def validate_answer(fields: tuple[FormField, ...], content: object) -> dict[str, Any]:
     """Check the ``content`` of an accepted answer against ``fields`` (the body of :meth:`Form.validate`)."""
-    if not isinstance(content, Mapping):
+    if type(content) is not dict and not isinstance(content, Mapping):  # (a decoded answer is a dict: no ABC check)
         raise FormValidationError(None, "type", f"the answer content must be an object, got {json_type(content)}")
     out: dict[str, Any] = {}
     for f in fields:

@@ -134,10 +134,11 @@ class Form(Generic[T]):
 
     Attributes:
         fields: The fields, in schema order.
+        make: Turns a validated answer (:meth:`validate`) into the typed value (what :meth:`build` returns).
         schema: The canonical 2025-11-25 ``requestedSchema`` (for :func:`parse_schema`: the schema as given).
     """
 
-    __slots__ = ("_given", "_make", "_rendered", "fields", "schema")
+    __slots__ = ("_given", "_rendered", "fields", "make", "schema")
 
     def __init__(
         self, fields: tuple[FormField, ...], make: Callable[[dict[str, Any]], T], schema: dict[str, Any] | None = None
@@ -148,7 +149,7 @@ class Form(Generic[T]):
         :meth:`schema_for` sends to 2025-11-25 and later clients, word for word.
         """
         self.fields = fields
-        self._make = make
+        self.make = make
         self._given = schema is not None
         self.schema = schema if schema is not None else render_schema(fields, CANONICAL)
         self._rendered: dict[str, dict[str, Any]] = {}
@@ -205,7 +206,7 @@ class Form(Generic[T]):
         Raises:
             FormValidationError: The answer breaks the schema, or the form type's constructor refused it.
         """
-        return self._make(self.validate(content))
+        return self.make(validate_answer(self.fields, content))
 
     def fill_defaults(self, content: Mapping[str, Any]) -> dict[str, Any]:
         """Copy ``content`` and fill omitted fields from the schema defaults (client side).

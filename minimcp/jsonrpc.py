@@ -18,7 +18,7 @@ Floats, booleans, ``null`` and objects are not ids.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 import msgspec
 
@@ -115,12 +115,6 @@ _envelope_decoder = msgspec.json.Decoder(_Envelope)
 _envelopes_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-def _valid_id(value: Any) -> bool:
-    # bool is a subclass of int in Python; JSON true/false are not ids.
-    t = type(value)
-    return t is int or t is str
-
-
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
@@ -197,7 +191,8 @@ def decode_batch(data: bytes) -> list[Message | InvalidMessage]:
 def _classify(env: _Envelope) -> Message:
     id_ = env.id
     has_id = id_ is not msgspec.UNSET
-    good_id = has_id and _valid_id(id_)
+    id_type = type(id_)
+    good_id = id_type is int or id_type is str  # (exact types: a JSON true/false is a bool, not an id)
     readable = id_ if good_id else None
     if env.jsonrpc != "2.0":
         raise InvalidMessage(errors.INVALID_REQUEST, 'the "jsonrpc" member must be exactly "2.0"', readable)
@@ -235,15 +230,26 @@ def _classify(env: _Envelope) -> Message:
 
 
 # One decoder per type decoded into (a handful: the protocol's params and result Structs).
-_DECODERS: dict[object, msgspec.json.Decoder[Any]] = {}
+class _Decoders(dict[object, "msgspec.json.Decoder[Any]"]):
+    """type -> its shared JSON decoder, made on first use (by ``__missing__``)."""
+
+    def __missing__(self, type: Any) -> msgspec.json.Decoder[Any]:
+        decoder = self[type] = msgspec.json.Decoder(type)
+        return decoder
 
 
-def decoder_for(type: type[T]) -> msgspec.json.Decoder[T]:
-    """The shared JSON decoder into ``type`` (made on first use)."""
-    decoder = _DECODERS.get(type)
-    if decoder is None:
-        decoder = _DECODERS[type] = msgspec.json.Decoder(type)
-    return decoder
+_DECODERS = _Decoders()
+
+if TYPE_CHECKING:
+
+    def decoder_for(type: type[T]) -> msgspec.json.Decoder[T]:
+        """The shared JSON decoder into ``type`` (made on first use)."""
+        ...
+
+else:
+    #: The shared JSON decoder into a type (made on first use): the table's own lookup, so finding a
+    #: decoder made before (every time but the first) costs no Python call.
+    decoder_for = _DECODERS.__getitem__
 
 
 def decode_params(raw: msgspec.Raw, type: type[T]) -> T:

@@ -85,7 +85,9 @@ class ElicitationMetrics:
         return self.total, per
 
     def started(self, tool: str) -> None:
-        total, per = self._both(tool)
+        total, per = self.total, self.tools.get(tool)  # (as _both: one call less per question)
+        if per is None:
+            per = self.tools[tool] = ToolMetrics()
         total.started += 1
         total.pending += 1
         per.started += 1
@@ -105,7 +107,9 @@ class ElicitationMetrics:
         if outcome not in _OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
         slot = bisect.bisect_left(BUCKETS, waited)
-        total, per = self._both(tool)
+        total, per = self.total, self.tools.get(tool)
+        if per is None:
+            per = self.tools[tool] = ToolMetrics()
         total.pending -= 1
         per.pending -= 1
         setattr(total, outcome, getattr(total, outcome) + 1)

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from minimcp import errors
 from minimcp.elicitation import ElicitationUnsupported, QuestionFailed, UrlElicitationRequired
-from minimcp.errors import McpError
-from minimcp.on_demand import forms  # a form error's class, without loading the forms machinery
+from minimcp.errors import FormDefinitionError, FormValidationError, McpError
 from minimcp.session import Deferred
 from minimcp.tools import RegisteredTool, ToolError, error_result, to_result, unchecked_failure
 from minimcp.types import CallToolResult
@@ -68,8 +67,8 @@ class ToolRun(Deferred):
     def finish(self, value: Any, error: BaseException | None) -> CallToolResult:
         if self.ctx is not None:
             self.ctx.finished = True  # no progress after the call ends
-        if error is None:
-            return to_result(self.tool, value)
+        if error is None:  # a tool that built its result itself (tool_result) needs no mapping
+            return value if type(value) is CallToolResult else to_result(self.tool, value)
         name, host = self.name, self.host
         try:
             raise error
@@ -79,11 +78,11 @@ class ToolRun(Deferred):
             if self.modern_call and exc.required is not None:
                 raise missing_capability(exc, exc.required) from None
             return error_result(str(exc))
-        except forms.FormDefinitionError as exc:
+        except FormDefinitionError as exc:
             # The tool's own form is broken: the person cannot be asked; its author must hear of it.
             logger.error("tool %r asked a question with a form that cannot be sent: %s", name, exc)
             return error_result(str(exc))
-        except forms.FormValidationError as exc:
+        except FormValidationError as exc:
             return error_result(str(exc))
         except QuestionFailed as exc:
             return error_result(f"tool {name!r} could not finish: {exc.describe()}")

@@ -211,18 +211,8 @@ class Requests:
         raises before sending (a full table, a closed session, params that cannot be
         encoded) is raised at once, with nothing left behind.
         """
-        cell, data = self._open(method, params, timeout, related, progress)
-        if type(cell) is AsyncioCell and self._sent_now(data, related):
-            cell.sink = self  # nobody else sees it being given up on (AsyncioCell.cancel)
-            return cell
-        return self._send_and_wait(cell, data, related)
-
-    def _open(
-        self, method: str, params: Any, timeout: Timeout, related: RequestId | None,
-        progress: ProgressWatch | None,
-    ) -> tuple[Cell, bytes]:
-        """A new pending entry (checked against the bounds first), with its deadline, and the
-        encoded request (encoded before anything is registered)."""
+        # A new pending entry (checked against the bounds first), with its deadline, and the
+        # encoded request (encoded before anything is registered).
         if self._closed:
             raise ConnectionClosed()
         if len(self._pending.cells) >= self.limits.max_pending_outbound:
@@ -246,7 +236,10 @@ class Requests:
         self.stats.requests_sent += 1
         if progress is not None:
             self._pending.watch(cell, progress)
-        return cell, data
+        if type(cell) is AsyncioCell and self._sent_now(data, related):
+            cell.sink = self  # nobody else sees it being given up on (AsyncioCell.cancel)
+            return cell
+        return self._send_and_wait(cell, data, related)
 
     async def _send_and_wait(self, cell: Cell, data: bytes, related: RequestId | None) -> msgspec.Raw:
         try:

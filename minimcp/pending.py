@@ -125,8 +125,11 @@ class PendingTable(Generic[C]):
     def resolve(self, id_: RequestId) -> C | None:
         """Take out the entry a response with ``id_`` answers (``None``: unknown, late or duplicate)."""
         cell = self.cells.pop(id_, None)
-        if cell is not None:
-            self._out(cell)
+        if cell is not None:  # (as _out, inline: every response comes this way)
+            self.budget.used -= 1
+            self.deadlines.forget(cell)
+            if cell.progress is not None:
+                self.progress.pop(cell.progress, None)
         return cell
 
     def abandon(self, cell: C) -> bool:

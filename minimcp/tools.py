@@ -20,8 +20,7 @@ from typing import Any
 
 import msgspec
 
-from minimcp.errors import MinimcpError
-from minimcp.on_demand import forms  # loaded by the first tool that names forms
+from minimcp.errors import FormDefinitionError, MinimcpError
 from minimcp.types import (
     AudioContent,
     CallToolResult,
@@ -237,14 +236,18 @@ def check_tool_forms(tool: str, items: Iterable[Any]) -> None:
     An item is a form (a type or a raw schema dict), or an object with ``form`` and
     ``allow_sensitive`` (an :class:`~minimcp.context.Elicit`).
     """
+    if not items:
+        return
+    from minimcp.forms import check_form  # the forms machinery loads with the first tool that names forms
+
     for item in items:
         if isinstance(item, (type, Mapping)) or not hasattr(item, "allow_sensitive"):
             form, allowed = item, ()
         else:
             form, allowed = item.form, item.allow_sensitive
         try:
-            forms.check_form(form, allow_sensitive=allowed)
-        except forms.FormDefinitionError as exc:
+            check_form(form, allow_sensitive=allowed)
+        except FormDefinitionError as exc:
             label = getattr(form, "__qualname__", None) or "schema"
             raise type(exc)(exc.field, f"tool {tool!r}, form {label}: {exc}") from None
 
