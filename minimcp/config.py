@@ -103,6 +103,9 @@ class Limits:
             usually the request's own handler) may wait for a client that does
             not read; then that client is treated as gone: the stream's events
             stay in its replay buffer for a resumption, and the handler goes on.
+        max_http_inbox: Messages (POST bodies) one HTTP session holds for its
+            handlers to read; beyond, a POST waits (keeping its connection)
+            until the session has read half of them.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -131,6 +134,7 @@ class Limits:
     max_form_shapes: int = 256
     max_http_head_bytes: int = 16 * 1024
     stream_write_timeout: float = 30.0
+    max_http_inbox: int = 1024
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

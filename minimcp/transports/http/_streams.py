@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
+from minimcp._backend import NativeEvent, native_clock, native_event_class
 from minimcp.jsonrpc import RequestId
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import is_response, is_uint, same_id
@@ -22,8 +24,8 @@ __all__ = ["Reader", "SessionTransport", "Stream"]
 
 logger = logging.getLogger("minimcp.http")
 
-#: Inbound messages (POST bodies) queued for the session before a POST waits.
-_INBOX = 64
+#: Inbound messages (POST bodies) queued for the session before a POST waits (``Limits.max_http_inbox``).
+DEFAULT_INBOX = 1024
 
 
 class Stream:
@@ -132,6 +134,7 @@ class Reader:
     """
 
     __slots__ = (
+        "clock",
         "cursor",
         "ending",
         "finished",
@@ -147,7 +150,15 @@ class Reader:
         "writing",
     )
 
-    def __init__(self, stream: Stream, send: Send, cursor: int, head: bytes, write_timeout: float) -> None:
+    def __init__(
+        self,
+        stream: Stream,
+        send: Send,
+        cursor: int,
+        head: bytes,
+        write_timeout: float,
+        clock: Callable[[], float] = anyio.current_time,
+    ) -> None:
         self.stream = stream
         self.send = send
         self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
@@ -160,7 +171,8 @@ class Reader:
         self.waiting = False  # its coroutine waits in receive()
         self.scope: anyio.CancelScope | None = None  # around that wait
         self.idle: anyio.Event | None = None  # set when the write under way ends (made only when awaited)
-        self.last_write = anyio.current_time()
+        self.clock = clock  # the backend's (SessionTransport.clock)
+        self.last_write = clock()
 
     async def flush(self) -> None:
         """Write what the stream holds beyond :attr:`cursor` (no-op while another write is under way)."""
@@ -192,7 +204,7 @@ class Reader:
                 if not await self._write({"type": "http.response.body", "body": body, "more_body": not last}):
                     self.stalled()
                     return False
-                self.last_write = anyio.current_time()
+                self.last_write = self.clock()
                 self.cursor = after
                 if after > stream.delivered:
                     stream.delivered = after
@@ -332,7 +344,15 @@ class _Resumed:
 
 
 class SessionTransport:
-    """The server-side transport of one HTTP session: POST bodies in, SSE streams out."""
+    """The server-side transport of one HTTP session: POST bodies in, SSE streams out.
+
+    The inbox is a deque bounded by ``max_inbox`` (``Limits.max_http_inbox``): a POST whose
+    body finds it full waits (its connection with it) until the session has read half of it;
+    waiting POSTs are let in in no particular order. The session reads it without a
+    coroutine while it holds messages (:meth:`receive_nowait`), and waits on one event
+    when it is empty. Made inside the running event loop (it keeps that backend's event
+    class and clock).
+    """
 
     def __init__(
         self,
@@ -340,8 +360,16 @@ class SessionTransport:
         max_events: int,
         max_retained: int,
         hand_off: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None,
+        max_inbox: int = DEFAULT_INBOX,
     ) -> None:
-        self._in_send, self._in_recv = anyio.create_memory_object_stream[bytes](_INBOX)
+        self._inbox: deque[bytes] = deque()
+        self._max_inbox = max(1, max_inbox)
+        self._arrived: NativeEvent | None = None  # the session waits for a message
+        self._room: NativeEvent | None = None  # POSTs wait for room in the inbox
+        self._reading = True  # False once the session's side is closed (aclose)
+        self._event = native_event_class()
+        #: The backend's clock (``anyio.current_time`` without its lookup).
+        self.clock = native_clock()
         # None: a pusher writes to a Reader itself (bounded by its write_timeout). Else a task started by this
         # writes for it: hypercorn on trio shields its socket writes, so no deadline can free a stalled writer.
         self.hand_off = hand_off
@@ -383,18 +411,33 @@ class SessionTransport:
         self.standalone.push(message)
 
     async def receive(self) -> bytes:
-        return await self._in_recv.receive()
+        while True:
+            message = self.receive_nowait()
+            if message is not None:
+                return message
+            if self.closed:
+                raise anyio.EndOfStream
+            arrived = self._arrived = self._event()
+            await arrived.wait()
 
     def receive_nowait(self) -> bytes | None:
         """A message that is already there, else ``None`` (the session's fast path)."""
-        try:
-            return self._in_recv.receive_nowait()
-        except anyio.WouldBlock:
+        inbox = self._inbox
+        if not inbox:
+            if not self._reading:
+                raise anyio.ClosedResourceError
             return None
+        message = inbox.popleft()
+        room = self._room
+        if room is not None and len(inbox) <= self._max_inbox // 2:
+            self._room = None
+            room.set()
+        return message
 
     async def aclose(self) -> None:
         self.close()
-        self._in_recv.close()
+        self._reading = False
+        self._inbox.clear()
 
     # the app's side
 
@@ -403,21 +446,37 @@ class SessionTransport:
         if self.closed:
             return
         self.closed = True
-        self._in_send.close()
+        self._wake_inbox()
         for stream in self.streams.values():
             stream.wake()
             stream.end_reader()
 
+    def _wake_inbox(self) -> None:
+        """Wake the session's read and the waiting POSTs (the session has ended)."""
+        for event in (self._arrived, self._room):
+            if event is not None:
+                event.set()
+        self._arrived = self._room = None
+
     async def deliver(self, body: bytes) -> bool:
-        """Hand one inbound message to the session; False when the session has ended."""
-        try:
-            try:
-                self._in_send.send_nowait(body)
-            except anyio.WouldBlock:
-                await self._in_send.send(body)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            return False
-        return True
+        """Hand one inbound message to the session; False when the session has ended.
+
+        Waits while the inbox holds ``max_inbox`` messages (see the class).
+        """
+        inbox = self._inbox
+        while not self.closed:
+            if len(inbox) < self._max_inbox:
+                inbox.append(body)
+                arrived = self._arrived
+                if arrived is not None:
+                    self._arrived = None
+                    arrived.set()
+                return True
+            room = self._room
+            if room is None:
+                room = self._room = self._event()
+            await room.wait()
+        return False
 
     def open_request_stream(self, request_id: RequestId) -> Stream | None:
         """A new stream for a POSTed request; None when that id is still open."""
