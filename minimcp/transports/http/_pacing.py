@@ -12,7 +12,8 @@ from minimcp.transports.http._streams import Reader, SessionTransport
 
 __all__ = ["PRIMING_WINDOW", "Pacer"]
 
-#: Seconds a priming event may wait to go out with the stream's first event (one write, not two).
+#: Seconds a priming event waits at least for the stream's first event, to go out with it (one write, not
+#: two); at most about twice this (more on a loaded loop): it is let go at the second tick after it was held.
 PRIMING_WINDOW = 0.02
 #: The shortest pause between two keep-alive sweeps.
 _MIN_SWEEP = 0.005
@@ -23,15 +24,18 @@ class Pacer:
 
     def __init__(self, keepalive_interval: float) -> None:
         self.keepalive_interval = keepalive_interval
-        self._held: list[Reader] = []  # readers whose priming event waits
-        self._priming: anyio.Event | None = None  # set when the first one is held
+        self._held: list[Reader] = []  # readers whose priming event waits, held since the last tick
+        self._older: list[Reader] = []  # those held before the last tick: let go at the next
+        self._priming: anyio.Event | None = None  # the clock waits for a first one to be held
 
     def hold_priming(self, reader: Reader) -> None:
-        """Nothing to send yet but the priming event: it waits for the first event, at most ``PRIMING_WINDOW``."""
+        """Nothing to send yet but the priming event: it waits for the first event (see ``PRIMING_WINDOW``)."""
         reader.hold = True
-        if not self._held and self._priming is not None:
-            self._priming.set()
         self._held.append(reader)
+        waiting = self._priming
+        if waiting is not None:
+            self._priming = None
+            waiting.set()
 
     async def run(
         self,
@@ -44,15 +48,20 @@ class Pacer:
 
     async def _release_primings(self, tg: anyio.abc.TaskGroup) -> None:
         while True:
-            self._priming = event = anyio.Event()
-            if not self._held:
+            if not self._held and not self._older:
+                self._priming = event = anyio.Event()
                 await event.wait()
             await anyio.sleep(PRIMING_WINDOW)
-            held, self._held = self._held, []
-            for reader in held:
-                reader.hold = False
-                if reader.head and not reader.writing and not reader.finished:
-                    tg.start_soon(reader.flush)
+            self.tick(tg)
+
+    def tick(self, tg: anyio.abc.TaskGroup) -> None:
+        """One tick of the priming clock: let go the priming events held before the previous tick (each
+        has waited at least ``PRIMING_WINDOW``); those held since wait for the next."""
+        older, self._older, self._held = self._older, self._held, []
+        for reader in older:
+            reader.hold = False
+            if reader.head and not reader.writing and not reader.finished:
+                tg.start_soon(reader.flush)
 
     async def _keepalive(self, tg: anyio.abc.TaskGroup, transports: Callable[[], Iterable[SessionTransport]]) -> None:
         """Keep-alive comments on every response stream silent for ``keepalive_interval``."""

@@ -14,6 +14,7 @@ import anyio.lowlevel
 
 from minimcp._backend import NativeEvent, native_clock, native_event_class
 from minimcp.jsonrpc import RequestId
+from minimcp.transports import MessageKind, Outgoing
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import is_response, is_uint, same_id
 
@@ -384,13 +385,19 @@ class SessionTransport:
 
     # Transport protocol (the session's side)
 
-    async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+    #: The session says what each message is (:class:`~minimcp.transports.DescribedTransport`): a
+    #: response ends its stream, and nothing sent is read back to find that out.
+    wants_outgoing = True
+
+    async def send(
+        self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
+    ) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         if related is not None:
             stream = self.by_request.get(related)
             if stream is not None and same_id(stream.request_id, related):
-                last = is_response(message)
+                last = is_response(message) if outgoing is None else outgoing.kind is MessageKind.RESPONSE
                 stream.push(message, last=last)
                 if last:
                     del self.by_request[related]
@@ -403,7 +410,7 @@ class SessionTransport:
                     else:
                         self.hand_off(owner.flush)
                 return
-            if is_response(message):
+            if is_response(message) if outgoing is None else outgoing.kind is MessageKind.RESPONSE:
                 # Its request's stream is gone (the client cancelled it): a response never
                 # goes on the standalone stream.
                 logger.debug("dropped a response for request %r: its stream has ended", related)

@@ -1,0 +1,167 @@
+"""The Streamable HTTP app's hot path under many callers (issue 19).
+
+* the server's session transport is told what each message is (``wants_outgoing``): it reads
+  none of the messages it sends back to find which ones end their stream;
+* a session's inbox holds ``Limits.max_http_inbox`` messages; beyond, a POST waits for room
+  (until the session has read half of them), and every waiting POST is let in;
+* a priming event held for its stream's first event waits at least one tick of the priming
+  clock: one held just before a tick is not let go at that tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+import anyio
+import pytest
+
+import minimcp.transports.http._streams as streams_module
+from minimcp.config import Limits
+from minimcp.transports.http import StreamableHTTPApp
+from minimcp.transports.http._pacing import Pacer
+from minimcp.transports.http._streams import Reader, SessionTransport, Stream
+from tests.test_http_lean import Exchange, ask_server, initialize
+
+TIMEOUT = 30
+
+
+async def test_the_server_transport_reads_no_outgoing_message_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    read_back: list[bytes] = []
+    real = streams_module.is_response
+
+    def is_response(message: bytes) -> bool:
+        read_back.append(message)
+        return real(message)
+
+    monkeypatch.setattr(streams_module, "is_response", is_response)
+    app = StreamableHTTPApp(ask_server())
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            call = Exchange(
+                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": {"i": 1}}},
+                sid,
+            )
+            tg.start_soon(call.run, app)
+            question = await call.wait_for("elicitation/create")
+            answer = Exchange(
+                {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"answer": "ok"}}},
+                sid,
+            )
+            await answer.run(app)
+            result = await call.wait_for("result")
+            assert result["result"]["content"][0]["text"] == "ok"
+            tg.cancel_scope.cancel()
+    assert read_back == []
+    # Bytes alone (no description) are still read to route them.
+    transport = SessionTransport(max_events=8, max_retained=2)
+    stream = transport.open_request_stream(7)
+    assert stream is not None
+    await transport.send(b'{"jsonrpc":"2.0","id":7,"result":{}}', related=7)
+    assert stream.done and len(read_back) == 1
+
+
+async def test_a_full_inbox_makes_posts_wait_until_half_of_it_is_read() -> None:
+    limits = Limits().replace(max_http_inbox=4)
+    transport = SessionTransport(max_events=8, max_retained=2, max_inbox=limits.max_http_inbox)
+    delivered: list[bytes] = []
+
+    async def post(body: bytes) -> None:
+        assert await transport.deliver(body)
+        delivered.append(body)
+
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            for i in range(4):
+                await post(b"%d" % i)  # room for these: no waiting
+            for i in range(4, 7):
+                tg.start_soon(post, b"%d" % i)
+            await anyio.wait_all_tasks_blocked()
+            assert len(delivered) == 4  # the other three wait
+            assert transport.receive_nowait() == b"0"
+            await anyio.wait_all_tasks_blocked()
+            assert len(delivered) == 4  # three left: more than half of the bound
+            assert await transport.receive() == b"1"  # two left: half; waiting POSTs come in
+            await anyio.wait_all_tasks_blocked()
+            assert len(delivered) == 6  # two of them (the bound again); the third waits
+            got = [await transport.receive() for _ in range(5)]
+            assert len(delivered) == 7
+            assert sorted(got) == [b"2", b"3", b"4", b"5", b"6"]
+            # The session waits for the next one.
+            tg.start_soon(post, b"7")
+            assert await transport.receive() == b"7"
+    # Once the session has ended, a POST is refused (the app answers 404) and the reader sees the end.
+    await transport.deliver(b"8")
+    transport.close()
+    assert not await transport.deliver(b"9")
+    assert await transport.receive() == b"8"  # what came before the end is still read
+    with pytest.raises(anyio.EndOfStream):
+        await transport.receive()
+
+
+async def test_posts_waiting_for_room_are_refused_when_the_session_ends() -> None:
+    transport = SessionTransport(max_events=8, max_retained=2, max_inbox=1)
+    results: list[bool] = []
+
+    async def post(body: bytes) -> None:
+        results.append(await transport.deliver(body))
+
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            await post(b"0")
+            tg.start_soon(post, b"1")
+            tg.start_soon(post, b"2")
+            await anyio.wait_all_tasks_blocked()
+            await transport.aclose()
+    assert results == [True, False, False]
+    with pytest.raises(anyio.ClosedResourceError):
+        transport.receive_nowait()
+
+
+async def test_the_app_gives_each_session_the_inbox_bound_of_its_limits() -> None:
+    app = StreamableHTTPApp(ask_server(), limits=Limits().replace(max_http_inbox=5))
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            connection = app.connection(sid)
+            assert connection is not None
+            transport = connection.session.transport
+            assert isinstance(transport, SessionTransport)
+            assert transport._max_inbox == 5
+            tg.cancel_scope.cancel()
+
+
+async def test_a_priming_event_waits_at_least_one_tick() -> None:
+    sent: list[bytes] = []
+    wrote = anyio.Event()
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["body"])
+        wrote.set()
+
+    def held_reader(key: int) -> Reader:
+        reader = Reader(Stream(key, key, 8), send, 0, b"prime %d\n\n" % key, 30.0)
+        reader.release()  # the response head is out
+        return reader
+
+    pacer = Pacer(keepalive_interval=15.0)
+    first, second = held_reader(1), held_reader(2)
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            first.stream.owner = first
+            pacer.hold_priming(first)
+            pacer.tick(tg)  # held just before this tick: it waits for the next
+            await anyio.wait_all_tasks_blocked()
+            assert first.hold and sent == []
+            second.stream.owner = second
+            pacer.hold_priming(second)
+            pacer.tick(tg)
+            await wrote.wait()
+            assert sent == [b"prime 1\n\n"] and not first.hold and second.hold
+            wrote = anyio.Event()
+            pacer.tick(tg)
+            await wrote.wait()
+            assert sent == [b"prime 1\n\n", b"prime 2\n\n"]
