@@ -104,8 +104,8 @@ class Limits:
             not read; then that client is treated as gone: the stream's events
             stay in its replay buffer for a resumption, and the handler goes on.
         max_http_inbox: Messages (POST bodies) one HTTP session holds for its
-            handlers to read; beyond, a POST waits (keeping its connection)
-            until the session has read half of them.
+            handlers to read; beyond, a POST waits in line (keeping its
+            connection): each message the session reads lets the first one in.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024

@@ -2,8 +2,8 @@
 
 * the server's session transport is told what each message is (``wants_outgoing``): it reads
   none of the messages it sends back to find which ones end their stream;
-* a session's inbox holds ``Limits.max_http_inbox`` messages; beyond, a POST waits for room
-  (until the session has read half of them), and every waiting POST is let in;
+* a session's inbox holds ``Limits.max_http_inbox`` messages; beyond, a POST waits in line,
+  and each message the session reads lets the first one in;
 * a priming event held for its stream's first event waits at least one tick of the priming
   clock: one held just before a tick is not let go at that tick.
 """
@@ -63,7 +63,7 @@ async def test_the_server_transport_reads_no_outgoing_message_back(monkeypatch: 
     assert stream.done and len(read_back) == 1
 
 
-async def test_a_full_inbox_makes_posts_wait_until_half_of_it_is_read() -> None:
+async def test_a_full_inbox_makes_posts_wait_in_line() -> None:
     limits = Limits().replace(max_http_inbox=4)
     transport = SessionTransport(max_events=8, max_retained=2, max_inbox=limits.max_http_inbox)
     delivered: list[bytes] = []
@@ -78,17 +78,26 @@ async def test_a_full_inbox_makes_posts_wait_until_half_of_it_is_read() -> None:
                 await post(b"%d" % i)  # room for these: no waiting
             for i in range(4, 7):
                 tg.start_soon(post, b"%d" % i)
-            await anyio.wait_all_tasks_blocked()
+                await anyio.wait_all_tasks_blocked()  # in line in this order
             assert len(delivered) == 4  # the other three wait
-            assert transport.receive_nowait() == b"0"
+            # A POST whose client leaves while it waits leaves the line.
+            leaving = anyio.CancelScope()
+
+            async def post_and_leave() -> None:
+                with leaving:
+                    await post(b"never")
+
+            tg.start_soon(post_and_leave)
             await anyio.wait_all_tasks_blocked()
-            assert len(delivered) == 4  # three left: more than half of the bound
-            assert await transport.receive() == b"1"  # two left: half; waiting POSTs come in
+            leaving.cancel()
             await anyio.wait_all_tasks_blocked()
-            assert len(delivered) == 6  # two of them (the bound again); the third waits
-            got = [await transport.receive() for _ in range(5)]
-            assert len(delivered) == 7
-            assert sorted(got) == [b"2", b"3", b"4", b"5", b"6"]
+            assert transport.receive_nowait() == b"0"  # a place: the first in line comes in
+            await anyio.wait_all_tasks_blocked()
+            assert delivered == [b"0", b"1", b"2", b"3", b"4"]
+            got = [await transport.receive() for _ in range(6)]
+            assert got == [b"1", b"2", b"3", b"4", b"5", b"6"]  # first come, first in
+            await anyio.wait_all_tasks_blocked()
+            assert delivered[5:] == [b"5", b"6"]
             # The session waits for the next one.
             tg.start_soon(post, b"7")
             assert await transport.receive() == b"7"

@@ -344,12 +344,23 @@ class _Resumed:
                     return
 
 
+class _Waiting:
+    """A POST whose message waits for room in a session's inbox."""
+
+    __slots__ = ("admitted", "body", "event")
+
+    def __init__(self, body: bytes, event: NativeEvent) -> None:
+        self.body = body
+        self.event = event
+        self.admitted = False
+
+
 class SessionTransport:
     """The server-side transport of one HTTP session: POST bodies in, SSE streams out.
 
     The inbox is a deque bounded by ``max_inbox`` (``Limits.max_http_inbox``): a POST whose
-    body finds it full waits (its connection with it) until the session has read half of it;
-    waiting POSTs are let in in no particular order. The session reads it without a
+    body finds it full waits (its connection with it) in line; each message the session reads
+    lets the first waiting one in. The session reads it without a
     coroutine while it holds messages (:meth:`receive_nowait`), and waits on one event
     when it is empty. Made inside the running event loop (it keeps that backend's event
     class and clock).
@@ -366,7 +377,7 @@ class SessionTransport:
         self._inbox: deque[bytes] = deque()
         self._max_inbox = max(1, max_inbox)
         self._arrived: NativeEvent | None = None  # the session waits for a message
-        self._room: NativeEvent | None = None  # POSTs wait for room in the inbox
+        self._waiting: deque[_Waiting] | None = None  # POSTs waiting for room, first come first in (made on need)
         self._reading = True  # False once the session's side is closed (aclose)
         self._event = native_event_class()
         #: The backend's clock (``anyio.current_time`` without its lookup).
@@ -435,10 +446,12 @@ class SessionTransport:
                 raise anyio.ClosedResourceError
             return None
         message = inbox.popleft()
-        room = self._room
-        if room is not None and len(inbox) <= self._max_inbox // 2:
-            self._room = None
-            room.set()
+        waiting = self._waiting
+        if waiting:
+            first = waiting.popleft()  # its message takes the place just freed
+            inbox.append(first.body)
+            first.admitted = True
+            first.event.set()
         return message
 
     async def aclose(self) -> None:
@@ -459,31 +472,41 @@ class SessionTransport:
             stream.end_reader()
 
     def _wake_inbox(self) -> None:
-        """Wake the session's read and the waiting POSTs (the session has ended)."""
-        for event in (self._arrived, self._room):
-            if event is not None:
-                event.set()
-        self._arrived = self._room = None
+        """Wake the session's read and the waiting POSTs (the session has ended: they are refused)."""
+        arrived, waiting = self._arrived, self._waiting
+        self._arrived = self._waiting = None
+        if arrived is not None:
+            arrived.set()
+        for entry in waiting or ():
+            entry.event.set()
 
     async def deliver(self, body: bytes) -> bool:
         """Hand one inbound message to the session; False when the session has ended.
 
         Waits while the inbox holds ``max_inbox`` messages (see the class).
         """
+        if self.closed:
+            return False
         inbox = self._inbox
-        while not self.closed:
-            if len(inbox) < self._max_inbox:
-                inbox.append(body)
-                arrived = self._arrived
-                if arrived is not None:
-                    self._arrived = None
-                    arrived.set()
-                return True
-            room = self._room
-            if room is None:
-                room = self._room = self._event()
-            await room.wait()
-        return False
+        if len(inbox) < self._max_inbox and not self._waiting:
+            inbox.append(body)
+            arrived = self._arrived
+            if arrived is not None:
+                self._arrived = None
+                arrived.set()
+            return True
+        waiting = self._waiting
+        if waiting is None:
+            waiting = self._waiting = deque()
+        entry = _Waiting(body, self._event())
+        waiting.append(entry)
+        try:
+            await entry.event.wait()
+        finally:
+            if not entry.admitted and self._waiting is waiting:
+                with contextlib.suppress(ValueError):
+                    waiting.remove(entry)  # cancelled while waiting
+        return entry.admitted
 
     def open_request_stream(self, request_id: RequestId) -> Stream | None:
         """A new stream for a POSTed request; None when that id is still open."""
