@@ -359,3 +359,11 @@ def native_clock() -> Callable[[], float]:
     """The running backend's clock (the one ``anyio.current_time`` reads), looked up once by its caller."""
     loop = running_loop()
     return loop.time if loop is not None else _trio().current_time
+
+
+async def checkpoint() -> None:
+    """``anyio.lowlevel.checkpoint()`` without its backend lookup (asyncio: ``sleep(0)``, as anyio does)."""
+    if running_loop() is not None:
+        await asyncio.sleep(0)
+    else:
+        await _trio().lowlevel.checkpoint()

@@ -10,9 +10,8 @@ from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import anyio.lowlevel
 
-from minimcp._backend import NativeEvent, native_clock, native_event_class
+from minimcp._backend import NativeEvent, checkpoint, native_clock, native_event_class
 from minimcp.jsonrpc import RequestId
 from minimcp.transports import MessageKind, Outgoing
 from minimcp.transports.http._sse import PING, encode_event
@@ -296,7 +295,7 @@ class Reader:
         # The ASGI servers we know end a pending receive() with http.disconnect once the response is
         # complete, which wakes the waiter by the time it runs; any other is woken by its scope.
         try:
-            await anyio.lowlevel.checkpoint()
+            await checkpoint()
         finally:
             if self.waiting and self.scope is not None:
                 self.scope.cancel()
