@@ -5,7 +5,8 @@
 * a session's inbox holds ``Limits.max_http_inbox`` messages; beyond, a POST waits in line,
   and each message the session reads lets the first one in;
 * a priming event held for its stream's first event waits at least one tick of the priming
-  clock: one held just before a tick is not let go at that tick.
+  clock: one held just before a tick is not let go at that tick; those let go at one tick are
+  written by one task, not a task each.
 """
 
 from __future__ import annotations
@@ -174,3 +175,34 @@ async def test_a_priming_event_waits_at_least_one_tick() -> None:
             pacer.tick(tg)
             await wrote.wait()
             assert sent == [b"prime 1\n\n", b"prime 2\n\n"]
+
+
+async def test_the_priming_events_let_go_at_one_tick_are_written_by_one_task() -> None:
+    sent: list[bytes] = []
+    go_on = anyio.Event()
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["body"])
+        await go_on.wait()  # the writes stay under way while the tasks are counted
+
+    readers = []
+    for key in range(1, 4):
+        reader = Reader(Stream(key, key, 8), send, 0, b"prime %d\n\n" % key, 30.0)
+        reader.release()
+        reader.stream.owner = reader
+        readers.append(reader)
+    pacer = Pacer(keepalive_interval=15.0)
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            for reader in readers:
+                pacer.hold_priming(reader)
+            pacer.tick(tg)
+            before = len(anyio.get_running_tasks())
+            pacer.tick(tg)  # all three are due
+            await anyio.wait_all_tasks_blocked()
+            assert len(anyio.get_running_tasks()) - before == 1  # one writer for the three, not one each
+            assert sent == [b"prime 1\n\n"]  # it writes them in turn
+            go_on.set()
+            while len(sent) < 3:
+                await anyio.wait_all_tasks_blocked()
+            assert sorted(sent) == [b"prime 1\n\n", b"prime 2\n\n", b"prime 3\n\n"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 
 import anyio
@@ -58,10 +59,16 @@ class Pacer:
         """One tick of the priming clock: let go the priming events held before the previous tick (each
         has waited at least ``PRIMING_WINDOW``); those held since wait for the next."""
         older, self._older, self._held = self._older, self._held, []
+        due: list[Reader] = []
         for reader in older:
             reader.hold = False
             if reader.head and not reader.writing and not reader.finished:
-                tg.start_soon(reader.flush)
+                if reader.write_timeout == math.inf:
+                    tg.start_soon(reader.flush)  # no deadline bounds its write (trio): a task of its own
+                else:
+                    due.append(reader)
+        if due:
+            tg.start_soon(_flush_each, due)
 
     async def _keepalive(self, tg: anyio.abc.TaskGroup, transports: Callable[[], Iterable[SessionTransport]]) -> None:
         """Keep-alive comments on every response stream silent for ``keepalive_interval``."""
@@ -79,3 +86,13 @@ class Pacer:
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing and not owner.finished and owner.last_write <= since:
                     tg.start_soon(owner.ping, PING)
+
+
+async def _flush_each(readers: list[Reader]) -> None:
+    """Write the priming events let go at one tick, one after the other, in one task (not a task each).
+
+    Each write is bounded by its reader's ``write_timeout``; a priming event is the first bytes of a
+    fresh response, so it waits only for a client whose socket buffer is already full.
+    """
+    for reader in readers:
+        await reader.flush()
