@@ -206,3 +206,29 @@ async def test_the_priming_events_let_go_at_one_tick_are_written_by_one_task() -
             while len(sent) < 3:
                 await anyio.wait_all_tasks_blocked()
             assert sorted(sent) == [b"prime 1\n\n", b"prime 2\n\n", b"prime 3\n\n"]
+
+
+async def test_the_session_reads_what_comes_in_during_the_same_turn_without_waiting() -> None:
+    """An empty inbox: the session's read lets the loop turn once before it waits, so the POSTs made
+    ready in that turn are read without an event and a wake-up each."""
+    transport = SessionTransport(max_events=8, max_retained=2)
+    made: list[object] = []
+    make = transport._event
+
+    def counted() -> Any:
+        event = make()
+        made.append(event)
+        return event
+
+    transport._event = counted
+    got: list[bytes] = []
+
+    async def read() -> None:
+        got.append(await transport.receive())
+
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)  # it finds the inbox empty
+            tg.start_soon(transport.deliver, b"a")  # made ready in the same turn
+    assert got == [b"a"]
+    assert made == []

@@ -434,6 +434,12 @@ class SessionTransport:
                 return message
             if self.closed:
                 raise anyio.EndOfStream
+            # One turn of the loop first: the POSTs made ready in this turn come in and are read in one go,
+            # instead of waking the session once each (as anyio's memory streams do; measured at C = 100).
+            await checkpoint()
+            message = self.receive_nowait()
+            if message is not None:
+                return message
             arrived = self._arrived = self._event()
             await arrived.wait()
 
