@@ -332,3 +332,38 @@ async def _under(scope: Any, body: Coroutine[Any, Any, None]) -> None:
 async def _shielded_wait(tasks: list[asyncio.Task[Any]]) -> None:
     with anyio.CancelScope(shield=True):
         await asyncio.wait(tasks)
+
+
+# --- the running backend's own event and clock (HTTP transport's hot path) ------------------
+
+
+class NativeEvent(Protocol):
+    """What ``asyncio.Event`` and ``trio.Event`` share: ``set()`` and ``await wait()``."""
+
+    def set(self) -> None: ...
+
+    async def wait(self) -> Any: ...
+
+
+def native_event_class() -> Callable[[], NativeEvent]:
+    """The running backend's own event class, looked up once by its caller.
+
+    ``anyio.Event()`` looks the backend up at each creation; an owner that makes many
+    events (an HTTP session's inbox) keeps this instead. Such an event belongs to the
+    event loop it was first awaited in, as anyio's does.
+    """
+    return asyncio.Event if running_loop() is not None else _trio().Event
+
+
+def native_clock() -> Callable[[], float]:
+    """The running backend's clock (the one ``anyio.current_time`` reads), looked up once by its caller."""
+    loop = running_loop()
+    return loop.time if loop is not None else _trio().current_time
+
+
+async def checkpoint() -> None:
+    """``anyio.lowlevel.checkpoint()`` without its backend lookup (asyncio: ``sleep(0)``, as anyio does)."""
+    if running_loop() is not None:
+        await asyncio.sleep(0)
+    else:
+        await _trio().lowlevel.checkpoint()

@@ -107,6 +107,9 @@ class Limits(msgspec.Struct, frozen=True):
             usually the request's own handler) may wait for a client that does
             not read; then that client is treated as gone: the stream's events
             stay in its replay buffer for a resumption, and the handler goes on.
+        max_http_inbox: Messages (POST bodies) one HTTP session holds for its
+            handlers to read; beyond, a POST waits in line (keeping its
+            connection): each message the session reads lets the first one in.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -135,6 +138,7 @@ class Limits(msgspec.Struct, frozen=True):
     max_form_shapes: int = 256
     max_http_head_bytes: int = 16 * 1024
     stream_write_timeout: float = 30.0
+    max_http_inbox: int = 1024
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

@@ -106,23 +106,33 @@ async def respond_error(
     await respond(send, status, body, content_type=JSON, headers=headers)
 
 
+def _too_large(limit: int) -> str:
+    return f"message body exceeds the {limit}-byte limit"
+
+
 async def read_body(
     headers: Mapping[str, str], receive: Receive, send: Send, limit: int, version: str | None
 ) -> bytes | None:
     """The request body, or None after answering ``413`` (over ``limit``) or on a disconnect."""
-    too_large = f"message body exceeds the {limit}-byte limit"
     length = headers.get("content-length", "")
     if is_uint(length) and int(length) > limit:
-        await respond_error(send, 413, too_large, version=version)
+        await respond_error(send, 413, _too_large(limit), version=version)
+        return None
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):
+        whole = message.get("body", b"")  # the common case: the body in one piece, taken as is
+        if len(whole) <= limit:
+            return bytes(whole)
+        await respond_error(send, 413, _too_large(limit), version=version)
         return None
     body = bytearray()
     while True:
-        message = await receive()
         if message["type"] == "http.disconnect":
             return None
         body += message.get("body", b"")
         if len(body) > limit:
-            await respond_error(send, 413, too_large, version=version)
+            await respond_error(send, 413, _too_large(limit), version=version)
             return None
         if not message.get("more_body", False):
             return bytes(body)
+        message = await receive()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 
 import anyio
@@ -12,7 +13,8 @@ from minimcp.transports.http._streams import Reader, SessionTransport
 
 __all__ = ["PRIMING_WINDOW", "Pacer"]
 
-#: Seconds a priming event may wait to go out with the stream's first event (one write, not two).
+#: Seconds a priming event waits at least for the stream's first event, to go out with it (one write, not
+#: two); at most about twice this (more on a loaded loop): it is let go at the second tick after it was held.
 PRIMING_WINDOW = 0.02
 #: The shortest pause between two keep-alive sweeps.
 _MIN_SWEEP = 0.005
@@ -23,15 +25,18 @@ class Pacer:
 
     def __init__(self, keepalive_interval: float) -> None:
         self.keepalive_interval = keepalive_interval
-        self._held: list[Reader] = []  # readers whose priming event waits
-        self._priming: anyio.Event | None = None  # set when the first one is held
+        self._held: list[Reader] = []  # readers whose priming event waits, held since the last tick
+        self._older: list[Reader] = []  # those held before the last tick: let go at the next
+        self._priming: anyio.Event | None = None  # the clock waits for a first one to be held
 
     def hold_priming(self, reader: Reader) -> None:
-        """Nothing to send yet but the priming event: it waits for the first event, at most ``PRIMING_WINDOW``."""
+        """Nothing to send yet but the priming event: it waits for the first event (see ``PRIMING_WINDOW``)."""
         reader.hold = True
-        if not self._held and self._priming is not None:
-            self._priming.set()
         self._held.append(reader)
+        waiting = self._priming
+        if waiting is not None:
+            self._priming = None
+            waiting.set()
 
     async def run(
         self,
@@ -44,15 +49,26 @@ class Pacer:
 
     async def _release_primings(self, tg: anyio.abc.TaskGroup) -> None:
         while True:
-            self._priming = event = anyio.Event()
-            if not self._held:
+            if not self._held and not self._older:
+                self._priming = event = anyio.Event()
                 await event.wait()
             await anyio.sleep(PRIMING_WINDOW)
-            held, self._held = self._held, []
-            for reader in held:
-                reader.hold = False
-                if reader.head and not reader.writing and not reader.finished:
-                    tg.start_soon(reader.flush)
+            self.tick(tg)
+
+    def tick(self, tg: anyio.abc.TaskGroup) -> None:
+        """One tick of the priming clock: let go the priming events held before the previous tick (each
+        has waited at least ``PRIMING_WINDOW``); those held since wait for the next."""
+        older, self._older, self._held = self._older, self._held, []
+        due: list[Reader] = []
+        for reader in older:
+            reader.hold = False
+            if reader.head and not reader.writing and not reader.finished:
+                if reader.write_timeout == math.inf:
+                    tg.start_soon(reader.flush)  # no deadline bounds its write (trio): a task of its own
+                else:
+                    due.append(reader)
+        if due:
+            tg.start_soon(_flush_each, due)
 
     async def _keepalive(self, tg: anyio.abc.TaskGroup, transports: Callable[[], Iterable[SessionTransport]]) -> None:
         """Keep-alive comments on every response stream silent for ``keepalive_interval``."""
@@ -70,3 +86,13 @@ class Pacer:
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing and not owner.finished and owner.last_write <= since:
                     tg.start_soon(owner.ping, PING)
+
+
+async def _flush_each(readers: list[Reader]) -> None:
+    """Write the priming events let go at one tick, one after the other, in one task (not a task each).
+
+    Each write is bounded by its reader's ``write_timeout``; a priming event is the first bytes of a
+    fresh response, so it waits only for a client whose socket buffer is already full.
+    """
+    for reader in readers:
+        await reader.flush()

@@ -155,6 +155,7 @@ class StreamableHTTPAppBase(Generic[S]):
             max_message_bytes=self.limits.max_message_bytes,
             max_parked_per_client=self.limits.max_parked_per_client,
             keepalive_interval=keepalive_interval,
+            stream_write_timeout=self.limits.stream_write_timeout,
         )
 
     # --- running -------------------------------------------------------------------------------
@@ -274,6 +275,7 @@ class StreamableHTTPAppBase(Generic[S]):
             max_events=self.replay_buffer,
             max_retained=self.retained_streams,
             hand_off=tg.start_soon if backend_name() == "trio" else None,  # see its docs
+            max_inbox=self.limits.max_http_inbox,
         )
         sess = HTTPSession(sid, transport, client)
         self._sessions.add(sess)
@@ -522,7 +524,7 @@ class StreamableHTTPAppBase(Generic[S]):
         head = self._priming(stream, cursor, version)
         # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set.
         timeout = self.limits.stream_write_timeout if sess.transport.hand_off is None else math.inf
-        reader = Reader(stream, send, cursor, head, timeout)
+        reader = Reader(stream, send, cursor, head, timeout, sess.transport.clock)
         previous = stream.owner
         stream.owner = reader
         if type(previous) is Reader:
