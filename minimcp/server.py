@@ -461,9 +461,8 @@ class Server:
         conn.session = session
         self.connections.add(conn)
         try:
-            async with anyio.create_task_group() as tg:
-                await tg.start(session.run)
-                task_status.started(conn)
+            # Run in this task (no task group, task or cancel scope of its own per connection).
+            await session.run(task_status=_Started(task_status, conn))
         finally:
             self.connections.discard(conn)
             for eid in conn.url_elicitations:
@@ -515,3 +514,16 @@ class Server:
         if options:
             raise TypeError(f"options {sorted(options)} apply to the http and ws transports only")
         run_until_interrupted(self.serve_stdio, backend=backend, what=f"server {self.name}", logger=logger)
+
+
+class _Started:
+    """Reports a session's start to the opener of :meth:`Server.serve` as its connection's."""
+
+    __slots__ = ("conn", "status")
+
+    def __init__(self, status: anyio.abc.TaskStatus[ServerConnection], conn: ServerConnection) -> None:
+        self.status = status
+        self.conn = conn
+
+    def started(self, value: None = None) -> None:
+        self.status.started(self.conn)

@@ -2,8 +2,9 @@
 
 Theory of operation
 -------------------
-A :class:`Session` owns a task group. Inside it run the *read loop* and one
-*timer* task; each inbound request gets a task of its own.
+A :class:`Session` owns a task group. Inside it runs the *read loop*; each
+inbound request gets a task of its own. An idle session holds nothing else: no
+timer, no event (see *Lazy per-connection machinery* below).
 
 * The read loop only routes. It decodes a message and either resolves a
   pending entry (a response), starts a handler task (a request), or handles a
@@ -17,8 +18,10 @@ A :class:`Session` owns a task group. Inside it run the *read loop* and one
   dropped and counted.
 * The pending table (:mod:`minimcp.pending`) holds the deadlines too.
   Timeouts cost no task and no cancel scope per request: FIFO lanes of equal
-  timeouts plus one heap (:mod:`minimcp.deadlines`), served by the single
-  timer task.
+  timeouts plus one heap (:mod:`minimcp.deadlines`), served by one timer per
+  session, armed only while a deadline is ahead: on asyncio a callback of the
+  loop (``loop.call_at``), on trio a task started when the first deadline comes
+  and ending when none is left.
 * Backend specifics (the one-shot cells, the bare handler tasks) live in
   :mod:`minimcp._backend`; this module is anyio code. The requests we send
   (open, wait, time out, abandon) are :class:`minimcp.outgoing.Requests`,
@@ -35,6 +38,15 @@ A :class:`Session` owns a task group. Inside it run the *read loop* and one
 * When the connection ends, every pending entry resolves with
   :class:`~minimcp.errors.ConnectionClosed` and every handler is cancelled.
   Afterwards the session holds nothing.
+
+Lazy per-connection machinery
+-----------------------------
+A server holds many idle sessions (an HTTP server: one per client, for up to
+``session_idle_timeout``), so an idle one holds only its objects and the one
+task that reads: the timer exists while a deadline is ahead (above), the event
+of :meth:`Session.wait_closed` only while someone waits, and the task group's
+other tasks (a notice sent under a deadline, :meth:`Session.spawn`) only while
+they run.
 """
 
 from __future__ import annotations
@@ -42,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
@@ -153,7 +166,10 @@ class Session(Requests):
         # Outbound ids start at 1: some hosts (the TypeScript SDK) test a cancelled request's
         # id for truthiness and would ignore a notifications/cancelled for id 0.
         self._next_id = 1
-        self._timer_wake = anyio.Event()
+        # The deadline timer, armed only while a deadline is ahead (_arm_timer): the loop's
+        # TimerHandle on asyncio; on trio whether its task runs, and the event that wakes it.
+        self._timer: Any = None
+        self._timer_wake: anyio.Event | None = None
         self._human_waits = 0
         self._initialize_id: RequestId | None = None
         #: Answer ``ping`` in the read loop (the modern revision has no ping: then it is dispatched).
@@ -162,7 +178,8 @@ class Session(Requests):
         self.trace: WireTrace | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
-        self._finished = anyio.Event()
+        self._ended = False  # run() has finished
+        self._finished: anyio.Event | None = None  # made only when someone waits for the end
         self._close_reason: str | None = None
 
     # --- public state ------------------------------------------------------------------------
@@ -196,7 +213,8 @@ class Session(Requests):
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                tg.start_soon(self._timer_loop)
+                if self._pending.deadlines:  # requests opened before the session ran
+                    self._arm_timer()
                 task_status.started()
                 try:
                     # Handler tasks are owned by this block: on leaving it, pending requests
@@ -217,7 +235,9 @@ class Session(Requests):
                     await self.transport.aclose()
                 except Exception:  # pragma: no cover - a transport failing to close is only logged
                     logger.debug("%s: transport close failed", self.name, exc_info=True)
-            self._finished.set()
+            self._ended = True
+            if self._finished is not None:
+                self._finished.set()
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in the session's task group (cancelled when the session ends).
@@ -237,10 +257,17 @@ class Session(Requests):
 
     async def wait_closed(self) -> None:
         """Wait until :meth:`run` has finished."""
-        await self._finished.wait()
+        if not self._ended:
+            if self._finished is None:
+                self._finished = anyio.Event()
+            await self._finished.wait()
 
     def _close_pending(self) -> None:
         self._closed = True
+        timer = self._timer
+        if timer is not None and self._loop is not None:
+            self._timer = None
+            timer.cancel()  # (on trio the timer task ends with the task group)
         if self._pending:
             reason = self._close_reason or "connection closed"
             for cell in self._pending.close():
@@ -263,6 +290,59 @@ class Session(Requests):
             return
         self._cancelling.add(id_)
         handle.cancel()
+
+    # --- the deadline timer ----------------------------------------------------------------------
+
+    def _arm_timer(self) -> None:
+        """A deadline came, or moved sooner than the timer waits for: have it fire by then."""
+        if self._closed:
+            return
+        loop = self._loop
+        if loop is None:  # trio (or not running yet: run() arms it)
+            if self._timer is not None:
+                wake = self._timer_wake
+                if wake is not None:
+                    wake.set()
+            elif self._tg is not None and self._pending.deadlines:
+                self._timer = True
+                self._tg.start_soon(self._timer_task)
+            return
+        at = self._pending.deadlines.earliest()
+        handle = self._timer
+        if handle is not None:
+            if handle.when() <= at:
+                return
+            handle.cancel()
+        self._timer = None if at == math.inf else loop.call_at(at, self._on_timer)
+
+    def _on_timer(self) -> None:
+        """asyncio: the earliest deadline has come (a callback of the loop: no task, no scope)."""
+        self._timer = None
+        try:
+            self._expire(self.now())
+        except Exception:  # pragma: no cover - a failing timer ends the session, as a failing task would
+            logger.exception("%s: the deadline timer failed", self.name)
+            self.close()
+            return
+        self._arm_timer()
+
+    async def _timer_task(self) -> None:
+        """trio: serve the deadlines while any is ahead, then end (:meth:`_arm_timer` starts it again)."""
+        try:
+            while True:
+                earliest = self._pending.deadlines.earliest()
+                if earliest == math.inf:
+                    return
+                delay = earliest - self.now()
+                if delay > 0:
+                    wake = self._timer_wake = anyio.Event()
+                    with anyio.move_on_after(delay):
+                        await wake.wait()
+                    self._timer_wake = None
+                self._expire(self.now())
+        finally:
+            self._timer = None
+            self._timer_wake = None
 
     # --- outbound ----------------------------------------------------------------------------
 
