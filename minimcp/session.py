@@ -158,7 +158,9 @@ class Session(Requests):
         # In-flight inbound handlers: their handles (.cancel()) from _backend.Handlers.
         self._inflight: dict[RequestId, Any] = {}
         self._handlers: Handlers | None = None
-        self._cancelling: set[RequestId] = set()  # handlers already cancelled (see _cancel_handler)
+        # Handlers already cancelled (see _cancel_handler); made at the first cancellation (an
+        # empty set is 216 bytes per idle session).
+        self._cancelling: set[RequestId] | None = None
         self._loop: Any = None  # the asyncio loop (its clock, its cells); None on trio
         #: The event loop's clock: ``loop.time`` on asyncio (a builtin, cheaper than
         #: ``anyio.current_time``), set when the session starts running.
@@ -228,7 +230,7 @@ class Session(Requests):
                     tg.cancel_scope.cancel()
         finally:
             self._close_pending()
-            self._cancelling.clear()
+            self._cancelling = None
             self._tg = None
             with anyio.CancelScope(shield=True):
                 try:
@@ -286,9 +288,12 @@ class Session(Requests):
         would otherwise cut that clean-up short.
         """
         handle = self._inflight.get(id_)
-        if handle is None or id_ in self._cancelling:
+        cancelling = self._cancelling
+        if cancelling is None:
+            cancelling = self._cancelling = set()
+        if handle is None or id_ in cancelling:
             return
-        self._cancelling.add(id_)
+        cancelling.add(id_)
         handle.cancel()
 
     # --- the deadline timer ----------------------------------------------------------------------
@@ -528,7 +533,8 @@ class Session(Requests):
             # Cancelled before its first step (the request and its cancellation came in one read):
             # its body, which takes the entry out, will never run.
             del self._inflight[id_]
-            self._cancelling.discard(id_)
+            if self._cancelling:
+                self._cancelling.discard(id_)
 
     def _start_handler(self, request: Request) -> tuple[int, str] | None:
         """Start the request's handler task; or the error (code, message) to refuse it with."""
