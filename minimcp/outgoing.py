@@ -87,11 +87,10 @@ class Requests:
     _tg: anyio.abc.TaskGroup | None
     _human_waits: int
     _describes: bool
+    #: The session's timer (minimcp.deadline_timer): a deadline came or moved sooner.
+    _arm_timer: Callable[[], None]
 
     # What the session provides (its own methods replace these).
-
-    def _arm_timer(self) -> None:
-        raise NotImplementedError  # pragma: no cover - the session's (a deadline came or moved earlier)
 
     def _sent_now(self, message: bytes, related: RequestId | None) -> bool:
         raise NotImplementedError  # pragma: no cover - the session's

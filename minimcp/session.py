@@ -54,7 +54,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import math
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
@@ -64,6 +63,7 @@ import msgspec
 from minimcp import _backend, errors, jsonrpc
 from minimcp._backend import Cell, Handlers
 from minimcp.config import Limits
+from minimcp.deadline_timer import DeadlineTimer
 from minimcp.dispatch import Deferred, Dispatcher, error_reply
 from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
@@ -117,7 +117,7 @@ _DRAIN_TURN = 64
 _FULL_TRIES = 8
 
 
-class Session(Requests):
+class Session(Requests, DeadlineTimer):
     """Drives one connection: run :meth:`run` in a task, use :meth:`request` / :meth:`notify`.
 
     Args:
@@ -295,59 +295,6 @@ class Session(Requests):
             return
         cancelling.add(id_)
         handle.cancel()
-
-    # --- the deadline timer ----------------------------------------------------------------------
-
-    def _arm_timer(self) -> None:
-        """A deadline came, or moved sooner than the timer waits for: have it fire by then."""
-        if self._closed:
-            return
-        loop = self._loop
-        if loop is None:  # trio (or not running yet: run() arms it)
-            if self._timer is not None:
-                wake = self._timer_wake
-                if wake is not None:
-                    wake.set()
-            elif self._tg is not None and self._pending.deadlines:
-                self._timer = True
-                self._tg.start_soon(self._timer_task)
-            return
-        at = self._pending.deadlines.earliest()
-        handle = self._timer
-        if handle is not None:
-            if handle.when() <= at:
-                return
-            handle.cancel()
-        self._timer = None if at == math.inf else loop.call_at(at, self._on_timer)
-
-    def _on_timer(self) -> None:
-        """asyncio: the earliest deadline has come (a callback of the loop: no task, no scope)."""
-        self._timer = None
-        try:
-            self._expire(self.now())
-        except Exception:  # pragma: no cover - a failing timer ends the session, as a failing task would
-            logger.exception("%s: the deadline timer failed", self.name)
-            self.close()
-            return
-        self._arm_timer()
-
-    async def _timer_task(self) -> None:
-        """trio: serve the deadlines while any is ahead, then end (:meth:`_arm_timer` starts it again)."""
-        try:
-            while True:
-                earliest = self._pending.deadlines.earliest()
-                if earliest == math.inf:
-                    return
-                delay = earliest - self.now()
-                if delay > 0:
-                    wake = self._timer_wake = anyio.Event()
-                    with anyio.move_on_after(delay):
-                        await wake.wait()
-                    self._timer_wake = None
-                self._expire(self.now())
-        finally:
-            self._timer = None
-            self._timer_wake = None
 
     # --- outbound ----------------------------------------------------------------------------
 
