@@ -5,7 +5,7 @@ inherits it; the read loop in ``session.py`` hands it the responses and progress
 Each request has an entry in the session's :class:`~minimcp.pending.PendingTable`, whose
 cell (from :mod:`minimcp._backend`) the requester awaits. An entry ends exactly once: by its
 response (:meth:`Requests._resolve`), its deadline (:meth:`Requests._expire`, served by the
-session's one timer task), its requester giving up (:meth:`Requests._abandon`: the peer is
+session's timer), its requester giving up (:meth:`Requests._abandon`: the peer is
 sent ``notifications/cancelled``), or the end of the connection (the session's close).
 """
 
@@ -85,9 +85,10 @@ class Requests:
     _loop: Any
     now: Callable[[], float]
     _tg: anyio.abc.TaskGroup | None
-    _timer_wake: anyio.Event
     _human_waits: int
     _describes: bool
+    #: The session's timer (minimcp.deadline_timer): a deadline came or moved sooner.
+    _arm_timer: Callable[[], None]
 
     # What the session provides (its own methods replace these).
 
@@ -232,7 +233,7 @@ class Requests:
         if timeout is Default.DEFAULT:
             timeout = self.limits.request_timeout
         if self._pending.open(cell, self.now() if timeout is not None else 0.0, timeout):
-            self._timer_wake.set()
+            self._arm_timer()
         self.stats.requests_sent += 1
         if progress is not None:
             self._pending.watch(cell, progress)
@@ -306,16 +307,6 @@ class Requests:
         """The question was answered (see :meth:`begin_human_wait`)."""
         self._human_waits -= 1
 
-    async def _timer_loop(self) -> None:
-        while True:
-            delay = self._pending.deadlines.earliest() - self.now()
-            if delay > 0:
-                with anyio.move_on_after(delay):  # an infinite delay: until woken
-                    await self._timer_wake.wait()
-            if self._timer_wake.is_set():
-                self._timer_wake = anyio.Event()
-            self._expire(self.now())
-
     def _expire(self, now: float) -> None:
         for cell in self._pending.expire(now, self._human_waits > 0, self.limits.max_request_time):
             self.stats.timeouts += 1
@@ -352,7 +343,7 @@ class Requests:
         if watch is None:
             return  # progress for a request that is over: ignored
         if sooner:
-            self._timer_wake.set()
+            self._arm_timer()
         if watch.callback is not None:
             try:
                 watch.callback(params)

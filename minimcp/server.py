@@ -15,7 +15,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
@@ -444,36 +444,38 @@ class Server:
 
     # serving
 
-    async def serve(
+    def serve(
         self,
         transport: Transport,
         *,
         task_status: anyio.abc.TaskStatus[ServerConnection] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Serve one connection until it ends.
+    ) -> Coroutine[Any, Any, None]:
+        """Serve one connection until it ends: ``await server.serve(transport)``.
 
         With ``await task_group.start(server.serve, transport)`` the caller gets
-        the :class:`ServerConnection` once the session is running.
+        the :class:`ServerConnection` once the session is running. What runs is the
+        session's own ``run`` (no frame, task or task group of the server's around it);
+        the connection is listed in :attr:`connections` from its start to its end.
         """
         conn = ServerConnection(self)
         session = Session(transport, conn, limits=self.limits, name=f"server {self.name}", budget=self.budget)
         session.trace = self.trace
         conn.session = session
-        self.connections.add(conn)
-        try:
-            async with anyio.create_task_group() as tg:
-                await tg.start(session.run)
-                task_status.started(conn)
-        finally:
-            self.connections.discard(conn)
-            for eid in conn.url_elicitations:
-                self.take_url_owner(eid)
-            conn.url_elicitations.clear()
-            if self.on_connection_closed is not None:
-                try:
-                    self.on_connection_closed(conn)
-                except Exception:
-                    logger.exception("on_connection_closed failed")
+        return session.run(task_status=_Started(task_status, conn, self.connections), on_end=functools.partial(
+            self._connection_ended, conn
+        ))
+
+    def _connection_ended(self, conn: ServerConnection) -> None:
+        """Forget a connection whose session has ended: its URL steps, then the user's hook."""
+        self.connections.discard(conn)
+        for eid in conn.url_elicitations:
+            self.take_url_owner(eid)
+        conn.url_elicitations.clear()
+        if self.on_connection_closed is not None:
+            try:
+                self.on_connection_closed(conn)
+            except Exception:
+                logger.exception("on_connection_closed failed")
 
     async def serve_stdio(self) -> None:
         """Serve one client on this process's stdin/stdout (logs belong on stderr)."""
@@ -482,7 +484,8 @@ class Server:
         async with stdio_server(limits=self.limits) as transport, anyio.create_task_group() as tg:
             if self._bus is not None or hasattr(vars(self).get("used_states"), "run"):  # else nothing to run
                 await tg.start(self.run_background)
-            await self.serve(transport)
+            conn = await tg.start(self.serve, transport)  # (the session's run is its task's own coroutine)
+            await conn.session.wait_closed()
             tg.cancel_scope.cancel()
 
     def run(
@@ -515,3 +518,20 @@ class Server:
         if options:
             raise TypeError(f"options {sorted(options)} apply to the http and ws transports only")
         run_until_interrupted(self.serve_stdio, backend=backend, what=f"server {self.name}", logger=logger)
+
+
+class _Started:
+    """Reports a session's start to the opener of :meth:`Server.serve` as its connection's (and lists it)."""
+
+    __slots__ = ("conn", "listed", "status")
+
+    def __init__(
+        self, status: anyio.abc.TaskStatus[ServerConnection], conn: ServerConnection, listed: set[ServerConnection]
+    ) -> None:
+        self.status = status
+        self.conn = conn
+        self.listed = listed
+
+    def started(self, value: None = None) -> None:
+        self.listed.add(self.conn)
+        self.status.started(self.conn)

@@ -2,8 +2,9 @@
 
 Theory of operation
 -------------------
-A :class:`Session` owns a task group. Inside it run the *read loop* and one
-*timer* task; each inbound request gets a task of its own.
+A :class:`Session` owns a task group. Inside it runs the *read loop*; each
+inbound request gets a task of its own. An idle session holds nothing else: no
+timer, no event (see *Lazy per-connection machinery* below).
 
 * The read loop only routes. It decodes a message and either resolves a
   pending entry (a response), starts a handler task (a request), or handles a
@@ -17,8 +18,10 @@ A :class:`Session` owns a task group. Inside it run the *read loop* and one
   dropped and counted.
 * The pending table (:mod:`minimcp.pending`) holds the deadlines too.
   Timeouts cost no task and no cancel scope per request: FIFO lanes of equal
-  timeouts plus one heap (:mod:`minimcp.deadlines`), served by the single
-  timer task.
+  timeouts plus one heap (:mod:`minimcp.deadlines`), served by one timer per
+  session, armed only while a deadline is ahead: on asyncio a callback of the
+  loop (``loop.call_at``), on trio a task started when the first deadline comes
+  and ending when none is left.
 * Backend specifics (the one-shot cells, the bare handler tasks) live in
   :mod:`minimcp._backend`; this module is anyio code. The requests we send
   (open, wait, time out, abandon) are :class:`minimcp.outgoing.Requests`,
@@ -35,6 +38,15 @@ A :class:`Session` owns a task group. Inside it run the *read loop* and one
 * When the connection ends, every pending entry resolves with
   :class:`~minimcp.errors.ConnectionClosed` and every handler is cancelled.
   Afterwards the session holds nothing.
+
+Lazy per-connection machinery
+-----------------------------
+A server holds many idle sessions (an HTTP server: one per client, for up to
+``session_idle_timeout``), so an idle one holds only its objects and the one
+task that reads: the timer exists while a deadline is ahead (above), the event
+of :meth:`Session.wait_closed` only while someone waits, and the task group's
+other tasks (a notice sent under a deadline, :meth:`Session.spawn`) only while
+they run.
 """
 
 from __future__ import annotations
@@ -51,6 +63,7 @@ import msgspec
 from minimcp import _backend, errors, jsonrpc
 from minimcp._backend import Cell, Handlers
 from minimcp.config import Limits
+from minimcp.deadline_timer import DeadlineTimer
 from minimcp.dispatch import Deferred, Dispatcher, error_reply
 from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
@@ -104,7 +117,7 @@ _DRAIN_TURN = 64
 _FULL_TRIES = 8
 
 
-class Session(Requests):
+class Session(Requests, DeadlineTimer):
     """Drives one connection: run :meth:`run` in a task, use :meth:`request` / :meth:`notify`.
 
     Args:
@@ -145,7 +158,9 @@ class Session(Requests):
         # In-flight inbound handlers: their handles (.cancel()) from _backend.Handlers.
         self._inflight: dict[RequestId, Any] = {}
         self._handlers: Handlers | None = None
-        self._cancelling: set[RequestId] = set()  # handlers already cancelled (see _cancel_handler)
+        # Handlers already cancelled (see _cancel_handler); made at the first cancellation (an
+        # empty set is 216 bytes per idle session).
+        self._cancelling: set[RequestId] | None = None
         self._loop: Any = None  # the asyncio loop (its clock, its cells); None on trio
         #: The event loop's clock: ``loop.time`` on asyncio (a builtin, cheaper than
         #: ``anyio.current_time``), set when the session starts running.
@@ -153,7 +168,10 @@ class Session(Requests):
         # Outbound ids start at 1: some hosts (the TypeScript SDK) test a cancelled request's
         # id for truthiness and would ignore a notifications/cancelled for id 0.
         self._next_id = 1
-        self._timer_wake = anyio.Event()
+        # The deadline timer, armed only while a deadline is ahead (_arm_timer): the loop's
+        # TimerHandle on asyncio; on trio whether its task runs, and the event that wakes it.
+        self._timer: Any = None
+        self._timer_wake: anyio.Event | None = None
         self._human_waits = 0
         self._initialize_id: RequestId | None = None
         #: Answer ``ping`` in the read loop (the modern revision has no ping: then it is dispatched).
@@ -162,7 +180,8 @@ class Session(Requests):
         self.trace: WireTrace | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
-        self._finished = anyio.Event()
+        self._ended = False  # run() has finished
+        self._finished: anyio.Event | None = None  # made only when someone waits for the end
         self._close_reason: str | None = None
 
     # --- public state ------------------------------------------------------------------------
@@ -188,15 +207,21 @@ class Session(Requests):
 
     # --- running -----------------------------------------------------------------------------
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Serve the connection until it ends or :meth:`close` is called."""
+    async def run(
+        self,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+        on_end: Callable[[], object] | None = None,
+    ) -> None:
+        """Serve the connection until it ends or :meth:`close` is called; then call ``on_end``, if given."""
         self._loop = loop = _backend.running_loop()
         if loop is not None:
             self.now = loop.time
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                tg.start_soon(self._timer_loop)
+                if self._pending.deadlines:  # requests opened before the session ran
+                    self._arm_timer()
                 task_status.started()
                 try:
                     # Handler tasks are owned by this block: on leaving it, pending requests
@@ -210,14 +235,18 @@ class Session(Requests):
                     tg.cancel_scope.cancel()
         finally:
             self._close_pending()
-            self._cancelling.clear()
+            self._cancelling = None
             self._tg = None
             with anyio.CancelScope(shield=True):
                 try:
                     await self.transport.aclose()
                 except Exception:  # pragma: no cover - a transport failing to close is only logged
                     logger.debug("%s: transport close failed", self.name, exc_info=True)
-            self._finished.set()
+            self._ended = True
+            if self._finished is not None:
+                self._finished.set()
+            if on_end is not None:
+                on_end()
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in the session's task group (cancelled when the session ends).
@@ -237,10 +266,17 @@ class Session(Requests):
 
     async def wait_closed(self) -> None:
         """Wait until :meth:`run` has finished."""
-        await self._finished.wait()
+        if not self._ended:
+            if self._finished is None:
+                self._finished = anyio.Event()
+            await self._finished.wait()
 
     def _close_pending(self) -> None:
         self._closed = True
+        timer = self._timer
+        if timer is not None and self._loop is not None:
+            self._timer = None
+            timer.cancel()  # (on trio the timer task ends with the task group)
         if self._pending:
             reason = self._close_reason or "connection closed"
             for cell in self._pending.close():
@@ -259,9 +295,12 @@ class Session(Requests):
         would otherwise cut that clean-up short.
         """
         handle = self._inflight.get(id_)
-        if handle is None or id_ in self._cancelling:
+        cancelling = self._cancelling
+        if cancelling is None:
+            cancelling = self._cancelling = set()
+        if handle is None or id_ in cancelling:
             return
-        self._cancelling.add(id_)
+        cancelling.add(id_)
         handle.cancel()
 
     # --- outbound ----------------------------------------------------------------------------
@@ -448,7 +487,8 @@ class Session(Requests):
             # Cancelled before its first step (the request and its cancellation came in one read):
             # its body, which takes the entry out, will never run.
             del self._inflight[id_]
-            self._cancelling.discard(id_)
+            if self._cancelling:
+                self._cancelling.discard(id_)
 
     def _start_handler(self, request: Request) -> tuple[int, str] | None:
         """Start the request's handler task; or the error (code, message) to refuse it with."""

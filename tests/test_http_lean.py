@@ -181,7 +181,8 @@ async def test_a_waiting_call_holds_no_task_of_its_own_in_the_app() -> None:
             questions = [await call.wait_for("elicitation/create") for call in calls]
             grown = len(anyio.get_running_tasks()) - before
             # Per waiting call: the request's own task and the tool's handler; no watcher per stream.
-            assert grown <= 2 * n, f"{grown} tasks for {n} waiting calls"
+            # (Plus, on trio, the session's deadline timer: a task from its first deadline on.)
+            assert grown <= 2 * n + 1, f"{grown} tasks for {n} waiting calls"
             # The client of one call leaves: its call goes on (a dropped connection is not a cancel).
             calls[0].gone.set()
             for i, question in enumerate(questions):

@@ -1,23 +1,28 @@
-"""The HTTP app's sessions and their table: least-recently-used order, a bound per client address, whom to evict."""
+"""The HTTP app's sessions: their table (LRU order, a bound per client address, whom to evict) and their tasks."""
 
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
+import msgspec
 
+from minimcp._backend import BareTaskCancelled, Cell, Handlers, new_cell, running_loop
 from minimcp.errors import MinimcpError
+from minimcp.jsonrpc import RequestId
 from minimcp.transports.http._asgi import ASSUMED_VERSION
 
 if TYPE_CHECKING:
     from minimcp.transports._hosting import Connection
     from minimcp.transports.http._streams import SessionTransport
 
-__all__ = ["HTTPSession", "SessionTable", "TableFull", "client_key"]
+__all__ = ["HTTPSession", "SessionTable", "SessionTasks", "TableFull", "client_key"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -223,3 +228,100 @@ def _idlest(sessions: OrderedDict[str, S]) -> S | None:
         if not sess.busy():
             return sess
     return None
+
+
+class SessionTasks:
+    """The task of each session (its server connection's), owned by whoever enters this (the app's ``run``).
+
+    One bare task per session (:class:`minimcp._backend.Handlers`): an idle session keeps its
+    task for as long as it lives, and an anyio task costs about 4.5 KB (its ``TaskHandle``,
+    cancel scope and event; tracemalloc, anyio 4.16) against 1 KB for a bare one. On exit
+    every session task still running is cancelled and awaited.
+    """
+
+    __slots__ = ("_handlers", "_keys", "_live")
+
+    def __init__(self) -> None:
+        self._live: dict[RequestId, Any] = {}  # (keys: a count)
+        self._handlers = Handlers(self._live, self._cancel_all)
+        self._keys = itertools.count()
+
+    async def __aenter__(self) -> SessionTasks:
+        await self._handlers.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._handlers.__aexit__(exc_type, exc, tb)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def _cancel_all(self) -> None:
+        for handle in list(self._live.values()):
+            handle.cancel()
+
+    async def start(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> Any:
+        """Run ``fn(*args, task_status=...)`` in a task of its own; return what it reports started.
+
+        As ``TaskGroup.start``: what ``fn`` raises before it reports is raised here, and the
+        task is cancelled if the caller is cancelled first.
+        """
+        key = next(self._keys)
+        status = _Status()
+        self._live[key] = self._handlers.start(self._run(key, status, fn, args))
+        try:
+            await status.cell.wait()
+        except BaseException:
+            handle = self._live.get(key)
+            if handle is not None and not status.reported:
+                handle.cancel()
+            raise
+        if status.error is not None:
+            raise status.error
+        return status.value
+
+    async def _run(
+        self, key: int, status: _Status, fn: Callable[..., Coroutine[Any, Any, None]], args: tuple[Any, ...]
+    ) -> None:
+        try:
+            await fn(*args, task_status=status)
+        except BareTaskCancelled:
+            pass  # cancelled (asyncio; on trio the task's own scope catches it)
+        except Exception as exc:
+            if status.reported:
+                logger.exception("an MCP session's task failed")
+            status.fail(exc)
+        finally:
+            self._live.pop(key, None)
+            status.fail(RuntimeError("the session ended before it started"))
+
+
+_STARTED = msgspec.Raw(b"1")
+
+
+class _Status:
+    """What :meth:`SessionTasks.start` waits for: the value its task reports started, or the error it ended with."""
+
+    __slots__ = ("cell", "error", "reported", "value")
+
+    def __init__(self) -> None:
+        self.cell: Cell = new_cell(running_loop())
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.reported = False
+
+    def started(self, value: Any = None) -> None:
+        if self.reported:
+            raise RuntimeError("called started() twice")
+        self.reported = True
+        self.value = value
+        self.cell.settle(_STARTED, None)
+
+    def fail(self, error: BaseException) -> None:
+        """The task ended before it reported (nothing happens after it did)."""
+        if not self.reported:
+            self.reported = True
+            self.error = error
+            self.cell.settle(_STARTED, None)

@@ -34,7 +34,7 @@ from minimcp.transports.http._asgi import (
     scope_headers,
 )
 from minimcp.transports.http._pacing import Pacer
-from minimcp.transports.http._session_table import HTTPSession, SessionTable, TableFull, client_key
+from minimcp.transports.http._session_table import HTTPSession, SessionTable, SessionTasks, TableFull, client_key
 from minimcp.transports.http._sse import encode_event
 from minimcp.transports.http._streams import Reader, SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
@@ -146,6 +146,7 @@ class StreamableHTTPAppBase(Generic[S]):
         self.retained_streams = max(0, retained_streams)
         self._sessions: SessionTable[HTTPSession] = SessionTable(max_sessions, self.limits.max_sessions_per_client)
         self._tg: anyio.abc.TaskGroup | None = None
+        self._session_tasks: SessionTasks | None = None  # while running: each session's task
         # (Host, Origin) -> why refused (None: allowed); the same few pairs come again and again
         self._checked: dict[tuple[str | None, str | None], str | None] = {}
         self._pacer = Pacer(keepalive_interval)  # priming events held a moment, keep-alives
@@ -197,10 +198,11 @@ class StreamableHTTPAppBase(Generic[S]):
                 await self._stateless.start(tg)
                 tg.start_soon(self._expire_idle)
                 await self._pacer.run(tg, lambda: [sess.transport for sess in self._sessions.values()])
-                task_status.started()
-                await anyio.sleep_forever()
+                async with SessionTasks() as self._session_tasks:
+                    task_status.started()
+                    await anyio.sleep_forever()
         finally:
-            self._tg = None
+            self._tg = self._session_tasks = None
             self.close()
             self._stateless.stopped()
 
@@ -260,8 +262,8 @@ class StreamableHTTPAppBase(Generic[S]):
             sess.finish()
 
     async def _new_session(self, client: str) -> HTTPSession | str:
-        tg = self._tg
-        if tg is None:
+        tg, tasks = self._tg, self._session_tasks
+        if tg is None or tasks is None:
             return "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)"
         try:
             victim = self._sessions.make_room(client)
@@ -280,7 +282,7 @@ class StreamableHTTPAppBase(Generic[S]):
         sess = HTTPSession(sid, transport, client)
         self._sessions.add(sess)
         try:
-            sess.connection = await tg.start(self._run_session, sess)
+            sess.connection = await tasks.start(self._run_session, sess)
         except Exception:
             logger.exception("could not start an MCP session")
             self._sessions.remove(sess)
