@@ -89,7 +89,7 @@ class Parking:
             key, bound = owner
             mine = self._owned.get(key, set())
             if len(mine) >= bound:
-                run.scope.cancel()
+                run.stop()
                 raise McpError(
                     errors.SERVER_BUSY,
                     f"too many calls waiting for answers from this client (limit {bound}); "
@@ -103,7 +103,7 @@ class Parking:
             handle, oldest = self._runs.popitem(last=False)
             self._disown(handle)
             logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
-            oldest.scope.cancel()
+            oldest.stop()
 
     def take(self, handle: str) -> Run | None:
         run = self._runs.pop(handle, None)

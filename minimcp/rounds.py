@@ -37,18 +37,19 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import anyio
 import msgspec
 
 from minimcp import errors, handlers, jsonrpc, mrtr
-from minimcp._backend import Cell, cell_settled, new_cell, running_loop
+from minimcp._backend import AsyncioCell, BareTaskCancelled, Cell, cell_settled, new_cell, running_loop
 from minimcp.call import CALL_ID_BYTES
 from minimcp.context import Context
+from minimcp.dispatch import Deferred
 from minimcp.elicitation import UrlElicitationRequired
-from minimcp.errors import McpError
+from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import Request
 from minimcp.mrtr import Envelope, Question, take_answer
 from minimcp.outcome import ToolRun
@@ -149,7 +150,9 @@ class Run:
         self.pending_timeout: float | None = None
         # A replay asking the questions of the sealed round again keeps their first-asked time.
         self._asked = asked
-        self.scope = anyio.CancelScope()
+        #: What stops the run's task (``.cancel()``): the task itself on asyncio, its trio cancel
+        #: scope on trio; set when the task starts. Stop it with :meth:`stop`.
+        self.scope: Any = _NOT_STARTED
         # One-shot cells (a future on asyncio), made only while someone waits: the request side
         # for the next outcome, the tool side for the retry's answers.
         self._outcome_cell: Cell | None = None
@@ -160,18 +163,24 @@ class Run:
 
     # tool side
 
-    async def ask(self, question: Question, ttl: float | None) -> dict[str, Any]:
+    def stop(self) -> None:
+        """Cancel the run's task (once: a second ``cancel()`` would cut its clean-up short on asyncio)."""
+        scope, self.scope = self.scope, _NOT_STARTED
+        scope.cancel()
+
+    def ask(self, question: Question, ttl: float | None) -> Coroutine[Any, Any, dict[str, Any]]:
         """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
+
+        (The coroutine of :meth:`_round` itself: no frame of its own while the call is parked.)
 
         Raises:
             RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
         """
-        answer = (await self.ask_many([question], ttl))[0]
-        if answer is None:
-            raise errors.RequestTimeout(question.method, ttl if ttl is not None else 0.0)
-        return answer
+        return self._round([question], ttl, True)
 
-    async def ask_many(self, questions: list[Question], ttl: float | None) -> list[dict[str, Any] | None]:
+    def ask_many(
+        self, questions: list[Question], ttl: float | None
+    ) -> Coroutine[Any, Any, list[dict[str, Any] | None]]:
         """Several questions in one round (``ctx.gather``): recorded answers first, then wait for the rest.
 
         Returns each question's answer, or ``None`` where it came after ``ttl``.
@@ -179,6 +188,10 @@ class Run:
         Raises:
             ValueError: the tool used the same ``key`` for two questions of one call.
         """
+        return self._round(questions, ttl, False)
+
+    async def _round(self, questions: list[Question], ttl: float | None, one: bool) -> Any:
+        """:meth:`ask_many`; with ``one``, :meth:`ask` (the only answer, or ``RequestTimeout``)."""
         for question in questions:
             if question.key is not None:
                 if self._keys is None:
@@ -220,13 +233,16 @@ class Run:
             loop = running_loop()
             self._answer_cell = cell = new_cell(loop)
             self._emit(Asking(self.pending))
-            if loop is not None and delay is not None:
-                # asyncio: one timer handle settles the cell as timed out (no cancel scope per park).
-                timer = loop.call_later(delay, cell.settle, _TIMED_OUT, None)
+            if loop is not None:
+                # asyncio: the cell is the future awaited (no coroutine around it), and one timer
+                # handle settles it as timed out (no cancel scope per park).
+                assert isinstance(cell, AsyncioCell)
+                timer = None if delay is None else loop.call_later(delay, cell.settle, _TIMED_OUT, None)
                 try:
-                    answered = await cell.wait() is not _TIMED_OUT
+                    answered = await cell is not _TIMED_OUT
                 finally:
-                    timer.cancel()
+                    if timer is not None:
+                        timer.cancel()
             else:
                 with anyio.move_on_after(delay):
                     await cell.wait()
@@ -235,7 +251,7 @@ class Run:
             if not answered:
                 # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
                 self.parking.discard(self)
-                self.scope.cancel()
+                self.stop()
                 await anyio.lowlevel.checkpoint()
             answers = self._answers
             for i, key in zip(need, self.pending_keys, strict=True):
@@ -246,6 +262,11 @@ class Run:
             self._answers = None
             self.pending, self.pending_keys = [], []
             self._replay = len(self.answers)
+        if one:
+            answer = results[0]
+            if answer is None:
+                raise errors.RequestTimeout(questions[0].method, ttl if ttl is not None else 0.0)
+            return answer
         return results
 
     @staticmethod
@@ -309,6 +330,16 @@ class Run:
         return outcome
 
 
+class _NotStarted:
+    """The :attr:`Run.scope` of a run whose task has not started (or was stopped): cancels nothing."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        return None
+
+
+_NOT_STARTED = _NotStarted()
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 _DONE = msgspec.Raw(b"null")
 _TIMED_OUT = msgspec.Raw(b"null")
@@ -469,7 +500,7 @@ async def _rounds(
     try:
         outcome = await run.next_outcome()
     except BaseException:
-        run.scope.cancel()  # the client gave up on this round: stop the call
+        run.stop()  # the client gave up on this round: stop the call
         raise
     if isinstance(outcome, Asking):
         return _input_required(conn, run, binding)
@@ -502,26 +533,49 @@ def _start_run(
             # rest (a progress token): a parked call need not hold a second copy of the envelope.
             meta = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or UNSET
         ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name)
-    conn.session.spawn(_drive, run, name, body, ctx)
+    # The body is made here (a coroutine, not run yet): the parked task keeps only it, not the
+    # closure that makes it.
+    awaitable = body(ctx)
+    try:
+        run.scope = conn.session.start_detached(_drive(run, awaitable, ctx))
+    except ConnectionClosed:
+        inner = awaitable.awaitable if isinstance(awaitable, Deferred) else awaitable
+        if isinstance(inner, Coroutine):
+            inner.close()  # never to run: no "never awaited" warning
+        raise
     return run
 
 
-async def _drive(run: Run, name: str, body: Callable[[Context | None], Awaitable[Any]], ctx: Context | None) -> None:
-    """The run's own task: the tool's body, its outcome told to the request side, whatever ends it."""
+async def _drive(run: Run, awaitable: Awaitable[Any] | Deferred, ctx: Context | None) -> None:
+    """The run's own task: the tool's body, its outcome told to the request side, whatever ends it.
+
+    A bare task owned by the session (:meth:`_backend.Handlers.start_detached`); what it awaits
+    is the tool's own coroutine (a :class:`Deferred` is finished here, as the session's handler
+    tasks do: no wrapping coroutine frame while the call is parked).
+    """
     try:
-        with run.scope:
-            try:
-                result = await body(ctx)
-            except McpError as exc:
-                run.finish(Raised(exc))
+        try:
+            if isinstance(awaitable, Deferred):
+                try:
+                    value = await awaitable.awaitable
+                except BaseException as exc:
+                    result = awaitable.finish(None, exc)  # a cancellation is raised again
+                else:
+                    result = awaitable.finish(value, None)
             else:
-                run.finish(Returned(result))
+                result = await awaitable
+        except McpError as exc:
+            run.finish(Raised(exc))
+        else:
+            run.finish(Returned(result))
+    except BareTaskCancelled:
+        pass  # asyncio: the call was stopped (dropped, timed out, given up on, or the session ended)
     finally:
         if ctx is not None:
             ctx.finished = True
         run.parking.discard(run)
         if not run.finished:
-            run.finish(Raised(McpError(errors.INTERNAL_ERROR, f"the call of {name!r} was abandoned")))
+            run.finish(Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned")))
 
 
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
@@ -545,7 +599,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
             ttl=server.state_ttl,
         )
     except StateTooLarge as exc:
-        run.scope.cancel()
+        run.stop()
         text = (
             f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
             f"are too large ({exc.size} bytes sealed, limit {exc.limit})"
@@ -555,7 +609,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
             raise McpError(errors.INTERNAL_ERROR, text) from None
         return mrtr.complete(error_result(text), server.info)
     if server.replay_every_retry:
-        run.scope.cancel()  # dropped at once, as on a full park table: the retry replays
+        run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
         server.parking.park(run)
     requests = {key: q.to_wire() for key, q in zip(keys, questions, strict=True)}
