@@ -131,7 +131,7 @@ class Run:
         #: Where this run waits between rounds (it leaves on its own when its question times out).
         self.parking = parking
         #: Answers the client sent by key before being asked (a first call with inputResponses).
-        self.offered = dict(offered) if offered else {}
+        self.offered: dict[str, Any] | None = dict(offered) if offered else None  # None: no dict per run
         #: Set on a parked run dropped because its retry continued the call on another worker.
         self.continued_elsewhere = False
         self._keys: set[str] | None = None  # made on the first question with a key
@@ -212,7 +212,9 @@ class Run:
                     continue
                 # The tool asked something else this time: later answers no longer apply.
                 del self.answers[self._replay :]
-            offered = self.offered.pop(question.key, None) if question.key is not None else None
+            offered = (
+                self.offered.pop(question.key, None) if question.key is not None and self.offered else None
+            )
             if isinstance(offered, dict) and not need:
                 # The client answered this key before it was asked (first call with inputResponses).
                 results[i], first_kept = take_answer(question, offered)
