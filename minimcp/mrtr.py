@@ -154,18 +154,42 @@ class Question:
     """One input request: what the tool asked, ready for the wire."""
 
     method: str
-    params: dict[str, Any]
+    #: The params as sent (JSON, in the tool's own order): a parked call holds these bytes, not a
+    #: tree of dicts (:attr:`params` reads them).
+    wire: bytes
     digest: str
     #: The ``inputRequests`` key the author chose (``None``: numbered ``q1``, ``q2``, ...).
     key: str | None = None
 
     @classmethod
     def create(cls, method: str, params: Any, key: str | None = None) -> Question:
-        wire: dict[str, Any] = {} if params is msgspec.UNSET else msgspec.to_builtins(params)
-        return cls(method, wire, digest({"m": method, "p": wire}), key)
+        if params is msgspec.UNSET:
+            params = {}
+        # The digest is of the sorted JSON (what to_builtins then a sorted encoding gave).
+        return cls(method, msgspec.json.encode(params), digest({"m": method, "p": params}), key)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The params as JSON values."""
+        params: dict[str, Any] = msgspec.json.decode(self.wire)
+        return params
 
     def to_wire(self) -> dict[str, Any]:
         return {"method": self.method, "params": self.params}
+
+    def to_raw_wire(self) -> dict[str, Any]:
+        """:meth:`to_wire` with the params as they are (raw JSON: encoded as is, not decoded first)."""
+        return {"method": self.method, "params": msgspec.Raw(self.wire)}
+
+
+def input_required(requests: dict[str, Any], state: str, server_info: Implementation) -> dict[str, Any]:
+    """An ``input_required`` result (its input requests may hold raw JSON, which :func:`complete` cannot take)."""
+    return {
+        "resultType": "input_required",
+        "inputRequests": requests,
+        "requestState": state,
+        "_meta": {META_SERVER_INFO: msgspec.to_builtins(server_info)},
+    }
 
 
 def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:

@@ -614,9 +614,8 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
         server.parking.park(run)
-    requests = {key: q.to_wire() for key, q in zip(keys, questions, strict=True)}
-    result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
-    return mrtr.complete(result, server.info)
+    requests = {key: q.to_raw_wire() for key, q in zip(keys, questions, strict=True)}
+    return mrtr.input_required(requests, state, server.info)
 
 
 def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:
