@@ -37,14 +37,14 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import anyio
 import msgspec
 
 from minimcp import errors, handlers, jsonrpc, mrtr
-from minimcp._backend import AsyncioCell, BareTaskCancelled, Cell, cell_settled, new_cell, running_loop
+from minimcp._backend import BareTaskCancelled, Cell, TrioCell, cell_settled, new_cell, running_loop
 from minimcp.call import CALL_ID_BYTES
 from minimcp.context import Context
 from minimcp.dispatch import Deferred
@@ -74,7 +74,7 @@ server_logger = logging.getLogger("minimcp.server")
 class Asking(NamedTuple):
     """The tool asked: these questions are open (the round answers ``input_required``)."""
 
-    questions: list[Question]
+    questions: Sequence[Question]
 
 
 class Returned(NamedTuple):
@@ -143,8 +143,8 @@ class Run:
         self.answers: list[list[Any]] = [list(pair) for pair in recorded]
         self._replay = 0
         #: The questions of the current round, and their ``inputRequests`` keys.
-        self.pending: list[Question] = []
-        self.pending_keys: list[str] = []
+        self.pending: tuple[Question, ...] = ()
+        self.pending_keys: tuple[str, ...] = ()
         #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
         self.asked_at = 0.0
         self.pending_timeout: float | None = None
@@ -157,7 +157,7 @@ class Run:
         # for the next outcome, the tool side for the retry's answers.
         self._outcome_cell: Cell | None = None
         self._outcome: Outcome | None = None
-        self._answer_cell: Cell | None = None
+        self._answer_cell: Any = None  # an asyncio future, or a TrioCell
         self._answers: dict[str, Any] | None = None
         self.finished = False
 
@@ -191,7 +191,44 @@ class Run:
         return self._round(questions, ttl, False)
 
     async def _round(self, questions: list[Question], ttl: float | None, one: bool) -> Any:
-        """:meth:`ask_many`; with ``one``, :meth:`ask` (the only answer, or ``RequestTimeout``)."""
+        """:meth:`ask_many`; with ``one``, :meth:`ask` (the only answer, or ``RequestTimeout``).
+
+        The steps before and after the wait are plain methods: this frame, held while the call
+        is parked, keeps only what the wait needs.
+        """
+        results, need = self._recorded(questions)
+        if need:
+            loop = running_loop()
+            cell: Any = loop.create_future() if loop is not None else new_cell(None)
+            delay = self._open(questions, need, ttl, cell)
+            if loop is not None:
+                # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
+                # one timer handle settles it as timed out (no cancel scope per park).
+                timer = None if delay is None else loop.call_later(delay, _time_out, cell)
+                try:
+                    answered = await cell is not _TIMED_OUT
+                finally:
+                    if timer is not None:
+                        timer.cancel()
+            else:
+                with anyio.move_on_after(delay):
+                    await cell.wait()
+                answered = cell_settled(cell)
+            self._answer_cell = None
+            if not answered:
+                # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
+                self.parking.discard(self)
+                self.stop()
+                await anyio.lowlevel.checkpoint()
+            self._take_answers(questions, need, results)
+        if one:
+            if results[0] is None:
+                raise errors.RequestTimeout(questions[0].method, ttl if ttl is not None else 0.0)
+            return results[0]
+        return results
+
+    def _recorded(self, questions: list[Question]) -> tuple[list[dict[str, Any] | None], list[int]]:
+        """The answers known already (recorded or offered), and the positions of the questions still open."""
         for question in questions:
             if question.key is not None:
                 if self._keys is None:
@@ -222,54 +259,33 @@ class Run:
                 self._replay = len(self.answers)
                 continue
             need.append(i)
-        if need:
-            first = len(self.answers) + 1
-            self.pending = [questions[i] for i in need]
-            self.pending_keys = [q.key or f"q{first + n}" for n, q in enumerate(self.pending)]
-            now = time.time()
-            asked, self._asked = self._asked, None
-            same = asked is not None and asked[0] == [q.digest for q in self.pending]
-            self.asked_at = asked[1] if same and asked is not None else now
-            self.pending_timeout = ttl
-            delay = None if ttl is None else max(0.0, self.asked_at + ttl - now)
-            loop = running_loop()
-            self._answer_cell = cell = new_cell(loop)
-            self._emit(Asking(self.pending))
-            if loop is not None:
-                # asyncio: the cell is the future awaited (no coroutine around it), and one timer
-                # handle settles it as timed out (no cancel scope per park).
-                assert isinstance(cell, AsyncioCell)
-                timer = None if delay is None else loop.call_later(delay, cell.settle, _TIMED_OUT, None)
-                try:
-                    answered = await cell is not _TIMED_OUT
-                finally:
-                    if timer is not None:
-                        timer.cancel()
-            else:
-                with anyio.move_on_after(delay):
-                    await cell.wait()
-                answered = cell_settled(cell)
-            self._answer_cell = None
-            if not answered:
-                # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
-                self.parking.discard(self)
-                self.stop()
-                await anyio.lowlevel.checkpoint()
-            answers = self._answers
-            for i, key in zip(need, self.pending_keys, strict=True):
-                kept: dict[str, Any] | None = None  # None: the answer came after the timeout
-                if answers is not None:
-                    results[i], kept = take_answer(questions[i], answers[key])
-                self.answers.append([questions[i].digest, kept])
-            self._answers = None
-            self.pending, self.pending_keys = [], []
-            self._replay = len(self.answers)
-        if one:
-            answer = results[0]
-            if answer is None:
-                raise errors.RequestTimeout(questions[0].method, ttl if ttl is not None else 0.0)
-            return answer
-        return results
+        return results, need
+
+    def _open(self, questions: list[Question], need: list[int], ttl: float | None, cell: Any) -> float | None:
+        """Ask the open questions (the request side hears of them); how long to wait for their answers."""
+        first = len(self.answers) + 1
+        self.pending = pending = tuple(questions[i] for i in need)
+        self.pending_keys = tuple(q.key or _key_name(first + n) for n, q in enumerate(pending))
+        now = time.time()
+        asked, self._asked = self._asked, None
+        same = asked is not None and asked[0] == [q.digest for q in pending]
+        self.asked_at = asked[1] if same and asked is not None else now
+        self.pending_timeout = ttl
+        self._answer_cell = cell
+        self._emit(Asking(pending))
+        return None if ttl is None else max(0.0, self.asked_at + ttl - now)
+
+    def _take_answers(self, questions: list[Question], need: list[int], results: list[dict[str, Any] | None]) -> None:
+        """The open questions' answers (or their timeout) into ``results`` and the record."""
+        answers = self._answers
+        for i, key in zip(need, self.pending_keys, strict=True):
+            kept: dict[str, Any] | None = None  # None: the answer came after the timeout
+            if answers is not None:
+                results[i], kept = take_answer(questions[i], answers[key])
+            self.answers.append([questions[i].digest, kept])
+        self._answers = None
+        self.pending, self.pending_keys = (), ()
+        self._replay = len(self.answers)
 
     @staticmethod
     def question(method: str, params: Any, key: str | None = None) -> Question:
@@ -309,7 +325,7 @@ class Run:
         if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
             return
         self._answers = {key: responses[key] for key in self.pending_keys}
-        cell.settle(_DONE, None)
+        _settle(cell, _DONE)
 
     def expire(self) -> None:
         """The retry came after the pending questions' timeout: they end as timed out."""
@@ -317,7 +333,7 @@ class Run:
         if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
             return
         self._answers = None
-        cell.settle(_DONE, None)
+        _settle(cell, _DONE)
 
     async def next_outcome(self) -> Outcome:
         """Wait until the tool asks its next question or ends."""
@@ -345,6 +361,25 @@ _NOT_STARTED = _NotStarted()
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 _DONE = msgspec.Raw(b"null")
 _TIMED_OUT = msgspec.Raw(b"null")
+#: The usual ``inputRequests`` keys, made once (not one string per parked call).
+_KEY_NAMES = tuple(f"q{n}" for n in range(1, 33))
+
+
+def _key_name(n: int) -> str:
+    return _KEY_NAMES[n - 1] if n <= len(_KEY_NAMES) else f"q{n}"
+
+
+def _settle(cell: Any, value: msgspec.Raw) -> None:
+    """Wake the tool waiting on ``cell`` (an asyncio future, or a :class:`TrioCell`) with ``value``, once."""
+    if isinstance(cell, TrioCell):
+        cell.settle(value, None)
+    elif not cell.done():
+        cell.set_result(value)
+
+
+def _time_out(cell: Any) -> None:
+    """asyncio timer: the open questions' timeout passed."""
+    _settle(cell, _TIMED_OUT)
 
 
 # --- serving one round ---------------------------------------------------------------------
