@@ -54,6 +54,7 @@ from minimcp.jsonrpc import Request
 from minimcp.mrtr import Envelope, Question, take_answer
 from minimcp.outcome import ToolRun
 from minimcp.state import StateTooLarge, digest
+from minimcp.state import b64url as _b64
 from minimcp.tools import argument_error, error_result
 from minimcp.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
 from minimcp.used_states import use_state
@@ -135,9 +136,11 @@ class Run:
         #: Set on a parked run dropped because its retry continued the call on another worker.
         self.continued_elsewhere = False
         self._keys: set[str] | None = None  # made on the first question with a key
-        self.handle = secrets.token_urlsafe(CALL_ID_BYTES)
+        # One read of the system's randomness for both names (a new call needs two).
+        drawn = secrets.token_bytes(CALL_ID_BYTES if call_id else 2 * CALL_ID_BYTES)
+        self.handle = _b64(drawn[:CALL_ID_BYTES])
         #: Stable across every round and replay of this one call (carried in the sealed state).
-        self.call_id = call_id or secrets.token_urlsafe(CALL_ID_BYTES)
+        self.call_id = call_id or _b64(drawn[CALL_ID_BYTES:])
         #: The tool's context, when it takes one (its envelope follows each round's request).
         self.context: Context | None = None
         self.answers: list[list[Any]] = [list(pair) for pair in recorded]

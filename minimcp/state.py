@@ -26,7 +26,6 @@ worker of one service gets the same keys.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import hmac
@@ -88,7 +87,7 @@ class StateTooLarge(MinimcpError, ValueError):
 
 def digest(value: Any) -> str:
     """A short stable digest of a JSON-like value (sorted keys, compact)."""
-    return base64.urlsafe_b64encode(hashlib.sha256(_encoder.encode(value)).digest()[:12]).decode().rstrip("=")
+    return _b64(hashlib.sha256(_encoder.encode(value)).digest()[:12])
 
 
 # base64url without padding, through binascii directly (base64's wrappers cost more than the coding).
@@ -98,6 +97,10 @@ _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 def _b64(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
+
+
+#: base64url without padding (what ``secrets.token_urlsafe`` gives for the same bytes).
+b64url = _b64
 
 
 def _unb64(text: str) -> bytes:
