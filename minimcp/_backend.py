@@ -27,6 +27,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import math
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Protocol
@@ -48,6 +49,7 @@ __all__ = [
     "start_owned",
     "threadsafe_caller",
     "trio_checkpoint_if_cancelled",
+    "trio_deadline_in",
     "backend_name",
     "new_cell",
     "cell_settled",
@@ -363,3 +365,8 @@ async def _under(scope: Any, body: Coroutine[Any, Any, None]) -> None:
 async def _shielded_wait(tasks: list[asyncio.Task[Any]]) -> None:
     with anyio.CancelScope(shield=True):
         await asyncio.wait(tasks)
+
+
+def trio_deadline_in(scope: Any, delay: float | None) -> None:
+    """trio: cancel the trio cancel scope ``scope`` ``delay`` seconds from now (``None``: never)."""
+    scope.deadline = math.inf if delay is None else _trio().current_time() + delay

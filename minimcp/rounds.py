@@ -35,6 +35,7 @@ questions and answers) is :mod:`minimcp.mrtr`; :func:`serve` is the entry from
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -44,7 +45,15 @@ import anyio
 import msgspec
 
 from minimcp import errors, handlers, jsonrpc, mrtr
-from minimcp._backend import BareTaskCancelled, Cell, TrioCell, cell_settled, new_cell, running_loop
+from minimcp._backend import (
+    BareTaskCancelled,
+    Cell,
+    TrioCell,
+    cell_settled,
+    new_cell,
+    running_loop,
+    trio_deadline_in,
+)
 from minimcp.call import CALL_ID_BYTES
 from minimcp.context import Context
 from minimcp.dispatch import Deferred
@@ -213,10 +222,20 @@ class Run:
                 finally:
                     if timer is not None:
                         timer.cancel()
-            else:
+            elif isinstance(self.scope, _NotStarted):  # pragma: no cover - a stopped run is being cancelled
                 with anyio.move_on_after(delay):
                     await cell.wait()
                 answered = cell_settled(cell)
+            else:
+                # trio: the run's own cancel scope times the wait out (no cancel scope per park):
+                # when the questions' timeout passes the run is cancelled, as below on asyncio.
+                scope = self.scope
+                trio_deadline_in(scope, delay)
+                try:
+                    await cell.wait()
+                finally:
+                    scope.deadline = math.inf
+                answered = True
             self._answer_cell = None
             if not answered:
                 # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
