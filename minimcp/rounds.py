@@ -115,9 +115,9 @@ class _Parking(Protocol):
 class Run:
     """One tool execution that may span several requests (park) or be rebuilt (replay).
 
-    ``recorded`` are ``[digest, answer]`` pairs from the sealed state; they are
-    handed back in order while the tool asks the same questions again. An answer
-    of ``None`` stands for "came after the question's timeout".
+    ``recorded`` are ``[digest, answer]`` pairs from the sealed state (the list is taken, not
+    copied: the run adds to it); they are handed back in order while the tool asks the same
+    questions again. An answer of ``None`` stands for "came after the question's timeout".
     """
 
     # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
@@ -152,7 +152,7 @@ class Run:
         self.call_id = call_id or _b64(drawn[CALL_ID_BYTES:])
         #: The tool's context, when it takes one (its envelope follows each round's request).
         self.context: Context | None = None
-        self.answers: list[list[Any]] = [list(pair) for pair in recorded]
+        self.answers: list[list[Any]] = recorded
         self._replay = 0
         #: The questions of the current round, and their ``inputRequests`` keys.
         self.pending: tuple[Question, ...] = ()
@@ -249,7 +249,7 @@ class Run:
             return results[0]
         return results
 
-    def _recorded(self, questions: list[Question]) -> tuple[list[dict[str, Any] | None], list[int]]:
+    def _recorded(self, questions: list[Question]) -> tuple[list[dict[str, Any] | None], tuple[int, ...]]:
         """The answers known already (recorded or offered), and the positions of the questions still open."""
         for question in questions:
             if question.key is not None:
@@ -281,9 +281,9 @@ class Run:
                 self._replay = len(self.answers)
                 continue
             need.append(i)
-        return results, need
+        return results, tuple(need)  # (held while parked: a tuple is the smaller)
 
-    def _open(self, questions: list[Question], need: list[int], ttl: float | None, cell: Any) -> float | None:
+    def _open(self, questions: list[Question], need: tuple[int, ...], ttl: float | None, cell: Any) -> float | None:
         """Ask the open questions (the request side hears of them); how long to wait for their answers."""
         first = len(self.answers) + 1
         self.pending = pending = tuple(questions[i] for i in need)
@@ -297,7 +297,9 @@ class Run:
         self._emit(Asking(pending))
         return None if ttl is None else max(0.0, self.asked_at + ttl - now)
 
-    def _take_answers(self, questions: list[Question], need: list[int], results: list[dict[str, Any] | None]) -> None:
+    def _take_answers(
+        self, questions: list[Question], need: tuple[int, ...], results: list[dict[str, Any] | None]
+    ) -> None:
         """The open questions' answers (or their timeout) into ``results`` and the record."""
         answers = self._answers
         for i, key in zip(need, self.pending_keys, strict=True):
