@@ -240,13 +240,17 @@ class Run:
                 self._replay = len(self.answers)
                 continue
             need.append(i)
-        return results, tuple(need)  # (held while parked: a tuple is the smaller)
+        # Held while parked: a tuple, and for the usual one question a shared one.
+        return results, _FIRST_ONLY if need == [0] else tuple(need)
 
     def _open(self, questions: list[Question], need: tuple[int, ...], ttl: float | None, cell: Any) -> float | None:
         """Ask the open questions (the request side hears of them); how long to wait for their answers."""
         first = len(self.answers) + 1
         self.pending = pending = tuple(questions[i] for i in need)
-        self.pending_keys = tuple(q.key or _key_name(first + n) for n, q in enumerate(pending))
+        if len(pending) == 1 and pending[0].key is None and first <= len(_ONE_KEY):
+            self.pending_keys = _ONE_KEY[first - 1]  # one numbered question: a shared tuple
+        else:
+            self.pending_keys = tuple(q.key or _key_name(first + n) for n, q in enumerate(pending))
         now = time.time()
         asked, self._asked = self._asked, None
         same = asked is not None and asked[0] == [q.digest for q in pending]
@@ -345,6 +349,9 @@ _DONE = msgspec.Raw(b"null")
 _TIMED_OUT = msgspec.Raw(b"null")
 #: The usual ``inputRequests`` keys, made once (not one string per parked call).
 _KEY_NAMES = tuple(f"q{n}" for n in range(1, 33))
+#: The keys of a round of one numbered question, and its position among the round's questions.
+_ONE_KEY = tuple((name,) for name in _KEY_NAMES)
+_FIRST_ONLY = (0,)
 
 
 def _key_name(n: int) -> str:
