@@ -16,6 +16,7 @@ coroutine awaiting a future (what any server that keeps the tool's coroutine ali
     python benchmarks/bench_modern.py            # N = 10,000; C = 100
     python benchmarks/bench_modern.py --quick
     python benchmarks/bench_modern.py --profile  # tracemalloc diff of the server at N parked (by line)
+    python benchmarks/bench_modern.py --server-only --cpu  # round trips per CPU second (a busy machine)
 
 Figures are printed, never asserted.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import secrets
 import statistics
 import sys
 import time
@@ -44,8 +46,10 @@ class Pick(msgspec.Struct):
     n: int
 
 
-def build() -> Server:
-    app = Server("bench", limits=Limits(elicitation_timeout=600, request_timeout=600))
+def build(max_parked_per_client: int = 1000) -> Server:
+    app = Server("bench", limits=Limits(elicitation_timeout=600, request_timeout=600,
+                                        max_parked_per_client=max_parked_per_client),
+                 state_key=secrets.token_bytes(32))  # (one process: a key of its own, said so)
 
     @app.tool()
     async def ask(ctx: Context, i: int) -> str:
@@ -163,6 +167,67 @@ async def server_waiting(era: str, n: int, profile: bool = False) -> float:
     return used / n
 
 
+HTTP_LEAVE_OUT = [
+    tracemalloc.Filter(False, "*/raw_http_client.py"),  # what the driver keeps (the states it holds)
+    tracemalloc.Filter(False, tracemalloc.__file__),
+]
+
+
+async def http_waiting(n: int, profile: bool = False) -> float:
+    """Bytes the Streamable HTTP app holds per parked call (2026-07-28), POSTs driven in-process, no socket."""
+    from raw_http_client import RawHttpClient
+
+    from minimcp.transports.http import StreamableHTTPApp
+
+    app = StreamableHTTPApp(build(max_parked_per_client=n + 64))
+    async with anyio.create_task_group() as tg:
+        await tg.start(app.run)
+        client = RawHttpClient(app)
+        await client.fill(64)  # warm every path once
+        await client.drain()
+        gc.collect()
+        tracemalloc.start(25 if profile else 1)
+        base = tracemalloc.take_snapshot().filter_traces(HTTP_LEAVE_OUT)
+        await client.fill(n)
+        gc.collect()
+        now = tracemalloc.take_snapshot().filter_traces(HTTP_LEAVE_OUT)
+        tracemalloc.stop()
+        used = sum(s.size for s in now.statistics("filename")) - sum(s.size for s in base.statistics("filename"))
+        if profile:
+            print("--- top by line (modern over HTTP, the app, per parked call)")
+            for d in now.compare_to(base, "lineno")[:25]:
+                if d.size_diff > 0:
+                    print(f"{d.size_diff / n:8.0f} B {d.count_diff / n:5.2f} obj  {d.traceback.format()[-1].strip()}")
+        await client.drain()
+        tg.cancel_scope.cancel()
+    return used / n
+
+
+async def http_round_trips(calls: int, concurrency: int) -> float:
+    """2026-07-28 round trips/s through the HTTP app in-process (two POSTs each), ``concurrency`` callers."""
+    from raw_http_client import RawHttpClient
+
+    from minimcp.transports.http import StreamableHTTPApp
+
+    app = StreamableHTTPApp(build(max_parked_per_client=concurrency + 64))
+    async with anyio.create_task_group() as tg:
+        await tg.start(app.run)
+        client = RawHttpClient(app)
+        todo = iter(range(calls))
+
+        async def worker() -> None:
+            for i in todo:
+                assert await client.call(i) == str(i)
+
+        start = CLOCK()
+        async with anyio.create_task_group() as workers:
+            for _ in range(concurrency):
+                workers.start_soon(worker)
+        elapsed = CLOCK() - start
+        tg.cancel_scope.cancel()
+    return calls / elapsed
+
+
 async def floor_waiting(n: int) -> float:
     """Bytes per bare asyncio task suspended in a coroutine awaiting a future (the floor of a parked call)."""
     import asyncio
@@ -187,6 +252,11 @@ async def floor_waiting(n: int) -> float:
     return used / n
 
 
+#: What times the round trips: the wall clock, or (``--cpu``) this process's CPU time (client and
+#: server: one process), which other processes on a busy machine do not disturb.
+CLOCK = time.perf_counter
+
+
 async def server_round_trips(era: str, calls: int, concurrency: int) -> float:
     """Round trips/s the server serves at ``concurrency`` callers (raw client: one elicitation per call)."""
     app = build()
@@ -202,11 +272,11 @@ async def server_round_trips(era: str, calls: int, concurrency: int) -> float:
             for i in todo:
                 assert await client.call(i) == str(i)
 
-        start = time.perf_counter()
+        start = CLOCK()
         async with anyio.create_task_group() as workers:
             for _ in range(concurrency):
                 workers.start_soon(worker)
-        elapsed = time.perf_counter() - start
+        elapsed = CLOCK() - start
         tg.cancel_scope.cancel()
     return calls / elapsed
 
@@ -217,8 +287,26 @@ def main() -> None:
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--profile", action="store_true", help="where the server's bytes go per waiting call")
     parser.add_argument("--server-only", action="store_true", help="only the raw-client (server side) figures")
+    parser.add_argument("--cpu", action="store_true",
+                        help="raw-client round trips per second of this process's CPU time (not the wall clock)")
+    parser.add_argument("--http", action="store_true",
+                        help="2026-07-28 through the Streamable HTTP app in-process (raw_http_client.py): "
+                        "bytes per parked call and round trips, no ASGI server")
     args = parser.parse_args()
+    global CLOCK
+    if args.cpu:
+        CLOCK = time.process_time
     n, calls, rounds = (1_000, 1_000, 1) if args.quick else (10_000, 5_000, 3)
+    if args.http:
+        if args.profile:
+            anyio.run(http_waiting, n, True, backend=args.backend)
+            return
+        mem = anyio.run(http_waiting, n, backend=args.backend)
+        rates = [anyio.run(http_round_trips, calls, 100, backend=args.backend) for _ in range(rounds)]
+        per = "CPU second" if args.cpu else "s"
+        print(f"modern over HTTP, in-process ({args.backend}): {mem / 1024:.2f} KB per parked call (N={n:,}, "
+              f"the app), {statistics.median(rates):,.0f} round trips/{per} (C=100)")
+        return
     if args.profile:
         for era in ("legacy", "modern"):
             anyio.run(server_waiting, era, n, True, backend=args.backend)
@@ -229,10 +317,14 @@ def main() -> None:
     for _ in range(rounds):  # the eras alternate: a noisy machine hits both alike
         for era in ("legacy", "modern"):
             figures[era].append(anyio.run(server_round_trips, era, calls, 100, backend=args.backend))
+    per = "CPU second" if args.cpu else "s"
     for era in ("legacy", "modern"):
         mem = anyio.run(server_waiting, era, n, backend=args.backend)
+        rate = statistics.median(figures[era])
         print(f"{era:6} ({args.backend}): {mem / 1024:.2f} KB per waiting call (N={n:,}, server side, raw client), "
-              f"{statistics.median(figures[era]):,.0f} round trips/s (C=100, raw client)")
+              f"{rate:,.0f} round trips/{per} (C=100, raw client; {1e6 / rate:.0f} µs each)")
+    ratio = statistics.median(figures["modern"]) / statistics.median(figures["legacy"])
+    print(f"modern / legacy round trips: {ratio:.2f}")
     if args.server_only:
         return
     for era in ("legacy", "modern"):

@@ -24,8 +24,10 @@ task is held by what started it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
+import math
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Protocol
@@ -47,6 +49,7 @@ __all__ = [
     "start_owned",
     "threadsafe_caller",
     "trio_checkpoint_if_cancelled",
+    "trio_deadline_in",
     "backend_name",
     "new_cell",
     "cell_settled",
@@ -210,6 +213,10 @@ def new_cell(loop: asyncio.AbstractEventLoop | None) -> Cell:
 BareTaskCancelled = asyncio.CancelledError
 
 
+#: The context the done callbacks of detached tasks run in (they read no context variable).
+_DONE_CONTEXT = contextvars.Context()
+
+
 # --- handler tasks ----------------------------------------------------------------------------
 
 
@@ -230,7 +237,7 @@ class Handlers:
         before_exit: Called once, first thing on exit (the session's close).
     """
 
-    __slots__ = ("_before_exit", "_live", "_loop", "_nursery", "_nursery_cm")
+    __slots__ = ("_before_exit", "_live", "_loop", "_nursery", "_nursery_cm", "_run_ended", "_runs")
 
     def __init__(self, live: dict[RequestId, Any], before_exit: Callable[[], None]) -> None:
         self._live = live
@@ -238,6 +245,9 @@ class Handlers:
         self._loop = running_loop()
         self._nursery: Any = None
         self._nursery_cm: Any = None
+        # asyncio: the tasks of start_detached, each taken out as it ends (by one shared callback).
+        self._runs: set[asyncio.Task[None]] = set()
+        self._run_ended = self._runs.discard
 
     async def __aenter__(self) -> Handlers:
         if self._loop is None:
@@ -255,15 +265,19 @@ class Handlers:
                 self._nursery.cancel_scope.cancel()
                 nursery_cm, self._nursery_cm, self._nursery = self._nursery_cm, None, None
                 return await nursery_cm.__aexit__(exc_type, exc, tb)  # type: ignore[no-any-return]
-            # asyncio: the bare tasks were cancelled by before_exit; wait for each to end
-            # (shielded: they are ours, whatever cancels the owner).
-            tasks = [t for t in self._live.values() if isinstance(t, asyncio.Task)]
+            # asyncio: the bare tasks were cancelled by before_exit (the detached ones here);
+            # wait for each to end (shielded: they are ours, whatever cancels the owner).
+            runs = list(self._runs)
+            for task in runs:
+                task.cancel()
+            tasks = [t for t in self._live.values() if isinstance(t, asyncio.Task)] + runs
             if tasks:
                 await _shielded_wait(tasks)
             return None
         finally:
             # A task cancelled before its first step never ran the code that takes its entry out.
             self._live.clear()
+            self._runs.clear()
 
     def start(self, body: Coroutine[Any, Any, None]) -> _Cancellable:
         """Run ``body`` in a task of its own; returns its handle (``.cancel()``)."""
@@ -272,6 +286,25 @@ class Handlers:
             # A bare task: about a third of an anyio task's memory. Owned here: __aexit__
             # cancels (through before_exit) and awaits every one still in ``live``.
             return loop.create_task(body)
+        scope = _trio().CancelScope()
+        self._nursery.start_soon(_under, scope, body)
+        return scope  # type: ignore[no-any-return]
+
+    def start_detached(self, body: Coroutine[Any, Any, None]) -> _Cancellable:
+        """Run ``body`` in a task of its own that answers no request (a 2026-07-28 call between rounds).
+
+        Owned like the handler tasks: cancelled and awaited on exit. Returns its handle
+        (``.cancel()``). A bare task again (on trio under a trio cancel scope): a task that may
+        wait minutes for a person costs here what a handler task costs, not an anyio task's
+        cancel scope and finished-event besides.
+        """
+        loop = self._loop
+        if loop is not None:
+            task = loop.create_task(body)
+            self._runs.add(task)
+            # One bound method and one context for every task: nothing allocated per task.
+            task.add_done_callback(self._run_ended, context=_DONE_CONTEXT)
+            return task
         scope = _trio().CancelScope()
         self._nursery.start_soon(_under, scope, body)
         return scope  # type: ignore[no-any-return]
@@ -367,3 +400,8 @@ async def checkpoint() -> None:
         await asyncio.sleep(0)
     else:
         await _trio().lowlevel.checkpoint()
+
+
+def trio_deadline_in(scope: Any, delay: float | None) -> None:
+    """trio: cancel the trio cancel scope ``scope`` ``delay`` seconds from now (``None``: never)."""
+    scope.deadline = math.inf if delay is None else _trio().current_time() + delay

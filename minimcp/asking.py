@@ -180,12 +180,12 @@ class AskingCall(Call):
         finally:
             self.connection.end_wait(wait)
 
-    async def _ask_modern(
+    def _ask_modern(
         self, run: RunHandle, method: str, params: Any, timeout: Timeout, key: str | None
-    ) -> Any:
+    ) -> Awaitable[Any]:
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout  # how long the call stays parked
-        return await run.ask(run.question(method, params, key), timeout)
+        return run.ask(run.question(method, params, key), timeout)  # its coroutine: no frame here
 
     async def _ask_typed(
         self, method: str, params: Any, result_type: type[T], timeout: Timeout, key: str | None

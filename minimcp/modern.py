@@ -1,9 +1,9 @@
 """Revision 2026-07-28 on the server: where calls wait between rounds (:class:`Parking`).
 
-What a call that spans rounds is, and how one round is served, is
+A call that spans rounds is a :class:`~minimcp.runs.Run`; how one round is served is
 :mod:`minimcp.rounds`; the pure wire of the revision (envelope, meta keys, codes,
-result shape, questions and answers) is :mod:`minimcp.mrtr`. Both are re-exported
-here, so the names this module always had (``modern.Run``, ``modern.complete``,
+result shape, questions and answers) is :mod:`minimcp.mrtr`. Runs and the wire are
+re-exported here, so the names this module always had (``modern.Run``, ``modern.complete``,
 ...) keep working.
 """
 
@@ -16,7 +16,7 @@ from collections import OrderedDict
 from minimcp import errors
 from minimcp.errors import McpError
 
-# Re-exported so that every ``modern.X`` keeps working: the pure wire (mrtr.py) and the runs (rounds.py).
+# Re-exported so that every ``modern.X`` keeps working: the pure wire (mrtr.py) and the runs (runs.py).
 from minimcp.mrtr import HEADER_MISMATCH as HEADER_MISMATCH
 from minimcp.mrtr import META_CAPABILITIES as META_CAPABILITIES
 from minimcp.mrtr import META_CLIENT_INFO as META_CLIENT_INFO
@@ -34,8 +34,8 @@ from minimcp.mrtr import has_envelope as has_envelope
 from minimcp.mrtr import read_envelope as read_envelope
 from minimcp.mrtr import required_capability as required_capability
 from minimcp.mrtr import take_answer as take_answer
-from minimcp.rounds import Run as Run
-from minimcp.rounds import use_state as use_state
+from minimcp.runs import Run as Run
+from minimcp.used_states import use_state as use_state
 
 __all__ = [
     "META_CAPABILITIES",
@@ -89,7 +89,7 @@ class Parking:
             key, bound = owner
             mine = self._owned.get(key, set())
             if len(mine) >= bound:
-                run.scope.cancel()
+                run.stop()
                 raise McpError(
                     errors.SERVER_BUSY,
                     f"too many calls waiting for answers from this client (limit {bound}); "
@@ -103,7 +103,7 @@ class Parking:
             handle, oldest = self._runs.popitem(last=False)
             self._disown(handle)
             logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
-            oldest.scope.cancel()
+            oldest.stop()
 
     def take(self, handle: str) -> Run | None:
         run = self._runs.pop(handle, None)

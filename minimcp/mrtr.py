@@ -66,8 +66,11 @@ UNSUPPORTED_VERSION = -32022
 _LEVELS = frozenset(typing.get_args(LoggingLevel))
 
 
-class _MetaOnly(msgspec.Struct):
-    meta: Any = msgspec.field(default=None, name="_meta")
+_NO_META = msgspec.Raw(b"")
+
+
+class _MetaBytes(msgspec.Struct):
+    meta: msgspec.Raw = msgspec.field(default=_NO_META, name="_meta")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -87,10 +90,26 @@ def read_envelope(params: msgspec.Raw) -> Envelope:
         McpError: ``-32602`` naming a missing or malformed key; ``-32022`` with
             ``supported`` / ``requested`` for a revision we do not serve.
     """
+    global _last_envelope
     try:
-        meta = msgspec.json.decode(params or b"{}", type=_MetaOnly).meta
+        raw = msgspec.json.decode(params or b"{}", type=_MetaBytes).meta
     except msgspec.DecodeError:
-        meta = None
+        raw = _NO_META
+    last = _last_envelope
+    if last is not None and last[0] == raw:
+        return last[1]  # the same bytes as the last request's: the same (frozen) envelope
+    envelope = _read_meta(msgspec.json.decode(raw) if raw else None)
+    _last_envelope = (raw.copy(), envelope)  # a copy: not the whole request's buffer
+    return envelope
+
+
+#: The last ``_meta`` read (its bytes) and its envelope. A client sends the same ``_meta`` with
+#: every request: its calls then share one envelope, read once (a parked call holds no copy of
+#: its own). One entry: a mix of clients only reads more often.
+_last_envelope: tuple[msgspec.Raw, Envelope] | None = None
+
+
+def _read_meta(meta: Any) -> Envelope:
     if not isinstance(meta, dict):
         raise McpError(errors.INVALID_PARAMS, "params._meta is required on this protocol revision")
     for key in (META_VERSION, META_CAPABILITIES):
@@ -135,18 +154,42 @@ class Question:
     """One input request: what the tool asked, ready for the wire."""
 
     method: str
-    params: dict[str, Any]
+    #: The params as sent (JSON, in the tool's own order): a parked call holds these bytes, not a
+    #: tree of dicts (:attr:`params` reads them).
+    wire: bytes
     digest: str
     #: The ``inputRequests`` key the author chose (``None``: numbered ``q1``, ``q2``, ...).
     key: str | None = None
 
     @classmethod
     def create(cls, method: str, params: Any, key: str | None = None) -> Question:
-        wire: dict[str, Any] = {} if params is msgspec.UNSET else msgspec.to_builtins(params)
-        return cls(method, wire, digest({"m": method, "p": wire}), key)
+        if params is msgspec.UNSET:
+            params = {}
+        # The digest is of the sorted JSON (what to_builtins then a sorted encoding gave).
+        return cls(method, msgspec.json.encode(params), digest({"m": method, "p": params}), key)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The params as JSON values."""
+        params: dict[str, Any] = msgspec.json.decode(self.wire)
+        return params
 
     def to_wire(self) -> dict[str, Any]:
         return {"method": self.method, "params": self.params}
+
+    def to_raw_wire(self) -> dict[str, Any]:
+        """:meth:`to_wire` with the params as they are (raw JSON: encoded as is, not decoded first)."""
+        return {"method": self.method, "params": msgspec.Raw(self.wire)}
+
+
+def input_required(requests: dict[str, Any], state: str, server_info: Implementation) -> dict[str, Any]:
+    """An ``input_required`` result (its input requests may hold raw JSON, which :func:`complete` cannot take)."""
+    return {
+        "resultType": "input_required",
+        "inputRequests": requests,
+        "requestState": state,
+        "_meta": {META_SERVER_INFO: msgspec.to_builtins(server_info)},
+    }
 
 
 def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:

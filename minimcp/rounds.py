@@ -1,4 +1,4 @@
-"""Revision 2026-07-28 on the server: a call that spans rounds (:class:`Run`), and serving one round.
+"""Revision 2026-07-28 on the server: serving one round of a call that spans rounds (the call: :mod:`minimcp.runs`).
 
 On 2026-07-28 there is no handshake: every request carries its protocol
 version, the client's capabilities and (usually) its identity in
@@ -35,23 +35,22 @@ questions and answers) is :mod:`minimcp.mrtr`; :func:`serve` is the entry from
 from __future__ import annotations
 
 import logging
-import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import msgspec
 
 from minimcp import errors, handlers, jsonrpc, mrtr
-from minimcp._backend import Cell, cell_settled, new_cell, running_loop
-from minimcp.call import CALL_ID_BYTES
+from minimcp._backend import BareTaskCancelled
 from minimcp.context import Context
+from minimcp.dispatch import Deferred
 from minimcp.elicitation import UrlElicitationRequired
-from minimcp.errors import McpError
+from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import Request
-from minimcp.mrtr import Envelope, Question, take_answer
+from minimcp.mrtr import Envelope
 from minimcp.outcome import ToolRun
+from minimcp.runs import Asking, Outcome, Raised, Returned, Run
 from minimcp.state import StateTooLarge, digest
 from minimcp.tools import argument_error, error_result
 from minimcp.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
@@ -61,257 +60,13 @@ from minimcp.versions import MODERN, SUPPORTED
 if TYPE_CHECKING:
     from minimcp.connection import ServerConnection
 
+# (Asking, Outcome, Raised, Returned and Run live in minimcp.runs; their names here keep working.)
 __all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "serve", "use_state"]
 
 logger = logging.getLogger("minimcp.modern")
 server_logger = logging.getLogger("minimcp.server")
 
-
-# --- a run's outcome: what the request being served learns from the tool ------------------------
-
-
-class Asking(NamedTuple):
-    """The tool asked: these questions are open (the round answers ``input_required``)."""
-
-    questions: list[Question]
-
-
-class Returned(NamedTuple):
-    """The tool returned ``value`` (or, for a ``tools/call``, the result its outcome maps to)."""
-
-    value: Any
-
-
-class Raised(NamedTuple):
-    """The tool's call ended with ``error`` (an :class:`McpError`, or a URL step to take)."""
-
-    error: McpError
-
-
-#: What :meth:`Run.next_outcome` gives.
-Outcome = Asking | Returned | Raised
-
-
-class _Parking(Protocol):
-    """Where a run is parked between rounds (:class:`~minimcp.modern.Parking`)."""
-
-    def discard(self, run: Run) -> None: ...
-
-
-# --- runs: a tool executing across rounds ----------------------------------------------------
-
-
-class Run:
-    """One tool execution that may span several requests (park) or be rebuilt (replay).
-
-    ``recorded`` are ``[digest, answer]`` pairs from the sealed state; they are
-    handed back in order while the tool asks the same questions again. An answer
-    of ``None`` stands for "came after the question's timeout".
-    """
-
-    # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
-    __slots__ = (
-        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers",
-        "asked_at", "call_id", "context", "continued_elsewhere", "finished", "handle", "offered", "parking",
-        "pending", "pending_keys", "pending_timeout", "scope", "tool",
-    )
-
-    def __init__(
-        self,
-        tool: str,
-        recorded: list[list[Any]],
-        call_id: str | None = None,
-        offered: dict[str, Any] | None = None,
-        *,
-        parking: _Parking,
-        asked: tuple[list[str], float] | None = None,
-    ) -> None:
-        self.tool = tool
-        #: Where this run waits between rounds (it leaves on its own when its question times out).
-        self.parking = parking
-        #: Answers the client sent by key before being asked (a first call with inputResponses).
-        self.offered = dict(offered) if offered else {}
-        #: Set on a parked run dropped because its retry continued the call on another worker.
-        self.continued_elsewhere = False
-        self._keys: set[str] | None = None  # made on the first question with a key
-        self.handle = secrets.token_urlsafe(CALL_ID_BYTES)
-        #: Stable across every round and replay of this one call (carried in the sealed state).
-        self.call_id = call_id or secrets.token_urlsafe(CALL_ID_BYTES)
-        #: The tool's context, when it takes one (its envelope follows each round's request).
-        self.context: Context | None = None
-        self.answers: list[list[Any]] = [list(pair) for pair in recorded]
-        self._replay = 0
-        #: The questions of the current round, and their ``inputRequests`` keys.
-        self.pending: list[Question] = []
-        self.pending_keys: list[str] = []
-        #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
-        self.asked_at = 0.0
-        self.pending_timeout: float | None = None
-        # A replay asking the questions of the sealed round again keeps their first-asked time.
-        self._asked = asked
-        self.scope = anyio.CancelScope()
-        # One-shot cells (a future on asyncio), made only while someone waits: the request side
-        # for the next outcome, the tool side for the retry's answers.
-        self._outcome_cell: Cell | None = None
-        self._outcome: Outcome | None = None
-        self._answer_cell: Cell | None = None
-        self._answers: dict[str, Any] | None = None
-        self.finished = False
-
-    # tool side
-
-    async def ask(self, question: Question, ttl: float | None) -> dict[str, Any]:
-        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
-
-        Raises:
-            RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
-        """
-        answer = (await self.ask_many([question], ttl))[0]
-        if answer is None:
-            raise errors.RequestTimeout(question.method, ttl if ttl is not None else 0.0)
-        return answer
-
-    async def ask_many(self, questions: list[Question], ttl: float | None) -> list[dict[str, Any] | None]:
-        """Several questions in one round (``ctx.gather``): recorded answers first, then wait for the rest.
-
-        Returns each question's answer, or ``None`` where it came after ``ttl``.
-
-        Raises:
-            ValueError: the tool used the same ``key`` for two questions of one call.
-        """
-        for question in questions:
-            if question.key is not None:
-                if self._keys is None:
-                    self._keys = set()
-                if question.key in self._keys:
-                    raise ValueError(f"the key {question.key!r} names two questions of one call")
-                self._keys.add(question.key)
-        results: list[dict[str, Any] | None] = [None] * len(questions)
-        need: list[int] = []
-        for i, question in enumerate(questions):
-            if not need and self._replay < len(self.answers):
-                recorded_digest, answer = self.answers[self._replay]
-                if recorded_digest == question.digest:
-                    if answer is not None:
-                        answer, self.answers[self._replay][1] = take_answer(question, answer)
-                    self._replay += 1
-                    results[i] = answer
-                    continue
-                # The tool asked something else this time: later answers no longer apply.
-                del self.answers[self._replay :]
-            offered = self.offered.pop(question.key, None) if question.key is not None else None
-            if isinstance(offered, dict) and not need:
-                # The client answered this key before it was asked (first call with inputResponses).
-                results[i], first_kept = take_answer(question, offered)
-                self.answers.append([question.digest, first_kept])
-                self._replay = len(self.answers)
-                continue
-            need.append(i)
-        if need:
-            first = len(self.answers) + 1
-            self.pending = [questions[i] for i in need]
-            self.pending_keys = [q.key or f"q{first + n}" for n, q in enumerate(self.pending)]
-            now = time.time()
-            asked, self._asked = self._asked, None
-            same = asked is not None and asked[0] == [q.digest for q in self.pending]
-            self.asked_at = asked[1] if same and asked is not None else now
-            self.pending_timeout = ttl
-            delay = None if ttl is None else max(0.0, self.asked_at + ttl - now)
-            loop = running_loop()
-            self._answer_cell = cell = new_cell(loop)
-            self._emit(Asking(self.pending))
-            if loop is not None and delay is not None:
-                # asyncio: one timer handle settles the cell as timed out (no cancel scope per park).
-                timer = loop.call_later(delay, cell.settle, _TIMED_OUT, None)
-                try:
-                    answered = await cell.wait() is not _TIMED_OUT
-                finally:
-                    timer.cancel()
-            else:
-                with anyio.move_on_after(delay):
-                    await cell.wait()
-                answered = cell_settled(cell)
-            self._answer_cell = None
-            if not answered:
-                # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
-                self.parking.discard(self)
-                self.scope.cancel()
-                await anyio.lowlevel.checkpoint()
-            answers = self._answers
-            for i, key in zip(need, self.pending_keys, strict=True):
-                kept: dict[str, Any] | None = None  # None: the answer came after the timeout
-                if answers is not None:
-                    results[i], kept = take_answer(questions[i], answers[key])
-                self.answers.append([questions[i].digest, kept])
-            self._answers = None
-            self.pending, self.pending_keys = [], []
-            self._replay = len(self.answers)
-        return results
-
-    @staticmethod
-    def question(method: str, params: Any, key: str | None = None) -> Question:
-        """``method`` with ``params`` as a question of this run (the context asks through it)."""
-        return Question.create(method, params, key)
-
-    def replays(self, question_digest: str | None = None) -> bool:
-        """Whether the tool's next question is answered from the sealed record (that question, if given).
-
-        Such a question was asked in an earlier round, when the client could be asked; the
-        capability checks before it hold as they did then, whatever this retry declares.
-        """
-        if self._replay >= len(self.answers):
-            return False
-        return question_digest is None or self.answers[self._replay][0] == question_digest
-
-    def finish(self, outcome: Returned | Raised) -> None:
-        """The tool's call ended (the last outcome the request side waits for)."""
-        self.finished = True
-        self._emit(outcome)
-
-    def _emit(self, outcome: Outcome) -> None:
-        self._outcome = outcome
-        cell, self._outcome_cell = self._outcome_cell, None
-        if cell is not None:
-            cell.settle(_DONE, None)
-
-    # request side
-
-    def missing(self, responses: Mapping[str, Any]) -> bool:
-        """Whether ``responses`` lack an answer to one of the pending questions."""
-        return any(not isinstance(responses.get(key), dict) for key in self.pending_keys)
-
-    def deliver(self, responses: Mapping[str, Any]) -> None:
-        """The retry brought the answers to the pending questions (see :meth:`missing`)."""
-        cell = self._answer_cell
-        if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
-            return
-        self._answers = {key: responses[key] for key in self.pending_keys}
-        cell.settle(_DONE, None)
-
-    def expire(self) -> None:
-        """The retry came after the pending questions' timeout: they end as timed out."""
-        cell = self._answer_cell
-        if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
-            return
-        self._answers = None
-        cell.settle(_DONE, None)
-
-    async def next_outcome(self) -> Outcome:
-        """Wait until the tool asks its next question or ends."""
-        if self._outcome is None:
-            self._outcome_cell = cell = new_cell(running_loop())
-            try:
-                await cell.wait()
-            finally:
-                self._outcome_cell = None
-        outcome, self._outcome = self._outcome, None
-        assert outcome is not None
-        return outcome
-
-
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
-_DONE = msgspec.Raw(b"null")
-_TIMED_OUT = msgspec.Raw(b"null")
 
 
 # --- serving one round ---------------------------------------------------------------------
@@ -469,7 +224,7 @@ async def _rounds(
     try:
         outcome = await run.next_outcome()
     except BaseException:
-        run.scope.cancel()  # the client gave up on this round: stop the call
+        run.stop()  # the client gave up on this round: stop the call
         raise
     if isinstance(outcome, Asking):
         return _input_required(conn, run, binding)
@@ -502,26 +257,49 @@ def _start_run(
             # rest (a progress token): a parked call need not hold a second copy of the envelope.
             meta = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or UNSET
         ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name)
-    conn.session.spawn(_drive, run, name, body, ctx)
+    # The body is made here (a coroutine, not run yet): the parked task keeps only it, not the
+    # closure that makes it.
+    awaitable = body(ctx)
+    try:
+        run.scope = conn.session.start_detached(_drive(run, awaitable, ctx))
+    except ConnectionClosed:
+        inner = awaitable.awaitable if isinstance(awaitable, Deferred) else awaitable
+        if isinstance(inner, Coroutine):
+            inner.close()  # never to run: no "never awaited" warning
+        raise
     return run
 
 
-async def _drive(run: Run, name: str, body: Callable[[Context | None], Awaitable[Any]], ctx: Context | None) -> None:
-    """The run's own task: the tool's body, its outcome told to the request side, whatever ends it."""
+async def _drive(run: Run, awaitable: Awaitable[Any] | Deferred, ctx: Context | None) -> None:
+    """The run's own task: the tool's body, its outcome told to the request side, whatever ends it.
+
+    A bare task owned by the session (:meth:`_backend.Handlers.start_detached`); what it awaits
+    is the tool's own coroutine (a :class:`Deferred` is finished here, as the session's handler
+    tasks do: no wrapping coroutine frame while the call is parked).
+    """
     try:
-        with run.scope:
-            try:
-                result = await body(ctx)
-            except McpError as exc:
-                run.finish(Raised(exc))
+        try:
+            if isinstance(awaitable, Deferred):
+                try:
+                    value = await awaitable.awaitable
+                except BaseException as exc:
+                    result = awaitable.finish(None, exc)  # a cancellation is raised again
+                else:
+                    result = awaitable.finish(value, None)
             else:
-                run.finish(Returned(result))
+                result = await awaitable
+        except McpError as exc:
+            run.finish(Raised(exc))
+        else:
+            run.finish(Returned(result))
+    except BareTaskCancelled:
+        pass  # asyncio: the call was stopped (dropped, timed out, given up on, or the session ended)
     finally:
         if ctx is not None:
             ctx.finished = True
         run.parking.discard(run)
         if not run.finished:
-            run.finish(Raised(McpError(errors.INTERNAL_ERROR, f"the call of {name!r} was abandoned")))
+            run.finish(Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned")))
 
 
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
@@ -545,7 +323,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
             ttl=server.state_ttl,
         )
     except StateTooLarge as exc:
-        run.scope.cancel()
+        run.stop()
         text = (
             f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
             f"are too large ({exc.size} bytes sealed, limit {exc.limit})"
@@ -555,12 +333,11 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
             raise McpError(errors.INTERNAL_ERROR, text) from None
         return mrtr.complete(error_result(text), server.info)
     if server.replay_every_retry:
-        run.scope.cancel()  # dropped at once, as on a full park table: the retry replays
+        run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
         server.parking.park(run)
-    requests = {key: q.to_wire() for key, q in zip(keys, questions, strict=True)}
-    result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
-    return mrtr.complete(result, server.info)
+    requests = {key: q.to_raw_wire() for key, q in zip(keys, questions, strict=True)}
+    return mrtr.input_required(requests, state, server.info)
 
 
 def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:

@@ -258,6 +258,17 @@ class Session(Requests, DeadlineTimer):
             raise ConnectionClosed()
         self._tg.start_soon(fn, *args)
 
+    def start_detached(self, body: Coroutine[Any, Any, None]) -> Any:
+        """Run ``body`` in a bare task the session owns (:meth:`_backend.Handlers.start_detached`); its handle.
+
+        Raises:
+            ConnectionClosed: the session is not running (``body`` is closed unrun).
+        """
+        if self._handlers is None or self._closed:
+            body.close()
+            raise ConnectionClosed()
+        return self._handlers.start_detached(body)
+
     def close(self) -> None:
         """End the session: pending requests fail with ConnectionClosed, handlers are cancelled."""
         self._close_pending()

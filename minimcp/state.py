@@ -26,7 +26,7 @@ worker of one service gets the same keys.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import hmac
 import os
@@ -87,15 +87,25 @@ class StateTooLarge(MinimcpError, ValueError):
 
 def digest(value: Any) -> str:
     """A short stable digest of a JSON-like value (sorted keys, compact)."""
-    return base64.urlsafe_b64encode(hashlib.sha256(_encoder.encode(value)).digest()[:12]).decode().rstrip("=")
+    return _b64(hashlib.sha256(_encoder.encode(value)).digest()[:12])
+
+
+# base64url without padding, through binascii directly (base64's wrappers cost more than the coding).
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
 def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+    return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
+
+
+#: base64url without padding (what ``secrets.token_urlsafe`` gives for the same bytes).
+b64url = _b64
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """Raises ValueError (``binascii.Error``, or a non-ASCII ``text``)."""
+    return binascii.a2b_base64(text.encode("ascii").translate(_FROM_URLSAFE) + b"=" * (-len(text) % 4))
 
 
 def parse_state_keys(keys: StateKey | Sequence[StateKey], *, source: str = "state_key") -> tuple[bytes, ...]:
@@ -150,6 +160,21 @@ def state_keys_from_env(environ: Mapping[str, str] | None = None) -> tuple[bytes
     return parse_state_keys(value.split(","), source=ENV_STATE_KEYS)
 
 
+class _Mac:
+    """HMAC-SHA256 under one key, the key set up once: each MAC copies the prepared state
+    (``hmac.HMAC.copy``), where ``hmac.new``/``hmac.digest`` set the key up again on every call."""
+
+    __slots__ = ("_keyed",)
+
+    def __init__(self, key: bytes) -> None:
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+
+    def __call__(self, data: bytes) -> bytes:
+        mac = self._keyed.copy()
+        mac.update(data)
+        return mac.digest()
+
+
 class StateSealer:
     """Seal and open ``requestState`` tokens with one key (rotation: older keys still open)."""
 
@@ -158,6 +183,7 @@ class StateSealer:
             raise ValueError("a requestState key needs at least 32 bytes")
         self.key = key if key is not None else secrets.token_bytes(32)
         self.keys = (self.key, *old_keys)
+        self._macs = tuple(_Mac(k) for k in self.keys)  # the first seals, all open
         self.max_bytes = max_bytes
 
     def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
@@ -171,8 +197,7 @@ class StateSealer:
         size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)
-        mac = hmac.new(self.key, body, hashlib.sha256).digest()
-        return "v1." + _b64(body) + "." + _b64(mac)
+        return "v1." + _b64(body) + "." + _b64(self._macs[0](body))
 
     @staticmethod
     def state_id(token: str) -> str:
@@ -193,15 +218,28 @@ class StateSealer:
             raise InvalidState("too large")
         try:
             version, body_text, mac_text = token.split(".")
-            body, mac = _unb64(body_text), _unb64(mac_text)
+            body = _unb64(body_text)
         except ValueError:
             raise InvalidState("malformed") from None
-        if _b64(body) != body_text or _b64(mac) != mac_text:
+        if _b64(body) != body_text:
             raise InvalidState("not canonical base64")  # the echo must be byte for byte
+        if not mac_text.isascii():
+            raise InvalidState("malformed")  # (compare_digest takes ASCII text only)
+        # The MAC's text is compared with the expected MAC's canonical text: that checks the
+        # signature and that the text is canonical (state_id names a token by it) at once.
+        for mac_of in self._macs:
+            if hmac.compare_digest(_b64(mac_of(body)), mac_text):
+                break
+        else:
+            try:
+                mac = _unb64(mac_text)
+            except ValueError:
+                raise InvalidState("malformed") from None
+            if _b64(mac) != mac_text:
+                raise InvalidState("not canonical base64")
+            raise InvalidState("unknown version" if version != "v1" else "bad signature")
         if version != "v1":
             raise InvalidState("unknown version")
-        if not any(hmac.compare_digest(hmac.new(k, body, hashlib.sha256).digest(), mac) for k in self.keys):
-            raise InvalidState("bad signature")
         try:
             payload = msgspec.json.decode(body)
         except msgspec.DecodeError:

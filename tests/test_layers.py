@@ -184,9 +184,9 @@ def test_transitive_probe_names_the_chain() -> None:
     assert transitive_imports("minimcp.errors") == "clean"
     # modern.py (parking, and the old names of revision 2026-07-28) is not pure; logging brings threading.
     assert transitive_imports("minimcp.modern") == "minimcp.modern -> logging -> threading"
-    # It re-exports the runs of rounds.py, which use anyio.
-    assert transitive_imports("minimcp.modern", ("anyio",)) == "minimcp.modern -> minimcp.rounds -> anyio"
-    assert transitive_imports("minimcp.rounds", ("anyio",)) == "minimcp.rounds -> anyio"
+    # It re-exports the runs of runs.py, which use anyio.
+    assert transitive_imports("minimcp.modern", ("anyio",)) == "minimcp.modern -> minimcp.runs -> anyio"
+    assert transitive_imports("minimcp.runs", ("anyio",)) == "minimcp.runs -> anyio"
     # Reached only through another module: diagram_svg.py imports diagram.py, which imports json.
     assert transitive_imports("minimcp.diagram_svg", ("json",)) == "minimcp.diagram_svg -> minimcp.diagram -> json"
 

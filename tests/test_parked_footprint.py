@@ -8,6 +8,10 @@ request's envelope in its context. The call still resumes with its answer.
 from __future__ import annotations
 
 import gc
+import importlib.util
+import pathlib
+import sys
+from types import ModuleType
 from typing import Any
 
 import anyio
@@ -67,3 +71,29 @@ async def test_a_parked_context_keeps_no_copy_of_the_envelope() -> None:
             key, _ = only(requests)
             msg = await m.call("greet", responses={key: accept(name="Bo")}, state=state)
             assert text_of(complete(msg)) == "hello Bo"
+
+
+#: Server bytes per parked call (``benchmarks/bench_modern.py --server-only``), with margin: on
+#: asyncio the issue's target (4 KB; 3.6 KB measured, 10.0 KB before runs became bare tasks),
+#: on trio 6 KB (5.5 KB measured, 10.5 KB before; its handshake era holds 4.6 KB per pending).
+PARKED_BYTES = {"asyncio": 4096, "trio": 6 * 1024}
+
+
+def _bench_modern() -> ModuleType:
+    name = "minimcp_benchmark_bench_modern"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "bench_modern.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # (it puts benchmarks/ on the path for its raw client)
+    return module
+
+
+async def test_a_parked_call_holds_at_most_its_byte_budget_on_the_server(anyio_backend: str) -> None:
+    """Issue 19: 500 calls parked at once, measured as the benchmark does (tracemalloc, server side)."""
+    with anyio.fail_after(120):
+        per_call = await _bench_modern().server_waiting("modern", 500)
+    assert 0 < per_call <= PARKED_BYTES[anyio_backend], f"{per_call:.0f} bytes per parked call"

@@ -98,3 +98,22 @@ def test_digest_is_stable_and_ignores_key_order() -> None:
     assert digest({"a": 1, "b": [1, 2]}) == digest({"b": [1, 2], "a": 1})
     assert digest({"a": 1}) != digest({"a": 2})
     assert len(digest(None)) == 16 and "=" not in digest("x")
+
+
+@pytest.mark.parametrize("mac", ["é" * 43, "A" * 42 + "\u0100", "\x00" * 43])
+def test_a_mac_of_foreign_characters_is_refused_not_a_crash(mac: str) -> None:
+    sealer = StateSealer(KEY)
+    version, body, _ = sealed(sealer).split(".")
+    assert reason(sealer, f"{version}.{body}.{mac}") in ("malformed", "not canonical base64")
+
+
+@pytest.mark.parametrize("size", [32, 63, 64, 65, 200])
+def test_the_mac_is_hmac_sha256_of_the_body_for_any_key_length(size: int) -> None:
+    import hashlib
+    import hmac
+
+    key = bytes(i % 251 for i in range(size))
+    version, body, mac = StateSealer(key).seal({"x": 1}, now=0.0, ttl=60.0).split(".")
+    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    expected = base64.urlsafe_b64encode(hmac.new(key, raw, hashlib.sha256).digest()).decode().rstrip("=")
+    assert (version, mac) == ("v1", expected)

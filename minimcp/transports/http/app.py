@@ -150,13 +150,11 @@ class StreamableHTTPAppBase(Generic[S]):
         # (Host, Origin) -> why refused (None: allowed); the same few pairs come again and again
         self._checked: dict[tuple[str | None, str | None], str | None] = {}
         self._pacer = Pacer(keepalive_interval)  # priming events held a moment, keep-alives
+        limits = self.limits
         self._stateless = StatelessLeg(
-            server,
-            self._stateless_connection,
-            max_message_bytes=self.limits.max_message_bytes,
-            max_parked_per_client=self.limits.max_parked_per_client,
-            keepalive_interval=keepalive_interval,
-            stream_write_timeout=self.limits.stream_write_timeout,
+            server, self._stateless_connection, max_message_bytes=limits.max_message_bytes,
+            max_parked_per_client=limits.max_parked_per_client, keepalive_interval=keepalive_interval,
+            stream_write_timeout=limits.stream_write_timeout,
         )
 
     # --- running -------------------------------------------------------------------------------

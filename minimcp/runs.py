@@ -1,0 +1,371 @@
+"""Revision 2026-07-28 on the server: a tool call that spans rounds (:class:`Run`) and what a round learns of it.
+
+A :class:`Run` is the tool's coroutine suspended between the requests of one call: it hands
+back recorded answers on a replay, asks what is not on record (the request being served then
+answers ``input_required``, see :mod:`minimcp.rounds`), and waits for the retry's answers --
+parked -- until they come, the questions' timeout passes, or it is stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import anyio
+import msgspec
+
+from minimcp import errors
+from minimcp._backend import (
+    Cell,
+    TrioCell,
+    cell_settled,
+    new_cell,
+    running_loop,
+    trio_deadline_in,
+)
+from minimcp.call import CALL_ID_BYTES
+from minimcp.errors import McpError
+from minimcp.mrtr import Question, take_answer
+from minimcp.state import b64url as _b64
+
+if TYPE_CHECKING:
+    from minimcp.context import Context
+
+__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run"]
+
+
+# --- a run's outcome: what the request being served learns from the tool ------------------------
+
+
+class Asking(NamedTuple):
+    """The tool asked: these questions are open (the round answers ``input_required``)."""
+
+    questions: Sequence[Question]
+
+
+class Returned(NamedTuple):
+    """The tool returned ``value`` (or, for a ``tools/call``, the result its outcome maps to)."""
+
+    value: Any
+
+
+class Raised(NamedTuple):
+    """The tool's call ended with ``error`` (an :class:`McpError`, or a URL step to take)."""
+
+    error: McpError
+
+
+#: What :meth:`Run.next_outcome` gives.
+Outcome = Asking | Returned | Raised
+
+
+class _Parking(Protocol):
+    """Where a run is parked between rounds (:class:`~minimcp.modern.Parking`)."""
+
+    def discard(self, run: Run) -> None: ...
+
+
+# --- runs: a tool executing across rounds ----------------------------------------------------
+
+
+class Run:
+    """One tool execution that may span several requests (park) or be rebuilt (replay).
+
+    ``recorded`` are ``[digest, answer]`` pairs from the sealed state (the list is taken, not
+    copied: the run adds to it); they are handed back in order while the tool asks the same
+    questions again. An answer of ``None`` stands for "came after the question's timeout".
+    """
+
+    # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
+    __slots__ = (
+        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers",
+        "asked_at", "call_id", "context", "continued_elsewhere", "finished", "handle", "offered", "parking",
+        "pending", "pending_keys", "pending_timeout", "scope", "tool",
+    )
+
+    def __init__(
+        self,
+        tool: str,
+        recorded: list[list[Any]],
+        call_id: str | None = None,
+        offered: dict[str, Any] | None = None,
+        *,
+        parking: _Parking,
+        asked: tuple[list[str], float] | None = None,
+    ) -> None:
+        self.tool = tool
+        #: Where this run waits between rounds (it leaves on its own when its question times out).
+        self.parking = parking
+        #: Answers the client sent by key before being asked (a first call with inputResponses).
+        self.offered: dict[str, Any] | None = dict(offered) if offered else None  # None: no dict per run
+        #: Set on a parked run dropped because its retry continued the call on another worker.
+        self.continued_elsewhere = False
+        self._keys: set[str] | None = None  # made on the first question with a key
+        # One read of the system's randomness for both names (a new call needs two).
+        drawn = secrets.token_bytes(CALL_ID_BYTES if call_id else 2 * CALL_ID_BYTES)
+        self.handle = _b64(drawn[:CALL_ID_BYTES])
+        #: Stable across every round and replay of this one call (carried in the sealed state).
+        self.call_id = call_id or _b64(drawn[CALL_ID_BYTES:])
+        #: The tool's context, when it takes one (its envelope follows each round's request).
+        self.context: Context | None = None
+        self.answers: list[list[Any]] = recorded
+        self._replay = 0
+        #: The questions of the current round, and their ``inputRequests`` keys.
+        self.pending: tuple[Question, ...] = ()
+        self.pending_keys: tuple[str, ...] = ()
+        #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
+        self.asked_at = 0.0
+        self.pending_timeout: float | None = None
+        # A replay asking the questions of the sealed round again keeps their first-asked time.
+        self._asked = asked
+        #: What stops the run's task (``.cancel()``): the task itself on asyncio, its trio cancel
+        #: scope on trio; set when the task starts. Stop it with :meth:`stop`.
+        self.scope: Any = _NOT_STARTED
+        # One-shot cells (a future on asyncio), made only while someone waits: the request side
+        # for the next outcome, the tool side for the retry's answers.
+        self._outcome_cell: Cell | None = None
+        self._outcome: Outcome | None = None
+        self._answer_cell: Any = None  # an asyncio future, or a TrioCell
+        self._answers: dict[str, Any] | None = None
+        self.finished = False
+
+    # tool side
+
+    def stop(self) -> None:
+        """Cancel the run's task (once: a second ``cancel()`` would cut its clean-up short on asyncio)."""
+        scope, self.scope = self.scope, _NOT_STARTED
+        scope.cancel()
+
+    def ask(self, question: Question, ttl: float | None) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
+
+        (The coroutine of :meth:`_round` itself: no frame of its own while the call is parked.)
+
+        Raises:
+            RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
+        """
+        return self._round([question], ttl, True)
+
+    def ask_many(
+        self, questions: list[Question], ttl: float | None
+    ) -> Coroutine[Any, Any, list[dict[str, Any] | None]]:
+        """Several questions in one round (``ctx.gather``): recorded answers first, then wait for the rest.
+
+        Returns each question's answer, or ``None`` where it came after ``ttl``.
+
+        Raises:
+            ValueError: the tool used the same ``key`` for two questions of one call.
+        """
+        return self._round(questions, ttl, False)
+
+    async def _round(self, questions: list[Question], ttl: float | None, one: bool) -> Any:
+        """:meth:`ask_many`; with ``one``, :meth:`ask` (the only answer, or ``RequestTimeout``).
+
+        The steps before and after the wait are plain methods: this frame, held while the call
+        is parked, keeps only what the wait needs.
+        """
+        results, need = self._recorded(questions)
+        if need:
+            loop = running_loop()
+            cell: Any = loop.create_future() if loop is not None else new_cell(None)
+            delay = self._open(questions, need, ttl, cell)
+            if loop is not None:
+                # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
+                # one timer handle settles it as timed out (no cancel scope per park).
+                timer = None if delay is None else loop.call_later(delay, _time_out, cell)
+                try:
+                    answered = await cell is not _TIMED_OUT
+                finally:
+                    if timer is not None:
+                        timer.cancel()
+            elif isinstance(self.scope, _NotStarted):  # pragma: no cover - a stopped run is being cancelled
+                with anyio.move_on_after(delay):
+                    await cell.wait()
+                answered = cell_settled(cell)
+            else:
+                # trio: the run's own cancel scope times the wait out (no cancel scope per park):
+                # when the questions' timeout passes the run is cancelled, as below on asyncio.
+                scope = self.scope
+                trio_deadline_in(scope, delay)
+                try:
+                    await cell.wait()
+                finally:
+                    scope.deadline = math.inf
+                answered = True
+            self._answer_cell = None
+            if not answered:
+                # Nobody came back in time: the call is dropped, and a late retry finds it cancelled.
+                self.parking.discard(self)
+                self.stop()
+                await anyio.lowlevel.checkpoint()
+            self._take_answers(questions, need, results)
+        if one:
+            if results[0] is None:
+                raise errors.RequestTimeout(questions[0].method, ttl if ttl is not None else 0.0)
+            return results[0]
+        return results
+
+    def _recorded(self, questions: list[Question]) -> tuple[list[dict[str, Any] | None], tuple[int, ...]]:
+        """The answers known already (recorded or offered), and the positions of the questions still open."""
+        for question in questions:
+            if question.key is not None:
+                if self._keys is None:
+                    self._keys = set()
+                if question.key in self._keys:
+                    raise ValueError(f"the key {question.key!r} names two questions of one call")
+                self._keys.add(question.key)
+        results: list[dict[str, Any] | None] = [None] * len(questions)
+        need: list[int] = []
+        for i, question in enumerate(questions):
+            if not need and self._replay < len(self.answers):
+                recorded_digest, answer = self.answers[self._replay]
+                if recorded_digest == question.digest:
+                    if answer is not None:
+                        answer, self.answers[self._replay][1] = take_answer(question, answer)
+                    self._replay += 1
+                    results[i] = answer
+                    continue
+                # The tool asked something else this time: later answers no longer apply.
+                del self.answers[self._replay :]
+            offered = (
+                self.offered.pop(question.key, None) if question.key is not None and self.offered else None
+            )
+            if isinstance(offered, dict) and not need:
+                # The client answered this key before it was asked (first call with inputResponses).
+                results[i], first_kept = take_answer(question, offered)
+                self.answers.append([question.digest, first_kept])
+                self._replay = len(self.answers)
+                continue
+            need.append(i)
+        # Held while parked: a tuple, and for the usual one question a shared one.
+        return results, _FIRST_ONLY if need == [0] else tuple(need)
+
+    def _open(self, questions: list[Question], need: tuple[int, ...], ttl: float | None, cell: Any) -> float | None:
+        """Ask the open questions (the request side hears of them); how long to wait for their answers."""
+        first = len(self.answers) + 1
+        self.pending = pending = tuple(questions[i] for i in need)
+        if len(pending) == 1 and pending[0].key is None and first <= len(_ONE_KEY):
+            self.pending_keys = _ONE_KEY[first - 1]  # one numbered question: a shared tuple
+        else:
+            self.pending_keys = tuple(q.key or _key_name(first + n) for n, q in enumerate(pending))
+        now = time.time()
+        asked, self._asked = self._asked, None
+        same = asked is not None and asked[0] == [q.digest for q in pending]
+        self.asked_at = asked[1] if same and asked is not None else now
+        self.pending_timeout = ttl
+        self._answer_cell = cell
+        self._emit(Asking(pending))
+        return None if ttl is None else max(0.0, self.asked_at + ttl - now)
+
+    def _take_answers(
+        self, questions: list[Question], need: tuple[int, ...], results: list[dict[str, Any] | None]
+    ) -> None:
+        """The open questions' answers (or their timeout) into ``results`` and the record."""
+        answers = self._answers
+        for i, key in zip(need, self.pending_keys, strict=True):
+            kept: dict[str, Any] | None = None  # None: the answer came after the timeout
+            if answers is not None:
+                results[i], kept = take_answer(questions[i], answers[key])
+            self.answers.append([questions[i].digest, kept])
+        self._answers = None
+        self.pending, self.pending_keys = (), ()
+        self._replay = len(self.answers)
+
+    @staticmethod
+    def question(method: str, params: Any, key: str | None = None) -> Question:
+        """``method`` with ``params`` as a question of this run (the context asks through it)."""
+        return Question.create(method, params, key)
+
+    def replays(self, question_digest: str | None = None) -> bool:
+        """Whether the tool's next question is answered from the sealed record (that question, if given).
+
+        Such a question was asked in an earlier round, when the client could be asked; the
+        capability checks before it hold as they did then, whatever this retry declares.
+        """
+        if self._replay >= len(self.answers):
+            return False
+        return question_digest is None or self.answers[self._replay][0] == question_digest
+
+    def finish(self, outcome: Returned | Raised) -> None:
+        """The tool's call ended (the last outcome the request side waits for)."""
+        self.finished = True
+        self._emit(outcome)
+
+    def _emit(self, outcome: Outcome) -> None:
+        self._outcome = outcome
+        cell, self._outcome_cell = self._outcome_cell, None
+        if cell is not None:
+            cell.settle(_DONE, None)
+
+    # request side
+
+    def missing(self, responses: Mapping[str, Any]) -> bool:
+        """Whether ``responses`` lack an answer to one of the pending questions."""
+        return any(not isinstance(responses.get(key), dict) for key in self.pending_keys)
+
+    def deliver(self, responses: Mapping[str, Any]) -> None:
+        """The retry brought the answers to the pending questions (see :meth:`missing`)."""
+        cell = self._answer_cell
+        if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
+            return
+        self._answers = {key: responses[key] for key in self.pending_keys}
+        _settle(cell, _DONE)
+
+    def expire(self) -> None:
+        """The retry came after the pending questions' timeout: they end as timed out."""
+        cell = self._answer_cell
+        if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
+            return
+        self._answers = None
+        _settle(cell, _DONE)
+
+    async def next_outcome(self) -> Outcome:
+        """Wait until the tool asks its next question or ends."""
+        if self._outcome is None:
+            self._outcome_cell = cell = new_cell(running_loop())
+            try:
+                await cell.wait()
+            finally:
+                self._outcome_cell = None
+        outcome, self._outcome = self._outcome, None
+        assert outcome is not None
+        return outcome
+
+
+class _NotStarted:
+    """The :attr:`Run.scope` of a run whose task has not started (or was stopped): cancels nothing."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        return None
+
+
+_NOT_STARTED = _NotStarted()
+_DONE = msgspec.Raw(b"null")
+_TIMED_OUT = msgspec.Raw(b"null")
+#: The usual ``inputRequests`` keys, made once (not one string per parked call).
+_KEY_NAMES = tuple(f"q{n}" for n in range(1, 33))
+#: The keys of a round of one numbered question, and its position among the round's questions.
+_ONE_KEY = tuple((name,) for name in _KEY_NAMES)
+_FIRST_ONLY = (0,)
+
+
+def _key_name(n: int) -> str:
+    return _KEY_NAMES[n - 1] if n <= len(_KEY_NAMES) else f"q{n}"
+
+
+def _settle(cell: Any, value: msgspec.Raw) -> None:
+    """Wake the tool waiting on ``cell`` (an asyncio future, or a :class:`TrioCell`) with ``value``, once."""
+    if isinstance(cell, TrioCell):
+        cell.settle(value, None)
+    elif not cell.done():
+        cell.set_result(value)
+
+
+def _time_out(cell: Any) -> None:
+    """asyncio timer: the open questions' timeout passed."""
+    _settle(cell, _TIMED_OUT)
