@@ -22,6 +22,7 @@ from minimcp.config import Limits
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._streams import Reader, SessionTransport, Stream
+from minimcp.transports.http._wire import is_response as wire_is_response
 from tests.test_http_lean import Exchange, ask_server, initialize
 
 TIMEOUT = 30
@@ -29,7 +30,7 @@ TIMEOUT = 30
 
 async def test_the_server_transport_reads_no_outgoing_message_back(monkeypatch: pytest.MonkeyPatch) -> None:
     read_back: list[bytes] = []
-    real = streams_module.is_response
+    real = wire_is_response
 
     def is_response(message: bytes) -> bool:
         read_back.append(message)

@@ -13,6 +13,7 @@ import gc
 import json
 import tracemalloc
 from collections import Counter
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -62,8 +63,8 @@ async def initialize(app: StreamableHTTPApp) -> str:
             await anyio.sleep_forever()
             raise AssertionError  # pragma: no cover
 
-        async def send(message: dict[str, Any], sent: list[dict[str, Any]] = sent) -> None:
-            sent.append(message)
+        async def send(message: MutableMapping[str, Any], sent: list[dict[str, Any]] = sent) -> None:
+            sent.append(dict(message))
 
         await app(scope, receive, send)
         if sid is None:
