@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +24,6 @@ from minimcp.transports.http._wire import JSON
 from minimcp.versions import is_modern, is_supported
 
 if TYPE_CHECKING:
-    from anyio.streams.memory import MemoryObjectSendStream
-
     from minimcp.session import Dispatcher, Session
     from minimcp.transports import Transport
     from minimcp.transports._hosting import Servable
@@ -103,6 +101,33 @@ async def dispatch(
     return (200 if code is None else modern_status(code)), reply
 
 
+class _Post:
+    """One 2026-07-28 POST while its request runs: the notes (progress, logs) waiting to be written.
+
+    Its request's own task runs the handler; one watcher task (:meth:`StatelessLeg._watch`)
+    waits for the client's ``http.disconnect`` and writes the notes (switching the reply to
+    SSE) or, after ``keepalive_interval`` of silence, keep-alive comments. A request that
+    answers before any of that (the common case) is a single JSON body: no stream, no buffer.
+    """
+
+    __slots__ = ("done", "notes", "room", "send", "streaming", "wake")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.notes: deque[bytes] = deque()
+        #: The watcher's wait for ``http.disconnect``, while it waits (cancelled: there is work).
+        self.wake: anyio.CancelScope | None = None
+        #: Set (lazily) when a full buffer gets room.
+        self.room: anyio.Event | None = None
+        self.streaming = False  # the SSE response has started
+        self.done = False  # the handler has answered: the watcher writes what is queued and ends
+
+    def poke(self) -> None:
+        """Wake the watcher (it has notes to write, or the request is done)."""
+        if self.wake is not None:
+            self.wake.cancel()
+
+
 class _ModernTransport:
     """The inert transport under an app's modern connection.
 
@@ -112,38 +137,49 @@ class _ModernTransport:
     and is dropped when that POST has ended.
 
     A POST whose client stops reading stops taking messages; once its buffer
-    is full, the sender waits at most ``write_timeout`` for room (the bound of
-    a write to a response stream, ``Limits.stream_write_timeout``), then that
-    client is treated as gone: its later messages are dropped and the handler
-    goes on.
+    (``_NOTES_BUFFER``) is full, the sender waits at most ``write_timeout`` for
+    room (the bound of a write to a response stream,
+    ``Limits.stream_write_timeout``), then that client is treated as gone: its
+    later messages are dropped and the handler goes on.
     """
 
     def __init__(self, write_timeout: float) -> None:
-        self.routes: dict[RequestId, MemoryObjectSendStream[bytes]] = {}
+        self.routes: dict[RequestId, _Post] = {}
         self.write_timeout = write_timeout
         self._closed = anyio.Event()
 
+    def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
+        """Queue ``message`` for its POST if there is room (dropped, and ``True``, when it has none)."""
+        post = self.routes.get(related) if related is not None else None
+        if post is None:
+            return True  # nothing travels on modern HTTP outside a request's own response
+        if len(post.notes) >= _NOTES_BUFFER:
+            return False
+        post.notes.append(message)
+        post.poke()
+        return True
+
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
-        out = self.routes.get(related) if related is not None else None
-        if out is None or related is None:
-            return  # nothing travels on modern HTTP outside a request's own response
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            try:
-                out.send_nowait(message)  # the common case: room in the buffer, no wait and no deadline
-                return
-            except anyio.WouldBlock:
-                pass
-            with anyio.move_on_after(self.write_timeout) as waited:
-                await out.send(message)
-            if waited.cancelled_caught:
-                logger.info(
-                    "modern request %r: the client read nothing for %g s; treated as gone (later messages dropped)",
-                    related,
-                    self.write_timeout,
-                )
-                if self.routes.get(related) is out:
-                    del self.routes[related]
-                out.close()
+        if related is None or self.send_nowait(message, related=related):
+            return
+        post = self.routes[related]  # (send_nowait found it, its buffer full)
+        with anyio.move_on_after(self.write_timeout) as waited:
+            while len(post.notes) >= _NOTES_BUFFER and self.routes.get(related) is post:
+                if post.room is None:
+                    post.room = anyio.Event()
+                await post.room.wait()
+        if waited.cancelled_caught:
+            logger.info(
+                "modern request %r: the client read nothing for %g s; treated as gone (later messages dropped)",
+                related,
+                self.write_timeout,
+            )
+            if self.routes.get(related) is post:
+                del self.routes[related]
+            return
+        if self.routes.get(related) is post:
+            post.notes.append(message)
+            post.poke()
 
     async def receive(self) -> bytes:
         await self._closed.wait()
@@ -276,7 +312,11 @@ class StatelessLeg:
         return found
 
     async def _request(self, message: Request, receive: Receive, send: Send, scope: Scope) -> None:
-        """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first."""
+        """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first.
+
+        The handler runs in this task; one watcher task beside it (:meth:`_watch`) turns a
+        client disconnect into the request's cancellation and writes notes and keep-alives.
+        """
         host = self._host
         if host is None:
             await _respond_modern_error(
@@ -289,67 +329,70 @@ class StatelessLeg:
             return
         # An app-unique id: clients of a stateless server all number their requests from 1.
         internal = next(host.ids)
-        out, notes = anyio.create_memory_object_stream[bytes](_NOTES_BUFFER)
-        host.transport.routes[internal] = out
-        final: list[tuple[int, bytes]] = []
-        owner = (client_key(scope), self.max_parked_per_client)
-
-        async def handle() -> None:
-            modern.PARK_OWNER.set(owner)  # this task's own context: parked calls count against the client
-            try:
-                request = Request(id=internal, method=message.method, params=message.params)
-                final.append(await dispatch(host.connection, host.session, request, message.id))
-            finally:
-                if final:
-                    self._trace("send", final[0][1], message.id)
-                # Nothing more reaches this POST: the reply (if any) goes after what is queued.
-                host.transport.routes.pop(internal, None)
-                out.close()
-
+        post = _Post(send)
+        routes = host.transport.routes
+        routes[internal] = post
+        # Parked calls count against the client (set in this task's context, reset below).
+        token = modern.PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
+        final: tuple[int, bytes] | None = None
         try:
             async with anyio.create_task_group() as tg:
-
-                async def watch() -> None:
-                    # The client closing the response stream IS the cancellation (2026-07-28).
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(watch)
-                tg.start_soon(handle)
-                await self._answer(notes, final, send)
-                tg.cancel_scope.cancel()
+                tg.start_soon(self._watch, post, receive, tg.cancel_scope)
+                try:
+                    request = Request(id=internal, method=message.method, params=message.params)
+                    final = await dispatch(host.connection, host.session, request, message.id)
+                finally:
+                    # Nothing more reaches this POST; the watcher writes what is queued, then ends.
+                    if routes.get(internal) is post:
+                        del routes[internal]
+                    post.done = True
+                    post.poke()
+                    if post.room is not None:
+                        post.room.set()
+            if final is None:
+                return  # the client went away: its request was cancelled
+            status, reply = final
+            self._trace("send", reply, message.id)
+            if post.streaming:
+                await send({"type": "http.response.body", "body": encode_event(reply), "more_body": False})
+            else:
+                await respond(send, status, reply, content_type=JSON)
         except OSError:  # the ASGI server could not write: the client is gone
             logger.debug("modern request %r: client went away", message.id)
         finally:
-            host.transport.routes.pop(internal, None)
-            notes.close()
+            modern.PARK_OWNER.reset(token)
+            if routes.get(internal) is post:
+                del routes[internal]
 
-    async def _answer(
-        self, notes: anyio.abc.ObjectReceiveStream[bytes], final: list[tuple[int, bytes]], send: Send
-    ) -> None:
-        """Plain JSON when the answer comes first; else SSE: the notifications, then the answer.
+    async def _watch(self, post: _Post, receive: Receive, request: anyio.CancelScope) -> None:
+        """Beside a request's handler: its notes and keep-alives written as SSE, a disconnect cancels it.
 
-        A request that stays silent for ``keepalive_interval`` also switches to
-        SSE, so that keep-alive comments can hold the connection open.
+        The client closing the response stream IS the cancellation (2026-07-28). Ends once the
+        handler is done and every queued note is written.
         """
-        streaming = False
-        while True:
-            note: bytes | None = None
-            with anyio.move_on_after(self.keepalive_interval):
-                try:
-                    note = await notes.receive()
-                except anyio.EndOfStream:
-                    break
-            if not streaming:
-                streaming = True
-                await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
-            chunk = PING if note is None else encode_event(note)
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        if not streaming:
-            if final:
-                status, reply = final[0]
-                await respond(send, status, reply, content_type=JSON)
-            return
-        tail = encode_event(final[0][1]) if final else b""
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
+        send = post.send
+        try:
+            while True:
+                if post.notes:
+                    chunk = encode_event(post.notes.popleft())
+                    if post.room is not None:
+                        post.room.set()
+                        post.room = None
+                elif post.done:
+                    return
+                else:
+                    with anyio.CancelScope(deadline=anyio.current_time() + self.keepalive_interval) as post.wake:
+                        while (await receive())["type"] != "http.disconnect":
+                            pass
+                        request.cancel()
+                        return
+                    post.wake = None
+                    if post.notes or post.done:
+                        continue
+                    chunk = PING  # silent for keepalive_interval: hold the connection open
+                if not post.streaming:
+                    post.streaming = True
+                    await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except OSError:  # the ASGI server could not write: the client is gone
+            request.cancel()
