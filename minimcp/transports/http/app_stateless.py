@@ -342,21 +342,23 @@ class StatelessLeg:
                     request = Request(id=internal, method=message.method, params=message.params)
                     final = await dispatch(host.connection, host.session, request, message.id)
                 finally:
-                    # Nothing more reaches this POST; the watcher writes what is queued, then ends.
+                    # Nothing more reaches this POST.
                     if routes.get(internal) is post:
                         del routes[internal]
                     post.done = True
-                    post.poke()
                     if post.room is not None:
                         post.room.set()
-            if final is None:
-                return  # the client went away: its request was cancelled
-            status, reply = final
-            self._trace("send", reply, message.id)
-            if post.streaming:
-                await send({"type": "http.response.body", "body": encode_event(reply), "more_body": False})
-            else:
-                await respond(send, status, reply, content_type=JSON)
+                self._trace("send", final[1], message.id)
+                if post.streaming or post.notes:
+                    post.poke()  # the watcher writes what is queued, then ends; the reply goes last
+                else:
+                    # The common case: one JSON body, written now. The watcher then ends without
+                    # being cancelled: ``receive`` answers ``http.disconnect`` once the response
+                    # is sent (ASGI), or at the latest its keep-alive wait runs out.
+                    await respond(send, final[0], final[1], content_type=JSON)
+                    return
+            if final is not None:  # (None: the client went away, its request was cancelled)
+                await send({"type": "http.response.body", "body": encode_event(final[1]), "more_body": False})
         except OSError:  # the ASGI server could not write: the client is gone
             logger.debug("modern request %r: client went away", message.id)
         finally:
@@ -384,7 +386,8 @@ class StatelessLeg:
                     with anyio.CancelScope(deadline=anyio.current_time() + self.keepalive_interval) as post.wake:
                         while (await receive())["type"] != "http.disconnect":
                             pass
-                        request.cancel()
+                        if not post.done:  # (done: the reply is sent, this is the end of the exchange)
+                            request.cancel()
                         return
                     post.wake = None
                     if post.notes or post.done:
