@@ -1,9 +1,9 @@
 """How a 2026-07-28 POST ends on the ASGI side: the app's call returns once its exchange is over.
 
-The leg answers a request that needs no stream with one JSON body while its disconnect watcher
-still waits in ``receive``; that watcher then ends on the ``http.disconnect`` an ASGI server
-reports after a sent response, or, from a server that reports nothing, at the latest after
-``keepalive_interval``, with nothing written after the reply. Driven at the ASGI level (the
+The leg answers a request that needs no stream with one JSON body: a quick one has no watcher
+task; a slower one has one, still waiting in ``receive``, which then ends on the
+``http.disconnect`` an ASGI server reports after a sent response, or, from a server that reports
+nothing, at the latest after ``keepalive_interval``, with nothing written after the reply. Driven at the ASGI level (the
 scope, ``receive`` and ``send`` in the test's hands), on asyncio and trio.
 """
 
@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 import anyio
+import pytest
 
 from minimcp import Server
 from minimcp.transports.http import StreamableHTTPApp
@@ -29,16 +30,22 @@ def quick_server() -> Server:
         """Answers at once."""
         return "hi"
 
+    @server.tool()
+    async def slow() -> str:
+        """Answers after a few of the leg's sweeps: its POST has a watcher by then."""
+        await anyio.sleep(0.3)
+        return "hi"
+
     return server
 
 
-def call_scope() -> tuple[dict[str, Any], bytes]:
+def call_scope(tool: str) -> tuple[dict[str, Any], bytes]:
     meta = {
         "io.modelcontextprotocol/protocolVersion": V,
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
     }
-    params = {"name": "hello", "arguments": {}, "_meta": meta}
+    params = {"name": tool, "arguments": {}, "_meta": meta}
     content = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}).encode()
     headers = {
         "host": "127.0.0.1:8000",
@@ -47,7 +54,7 @@ def call_scope() -> tuple[dict[str, Any], bytes]:
         "content-length": str(len(content)),
         "mcp-protocol-version": V,
         "mcp-method": "tools/call",
-        "mcp-name": "hello",
+        "mcp-name": tool,
     }
     scope = {
         "type": "http",
@@ -66,10 +73,10 @@ def call_scope() -> tuple[dict[str, Any], bytes]:
     return scope, content
 
 
-async def post_once(app: StreamableHTTPApp, *, reports_end: bool) -> list[dict[str, Any]]:
+async def post_once(app: StreamableHTTPApp, tool: str, *, reports_end: bool) -> list[dict[str, Any]]:
     """One POST through ``app``; ``reports_end``: ``receive`` answers ``http.disconnect`` once the
     response is sent (as ASGI servers do), else it never returns again. The messages sent back."""
-    scope, content = call_scope()
+    scope, content = call_scope(tool)
     sent: list[dict[str, Any]] = []
     answered = anyio.Event()
     bodies = [{"type": "http.request", "body": content, "more_body": False}]
@@ -99,25 +106,28 @@ def json_reply(sent: list[dict[str, Any]]) -> dict[str, Any]:
     return reply
 
 
-async def test_a_json_answer_ends_the_post_when_the_server_reports_the_exchange_over() -> None:
-    """A keep-alive interval of an hour: the POST still ends as soon as its reply is sent."""
+@pytest.mark.parametrize("tool", ["hello", "slow"])
+async def test_a_json_answer_ends_the_post_when_the_server_reports_the_exchange_over(tool: str) -> None:
+    """A keep-alive interval of an hour: the POST still ends as soon as its reply is sent, with or
+    without a watcher."""
     app = StreamableHTTPApp(quick_server(), keepalive_interval=3600)
     async with anyio.create_task_group() as tg:
         await tg.start(app.run)
         with anyio.fail_after(TIMEOUT):
             for _ in range(3):
-                reply = json_reply(await post_once(app, reports_end=True))
+                reply = json_reply(await post_once(app, tool, reports_end=True))
                 assert reply["id"] == 7 and reply["result"]["content"][0]["text"] == "hi"
         tg.cancel_scope.cancel()
 
 
-async def test_a_post_ends_within_the_keepalive_interval_when_the_server_reports_nothing() -> None:
+@pytest.mark.parametrize("tool", ["hello", "slow"])
+async def test_a_post_ends_within_the_keepalive_interval_when_the_server_reports_nothing(tool: str) -> None:
     """A server that never reports ``http.disconnect``: the POST's call still returns, and no
     keep-alive comment follows the JSON reply."""
-    app = StreamableHTTPApp(quick_server(), keepalive_interval=0.2)
+    app = StreamableHTTPApp(quick_server(), keepalive_interval=2.0)
     async with anyio.create_task_group() as tg:
         await tg.start(app.run)
         with anyio.fail_after(TIMEOUT):
-            reply = json_reply(await post_once(app, reports_end=False))
+            reply = json_reply(await post_once(app, tool, reports_end=False))
             assert reply["id"] == 7 and reply["result"]["content"][0]["text"] == "hi"
         tg.cancel_scope.cancel()

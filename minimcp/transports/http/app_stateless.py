@@ -40,6 +40,11 @@ logger = logging.getLogger("minimcp.http")
 #: Messages a request may send (progress, logs) before its POST's reader takes them.
 _NOTES_BUFFER = 16
 
+#: Seconds between the sweeps that give a 2026-07-28 request still running its watcher (the
+#: second sweep that finds it running starts one): a request answered sooner, the common case,
+#: never has one. So a client's disconnect is noticed within about two sweeps.
+_WATCH_SWEEP = 0.05
+
 #: Error codes a modern POST answers with HTTP 400 (-32601 gets 404; others 200).
 _MODERN_BAD_REQUEST = frozenset(
     {
@@ -102,23 +107,30 @@ async def dispatch(
 
 
 class _Post:
-    """One 2026-07-28 POST while its request runs: the notes (progress, logs) waiting to be written.
+    """One 2026-07-28 POST while its request runs: its cancel scope, the notes waiting to be written.
 
-    Its request's own task runs the handler; one watcher task (:meth:`StatelessLeg._watch`)
-    waits for the client's ``http.disconnect`` and writes the notes (switching the reply to
-    SSE) or, after ``keepalive_interval`` of silence, keep-alive comments. A request that
-    answers before any of that (the common case) is a single JSON body: no stream, no buffer.
+    The request's own task runs the handler. A request still running at a second sweep (see
+    ``_WATCH_SWEEP``), or sending a note, gets one watcher task (:meth:`StatelessLeg._watch`):
+    it waits for the client's ``http.disconnect`` (which cancels the request) and writes the
+    notes (switching the reply to SSE) and keep-alives. A request answered before that, the
+    common case, is a single JSON body: no task, no stream, no buffer.
     """
 
-    __slots__ = ("done", "notes", "room", "send", "streaming", "wake")
+    __slots__ = ("done", "notes", "receive", "room", "scope", "seen", "send", "streaming", "wake", "watched")
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, receive: Receive, send: Send) -> None:
+        self.receive = receive
         self.send = send
+        self.scope = anyio.CancelScope()  # the request's, cancelled when its client goes away
         self.notes: deque[bytes] = deque()
         #: The watcher's wait for ``http.disconnect``, while it waits (cancelled: there is work).
         self.wake: anyio.CancelScope | None = None
         #: Set (lazily) when a full buffer gets room.
         self.room: anyio.Event | None = None
+        #: When a sweep first found the request running (``None``: not yet).
+        self.seen: float | None = None
+        #: Set when the watcher has ended (``None``: the request has no watcher).
+        self.watched: anyio.Event | None = None
         self.streaming = False  # the SSE response has started
         self.done = False  # the handler has answered: the watcher writes what is queued and ends
 
@@ -146,6 +158,8 @@ class _ModernTransport:
     def __init__(self, write_timeout: float) -> None:
         self.routes: dict[RequestId, _Post] = {}
         self.write_timeout = write_timeout
+        #: Gives a POST its watcher (set by the leg when it starts).
+        self.watch: Callable[[_Post], None] = lambda post: None
         self._closed = anyio.Event()
 
     def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
@@ -156,7 +170,10 @@ class _ModernTransport:
         if len(post.notes) >= _NOTES_BUFFER:
             return False
         post.notes.append(message)
-        post.poke()
+        if post.watched is None:
+            self.watch(post)
+        else:
+            post.poke()
         return True
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
@@ -229,6 +246,7 @@ class StatelessLeg:
             server.limits.stream_write_timeout if stream_write_timeout is None else stream_write_timeout
         )
         self._host: _ModernHost | None = None
+        self._sweeper: anyio.Event | None = None  # set to wake the sweeps when a first POST comes
         # tool name -> (its definition, its x-mcp-header annotations), recomputed when the definition changes
         self._annotations: dict[str, tuple[Tool, tuple[mcp_headers.ParamHeader, ...]]] = {}
 
@@ -244,6 +262,8 @@ class StatelessLeg:
         except NotImplementedError:  # an app bound to no role: the handshake era only (503 here)
             return
         await tg.start(session.run)
+        transport.watch = functools.partial(self._start_watch, tg)
+        tg.start_soon(self._sweep, tg, transport.routes)
         self._host = _ModernHost(conn, session, transport)
 
     def close(self) -> None:
@@ -314,8 +334,9 @@ class StatelessLeg:
     async def _request(self, message: Request, receive: Receive, send: Send, scope: Scope) -> None:
         """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first.
 
-        The handler runs in this task; one watcher task beside it (:meth:`_watch`) turns a
-        client disconnect into the request's cancellation and writes notes and keep-alives.
+        The handler runs in this task; a request that runs on, or sends a note, gets a watcher
+        task (:meth:`_watch`) that turns a client disconnect into its cancellation and writes
+        its notes and keep-alives.
         """
         host = self._host
         if host is None:
@@ -329,36 +350,43 @@ class StatelessLeg:
             return
         # An app-unique id: clients of a stateless server all number their requests from 1.
         internal = next(host.ids)
-        post = _Post(send)
+        post = _Post(receive, send)
         routes = host.transport.routes
+        if not routes and self._sweeper is not None:
+            self._sweeper.set()
+            self._sweeper = None
         routes[internal] = post
         # Parked calls count against the client (set in this task's context, reset below).
         token = modern.PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
         final: tuple[int, bytes] | None = None
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watch, post, receive, tg.cancel_scope)
-                try:
+            try:
+                with post.scope:
                     request = Request(id=internal, method=message.method, params=message.params)
                     final = await dispatch(host.connection, host.session, request, message.id)
-                finally:
-                    # Nothing more reaches this POST.
-                    if routes.get(internal) is post:
-                        del routes[internal]
-                    post.done = True
-                    if post.room is not None:
-                        post.room.set()
-                self._trace("send", final[1], message.id)
-                if post.streaming or post.notes:
-                    post.poke()  # the watcher writes what is queued, then ends; the reply goes last
-                else:
-                    # The common case: one JSON body, written now. The watcher then ends without
-                    # being cancelled: ``receive`` answers ``http.disconnect`` once the response
-                    # is sent (ASGI), or at the latest its keep-alive wait runs out.
-                    await respond(send, final[0], final[1], content_type=JSON)
-                    return
-            if final is not None:  # (None: the client went away, its request was cancelled)
-                await send({"type": "http.response.body", "body": encode_event(final[1]), "more_body": False})
+            finally:
+                # Nothing more reaches this POST.
+                if routes.get(internal) is post:
+                    del routes[internal]
+                post.done = True
+                if post.room is not None:
+                    post.room.set()
+            watched = post.watched
+            if final is None:  # the client went away: its watcher cancelled the request
+                if watched is not None:
+                    await watched.wait()
+                return
+            self._trace("send", final[1], message.id)
+            if watched is None or not (post.streaming or post.notes):
+                # The common case: one JSON body. A watcher, if any, then ends on the http.disconnect
+                # that follows a sent response (ASGI), at the latest when its keep-alive wait runs out.
+                await respond(send, final[0], final[1], content_type=JSON)
+                if watched is not None:
+                    await watched.wait()
+                return
+            post.poke()  # the watcher writes what is queued, then ends; the reply goes last
+            await watched.wait()
+            await send({"type": "http.response.body", "body": encode_event(final[1]), "more_body": False})
         except OSError:  # the ASGI server could not write: the client is gone
             logger.debug("modern request %r: client went away", message.id)
         finally:
@@ -366,13 +394,35 @@ class StatelessLeg:
             if routes.get(internal) is post:
                 del routes[internal]
 
-    async def _watch(self, post: _Post, receive: Receive, request: anyio.CancelScope) -> None:
+    def _start_watch(self, tg: anyio.abc.TaskGroup, post: _Post) -> None:
+        """Give a running request its watcher (in the app's task group ``tg``)."""
+        if post.watched is None and not post.done:
+            post.watched = anyio.Event()
+            tg.start_soon(self._watch, post)
+
+    async def _sweep(self, tg: anyio.abc.TaskGroup, routes: dict[RequestId, _Post]) -> None:
+        """Every ``_WATCH_SWEEP``: a watcher for each request found running by the previous sweep too."""
+        while True:
+            if not routes:
+                self._sweeper = idle = anyio.Event()
+                await idle.wait()
+            await anyio.sleep(_WATCH_SWEEP)
+            now = anyio.current_time()
+            for post in routes.values():
+                if post.watched is None:
+                    if post.seen is None:
+                        post.seen = now
+                    else:
+                        self._start_watch(tg, post)
+
+    async def _watch(self, post: _Post) -> None:
         """Beside a request's handler: its notes and keep-alives written as SSE, a disconnect cancels it.
 
         The client closing the response stream IS the cancellation (2026-07-28). Ends once the
-        handler is done and every queued note is written.
+        handler is done and every queued note is written, or once the client has gone.
         """
-        send = post.send
+        receive, send = post.receive, post.send
+        since = post.seen  # the first keep-alive is due keepalive_interval after the request was seen
         try:
             while True:
                 if post.notes:
@@ -383,11 +433,13 @@ class StatelessLeg:
                 elif post.done:
                     return
                 else:
-                    with anyio.CancelScope(deadline=anyio.current_time() + self.keepalive_interval) as post.wake:
+                    deadline = (anyio.current_time() if since is None else since) + self.keepalive_interval
+                    since = None
+                    with anyio.CancelScope(deadline=deadline) as post.wake:
                         while (await receive())["type"] != "http.disconnect":
                             pass
                         if not post.done:  # (done: the reply is sent, this is the end of the exchange)
-                            request.cancel()
+                            post.scope.cancel()
                         return
                     post.wake = None
                     if post.notes or post.done:
@@ -398,4 +450,8 @@ class StatelessLeg:
                     await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except OSError:  # the ASGI server could not write: the client is gone
-            request.cancel()
+            post.scope.cancel()
+        finally:
+            post.wake = None
+            if post.watched is not None:
+                post.watched.set()
