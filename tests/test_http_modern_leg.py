@@ -22,8 +22,10 @@ V = "2026-07-28"
 TIMEOUT = 30
 
 
-def quick_server() -> Server:
+def quick_server(started: anyio.Event | None = None, cancelled: anyio.Event | None = None) -> Server:
     server = Server("leg", "1.0.0")
+    started = started or anyio.Event()
+    cancelled = cancelled or anyio.Event()
 
     @server.tool()
     async def hello() -> str:
@@ -33,8 +35,18 @@ def quick_server() -> Server:
     @server.tool()
     async def slow() -> str:
         """Answers after a few of the leg's sweeps: its POST has a watcher by then."""
-        await anyio.sleep(0.3)
+        await anyio.sleep(0.8)
         return "hi"
+
+    @server.tool()
+    async def forever() -> str:
+        """Runs until cancelled (then says so)."""
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "never"
 
     return server
 
@@ -73,12 +85,15 @@ def call_scope(tool: str) -> tuple[dict[str, Any], bytes]:
     return scope, content
 
 
-async def post_once(app: StreamableHTTPApp, tool: str, *, reports_end: bool) -> list[dict[str, Any]]:
+async def post_once(
+    app: StreamableHTTPApp, tool: str, *, reports_end: bool, leaves: anyio.Event | None = None
+) -> list[dict[str, Any]]:
     """One POST through ``app``; ``reports_end``: ``receive`` answers ``http.disconnect`` once the
-    response is sent (as ASGI servers do), else it never returns again. The messages sent back."""
+    response is sent (as ASGI servers do), else it never returns again; ``leaves``: the client goes
+    away once that is set. The messages sent back."""
     scope, content = call_scope(tool)
     sent: list[dict[str, Any]] = []
-    answered = anyio.Event()
+    answered = leaves or anyio.Event()
     bodies = [{"type": "http.request", "body": content, "more_body": False}]
 
     async def receive() -> dict[str, Any]:
@@ -130,4 +145,25 @@ async def test_a_post_ends_within_the_keepalive_interval_when_the_server_reports
         with anyio.fail_after(TIMEOUT):
             reply = json_reply(await post_once(app, tool, reports_end=False))
             assert reply["id"] == 7 and reply["result"]["content"][0]["text"] == "hi"
+        tg.cancel_scope.cancel()
+
+
+async def test_a_client_leaving_a_running_request_cancels_it() -> None:
+    """The client goes away while its request runs on (past the leg's sweeps): the tool is
+    cancelled, nothing is written, and the app's call returns."""
+    started, cancelled = anyio.Event(), anyio.Event()
+    app = StreamableHTTPApp(quick_server(started, cancelled), keepalive_interval=3600)
+    async with anyio.create_task_group() as tg:
+        await tg.start(app.run)
+        with anyio.fail_after(TIMEOUT):
+            leaves = anyio.Event()
+            async with anyio.create_task_group() as posting:
+
+                async def post() -> None:
+                    assert await post_once(app, "forever", reports_end=True, leaves=leaves) == []
+
+                posting.start_soon(post)
+                await started.wait()
+                leaves.set()
+            await cancelled.wait()
         tg.cancel_scope.cancel()

@@ -42,8 +42,9 @@ _NOTES_BUFFER = 16
 
 #: Seconds between the sweeps that give a 2026-07-28 request still running its watcher (the
 #: second sweep that finds it running starts one): a request answered sooner, the common case,
-#: never has one. So a client's disconnect is noticed within about two sweeps.
-_WATCH_SWEEP = 0.05
+#: never has one. So a client's disconnect is noticed within about two sweeps. (At most a quarter
+#: of ``keepalive_interval``, so that a watcher is there in time for the first keep-alive.)
+_WATCH_SWEEP = 0.25
 
 #: Error codes a modern POST answers with HTTP 400 (-32601 gets 404; others 200).
 _MODERN_BAD_REQUEST = frozenset(
@@ -402,11 +403,12 @@ class StatelessLeg:
 
     async def _sweep(self, tg: anyio.abc.TaskGroup, routes: dict[RequestId, _Post]) -> None:
         """Every ``_WATCH_SWEEP``: a watcher for each request found running by the previous sweep too."""
+        pause = min(_WATCH_SWEEP, self.keepalive_interval / 4)
         while True:
             if not routes:
                 self._sweeper = idle = anyio.Event()
                 await idle.wait()
-            await anyio.sleep(_WATCH_SWEEP)
+            await anyio.sleep(pause)
             now = anyio.current_time()
             for post in routes.values():
                 if post.watched is None:
