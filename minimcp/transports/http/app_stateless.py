@@ -274,6 +274,7 @@ class StatelessLeg:
 
     def stopped(self) -> None:
         self._host = None
+        self._sweeper = None
 
     async def post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
         """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored."""
