@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +24,6 @@ from minimcp.transports.http._wire import JSON
 from minimcp.versions import is_modern, is_supported
 
 if TYPE_CHECKING:
-    from anyio.streams.memory import MemoryObjectSendStream
-
     from minimcp.session import Dispatcher, Session
     from minimcp.transports import Transport
     from minimcp.transports._hosting import Servable
@@ -41,6 +39,12 @@ logger = logging.getLogger("minimcp.http")
 
 #: Messages a request may send (progress, logs) before its POST's reader takes them.
 _NOTES_BUFFER = 16
+
+#: Seconds between the sweeps that give a 2026-07-28 request still running its watcher (the
+#: second sweep that finds it running starts one): a request answered sooner, the common case,
+#: never has one. So a client's disconnect is noticed within about two sweeps. (At most a quarter
+#: of ``keepalive_interval``, so that a watcher is there in time for the first keep-alive.)
+_WATCH_SWEEP = 0.25
 
 #: Error codes a modern POST answers with HTTP 400 (-32601 gets 404; others 200).
 _MODERN_BAD_REQUEST = frozenset(
@@ -103,6 +107,40 @@ async def dispatch(
     return (200 if code is None else modern_status(code)), reply
 
 
+class _Post:
+    """One 2026-07-28 POST while its request runs: its cancel scope, the notes waiting to be written.
+
+    The request's own task runs the handler. A request still running at a second sweep (see
+    ``_WATCH_SWEEP``), or sending a note, gets one watcher task (:meth:`StatelessLeg._watch`):
+    it waits for the client's ``http.disconnect`` (which cancels the request) and writes the
+    notes (switching the reply to SSE) and keep-alives. A request answered before that, the
+    common case, is a single JSON body: no task, no stream, no buffer.
+    """
+
+    __slots__ = ("done", "notes", "receive", "room", "scope", "seen", "send", "streaming", "wake", "watched")
+
+    def __init__(self, receive: Receive, send: Send) -> None:
+        self.receive = receive
+        self.send = send
+        self.scope = anyio.CancelScope()  # the request's, cancelled when its client goes away
+        self.notes: deque[bytes] = deque()
+        #: The watcher's wait for ``http.disconnect``, while it waits (cancelled: there is work).
+        self.wake: anyio.CancelScope | None = None
+        #: Set (lazily) when a full buffer gets room.
+        self.room: anyio.Event | None = None
+        #: When a sweep first found the request running (``None``: not yet).
+        self.seen: float | None = None
+        #: Set when the watcher has ended (``None``: the request has no watcher).
+        self.watched: anyio.Event | None = None
+        self.streaming = False  # the SSE response has started
+        self.done = False  # the handler has answered: the watcher writes what is queued and ends
+
+    def poke(self) -> None:
+        """Wake the watcher (it has notes to write, or the request is done)."""
+        if self.wake is not None:
+            self.wake.cancel()
+
+
 class _ModernTransport:
     """The inert transport under an app's modern connection.
 
@@ -112,38 +150,54 @@ class _ModernTransport:
     and is dropped when that POST has ended.
 
     A POST whose client stops reading stops taking messages; once its buffer
-    is full, the sender waits at most ``write_timeout`` for room (the bound of
-    a write to a response stream, ``Limits.stream_write_timeout``), then that
-    client is treated as gone: its later messages are dropped and the handler
-    goes on.
+    (``_NOTES_BUFFER``) is full, the sender waits at most ``write_timeout`` for
+    room (the bound of a write to a response stream,
+    ``Limits.stream_write_timeout``), then that client is treated as gone: its
+    later messages are dropped and the handler goes on.
     """
 
     def __init__(self, write_timeout: float) -> None:
-        self.routes: dict[RequestId, MemoryObjectSendStream[bytes]] = {}
+        self.routes: dict[RequestId, _Post] = {}
         self.write_timeout = write_timeout
+        #: Gives a POST its watcher (set by the leg when it starts).
+        self.watch: Callable[[_Post], None] = lambda post: None
         self._closed = anyio.Event()
 
+    def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
+        """Queue ``message`` for its POST if there is room (dropped, and ``True``, when it has none)."""
+        post = self.routes.get(related) if related is not None else None
+        if post is None:
+            return True  # nothing travels on modern HTTP outside a request's own response
+        if len(post.notes) >= _NOTES_BUFFER:
+            return False
+        post.notes.append(message)
+        if post.watched is None:
+            self.watch(post)
+        else:
+            post.poke()
+        return True
+
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
-        out = self.routes.get(related) if related is not None else None
-        if out is None or related is None:
-            return  # nothing travels on modern HTTP outside a request's own response
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            try:
-                out.send_nowait(message)  # the common case: room in the buffer, no wait and no deadline
-                return
-            except anyio.WouldBlock:
-                pass
-            with anyio.move_on_after(self.write_timeout) as waited:
-                await out.send(message)
-            if waited.cancelled_caught:
-                logger.info(
-                    "modern request %r: the client read nothing for %g s; treated as gone (later messages dropped)",
-                    related,
-                    self.write_timeout,
-                )
-                if self.routes.get(related) is out:
-                    del self.routes[related]
-                out.close()
+        if related is None or self.send_nowait(message, related=related):
+            return
+        post = self.routes[related]  # (send_nowait found it, its buffer full)
+        with anyio.move_on_after(self.write_timeout) as waited:
+            while len(post.notes) >= _NOTES_BUFFER and self.routes.get(related) is post:
+                if post.room is None:
+                    post.room = anyio.Event()
+                await post.room.wait()
+        if waited.cancelled_caught:
+            logger.info(
+                "modern request %r: the client read nothing for %g s; treated as gone (later messages dropped)",
+                related,
+                self.write_timeout,
+            )
+            if self.routes.get(related) is post:
+                del self.routes[related]
+            return
+        if self.routes.get(related) is post:
+            post.notes.append(message)
+            post.poke()
 
     async def receive(self) -> bytes:
         await self._closed.wait()
@@ -193,6 +247,7 @@ class StatelessLeg:
             server.limits.stream_write_timeout if stream_write_timeout is None else stream_write_timeout
         )
         self._host: _ModernHost | None = None
+        self._sweeper: anyio.Event | None = None  # set to wake the sweeps when a first POST comes
         # tool name -> (its definition, its x-mcp-header annotations), recomputed when the definition changes
         self._annotations: dict[str, tuple[Tool, tuple[mcp_headers.ParamHeader, ...]]] = {}
 
@@ -208,6 +263,8 @@ class StatelessLeg:
         except NotImplementedError:  # an app bound to no role: the handshake era only (503 here)
             return
         await tg.start(session.run)
+        transport.watch = functools.partial(self._start_watch, tg)
+        tg.start_soon(self._sweep, tg, transport.routes)
         self._host = _ModernHost(conn, session, transport)
 
     def close(self) -> None:
@@ -217,6 +274,7 @@ class StatelessLeg:
 
     def stopped(self) -> None:
         self._host = None
+        self._sweeper = None
 
     async def post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
         """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored."""
@@ -276,7 +334,12 @@ class StatelessLeg:
         return found
 
     async def _request(self, message: Request, receive: Receive, send: Send, scope: Scope) -> None:
-        """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first."""
+        """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first.
+
+        The handler runs in this task; a request that runs on, or sends a note, gets a watcher
+        task (:meth:`_watch`) that turns a client disconnect into its cancellation and writes
+        its notes and keep-alives.
+        """
         host = self._host
         if host is None:
             await _respond_modern_error(
@@ -289,67 +352,109 @@ class StatelessLeg:
             return
         # An app-unique id: clients of a stateless server all number their requests from 1.
         internal = next(host.ids)
-        out, notes = anyio.create_memory_object_stream[bytes](_NOTES_BUFFER)
-        host.transport.routes[internal] = out
-        final: list[tuple[int, bytes]] = []
-        owner = (client_key(scope), self.max_parked_per_client)
-
-        async def handle() -> None:
-            modern.PARK_OWNER.set(owner)  # this task's own context: parked calls count against the client
-            try:
-                request = Request(id=internal, method=message.method, params=message.params)
-                final.append(await dispatch(host.connection, host.session, request, message.id))
-            finally:
-                if final:
-                    self._trace("send", final[0][1], message.id)
-                # Nothing more reaches this POST: the reply (if any) goes after what is queued.
-                host.transport.routes.pop(internal, None)
-                out.close()
-
+        post = _Post(receive, send)
+        routes = host.transport.routes
+        if not routes and self._sweeper is not None:
+            self._sweeper.set()
+            self._sweeper = None
+        routes[internal] = post
+        # Parked calls count against the client (set in this task's context, reset below).
+        token = modern.PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
+        final: tuple[int, bytes] | None = None
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def watch() -> None:
-                    # The client closing the response stream IS the cancellation (2026-07-28).
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(watch)
-                tg.start_soon(handle)
-                await self._answer(notes, final, send)
-                tg.cancel_scope.cancel()
+            try:
+                with post.scope:
+                    request = Request(id=internal, method=message.method, params=message.params)
+                    final = await dispatch(host.connection, host.session, request, message.id)
+            finally:
+                # Nothing more reaches this POST.
+                if routes.get(internal) is post:
+                    del routes[internal]
+                post.done = True
+                if post.room is not None:
+                    post.room.set()
+            watched = post.watched
+            if final is None:  # the client went away: its watcher cancelled the request
+                if watched is not None:
+                    await watched.wait()
+                return
+            self._trace("send", final[1], message.id)
+            if watched is None or not (post.streaming or post.notes):
+                # The common case: one JSON body. A watcher, if any, then ends on the http.disconnect
+                # that follows a sent response (ASGI), at the latest when its keep-alive wait runs out.
+                await respond(send, final[0], final[1], content_type=JSON)
+                if watched is not None:
+                    await watched.wait()
+                return
+            post.poke()  # the watcher writes what is queued, then ends; the reply goes last
+            await watched.wait()
+            await send({"type": "http.response.body", "body": encode_event(final[1]), "more_body": False})
         except OSError:  # the ASGI server could not write: the client is gone
             logger.debug("modern request %r: client went away", message.id)
         finally:
-            host.transport.routes.pop(internal, None)
-            notes.close()
+            modern.PARK_OWNER.reset(token)
+            if routes.get(internal) is post:
+                del routes[internal]
 
-    async def _answer(
-        self, notes: anyio.abc.ObjectReceiveStream[bytes], final: list[tuple[int, bytes]], send: Send
-    ) -> None:
-        """Plain JSON when the answer comes first; else SSE: the notifications, then the answer.
+    def _start_watch(self, tg: anyio.abc.TaskGroup, post: _Post) -> None:
+        """Give a running request its watcher (in the app's task group ``tg``)."""
+        if post.watched is None and not post.done:
+            post.watched = anyio.Event()
+            tg.start_soon(self._watch, post)
 
-        A request that stays silent for ``keepalive_interval`` also switches to
-        SSE, so that keep-alive comments can hold the connection open.
-        """
-        streaming = False
+    async def _sweep(self, tg: anyio.abc.TaskGroup, routes: dict[RequestId, _Post]) -> None:
+        """Every ``_WATCH_SWEEP``: a watcher for each request found running by the previous sweep too."""
+        pause = min(_WATCH_SWEEP, self.keepalive_interval / 4)
         while True:
-            note: bytes | None = None
-            with anyio.move_on_after(self.keepalive_interval):
-                try:
-                    note = await notes.receive()
-                except anyio.EndOfStream:
-                    break
-            if not streaming:
-                streaming = True
-                await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
-            chunk = PING if note is None else encode_event(note)
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        if not streaming:
-            if final:
-                status, reply = final[0]
-                await respond(send, status, reply, content_type=JSON)
-            return
-        tail = encode_event(final[0][1]) if final else b""
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
+            if not routes:
+                self._sweeper = idle = anyio.Event()
+                await idle.wait()
+            await anyio.sleep(pause)
+            now = anyio.current_time()
+            for post in routes.values():
+                if post.watched is None:
+                    if post.seen is None:
+                        post.seen = now
+                    else:
+                        self._start_watch(tg, post)
+
+    async def _watch(self, post: _Post) -> None:
+        """Beside a request's handler: its notes and keep-alives written as SSE, a disconnect cancels it.
+
+        The client closing the response stream IS the cancellation (2026-07-28). Ends once the
+        handler is done and every queued note is written, or once the client has gone.
+        """
+        receive, send = post.receive, post.send
+        since = post.seen  # the first keep-alive is due keepalive_interval after the request was seen
+        try:
+            while True:
+                if post.notes:
+                    chunk = encode_event(post.notes.popleft())
+                    if post.room is not None:
+                        post.room.set()
+                        post.room = None
+                elif post.done:
+                    return
+                else:
+                    deadline = (anyio.current_time() if since is None else since) + self.keepalive_interval
+                    since = None
+                    with anyio.CancelScope(deadline=deadline) as post.wake:
+                        while (await receive())["type"] != "http.disconnect":
+                            pass
+                        if not post.done:  # (done: the reply is sent, this is the end of the exchange)
+                            post.scope.cancel()
+                        return
+                    post.wake = None
+                    if post.notes or post.done:
+                        continue
+                    chunk = PING  # silent for keepalive_interval: hold the connection open
+                if not post.streaming:
+                    post.streaming = True
+                    await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except OSError:  # the ASGI server could not write: the client is gone
+            post.scope.cancel()
+        finally:
+            post.wake = None
+            if post.watched is not None:
+                post.watched.set()
