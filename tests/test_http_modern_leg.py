@@ -10,6 +10,7 @@ scope, ``receive`` and ``send`` in the test's hands), on asyncio and trio.
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -104,8 +105,8 @@ async def post_once(
         await answered.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
         if message["type"] == "http.response.body" and not message.get("more_body", False):
             answered.set()
 
