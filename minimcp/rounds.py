@@ -81,6 +81,8 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
             "the handshake",
             {"supported": list(MODERN), "requested": _requested_version(request.params)},
         )
+    if method == "tools/call":
+        return await _call_tool(conn, request)  # its params and envelope in one decoding
     envelope = mrtr.read_envelope(request.params)
     server, registry = conn.server, conn.registry
     info = server.info
@@ -92,8 +94,6 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
         if server.instructions:
             result["instructions"] = server.instructions
         return mrtr.complete(result, info, cacheable=True)
-    if method == "tools/call":
-        return await _call_tool(conn, request, envelope)
     lister = handlers.LISTS.get(method)
     if lister is not None:
         return mrtr.complete(await lister(registry, conn.limits.page_size, request), info, cacheable=True)
@@ -112,8 +112,27 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
     raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
-async def _call_tool(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
-    params = jsonrpc.decode_params(request.params, handlers.CallToolWire)
+class _CallToolParams(msgspec.Struct, rename="camel"):
+    """``tools/call`` params on 2026-07-28: :class:`~minimcp.handlers.CallToolWire` with ``_meta`` as bytes
+    (the envelope is read from them, and a parked call's context keeps what it needs of them)."""
+
+    name: str
+    arguments: msgspec.Raw = jsonrpc.NO_PARAMS
+    meta: msgspec.Raw = msgspec.field(default=mrtr.NO_META, name="_meta")
+    input_responses: dict[str, Any] | UnsetType | None = UNSET
+    request_state: str | UnsetType = UNSET
+
+
+_decode_call_params = msgspec.json.Decoder(_CallToolParams).decode
+
+
+async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]:
+    try:
+        params = _decode_call_params(request.params or b"{}")
+    except msgspec.DecodeError as exc:  # (a ValidationError too)
+        mrtr.read_envelope(request.params)  # a bad envelope is told first, as for every other method
+        raise McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
+    envelope = mrtr.envelope_of(params.meta)
     tool = conn.registry.tools.get(params.name)
     if tool is None:
         raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
@@ -240,7 +259,7 @@ def _start_run(
     name: str,
     envelope: Envelope,
     request: Request,
-    meta: dict[str, Any] | UnsetType,
+    meta: dict[str, Any] | UnsetType | msgspec.Raw,
     wants_context: bool,
     body: Callable[[Context | None], Awaitable[Any]],
     recorded: list[list[Any]],
@@ -252,6 +271,8 @@ def _start_run(
     run = Run(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
     ctx: Context | None = None
     if wants_context:
+        if isinstance(meta, msgspec.Raw):
+            meta = msgspec.json.decode(meta) if meta else UNSET
         if isinstance(meta, dict):
             # The envelope's keys live on in ``envelope`` (renewed each round); the context keeps the
             # rest (a progress token): a parked call need not hold a second copy of the envelope.
@@ -336,8 +357,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
         server.parking.park(run)
-    requests = {key: q.to_raw_wire() for key, q in zip(keys, questions, strict=True)}
-    return mrtr.input_required(requests, state, server.info)
+    return mrtr.input_required(keys, questions, state, server.info)
 
 
 def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:
