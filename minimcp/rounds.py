@@ -201,24 +201,20 @@ async def _rounds(
     if isinstance(params.request_state, str):
         now = time.time()
         state = await use_state(server.sealer, server.used_states, params.request_state, now=now, binding=binding)
-        keys = [str(k) for k in state.get("ks", [])]
-        digests, asked_at, timeout = mrtr.asked(state)
-        # An answer after the question's timeout is no answer: the call goes on as timed out.
-        late = asked_at is not None and timeout is not None and now > asked_at + timeout
         run = server.parking.take(str(state.get("h")))
         if run is not None:
             if run.context is not None:
                 # Capabilities, identity and log level come from this request only.
                 run.context.envelope = envelope
                 run.context.request_id = request.id
-            if late:
-                run.expire()
-            elif run.missing(inputs):
+            if not run.resume(inputs, now):
                 # A needed answer is missing: ask the same questions again, still parked.
                 return _input_required(conn, run, binding)
-            else:
-                run.deliver(inputs)
         else:
+            keys = [str(k) for k in state.get("ks", [])]
+            digests, asked_at, timeout = mrtr.asked(state)
+            # An answer after the question's timeout is no answer: the call goes on as timed out.
+            late = asked_at is not None and timeout is not None and now > asked_at + timeout
             if method == "tools/call" and name in conn.registry.not_replayable:
                 raise McpError(
                     errors.INVALID_PARAMS,
@@ -318,8 +314,7 @@ async def _drive(run: Run, awaitable: Awaitable[Any] | Deferred, ctx: Context | 
     finally:
         if ctx is not None:
             ctx.finished = True
-        run.parking.discard(run)
-        if not run.finished:
+        if not run.finished:  # (finish takes the run out of its parking)
             run.finish(Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned")))
 
 

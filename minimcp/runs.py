@@ -268,10 +268,9 @@ class Run:
         self.pending, self.pending_keys = (), ()
         self._replay = len(self.answers)
 
-    @staticmethod
-    def question(method: str, params: Any, key: str | None = None) -> Question:
-        """``method`` with ``params`` as a question of this run (the context asks through it)."""
-        return Question.create(method, params, key)
+    #: ``question(method, params, key=None)``: ``method`` with ``params`` as a question of this run (the
+    #: context asks through it); :meth:`Question.create` itself, no call of this module's around it.
+    question = staticmethod(Question.create)
 
     def replays(self, question_digest: str | None = None) -> bool:
         """Whether the tool's next question is answered from the sealed record (that question, if given).
@@ -284,7 +283,8 @@ class Run:
         return question_digest is None or self.answers[self._replay][0] == question_digest
 
     def finish(self, outcome: Returned | Raised) -> None:
-        """The tool's call ended (the last outcome the request side waits for)."""
+        """The tool's call ended (the last outcome the request side waits for); it leaves its parking."""
+        self.parking.discard(self)
         self.finished = True
         self._emit(outcome)
 
@@ -295,6 +295,22 @@ class Run:
             _settle(cell, _DONE)
 
     # request side
+
+    def resume(self, responses: Mapping[str, Any], now: float) -> bool:
+        """A retry reached this parked run at ``now`` (wall clock) with ``responses``: wake the tool.
+
+        After the pending questions' timeout they end as timed out (:meth:`expire`); else the
+        answers are delivered (:meth:`deliver`). False: an answer is missing (:meth:`missing`),
+        nothing was delivered and the run still waits.
+        """
+        timeout = self.pending_timeout
+        if timeout is not None and now > self.asked_at + timeout:
+            self.expire()  # an answer after the question's timeout is no answer
+        elif self.missing(responses):
+            return False
+        else:
+            self.deliver(responses)
+        return True
 
     def missing(self, responses: Mapping[str, Any]) -> bool:
         """Whether ``responses`` lack an answer to one of the pending questions."""
