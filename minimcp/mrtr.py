@@ -65,6 +65,7 @@ MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
 _LEVELS = frozenset(typing.get_args(LoggingLevel))
+_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 
 
 #: A request without ``_meta`` (its bytes, as :func:`envelope_of` takes them).
@@ -83,6 +84,8 @@ class Envelope:
     capabilities: ClientCapabilities
     client_info: Implementation | None
     log_level: LoggingLevel | None
+    #: The rest of the request's ``_meta`` (e.g. a progress token), without the envelope's keys; ``None``: nothing.
+    rest: dict[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
     # What the client's revision and capabilities allow a form question, worked out once per
     # envelope (an envelope is shared by a client's requests): as a handshake-era connection
     # works them out once, by its handshake (the same three names).
@@ -158,7 +161,8 @@ def _read_meta(meta: Any) -> Envelope:
     level = meta.get(META_LOG_LEVEL)
     if level is not None and level not in _LEVELS:
         raise McpError(errors.INVALID_PARAMS, f"unknown log level {level!r}")
-    return Envelope(version, caps, info, level)
+    rest = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or None
+    return Envelope(version, caps, info, level, rest)
 
 
 def complete(result: Any, server_info: Implementation, *, cacheable: bool = False) -> dict[str, Any]:

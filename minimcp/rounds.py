@@ -150,7 +150,8 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
         return ToolRun(conn, tool, name, tool.fn(**call), ctx, True)
 
     wants_context = context_param is not None
-    return await _rounds(conn, request, envelope, "tools/call", name, arguments, params, wants_context, body)
+    meta = dict(envelope.rest) if envelope.rest else UNSET  # (read once per _meta with the envelope)
+    return await _rounds(conn, request, envelope, "tools/call", name, arguments, params, meta, wants_context, body)
 
 
 async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
@@ -164,6 +165,7 @@ async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelo
         params.name,
         arguments,
         params,
+        params.meta,
         prompt.context_param is not None,
         lambda ctx: handlers.prompt_result(prompt, arguments, ctx),
     )
@@ -177,6 +179,7 @@ async def _rounds(
     name: str,
     arguments: Any,
     params: Any,
+    meta: dict[str, Any] | UnsetType,
     wants_context: bool,
     body: Callable[[Context | None], Awaitable[Any]],
 ) -> dict[str, Any]:
@@ -229,13 +232,13 @@ async def _rounds(
                 recorded.extend([d, inputs[k]] for k, d in zip(keys, digests, strict=False))
             call_id = state.get("c")
             run = _start_run(
-                conn, name, envelope, request, params.meta, wants_context, body, recorded,
+                conn, name, envelope, request, meta, wants_context, body, recorded,
                 call_id if isinstance(call_id, str) else None,
                 asked=(digests, asked_at) if asked_at is not None else None,
             )
     else:
         # A first call may carry answers to questions asked by name (key=...).
-        run = _start_run(conn, name, envelope, request, params.meta, wants_context, body, [], offered=inputs)
+        run = _start_run(conn, name, envelope, request, meta, wants_context, body, [], offered=inputs)
     try:
         outcome = await run.next_outcome()
     except BaseException:
@@ -255,7 +258,7 @@ def _start_run(
     name: str,
     envelope: Envelope,
     request: Request,
-    meta: dict[str, Any] | UnsetType | msgspec.Raw,
+    meta: dict[str, Any] | UnsetType,
     wants_context: bool,
     body: Callable[[Context | None], Awaitable[Any]],
     recorded: list[list[Any]],
@@ -267,8 +270,6 @@ def _start_run(
     run = Run(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
     ctx: Context | None = None
     if wants_context:
-        if isinstance(meta, msgspec.Raw):
-            meta = msgspec.json.decode(meta) if meta else UNSET
         if isinstance(meta, dict):
             # The envelope's keys live on in ``envelope`` (renewed each round); the context keeps the
             # rest (a progress token): a parked call need not hold a second copy of the envelope.
