@@ -43,7 +43,6 @@ from minimcp.types import (
     TextContent,
     UnsetType,
 )
-from minimcp.versions import Feature, supports
 
 if TYPE_CHECKING:
     from minimcp import form_cache, forms
@@ -139,7 +138,7 @@ class AskingCall(Call):
         """
         if self.envelope is None:
             return self.connection.form_allowed  # worked out once per connection, by its handshake
-        return self._replaying() or capabilities.can_elicit_form(self.protocol_version, self.envelope.capabilities)
+        return self.envelope.form_allowed or self._replaying()  # (worked out once per envelope)
 
     def can_elicit_url(self) -> bool:
         """Whether the person can be sent to a URL (URL mode) on this call (replays: as :meth:`can_elicit_form`)."""
@@ -355,12 +354,9 @@ class AskingCall(Call):
         version = self.protocol_version
         conn = self.connection
         mode: Literal["form"] | UnsetType
-        if self.envelope is None:  # what the handshake allows, worked out once per connection
-            allowed, mode, as_written = conn.form_allowed, conn.form_mode, conn.raw_forms_as_written
-        else:
-            allowed = capabilities.can_elicit_form(version, self.envelope.capabilities)
-            mode = "form" if supports(version, Feature.ELICITATION_URL) else UNSET
-            as_written = supports(version, Feature.ELICITATION_ENUMS)
+        # What the handshake allows, worked out once per connection; on 2026-07-28, once per envelope.
+        allows = conn if self.envelope is None else self.envelope
+        allowed, mode, as_written = allows.form_allowed, allows.form_mode, allows.raw_forms_as_written
         compiled, given = form_cache.question_form(
             form, allow_sensitive, version, conn.limits.max_form_shapes, as_written=as_written
         )

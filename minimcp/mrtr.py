@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
+from minimcp import capabilities as _capabilities
 from minimcp import errors
 from minimcp.era_probe import META_VERSION as META_VERSION
 from minimcp.era_probe import has_envelope as has_envelope
@@ -31,7 +32,7 @@ from minimcp.types import (
     LoggingLevel,
     UnsetType,
 )
-from minimcp.versions import MODERN, is_modern
+from minimcp.versions import MODERN, Feature, is_modern, supports
 
 __all__ = [
     "HEADER_MISMATCH",
@@ -64,9 +65,11 @@ MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
 _LEVELS = frozenset(typing.get_args(LoggingLevel))
+_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 
 
-_NO_META = msgspec.Raw(b"")
+#: A request without ``_meta`` (its bytes, as :func:`envelope_of` takes them).
+NO_META = _NO_META = msgspec.Raw(b"")
 
 
 class _MetaBytes(msgspec.Struct):
@@ -81,6 +84,24 @@ class Envelope:
     capabilities: ClientCapabilities
     client_info: Implementation | None
     log_level: LoggingLevel | None
+    #: The rest of the request's ``_meta`` (e.g. a progress token), without the envelope's keys; ``None``: nothing.
+    rest: dict[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
+    # What the client's revision and capabilities allow a form question, worked out once per
+    # envelope (an envelope is shared by a client's requests): as a handshake-era connection
+    # works them out once, by its handshake (the same three names).
+    #: Whether a form question may be asked.
+    form_allowed: bool = dataclasses.field(init=False, compare=False, repr=False)
+    #: The ``mode`` a form question carries (``"form"`` where URL mode exists, else unset).
+    form_mode: Literal["form"] | UnsetType = dataclasses.field(init=False, compare=False, repr=False)
+    #: Whether a raw schema's enums are sent as written (else in the revision's older shape).
+    raw_forms_as_written: bool = dataclasses.field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        version = self.version
+        set_ = object.__setattr__  # (frozen)
+        set_(self, "form_allowed", _capabilities.can_elicit_form(version, self.capabilities))
+        set_(self, "form_mode", "form" if supports(version, Feature.ELICITATION_URL) else msgspec.UNSET)
+        set_(self, "raw_forms_as_written", supports(version, Feature.ELICITATION_ENUMS))
 
 
 def read_envelope(params: msgspec.Raw) -> Envelope:
@@ -90,11 +111,20 @@ def read_envelope(params: msgspec.Raw) -> Envelope:
         McpError: ``-32602`` naming a missing or malformed key; ``-32022`` with
             ``supported`` / ``requested`` for a revision we do not serve.
     """
-    global _last_envelope
     try:
         raw = msgspec.json.decode(params or b"{}", type=_MetaBytes).meta
     except msgspec.DecodeError:
         raw = _NO_META
+    return envelope_of(raw)
+
+
+def envelope_of(raw: msgspec.Raw) -> Envelope:
+    """:func:`read_envelope` of a request's ``_meta`` bytes (:data:`NO_META`: none), decoded with its params.
+
+    Raises:
+        McpError: as :func:`read_envelope`.
+    """
+    global _last_envelope
     last = _last_envelope
     if last is not None and last[0] == raw:
         return last[1]  # the same bytes as the last request's: the same (frozen) envelope
@@ -131,7 +161,8 @@ def _read_meta(meta: Any) -> Envelope:
     level = meta.get(META_LOG_LEVEL)
     if level is not None and level not in _LEVELS:
         raise McpError(errors.INVALID_PARAMS, f"unknown log level {level!r}")
-    return Envelope(version, caps, info, level)
+    rest = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or None
+    return Envelope(version, caps, info, level, rest)
 
 
 def complete(result: Any, server_info: Implementation, *, cacheable: bool = False) -> dict[str, Any]:
@@ -182,8 +213,14 @@ class Question:
         return {"method": self.method, "params": msgspec.Raw(self.wire)}
 
 
-def input_required(requests: dict[str, Any], state: str, server_info: Implementation) -> dict[str, Any]:
-    """An ``input_required`` result (its input requests may hold raw JSON, which :func:`complete` cannot take)."""
+def input_required(
+    keys: typing.Sequence[str], questions: typing.Sequence[Question], state: str, server_info: Implementation
+) -> dict[str, Any]:
+    """An ``input_required`` result asking ``questions`` under ``keys`` (their params as raw JSON, which
+    :func:`complete` cannot take)."""
+    requests = {
+        key: {"method": q.method, "params": msgspec.Raw(q.wire)} for key, q in zip(keys, questions, strict=True)
+    }
     return {
         "resultType": "input_required",
         "inputRequests": requests,

@@ -81,6 +81,8 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
             "the handshake",
             {"supported": list(MODERN), "requested": _requested_version(request.params)},
         )
+    if method == "tools/call":
+        return await _call_tool(conn, request)  # its params and envelope in one decoding
     envelope = mrtr.read_envelope(request.params)
     server, registry = conn.server, conn.registry
     info = server.info
@@ -92,8 +94,6 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
         if server.instructions:
             result["instructions"] = server.instructions
         return mrtr.complete(result, info, cacheable=True)
-    if method == "tools/call":
-        return await _call_tool(conn, request, envelope)
     lister = handlers.LISTS.get(method)
     if lister is not None:
         return mrtr.complete(await lister(registry, conn.limits.page_size, request), info, cacheable=True)
@@ -112,8 +112,27 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
     raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
-async def _call_tool(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
-    params = jsonrpc.decode_params(request.params, handlers.CallToolWire)
+class _CallToolParams(msgspec.Struct, rename="camel"):
+    """``tools/call`` params on 2026-07-28: :class:`~minimcp.handlers.CallToolWire` with ``_meta`` as bytes
+    (the envelope is read from them, and a parked call's context keeps what it needs of them)."""
+
+    name: str
+    arguments: msgspec.Raw = jsonrpc.NO_PARAMS
+    meta: msgspec.Raw = msgspec.field(default=mrtr.NO_META, name="_meta")
+    input_responses: dict[str, Any] | UnsetType | None = UNSET
+    request_state: str | UnsetType = UNSET
+
+
+_decode_call_params = msgspec.json.Decoder(_CallToolParams).decode
+
+
+async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]:
+    try:
+        params = _decode_call_params(request.params or b"{}")
+    except msgspec.DecodeError as exc:  # (a ValidationError too)
+        mrtr.read_envelope(request.params)  # a bad envelope is told first, as for every other method
+        raise McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
+    envelope = mrtr.envelope_of(params.meta)
     tool = conn.registry.tools.get(params.name)
     if tool is None:
         raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
@@ -131,7 +150,8 @@ async def _call_tool(conn: ServerConnection, request: Request, envelope: Envelop
         return ToolRun(conn, tool, name, tool.fn(**call), ctx, True)
 
     wants_context = context_param is not None
-    return await _rounds(conn, request, envelope, "tools/call", name, arguments, params, wants_context, body)
+    meta = dict(envelope.rest) if envelope.rest else UNSET  # (read once per _meta with the envelope)
+    return await _rounds(conn, request, envelope, "tools/call", name, arguments, params, meta, wants_context, body)
 
 
 async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
@@ -145,6 +165,7 @@ async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelo
         params.name,
         arguments,
         params,
+        params.meta,
         prompt.context_param is not None,
         lambda ctx: handlers.prompt_result(prompt, arguments, ctx),
     )
@@ -158,6 +179,7 @@ async def _rounds(
     name: str,
     arguments: Any,
     params: Any,
+    meta: dict[str, Any] | UnsetType,
     wants_context: bool,
     body: Callable[[Context | None], Awaitable[Any]],
 ) -> dict[str, Any]:
@@ -182,24 +204,20 @@ async def _rounds(
     if isinstance(params.request_state, str):
         now = time.time()
         state = await use_state(server.sealer, server.used_states, params.request_state, now=now, binding=binding)
-        keys = [str(k) for k in state.get("ks", [])]
-        digests, asked_at, timeout = mrtr.asked(state)
-        # An answer after the question's timeout is no answer: the call goes on as timed out.
-        late = asked_at is not None and timeout is not None and now > asked_at + timeout
         run = server.parking.take(str(state.get("h")))
         if run is not None:
             if run.context is not None:
                 # Capabilities, identity and log level come from this request only.
                 run.context.envelope = envelope
                 run.context.request_id = request.id
-            if late:
-                run.expire()
-            elif run.missing(inputs):
+            if not run.resume(inputs, now):
                 # A needed answer is missing: ask the same questions again, still parked.
                 return _input_required(conn, run, binding)
-            else:
-                run.deliver(inputs)
         else:
+            keys = [str(k) for k in state.get("ks", [])]
+            digests, asked_at, timeout = mrtr.asked(state)
+            # An answer after the question's timeout is no answer: the call goes on as timed out.
+            late = asked_at is not None and timeout is not None and now > asked_at + timeout
             if method == "tools/call" and name in conn.registry.not_replayable:
                 raise McpError(
                     errors.INVALID_PARAMS,
@@ -214,13 +232,13 @@ async def _rounds(
                 recorded.extend([d, inputs[k]] for k, d in zip(keys, digests, strict=False))
             call_id = state.get("c")
             run = _start_run(
-                conn, name, envelope, request, params.meta, wants_context, body, recorded,
+                conn, name, envelope, request, meta, wants_context, body, recorded,
                 call_id if isinstance(call_id, str) else None,
                 asked=(digests, asked_at) if asked_at is not None else None,
             )
     else:
         # A first call may carry answers to questions asked by name (key=...).
-        run = _start_run(conn, name, envelope, request, params.meta, wants_context, body, [], offered=inputs)
+        run = _start_run(conn, name, envelope, request, meta, wants_context, body, [], offered=inputs)
     try:
         outcome = await run.next_outcome()
     except BaseException:
@@ -297,8 +315,7 @@ async def _drive(run: Run, awaitable: Awaitable[Any] | Deferred, ctx: Context | 
     finally:
         if ctx is not None:
             ctx.finished = True
-        run.parking.discard(run)
-        if not run.finished:
+        if not run.finished:  # (finish takes the run out of its parking)
             run.finish(Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned")))
 
 
@@ -336,8 +353,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
         server.parking.park(run)
-    requests = {key: q.to_raw_wire() for key, q in zip(keys, questions, strict=True)}
-    return mrtr.input_required(requests, state, server.info)
+    return mrtr.input_required(keys, questions, state, server.info)
 
 
 def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:

@@ -8,33 +8,31 @@ parked -- until they come, the questions' timeout passes, or it is stopped.
 
 from __future__ import annotations
 
+import binascii
+import contextvars
+import logging
 import math
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import msgspec
 
 from minimcp import errors
-from minimcp._backend import (
-    Cell,
-    TrioCell,
-    cell_settled,
-    new_cell,
-    running_loop,
-    trio_deadline_in,
-)
+from minimcp._backend import TrioCell, running_loop, trio_deadline_in
 from minimcp.call import CALL_ID_BYTES
 from minimcp.errors import McpError
 from minimcp.mrtr import Question, take_answer
-from minimcp.state import b64url as _b64
 
 if TYPE_CHECKING:
     from minimcp.context import Context
 
-__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run"]
+__all__ = ["PARK_OWNER", "Asking", "Outcome", "Raised", "Returned", "Run", "Parking"]
+
+logger = logging.getLogger("minimcp.modern")
 
 
 # --- a run's outcome: what the request being served learns from the tool ------------------------
@@ -62,12 +60,6 @@ class Raised(NamedTuple):
 Outcome = Asking | Returned | Raised
 
 
-class _Parking(Protocol):
-    """Where a run is parked between rounds (:class:`~minimcp.modern.Parking`)."""
-
-    def discard(self, run: Run) -> None: ...
-
-
 # --- runs: a tool executing across rounds ----------------------------------------------------
 
 
@@ -93,7 +85,7 @@ class Run:
         call_id: str | None = None,
         offered: dict[str, Any] | None = None,
         *,
-        parking: _Parking,
+        parking: Parking,
         asked: tuple[list[str], float] | None = None,
     ) -> None:
         self.tool = tool
@@ -104,11 +96,13 @@ class Run:
         #: Set on a parked run dropped because its retry continued the call on another worker.
         self.continued_elsewhere = False
         self._keys: set[str] | None = None  # made on the first question with a key
-        # One read of the system's randomness for both names (a new call needs two).
+        # One read of the system's randomness, one base64 coding, for both names (a new call needs
+        # two). CALL_ID_BYTES is a multiple of 3: the text splits where the bytes do, unpadded.
         drawn = secrets.token_bytes(CALL_ID_BYTES if call_id else 2 * CALL_ID_BYTES)
-        self.handle = _b64(drawn[:CALL_ID_BYTES])
+        text = binascii.b2a_base64(drawn, newline=False).translate(_TO_URLSAFE).decode()
+        self.handle = text[:_ID_CHARS]
         #: Stable across every round and replay of this one call (carried in the sealed state).
-        self.call_id = call_id or _b64(drawn[CALL_ID_BYTES:])
+        self.call_id = call_id or text[_ID_CHARS:]
         #: The tool's context, when it takes one (its envelope follows each round's request).
         self.context: Context | None = None
         self.answers: list[list[Any]] = recorded
@@ -124,9 +118,9 @@ class Run:
         #: What stops the run's task (``.cancel()``): the task itself on asyncio, its trio cancel
         #: scope on trio; set when the task starts. Stop it with :meth:`stop`.
         self.scope: Any = _NOT_STARTED
-        # One-shot cells (a future on asyncio), made only while someone waits: the request side
-        # for the next outcome, the tool side for the retry's answers.
-        self._outcome_cell: Cell | None = None
+        # One-shot cells (a plain future on asyncio, a TrioCell on trio), made only while someone
+        # waits: the request side for the next outcome, the tool side for the retry's answers.
+        self._outcome_cell: Any = None
         self._outcome: Outcome | None = None
         self._answer_cell: Any = None  # an asyncio future, or a TrioCell
         self._answers: dict[str, Any] | None = None
@@ -170,7 +164,7 @@ class Run:
         results, need = self._recorded(questions)
         if need:
             loop = running_loop()
-            cell: Any = loop.create_future() if loop is not None else new_cell(None)
+            cell: Any = loop.create_future() if loop is not None else TrioCell()
             delay = self._open(questions, need, ttl, cell)
             if loop is not None:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
@@ -184,7 +178,7 @@ class Run:
             elif isinstance(self.scope, _NotStarted):  # pragma: no cover - a stopped run is being cancelled
                 with anyio.move_on_after(delay):
                     await cell.wait()
-                answered = cell_settled(cell)
+                answered = bool(cell.done)
             else:
                 # trio: the run's own cancel scope times the wait out (no cancel scope per park):
                 # when the questions' timeout passes the run is cancelled, as below on asyncio.
@@ -274,10 +268,9 @@ class Run:
         self.pending, self.pending_keys = (), ()
         self._replay = len(self.answers)
 
-    @staticmethod
-    def question(method: str, params: Any, key: str | None = None) -> Question:
-        """``method`` with ``params`` as a question of this run (the context asks through it)."""
-        return Question.create(method, params, key)
+    #: ``question(method, params, key=None)``: ``method`` with ``params`` as a question of this run (the
+    #: context asks through it); :meth:`Question.create` itself, no call of this module's around it.
+    question = staticmethod(Question.create)
 
     def replays(self, question_digest: str | None = None) -> bool:
         """Whether the tool's next question is answered from the sealed record (that question, if given).
@@ -290,7 +283,8 @@ class Run:
         return question_digest is None or self.answers[self._replay][0] == question_digest
 
     def finish(self, outcome: Returned | Raised) -> None:
-        """The tool's call ended (the last outcome the request side waits for)."""
+        """The tool's call ended (the last outcome the request side waits for); it leaves its parking."""
+        self.parking.discard(self)
         self.finished = True
         self._emit(outcome)
 
@@ -298,9 +292,25 @@ class Run:
         self._outcome = outcome
         cell, self._outcome_cell = self._outcome_cell, None
         if cell is not None:
-            cell.settle(_DONE, None)
+            _settle(cell, _DONE)
 
     # request side
+
+    def resume(self, responses: Mapping[str, Any], now: float) -> bool:
+        """A retry reached this parked run at ``now`` (wall clock) with ``responses``: wake the tool.
+
+        After the pending questions' timeout they end as timed out (:meth:`expire`); else the
+        answers are delivered (:meth:`deliver`). False: an answer is missing (:meth:`missing`),
+        nothing was delivered and the run still waits.
+        """
+        timeout = self.pending_timeout
+        if timeout is not None and now > self.asked_at + timeout:
+            self.expire()  # an answer after the question's timeout is no answer
+        elif self.missing(responses):
+            return False
+        else:
+            self.deliver(responses)
+        return True
 
     def missing(self, responses: Mapping[str, Any]) -> bool:
         """Whether ``responses`` lack an answer to one of the pending questions."""
@@ -309,7 +319,7 @@ class Run:
     def deliver(self, responses: Mapping[str, Any]) -> None:
         """The retry brought the answers to the pending questions (see :meth:`missing`)."""
         cell = self._answer_cell
-        if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
+        if cell is None or _done(cell):  # pragma: no cover - a parked run always waits
             return
         self._answers = {key: responses[key] for key in self.pending_keys}
         _settle(cell, _DONE)
@@ -317,7 +327,7 @@ class Run:
     def expire(self) -> None:
         """The retry came after the pending questions' timeout: they end as timed out."""
         cell = self._answer_cell
-        if cell is None or cell_settled(cell):  # pragma: no cover - a parked run always waits
+        if cell is None or _done(cell):  # pragma: no cover - a parked run always waits
             return
         self._answers = None
         _settle(cell, _DONE)
@@ -325,11 +335,20 @@ class Run:
     async def next_outcome(self) -> Outcome:
         """Wait until the tool asks its next question or ends."""
         if self._outcome is None:
-            self._outcome_cell = cell = new_cell(running_loop())
-            try:
-                await cell.wait()
-            finally:
-                self._outcome_cell = None
+            # The cell awaited as is on asyncio (a plain future: no coroutine of the backend's around it).
+            loop = running_loop()
+            if loop is not None:
+                self._outcome_cell = future = loop.create_future()
+                try:
+                    await future
+                finally:
+                    self._outcome_cell = None
+            else:
+                self._outcome_cell = cell = TrioCell()
+                try:
+                    await cell.wait()
+                finally:
+                    self._outcome_cell = None
         outcome, self._outcome = self._outcome, None
         assert outcome is not None
         return outcome
@@ -352,10 +371,19 @@ _KEY_NAMES = tuple(f"q{n}" for n in range(1, 33))
 #: The keys of a round of one numbered question, and its position among the round's questions.
 _ONE_KEY = tuple((name,) for name in _KEY_NAMES)
 _FIRST_ONLY = (0,)
+# base64url of the drawn bytes (as state.b64url, coded here: no call into another module per run).
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+assert CALL_ID_BYTES % 3 == 0, "a run's two names split its base64 text where its bytes split"
+_ID_CHARS = CALL_ID_BYTES * 4 // 3
 
 
 def _key_name(n: int) -> str:
     return _KEY_NAMES[n - 1] if n <= len(_KEY_NAMES) else f"q{n}"
+
+
+def _done(cell: Any) -> bool:
+    """Whether ``cell`` (an asyncio future, or a :class:`TrioCell`) was settled (or cancelled)."""
+    return bool(cell.done) if isinstance(cell, TrioCell) else bool(cell.done())
 
 
 def _settle(cell: Any, value: msgspec.Raw) -> None:
@@ -369,3 +397,73 @@ def _settle(cell: Any, value: msgspec.Raw) -> None:
 def _time_out(cell: Any) -> None:
     """asyncio timer: the open questions' timeout passed."""
     _settle(cell, _TIMED_OUT)
+
+
+# --- parking: where runs wait between rounds ----------------------------------------------
+
+#: Whom the request being served comes from, and how many calls that client may have parked
+#: (set by the HTTP app around each request; ``None``: not counted per client).
+PARK_OWNER: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("PARK_OWNER", default=None)
+
+
+class Parking:
+    """Suspended runs by handle, bounded: the oldest are dropped (their retries replay).
+
+    Runs parked under a :data:`PARK_OWNER` also count against that owner's own
+    bound: one more is refused with ``-32003`` (and its run cancelled).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._runs: OrderedDict[str, Run] = OrderedDict()
+        self._owner_of: dict[str, str] = {}  # handle -> owner, for runs parked under an owner
+        self._owned: dict[str, set[str]] = {}  # owner -> handles
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def park(self, run: Run) -> None:
+        """Keep ``run`` until its retry takes it.
+
+        Raises:
+            McpError: ``-32003``: the client of the request being served has its bound of parked calls.
+        """
+        owner = PARK_OWNER.get()
+        if owner is not None:
+            key, bound = owner
+            mine = self._owned.get(key, set())
+            if len(mine) >= bound:
+                run.stop()
+                raise McpError(
+                    errors.SERVER_BUSY,
+                    f"too many calls waiting for answers from this client (limit {bound}); "
+                    "answer or abandon one first",
+                )
+            mine.add(run.handle)
+            self._owned[key] = mine
+            self._owner_of[run.handle] = key
+        self._runs[run.handle] = run
+        while len(self._runs) > self.limit:
+            handle, oldest = self._runs.popitem(last=False)
+            self._disown(handle)
+            logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
+            oldest.stop()
+
+    def take(self, handle: str) -> Run | None:
+        run = self._runs.pop(handle, None)
+        if run is not None:
+            self._disown(handle)
+        return run
+
+    def discard(self, run: Run) -> None:
+        if self._runs.get(run.handle) is run:
+            del self._runs[run.handle]
+            self._disown(run.handle)
+
+    def _disown(self, handle: str) -> None:
+        key = self._owner_of.pop(handle, None)
+        if key is not None:
+            mine = self._owned[key]
+            mine.discard(handle)
+            if not mine:
+                del self._owned[key]
