@@ -20,7 +20,7 @@ import anyio
 import msgspec
 
 from minimcp import errors, jsonrpc
-from minimcp._backend import AsyncioCell, Cell, new_cell
+from minimcp._backend import AsyncioCell, Cell
 from minimcp.config import Limits
 from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, TooManyPending
 from minimcp.jsonrpc import Notification, RequestId, Response
@@ -83,6 +83,8 @@ class Requests:
     _next_id: int
     _closed: bool
     _loop: Any
+    #: Makes a fresh cell (:func:`minimcp._backend.cell_factory`, chosen once per session).
+    _new_cell: Callable[[], Cell]
     now: Callable[[], float]
     _tg: anyio.abc.TaskGroup | None
     _human_waits: int
@@ -224,7 +226,7 @@ class Requests:
         id_ = self._next_id
         data = jsonrpc.encode_request(id_, method, params)
         self._next_id += 1
-        cell = new_cell(self._loop)
+        cell = self._new_cell()
         cell.id = id_
         cell.method = method
         cell.related = related

@@ -162,6 +162,7 @@ class Session(Requests, DeadlineTimer):
         # empty set is 216 bytes per idle session).
         self._cancelling: set[RequestId] | None = None
         self._loop: Any = None  # the asyncio loop (its clock, its cells); None on trio
+        self._new_cell = _backend.cell_factory(None)  # (the running backend's, once run starts)
         #: The event loop's clock: ``loop.time`` on asyncio (a builtin, cheaper than
         #: ``anyio.current_time``), set when the session starts running.
         self.now: Callable[[], float] = anyio.current_time
@@ -215,6 +216,7 @@ class Session(Requests, DeadlineTimer):
     ) -> None:
         """Serve the connection until it ends or :meth:`close` is called; then call ``on_end``, if given."""
         self._loop = loop = _backend.running_loop()
+        self._new_cell = _backend.cell_factory(loop)
         if loop is not None:
             self.now = loop.time
         try:
