@@ -94,7 +94,7 @@ class Requests:
 
     # What the session provides (its own methods replace these).
 
-    def _sent_now(self, message: bytes, related: RequestId | None) -> bool:
+    def _sent_now(self, message: bytes, *, related: RequestId | None) -> bool:
         raise NotImplementedError  # pragma: no cover - the session's
 
     async def send_raw(
@@ -239,14 +239,14 @@ class Requests:
         self.stats.requests_sent += 1
         if progress is not None:
             self._pending.watch(cell, progress)
-        if type(cell) is AsyncioCell and self._sent_now(data, related):
+        if type(cell) is AsyncioCell and self._sent_now(data, related=related):
             cell.sink = self  # nobody else sees it being given up on (AsyncioCell.cancel)
             return cell
         return self._send_and_wait(cell, data, related)
 
     async def _send_and_wait(self, cell: Cell, data: bytes, related: RequestId | None) -> msgspec.Raw:
         try:
-            if not self._sent_now(data, related):
+            if not self._sent_now(data, related=related):
                 cell.sending = True
                 try:
                     await self.send_raw(  # (described only to a transport that asks: see Session._describes)
@@ -266,7 +266,7 @@ class Requests:
             if type(cell) is AsyncioCell and cell.done() and not cell.cancelled():
                 cell.exception()  # it ended (timeout, close) while still being sent: nobody awaits it now
             cancelled = self._abandon(cell)  # nothing, if the request had already ended
-            if cancelled is not None and not self._sent_now(cancelled, related):
+            if cancelled is not None and not self._sent_now(cancelled, related=related):
                 with anyio.CancelScope(shield=True):
                     await self._send_within(cancelled, cell, self.limits.notice_timeout)
             raise
@@ -285,7 +285,7 @@ class Requests:
         """The awaiter of a cell handed out by :meth:`start_request` was cancelled (see
         :class:`minimcp._backend.AbandonSink`): forget it and tell the peer."""
         message = self._abandon(cell)
-        if message is not None and not self._sent_now(message, cell.related) and self._tg is not None:
+        if message is not None and not self._sent_now(message, related=cell.related) and self._tg is not None:
             # Sent from a task (within ``limits.notice_timeout``): the transport has no room now.
             self._tg.start_soon(self._send_within, message, cell, self.limits.notice_timeout)
 
@@ -316,7 +316,7 @@ class Requests:
             # The peer hears of it before the requester does (and before anything it sends next);
             # a request still waiting for room sends its notice itself, after it (_send_and_wait).
             notice = _cancelled(cell.id, str(error))
-            if self._closed or cell.sending or self._sent_now(notice, cell.related) or self._tg is None:
+            if self._closed or cell.sending or self._sent_now(notice, related=cell.related) or self._tg is None:
                 cell.settle(None, error)
             else:
                 self._tg.start_soon(self._time_out, cell, error, notice)

@@ -1,0 +1,94 @@
+"""What a session chooses once so that each request and message enters less Python code (issue #17's walk).
+
+``benchmarks/walk.py`` counts the file entries of one elicitating call; these tests pin the
+choices that keep three of them off it: a handler task starts through the loop's own
+``create_task``, a pending request's cell comes from a factory that is the cell class itself,
+and a message handed to the transport goes straight to its ``send_nowait`` while the session
+has nothing to check or record. Each choice keeps the behaviour it replaces (shown here too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import msgspec
+
+from minimcp._backend import AsyncioCell, Handlers, TrioCell, cell_factory, running_loop
+from minimcp.jsonrpc import Notification, Request
+from minimcp.session import Session
+from minimcp.trace import WireTrace
+from minimcp.transports.memory import memory_pair
+from tests.helpers import RawPeer
+
+
+class _Echo:
+    def handle_request(self, session: Session, request: Request) -> Any:
+        return self._echo(request)
+
+    @staticmethod
+    async def _echo(request: Request) -> Any:
+        return msgspec.json.decode(request.params or b"{}")
+
+    def handle_notification(self, session: Session, notification: Notification) -> None:
+        pass  # pragma: no cover - none is sent here
+
+
+async def test_a_handler_task_starts_through_the_loops_own_create_task() -> None:
+    live: dict[Any, Any] = {}
+    ran = anyio.Event()
+
+    async def body() -> None:
+        ran.set()
+
+    async def blocked() -> None:
+        await anyio.sleep_forever()
+
+    async with Handlers(live, lambda: None) as handlers:
+        loop = running_loop()
+        if loop is not None:
+            assert handlers.start == loop.create_task  # no function of minimcp's in between
+        live[1] = handlers.start(body())
+        live[2] = handlers.start(blocked())
+        with anyio.fail_after(30):
+            await ran.wait()
+        live[2].cancel()  # the handle cancels its task; the block's end awaits it
+    assert not live
+
+
+async def test_a_cell_comes_from_the_cell_class_itself() -> None:
+    loop = running_loop()
+    make = cell_factory(loop)
+    if loop is None:
+        assert make is TrioCell
+        return
+    assert make is AsyncioCell and "__init__" not in vars(AsyncioCell)  # the future's own C __init__
+    cell = make()
+    assert cell.get_loop() is loop
+    assert cell.cancel()  # no sink set: cancelling tells nobody, and works
+    answered = make()
+    answered.settle(msgspec.Raw(b"1"), None)
+    assert await answered.wait() == msgspec.Raw(b"1")
+
+
+async def test_sending_goes_straight_to_the_transport_while_nothing_needs_checking() -> None:
+    a, b = memory_pair()
+    session = Session(a, _Echo())
+    lines: list[str] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        peer = RawPeer(b)
+        assert vars(session)["_sent_now"] == a.send_nowait  # the transport's own, no call of the session's
+        assert (await peer.request(1, "echo", {"x": 1}))["result"] == {"x": 1}
+
+        session.trace = WireTrace(lines.append)  # a trace records what is sent: the checking method again
+        assert "_sent_now" not in vars(session)
+        assert (await peer.request(2, "echo", {"x": 2}))["result"] == {"x": 2}
+        assert any('"id": 2' in line or '"id":2' in line for line in lines if "send" in line)
+
+        session.trace = None
+        assert vars(session)["_sent_now"] == a.send_nowait
+        session.close()
+    # Closed: nothing is handed over any more.
+    assert "_sent_now" not in vars(session)
+    assert session._sent_now(b'{"jsonrpc":"2.0","method":"x"}', related=None) is False
