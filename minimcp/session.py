@@ -388,14 +388,25 @@ class Session(Requests, DeadlineTimer):
         receive = self.transport.receive
         # Messages already there are taken without a coroutine each (the transport's fast path).
         receive_nowait: Callable[[], bytes | None] | None = getattr(self.transport, "receive_nowait", None)
+        # A transport that hands out the future to wait on when nothing is there (asyncio's stdio)
+        # spares the read loop a coroutine of its own per wait, and a call: one call per message.
+        poll: Callable[[], bytes | Awaitable[None]] | None = getattr(self.transport, "receive_or_wait", None)
         drained = 0
         while True:
             try:
-                data = receive_nowait() if receive_nowait is not None else None
-                if data is None:
+                got = poll() if poll is not None else receive_nowait() if receive_nowait is not None else None
+                if not isinstance(got, bytes):
                     drained = 0
-                    data = await receive()
+                    if poll is None:
+                        data = await receive()
+                    else:
+                        assert got is not None  # (poll hands out bytes or a future)
+                        while not isinstance(got, bytes):
+                            await got  # (a future of the transport's: no coroutine)
+                            got = poll()
+                        data = got
                 else:
+                    data = got
                     # Let the handlers just started (and the timer) run now and then, and while
                     # every in-flight slot is taken, as long as that frees some (quick handlers).
                     drained += 1

@@ -92,3 +92,40 @@ async def test_sending_goes_straight_to_the_transport_while_nothing_needs_checki
     # Closed: nothing is handed over any more.
     assert "_sent_now" not in vars(session)
     assert session._sent_now(b'{"jsonrpc":"2.0","method":"x"}', related=None) is False
+
+
+def test_the_asyncio_stdio_read_loop_waits_on_the_transports_future_not_a_coroutine() -> None:
+    """The read loop takes messages with ``receive_or_wait`` (bytes, or a future to await): one
+    call per message, waiting or not; ``receive`` (a coroutine per wait) is never entered."""
+    import asyncio
+    import os
+    import socket
+
+    from minimcp.config import Limits
+    from minimcp.transports._stdio_asyncio import LoopStdio
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        transport = await LoopStdio.open(theirs.fileno(), os.dup(theirs.fileno()), Limits())
+        assert isinstance(transport.receive_or_wait(), asyncio.Future)  # nothing there yet
+
+        async def never(*_: Any) -> bytes:
+            raise AssertionError("the read loop entered receive()")
+
+        transport.receive = never  # type: ignore[method-assign]
+        session = Session(transport, _Echo())
+        runner = loop.create_task(session.run())
+        replies = b""
+        for i in (1, 2, 3):  # one at a time: the loop waits on the transport's future in between
+            ours.sendall(b'{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"i":%d}}\n' % (i, i))
+            while replies.count(b"\n") < i:
+                replies += await asyncio.wait_for(loop.sock_recv(ours, 65536), 30)
+        assert [msgspec.json.decode(line)["result"] for line in replies.splitlines()] == [{"i": 1}, {"i": 2}, {"i": 3}]
+        ours.shutdown(socket.SHUT_WR)  # the end of input ends the session
+        await asyncio.wait_for(runner, 30)
+        ours.close()
+        theirs.close()
+
+    asyncio.run(main())
