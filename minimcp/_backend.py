@@ -137,7 +137,9 @@ class AsyncioCell(_Entry, asyncio.Future[msgspec.Raw]):
         # memory per pending request: a done callback holding the session (128 bytes more per
         # future, tracemalloc, CPython 3.11: about 5 % of a pending elicitation's 2.5 KB), or a
         # coroutine wrapping the future (a frame, more still). The sink (the session) then forgets
-        # the entry and tells the peer; this module knows nothing of what it does.
+        # the entry and tells the peer; this module knows nothing of what it does. The session
+        # sets the sink on every cell it has handed to an awaiter, so a cell still in its pending
+        # table is never done, and a response settles it with the future's own set_result.
         sink = getattr(self, "sink", None)  # (unset in a cell from cell_factory: nobody to tell)
         if sink is not None and not self.done():
             self.sink = None

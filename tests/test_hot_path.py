@@ -129,3 +129,54 @@ def test_the_asyncio_stdio_read_loop_waits_on_the_transports_future_not_a_corout
         theirs.close()
 
     asyncio.run(main())
+
+
+async def test_a_request_that_waited_for_room_leaves_the_table_when_its_awaiter_is_cancelled() -> None:
+    """After waiting for room, the requester awaits the cell itself, as on the fast path: its
+    cancellation takes the entry out at once (asyncio: within ``task.cancel()``), so a response
+    in the same turn is an unknown one and never meets a finished cell; the peer is told."""
+    from minimcp.jsonrpc import Response
+    from minimcp.session import Session as _Session
+
+    a, b = memory_pair(buffer=1)
+    session = _Session(a, _Echo())
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        assert a.send_nowait(b"filler")  # the output is full: the request waits for room
+        handle: list[Any] = []
+        outcome: list[str] = []
+
+        async def ask() -> None:
+            with anyio.CancelScope() as scope:
+                handle.append(scope)
+                loop = running_loop()
+                if loop is not None:
+                    import asyncio
+
+                    handle.append(asyncio.current_task())
+                await session.request("slow", timeout=None)
+            outcome.append("cancelled" if scope.cancelled_caught else "answered")
+
+        tg.start_soon(ask)
+        with anyio.fail_after(30):
+            assert await b.receive() == b"filler"
+            req = msgspec.json.decode(await b.receive())
+            assert req["method"] == "slow"
+            if len(handle) == 2:  # asyncio: until the requester awaits its cell
+                while getattr(session._pending.cells.get(req["id"]), "sink", None) is None:  # noqa: ASYNC110 - no event
+                    await anyio.sleep(0.01)
+        if len(handle) == 2:  # asyncio: cancel the task itself, answer in the same turn
+            handle[1].cancel()
+            assert session.pending_count == 0  # taken out by the cancellation, before the answer
+            session._route(Response(id=req["id"], result=msgspec.Raw(b"{}")))
+            assert session.stats.unknown_responses == 1
+        else:
+            handle[0].cancel()
+        with anyio.fail_after(30):
+            cancel = msgspec.json.decode(await b.receive())
+        assert cancel["method"] == "notifications/cancelled" and cancel["params"]["requestId"] == req["id"]
+        with anyio.fail_after(30):
+            while not outcome:  # noqa: ASYNC110 - no event to wait on
+                await anyio.sleep(0.01)
+        assert session.pending_count == 0 and session.stats.cancelled_by_us == 1
+        tg.cancel_scope.cancel()
