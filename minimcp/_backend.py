@@ -52,6 +52,7 @@ __all__ = [
     "trio_deadline_in",
     "backend_name",
     "new_cell",
+    "cell_factory",
     "cell_settled",
 ]
 
@@ -116,7 +117,7 @@ class AsyncioCell(_Entry, asyncio.Future[msgspec.Raw]):
 
     __slots__ = (*_ENTRY, "sink")
 
-    #: Set when nobody but the future's awaiter can notice it being given up on.
+    #: Set when nobody but the future's awaiter can notice it being given up on (may be unset).
     sink: AbandonSink | None
 
     def settle(self, raw: msgspec.Raw | None, error: McpError | None) -> None:
@@ -136,8 +137,10 @@ class AsyncioCell(_Entry, asyncio.Future[msgspec.Raw]):
         # memory per pending request: a done callback holding the session (128 bytes more per
         # future, tracemalloc, CPython 3.11: about 5 % of a pending elicitation's 2.5 KB), or a
         # coroutine wrapping the future (a frame, more still). The sink (the session) then forgets
-        # the entry and tells the peer; this module knows nothing of what it does.
-        sink = self.sink
+        # the entry and tells the peer; this module knows nothing of what it does. The session
+        # sets the sink on every cell it has handed to an awaiter, so a cell still in its pending
+        # table is never done, and a response settles it with the future's own set_result.
+        sink = getattr(self, "sink", None)  # (unset in a cell from cell_factory: nobody to tell)
         if sink is not None and not self.done():
             self.sink = None
             sink.cell_abandoned(self)
@@ -207,6 +210,17 @@ def new_cell(loop: asyncio.AbstractEventLoop | None) -> Cell:
     return TrioCell()
 
 
+def cell_factory(loop: asyncio.AbstractEventLoop | None) -> Callable[[], Cell]:
+    """What makes fresh cells for the backend of ``loop`` (``None``: trio), chosen once by its caller.
+
+    On asyncio it is the class :class:`AsyncioCell` itself: the future's own C ``__init__``
+    takes the running loop (the loop of the caller, which runs in it), so a new pending request
+    enters no code of this module, and a session holds no object per factory. The cells' entry
+    fields are unset, ``sink`` included (read as ``None``).
+    """
+    return AsyncioCell if loop is not None else TrioCell
+
+
 #: What cancels a bare asyncio handler task. Its body returns quietly on it (a request
 #: cancelled by the peer gets no response, per the spec). On trio the handler's own cancel
 #: scope catches its cancellation; this exception never arrives there.
@@ -237,12 +251,20 @@ class Handlers:
         before_exit: Called once, first thing on exit (the session's close).
     """
 
-    __slots__ = ("_before_exit", "_live", "_loop", "_nursery", "_nursery_cm", "_run_ended", "_runs")
+    __slots__ = ("_before_exit", "_live", "_loop", "_nursery", "_nursery_cm", "_run_ended", "_runs", "start")
+
+    #: Run a coroutine in a task of its own; returns its handle (``.cancel()``). On asyncio the
+    #: loop's own ``create_task`` (a bare task: about a third of an anyio task's memory), held
+    #: here so that starting a handler enters no Python code; owned all the same: ``__aexit__``
+    #: cancels (through ``before_exit``) and awaits every one still in ``live``. On trio
+    #: :meth:`_start_in_nursery`.
+    start: Callable[[Coroutine[Any, Any, None]], _Cancellable]
 
     def __init__(self, live: dict[RequestId, Any], before_exit: Callable[[], None]) -> None:
         self._live = live
         self._before_exit = before_exit
-        self._loop = running_loop()
+        self._loop = loop = running_loop()
+        self.start = loop.create_task if loop is not None else self._start_in_nursery
         self._nursery: Any = None
         self._nursery_cm: Any = None
         # asyncio: the tasks of start_detached, each taken out as it ends (by one shared callback).
@@ -279,13 +301,8 @@ class Handlers:
             self._live.clear()
             self._runs.clear()
 
-    def start(self, body: Coroutine[Any, Any, None]) -> _Cancellable:
-        """Run ``body`` in a task of its own; returns its handle (``.cancel()``)."""
-        loop = self._loop
-        if loop is not None:
-            # A bare task: about a third of an anyio task's memory. Owned here: __aexit__
-            # cancels (through before_exit) and awaits every one still in ``live``.
-            return loop.create_task(body)
+    def _start_in_nursery(self, body: Coroutine[Any, Any, None]) -> _Cancellable:
+        """trio's :attr:`start`: ``body`` in the nursery, under a trio cancel scope of its own (the handle)."""
         scope = _trio().CancelScope()
         self._nursery.start_soon(_under, scope, body)
         return scope  # type: ignore[no-any-return]

@@ -162,6 +162,7 @@ class Session(Requests, DeadlineTimer):
         # empty set is 216 bytes per idle session).
         self._cancelling: set[RequestId] | None = None
         self._loop: Any = None  # the asyncio loop (its clock, its cells); None on trio
+        self._new_cell = _backend.cell_factory(None)  # (the running backend's, once run starts)
         #: The event loop's clock: ``loop.time`` on asyncio (a builtin, cheaper than
         #: ``anyio.current_time``), set when the session starts running.
         self.now: Callable[[], float] = anyio.current_time
@@ -176,10 +177,11 @@ class Session(Requests, DeadlineTimer):
         self._initialize_id: RequestId | None = None
         #: Answer ``ping`` in the read loop (the modern revision has no ping: then it is dispatched).
         self.answer_ping = True
-        #: Opt-in wire trace (see :class:`minimcp.trace.WireTrace`); ``None``: off.
-        self.trace: WireTrace | None = None
+        # Opt-in wire trace (the public property :attr:`trace`); ``None``: off.
+        self._trace: WireTrace | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = False
+        self._pick_sender()
         self._ended = False  # run() has finished
         self._finished: anyio.Event | None = None  # made only when someone waits for the end
         self._close_reason: str | None = None
@@ -205,6 +207,16 @@ class Session(Requests, DeadlineTimer):
         """True when no pending entry, handler, or deadline is left (after close)."""
         return not self._pending and not self._inflight
 
+    @property
+    def trace(self) -> WireTrace | None:
+        """Opt-in wire trace (see :class:`minimcp.trace.WireTrace`); ``None``: off."""
+        return self._trace
+
+    @trace.setter
+    def trace(self, trace: WireTrace | None) -> None:
+        self._trace = trace
+        self._pick_sender()
+
     # --- running -----------------------------------------------------------------------------
 
     async def run(
@@ -215,6 +227,7 @@ class Session(Requests, DeadlineTimer):
     ) -> None:
         """Serve the connection until it ends or :meth:`close` is called; then call ``on_end``, if given."""
         self._loop = loop = _backend.running_loop()
+        self._new_cell = _backend.cell_factory(loop)
         if loop is not None:
             self.now = loop.time
         try:
@@ -284,6 +297,7 @@ class Session(Requests, DeadlineTimer):
 
     def _close_pending(self) -> None:
         self._closed = True
+        self._pick_sender()
         timer = self._timer
         if timer is not None and self._loop is not None:
             self._timer = None
@@ -326,8 +340,8 @@ class Session(Requests, DeadlineTimer):
         """
         if self._closed:
             raise ConnectionClosed()
-        if self.trace is not None:
-            self.trace.record(self.name, "send", message, related=related, origin=self)
+        if self._trace is not None:
+            self._trace.record(self.name, "send", message, related=related, origin=self)
         try:
             if outgoing is not None and self._describes:
                 if outgoing is _RESPONSE:
@@ -338,17 +352,30 @@ class Session(Requests, DeadlineTimer):
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             raise ConnectionClosed() from exc
 
-    def _sent_now(self, message: bytes, related: RequestId | None) -> bool:
+    def _sent_now(self, message: bytes, *, related: RequestId | None) -> bool:
         """Hand the message to the transport without waiting, if it can take it now.
 
         ``False`` (nothing sent): use :meth:`send_raw`, which waits for room or says why not.
+        While the session is open and untraced, the instance's ``_sent_now`` is the transport's
+        own ``send_nowait`` instead (:meth:`_pick_sender`): then this method is not called.
         """
         nowait = self._send_nowait
         if nowait is None or self._closed or not nowait(message, related=related):
             return False
-        if self.trace is not None:
-            self.trace.record(self.name, "send", message, related=related, origin=self)
+        if self._trace is not None:
+            self._trace.record(self.name, "send", message, related=related, origin=self)
         return True
+
+    def _pick_sender(self) -> None:
+        """Choose what ``self._sent_now`` calls: while nothing is left for :meth:`_sent_now` to
+        check or record (a transport with ``send_nowait``, not described, no trace, the session
+        open), the transport's ``send_nowait`` itself, one call less per message sent; else
+        that method. Called whenever one of those changes."""
+        nowait = self._send_nowait
+        if nowait is not None and self._trace is None and not self._closed:
+            self._sent_now = nowait  # type: ignore[method-assign]
+        else:
+            self.__dict__.pop("_sent_now", None)  # the method again
 
     async def notify(self, method: str, params: Any = msgspec.UNSET, *, related: RequestId | None = None) -> None:
         """Send a notification."""
@@ -361,14 +388,25 @@ class Session(Requests, DeadlineTimer):
         receive = self.transport.receive
         # Messages already there are taken without a coroutine each (the transport's fast path).
         receive_nowait: Callable[[], bytes | None] | None = getattr(self.transport, "receive_nowait", None)
+        # A transport that hands out the future to wait on when nothing is there (asyncio's stdio)
+        # spares the read loop a coroutine of its own per wait, and a call: one call per message.
+        poll: Callable[[], bytes | Awaitable[None]] | None = getattr(self.transport, "receive_or_wait", None)
         drained = 0
         while True:
             try:
-                data = receive_nowait() if receive_nowait is not None else None
-                if data is None:
+                got = poll() if poll is not None else receive_nowait() if receive_nowait is not None else None
+                if not isinstance(got, bytes):
                     drained = 0
-                    data = await receive()
+                    if poll is None:
+                        data = await receive()
+                    else:
+                        assert got is not None  # (poll hands out bytes or a future)
+                        while not isinstance(got, bytes):
+                            await got  # (a future of the transport's: no coroutine)
+                            got = poll()
+                        data = got
                 else:
+                    data = got
                     # Let the handlers just started (and the timer) run now and then, and while
                     # every in-flight slot is taken, as long as that frees some (quick handlers).
                     drained += 1
@@ -389,8 +427,8 @@ class Session(Requests, DeadlineTimer):
                 self.stats.invalid_messages += 1
                 await self._send_error(None, errors.INVALID_REQUEST, str(exc))
                 continue
-            if self.trace is not None:
-                self.trace.record(self.name, "receive", data, origin=self)
+            if self._trace is not None:
+                self._trace.record(self.name, "receive", data, origin=self)
             try:
                 message = jsonrpc.decode(data)
             except jsonrpc.InvalidMessage as exc:
@@ -453,7 +491,9 @@ class Session(Requests, DeadlineTimer):
             if message.method == "ping" and self.answer_ping and not message.params:
                 # Answered by the read loop itself: no task, allowed at any time (spec).
                 pong = jsonrpc.encode_result(message.id, _EMPTY)
-                return None if self._sent_now(pong, message.id) else self._send_quietly(pong, message.id, _RESPONSE)
+                if self._sent_now(pong, related=message.id):
+                    return None
+                return self._send_quietly(pong, message.id, _RESPONSE)
             refusal = self._start_handler(message)
             if refusal is not None:
                 return self._send_error(message.id, *refusal)
@@ -551,7 +591,7 @@ class Session(Requests, DeadlineTimer):
             # waiting for room in the output count against max_inflight_inbound.
             if self._loop is None:  # trio: a handler cancelled before it began sends nothing
                 await _backend.trio_checkpoint_if_cancelled()
-            if not self._sent_now(reply, id_):
+            if not self._sent_now(reply, related=id_):
                 with contextlib.suppress(ConnectionClosed):
                     await self.send_raw(reply, related=id_, outgoing=_RESPONSE)
         except _backend.BareTaskCancelled:

@@ -45,7 +45,9 @@ class Transport(Protocol):
     which waits for room or reports why it cannot), and ``receive_nowait() ->
     bytes | None`` returns a message that is already there (``None``: call
     ``receive``) and ends the same way ``receive`` does. They spare a coroutine
-    per message when nothing has to wait.
+    per message when nothing has to wait. A transport may go one step further with
+    ``receive_or_wait() -> bytes | Awaitable[None]`` (asyncio's stdio does): a message, or
+    a future to await before asking again, so a wait costs no coroutine either.
 
     A transport that routes by what a message is (Streamable HTTP's client: a
     request opens a POST exchange, ``initialize`` starts a session) can be told

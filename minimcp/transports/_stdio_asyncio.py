@@ -141,6 +141,16 @@ class LoopStdio(asyncio.Protocol):
             raise anyio.ClosedResourceError
         return line
 
+    def receive_or_wait(self) -> bytes | asyncio.Future[None]:
+        """The next message if one is already here; else a future done once one may be (await
+        it, then ask again). Ends as :meth:`receive` does. A read loop taking its messages this
+        way awaits no coroutine of the transport's: one call per message, waiting or not."""
+        line = self.receive_nowait()
+        if line is not None:
+            return line
+        self._waiter = waiter = self._loop.create_future()
+        return waiter
+
     async def receive(self) -> bytes:
         while True:
             line = self.receive_nowait()
