@@ -30,6 +30,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -213,19 +214,9 @@ async def http_round_trips(calls: int, concurrency: int) -> float:
     async with anyio.create_task_group() as tg:
         await tg.start(app.run)
         client = RawHttpClient(app)
-        todo = iter(range(calls))
-
-        async def worker() -> None:
-            for i in todo:
-                assert await client.call(i) == str(i)
-
-        start = CLOCK()
-        async with anyio.create_task_group() as workers:
-            for _ in range(concurrency):
-                workers.start_soon(worker)
-        elapsed = CLOCK() - start
+        rate = await _timed_calls(client.call, calls, concurrency)
         tg.cancel_scope.cancel()
-    return calls / elapsed
+    return rate
 
 
 async def floor_waiting(n: int) -> float:
@@ -257,6 +248,20 @@ async def floor_waiting(n: int) -> float:
 CLOCK = time.perf_counter
 
 
+async def _timed_calls(call: Callable[[int], Awaitable[str]], calls: int, concurrency: int) -> float:
+    """Round trips per second: ``calls`` calls made by ``concurrency`` workers, each checking its own answer."""
+    todo = iter(range(calls))
+
+    async def worker() -> None:
+        for i in todo:
+            assert await call(i) == str(i)
+
+    start = CLOCK()
+    async with anyio.create_task_group() as workers:
+        for _ in range(concurrency):
+            workers.start_soon(worker)
+    return calls / (CLOCK() - start)
+
 async def server_round_trips(era: str, calls: int, concurrency: int) -> float:
     """Round trips/s the server serves at ``concurrency`` callers (raw client: one elicitation per call)."""
     app = build()
@@ -266,19 +271,9 @@ async def server_round_trips(era: str, calls: int, concurrency: int) -> float:
         client = RawClient(b, era)
         tg.start_soon(client.reader)
         await client.handshake()
-        todo = iter(range(calls))
-
-        async def worker() -> None:
-            for i in todo:
-                assert await client.call(i) == str(i)
-
-        start = CLOCK()
-        async with anyio.create_task_group() as workers:
-            for _ in range(concurrency):
-                workers.start_soon(worker)
-        elapsed = CLOCK() - start
+        rate = await _timed_calls(client.call, calls, concurrency)
         tg.cancel_scope.cancel()
-    return calls / elapsed
+    return rate
 
 
 def main() -> None:
