@@ -1,4 +1,4 @@
-"""Elicitation metrics: do the questions to people work? (sans-I/O counters)
+"""Elicitation metrics: sans-I/O counters that show whether the questions to people work.
 
 Per server and per tool: elicitations started, accepted, declined, cancelled,
 timed out, answers that failed validation, and fallbacks because the client

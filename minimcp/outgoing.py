@@ -29,7 +29,7 @@ from minimcp.transports import CANCELLED, MessageKind, Outgoing
 from minimcp.types import CancelledParams, ProgressParams, RequestParams
 
 if TYPE_CHECKING:
-    from minimcp.session import SessionStats
+    from minimcp.session_stats import SessionStats
 
 __all__ = ["DEFAULT", "Default", "Requests", "Timeout", "decode_result"]
 

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A :class:`Session` owns a task group. Inside it runs the *read loop*; each
 inbound request gets a task of its own. An idle session holds nothing else: no
-timer, no event (see *Lazy per-connection machinery* below).
+timer, no event (see *Lazy per-connection machinery* at the end).
 
 * The read loop only routes. It decodes a message and either resolves a
   pending entry (a response), starts a handler task (a request), or handles a
@@ -39,20 +39,15 @@ timer, no event (see *Lazy per-connection machinery* below).
   :class:`~minimcp.errors.ConnectionClosed` and every handler is cancelled.
   Afterwards the session holds nothing.
 
-Lazy per-connection machinery
------------------------------
-A server holds many idle sessions (an HTTP server: one per client, for up to
-``session_idle_timeout``), so an idle one holds only its objects and the one
-task that reads: the timer exists while a deadline is ahead (above), the event
-of :meth:`Session.wait_closed` only while someone waits, and the task group's
-other tasks (a notice sent under a deadline, :meth:`Session.spawn`) only while
-they run.
+*Lazy per-connection machinery*: a server holds many idle sessions (HTTP: one per client, up
+to ``session_idle_timeout``), so an idle one holds only its objects and the task that reads; the
+timer lives while a deadline is ahead, :meth:`Session.wait_closed`'s event while someone waits,
+the task group's other tasks (a notice under a deadline, :meth:`Session.spawn`) while they run.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
@@ -69,50 +64,26 @@ from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from minimcp.outgoing import DEFAULT, Default, Requests, Timeout, decode_result
 from minimcp.pending import PendingBudget, PendingTable, ProgressWatch
+from minimcp.session_stats import SessionStats
 from minimcp.trace import WireTrace
 from minimcp.transports import DescribedTransport, MessageKind, MessageTooLarge, Outgoing, Transport
 from minimcp.types import CancelledParams
 from minimcp.versions import Feature, supports
 
 __all__ = [
-    "DEFAULT",
-    "Default",
-    "Deferred",
-    "Dispatcher",
-    "PendingBudget",
-    "ProgressWatch",
-    "Session",
-    "SessionStats",
-    "Timeout",
-    "decode_result",
+    "DEFAULT", "Default", "Deferred", "Dispatcher", "PendingBudget", "ProgressWatch",
+    "Session", "SessionStats", "Timeout", "decode_result",
 ]
 
 logger = logging.getLogger("minimcp.session")
 
 
-@dataclasses.dataclass(slots=True)
-class SessionStats:
-    """Counters of one session (cheap: plain integer increments)."""
-
-    requests_sent: int = 0
-    requests_received: int = 0
-    notifications_received: int = 0
-    responses_received: int = 0
-    unknown_responses: int = 0
-    timeouts: int = 0
-    cancelled_by_us: int = 0
-    cancelled_by_peer: int = 0
-    invalid_messages: int = 0
-    rejected_busy: int = 0
-
-
 _EMPTY: dict[str, Any] = {}
-#: How the session describes each response it sends (a result or an error): one shared value,
-#: completed by :meth:`Session.send_raw` only for a transport that asks (a response always goes
-#: with ``related`` = the id it answers), so replies cost nothing extra for the others.
+#: How the session describes each response it sends: one shared value, completed by :meth:`Session.send_raw`
+#: only for a transport that asks (with ``related`` = the id it answers), so replies cost the others nothing.
 _RESPONSE = Outgoing(MessageKind.RESPONSE)
-# Messages the read loop takes in a row without yielding to the handlers it started, and how
-# often it yields, at most, while every in-flight slot is taken before refusing a request.
+# Messages the read loop takes in a row before yielding to its handlers, and how often it yields,
+# at most, while every in-flight slot is taken before refusing a request.
 _DRAIN_TURN = 64
 _FULL_TRIES = 8
 

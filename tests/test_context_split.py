@@ -48,6 +48,15 @@ def test_each_module_is_small_and_opens_with_its_job(filename: str) -> None:
     assert first.endswith(".") and len(first) <= 120, f"{filename}: the first docstring line states its job: {first!r}"
 
 
+ALL_MODULES = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("filename", ALL_MODULES)
+def test_every_module_of_the_package_is_small_and_opens_with_its_job(filename: str) -> None:
+    """Issue 17's rule for the whole package, so a module that grows past it fails here."""
+    test_each_module_is_small_and_opens_with_its_job(filename)
+
+
 def private_reaches(source: str) -> list[str]:
     """``x._name`` where ``x`` is neither ``self``/``cls`` nor a class defined in the same module."""
     tree = ast.parse(source)
