@@ -101,6 +101,20 @@ class Exchange:
             await self.changed.wait()
 
 
+def ask_call(sid: str, i: int = 1) -> Exchange:
+    """A ``tools/call`` of the ``ask`` tool (request id ``i``), on session ``sid``."""
+    return Exchange(
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "ask", "arguments": {"i": i}}}, sid
+    )
+
+
+def accept(question: dict[str, Any], sid: str, answer: str) -> Exchange:
+    """The client's answer to ``question`` (an ``elicitation/create``): accepted with ``answer``."""
+    return Exchange(
+        {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"answer": answer}}}, sid
+    )
+
+
 async def initialize(app: StreamableHTTPApp) -> tuple[str, Exchange]:
     init = Exchange(
         {
@@ -136,16 +150,10 @@ async def test_last_event_goes_with_the_end_of_the_response() -> None:
             assert b'"protocolVersion"' in bodies[-1]["body"]  # the result, with the end
             assert all(m["more_body"] for m in bodies[:-1])
             # A call with a question: the question on the stream, then the result with the end.
-            call = Exchange(
-                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": {"i": 1}}},
-                sid,
-            )
+            call = ask_call(sid)
             tg.start_soon(call.run, app)
             question = await call.wait_for("elicitation/create")
-            answer = Exchange(
-                {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"answer": "yes"}}},
-                sid,
-            )
+            answer = accept(question, sid, "yes")
             await answer.run(app)
             assert answer.sent[0]["status"] == 202
             result = await call.wait_for("result")
@@ -164,18 +172,7 @@ async def test_a_waiting_call_holds_no_task_of_its_own_in_the_app() -> None:
             await tg.start(app.run)
             sid, _ = await initialize(app)
             before = len(anyio.get_running_tasks())
-            calls = [
-                Exchange(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": i,
-                        "method": "tools/call",
-                        "params": {"name": "ask", "arguments": {"i": i}},
-                    },
-                    sid,
-                )
-                for i in range(n)
-            ]
+            calls = [ask_call(sid, i) for i in range(n)]
             for call in calls:
                 tg.start_soon(call.run, app)  # the ASGI server's task for the request
             questions = [await call.wait_for("elicitation/create") for call in calls]
@@ -186,15 +183,7 @@ async def test_a_waiting_call_holds_no_task_of_its_own_in_the_app() -> None:
             # The client of one call leaves: its call goes on (a dropped connection is not a cancel).
             calls[0].gone.set()
             for i, question in enumerate(questions):
-                answer = Exchange(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": question["id"],
-                        "result": {"action": "accept", "content": {"answer": f"a{i}"}},
-                    },
-                    sid,
-                )
-                await answer.run(app)
+                await accept(question, sid, f"a{i}").run(app)
             for i, call in enumerate(calls[1:], 1):
                 assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
             tg.cancel_scope.cancel()

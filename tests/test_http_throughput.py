@@ -23,7 +23,7 @@ from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._streams import Reader, SessionTransport, Stream
 from minimcp.transports.http._wire import is_response as wire_is_response
-from tests.test_http_lean import Exchange, ask_server, initialize
+from tests.test_http_lean import accept, ask_call, ask_server, initialize
 
 TIMEOUT = 30
 
@@ -42,17 +42,10 @@ async def test_the_server_transport_reads_no_outgoing_message_back(monkeypatch: 
         async with anyio.create_task_group() as tg:
             await tg.start(app.run)
             sid, _ = await initialize(app)
-            call = Exchange(
-                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": {"i": 1}}},
-                sid,
-            )
+            call = ask_call(sid)
             tg.start_soon(call.run, app)
             question = await call.wait_for("elicitation/create")
-            answer = Exchange(
-                {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"answer": "ok"}}},
-                sid,
-            )
-            await answer.run(app)
+            await accept(question, sid, "ok").run(app)
             result = await call.wait_for("result")
             assert result["result"]["content"][0]["text"] == "ok"
             tg.cancel_scope.cancel()
