@@ -28,6 +28,7 @@ ENVELOPE = {
 }
 
 
+
 class _Message(msgspec.Struct):
     id: int | str | None = None
     method: str | None = None
@@ -43,6 +44,19 @@ _encode = msgspec.json.Encoder().encode
 def answer_of(message: str) -> dict[str, Any]:
     """The answer to the benchmark tool's question ``q <i>``."""
     return {"action": "accept", "content": {"n": int(message.split()[1])}}
+
+
+def retry_params(i: int, first: _Message) -> dict[str, Any]:
+    """A 2026-07-28 retry of call ``i``: the answer to its one question and its ``requestState`` echoed."""
+    result = first.result
+    question = result["inputRequests"]["q1"]["params"]
+    return {
+        "name": "ask",
+        "arguments": {"i": i},
+        "_meta": ENVELOPE,
+        "inputResponses": {"q1": answer_of(question["message"])},
+        "requestState": result["requestState"],
+    }
 
 
 class RawClient:
@@ -135,16 +149,7 @@ class RawClient:
             raise RuntimeError("the memory transport's buffer is too small for this fill")
 
     async def _fire_retry(self, i: int, first: _Message) -> None:
-        result = first.result
-        question = result["inputRequests"]["q1"]["params"]
-        params = {
-            "name": "ask",
-            "arguments": {"i": i},
-            "_meta": ENVELOPE,
-            "inputResponses": {"q1": answer_of(question["message"])},
-            "requestState": result["requestState"],
-        }
-        self._fire("tools/call", params, self._first_of(i))
+        self._fire("tools/call", retry_params(i, first), self._first_of(i))
 
     async def _send(self, message: dict[str, Any]) -> None:
         await self.t.send(_encode(message))
@@ -181,16 +186,7 @@ class RawClient:
         return await self.request("tools/call", params)
 
     async def retry(self, i: int, first: _Message) -> _Message:
-        result = first.result
-        question = result["inputRequests"]["q1"]["params"]
-        params = {
-            "name": "ask",
-            "arguments": {"i": i},
-            "_meta": ENVELOPE,
-            "inputResponses": {"q1": answer_of(question["message"])},
-            "requestState": result["requestState"],
-        }
-        return await self.request("tools/call", params)
+        return await self.request("tools/call", retry_params(i, first))
 
     async def call(self, i: int) -> str:
         m = await self.first(i)
