@@ -12,18 +12,23 @@ connection and request objects are not ours to count). Per pending elicitation t
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import tracemalloc
 from collections import Counter
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
+import pytest
+import sniffio
 
+from minimcp import Accepted, Context, Server
 from minimcp.transports.http import StreamableHTTPApp
-from tests.test_http_lean import V, ask_server, initialize
+from tests.test_http_lean import Answer, Exchange, V, accept, ask_server, initialize
 
 TIMEOUT = 30
 #: Pending calls per measurement (beside a few opened before the baseline).
@@ -133,3 +138,181 @@ async def test_a_pending_call_holds_few_bytes(anyio_backend: str) -> None:
     # asyncio, 14.0 KB on trio; after 9.5-9.7 KB and 13.2 KB.
     bound = 10_500 if anyio_backend == "asyncio" else 13_700
     assert per_call < bound, f"{per_call:.0f} bytes per pending HTTP call"
+
+
+# --- the end of a response's wait: no cancellation, so no race with receive() returning ----------------------
+
+
+class Racing(Exchange):
+    """A request driven into the app whose ASGI task goes on after the app returns, as a server's does: a
+    cancellation left behind by the app (a wake that came as ``receive()`` returned) would strike there."""
+
+    def __init__(self, body: dict[str, Any], sid: str) -> None:
+        super().__init__(body, sid)
+        self.returned = 0  # times the app's call returned
+        self.raised: list[BaseException] = []
+        self.after = ""  # what the task met after the app returned
+        self.over = anyio.Event()
+        self.on_last: Callable[[], None] | None = None  # run inside the send of the response's end
+        self.in_receive = 0  # receive() calls under way (one left when the app returns: not closed)
+        self.in_receive_at_return = -1
+
+    async def receive(self) -> dict[str, Any]:
+        self.in_receive += 1
+        try:
+            return await super().receive()
+        finally:
+            self.in_receive -= 1
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        await super().send(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False) and self.on_last:
+            self.on_last()
+
+    async def run(self, app: StreamableHTTPApp) -> None:
+        try:
+            await app(self.scope, self.receive, self.send)
+        except BaseException as exc:  # recorded for the test, re-raised
+            self.in_receive_at_return = self.in_receive
+            self.raised.append(exc)
+            self.over.set()
+            raise
+        self.returned += 1
+        self.in_receive_at_return = self.in_receive
+        try:
+            if sniffio.current_async_library() == "asyncio":
+                task = asyncio.current_task()
+                assert task is not None
+                if task.cancelling():
+                    self.after = f"{task.cancelling()} cancellation(s) requested"
+            for _ in range(5):
+                await anyio.lowlevel.checkpoint()
+        except BaseException as exc:  # a cancellation left behind
+            self.after = f"{exc!r} after the app returned"
+        self.after = self.after or "clean"
+        self.over.set()
+
+
+def counting_server(ended: list[str]) -> Server:
+    """``ask`` asks one question; each end of a call (answered, or not) is counted in ``ended``."""
+    server = Server("race", "1.0.0")
+
+    @server.tool()
+    async def ask(ctx: Context, i: int) -> str:
+        """Ask one question and return the answer."""
+        try:
+            reply = await ctx.elicit(f"question {i}", Answer)
+            return reply.value.answer if isinstance(reply, Accepted) else "no answer"
+        finally:
+            ended.append(f"call {i}")
+
+    return server
+
+
+async def _settled(app: StreamableHTTPApp, sid: str) -> None:
+    """Wait until the session has no pending question, no handler running and no open response."""
+    sess = app._sessions.get(sid)
+    assert sess is not None
+    conn = app.connection(sid)
+    assert conn is not None
+    session = conn.session
+    while True:
+        if not (session._pending.cells or session._inflight or sess.live or sess.transport.by_request):
+            return
+        await anyio.sleep(0.001)
+
+
+def _call(sid: str, i: int) -> Racing:
+    body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "ask", "arguments": {"i": i}}}
+    return Racing(body, sid)
+
+
+@pytest.mark.parametrize("order", ["leave, then end", "end, then leave"])
+async def test_the_session_ending_as_the_client_leaves_ends_the_response_once(order: str) -> None:
+    ended: list[str] = []
+    app = StreamableHTTPApp(counting_server(ended))
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            sess = app._sessions.get(sid)
+            assert sess is not None
+            call = _call(sid, 1)
+            tg.start_soon(call.run, app)
+            await call.wait_for("elicitation/create")
+            # In one step: receive()'s wait is done (the client left) and end() wakes it.
+            if order == "leave, then end":
+                call.gone.set()
+                app.end_session(sid)
+            else:
+                app.end_session(sid)
+                call.gone.set()
+            await call.over.wait()
+            await sess.wait_finished()
+            assert (call.returned, call.raised, call.after, call.in_receive_at_return) == (1, [], "clean", 0)
+            assert ended == ["call 1"]
+            assert sess.live == 0 and app.session_count == 0
+            conn = sess.connection
+            assert conn is not None and not conn.session._pending.cells and not conn.session._inflight
+            tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("turns", [*range(8), "with the end"])
+async def test_the_client_leaving_as_the_answer_arrives_ends_the_call_once(turns: int | str) -> None:
+    ended: list[str] = []
+    app = StreamableHTTPApp(counting_server(ended))
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            call = _call(sid, 1)
+            tg.start_soon(call.run, app)
+            question = await call.wait_for("elicitation/create")
+            answer = accept(question, sid, "yes")
+            if turns == "with the end":
+                call.on_last = call.gone.set  # as uvicorn does: the response's end wakes receive()
+                tg.start_soon(answer.run, app)
+            else:
+                assert isinstance(turns, int)
+                tg.start_soon(answer.run, app)
+                for _ in range(turns):
+                    await anyio.lowlevel.checkpoint()
+                call.gone.set()  # the client leaves as the answer comes in and the result goes out
+            await call.over.wait()
+            await _settled(app, sid)
+            assert (call.returned, call.raised, call.after, call.in_receive_at_return) == (1, [], "clean", 0)
+            assert ended == ["call 1"]
+            results = [m["result"]["content"][0]["text"] for m in call.messages() if "result" in m]
+            assert results in ([], ["yes"])  # the result reached the client at most once (before it left)
+            # The same session serves the next call as usual.
+            again = _call(sid, 2)
+            tg.start_soon(again.run, app)
+            await accept(await again.wait_for("elicitation/create"), sid, "no").run(app)
+            assert (await again.wait_for("result"))["result"]["content"][0]["text"] == "no"
+            tg.cancel_scope.cancel()
+
+
+async def test_a_cancelled_response_task_is_cancelled_and_counted_down() -> None:
+    ended: list[str] = []
+    app = StreamableHTTPApp(counting_server(ended))
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            sess = app._sessions.get(sid)
+            assert sess is not None
+            call = _call(sid, 1)
+            async with anyio.create_task_group() as server_side:  # the ASGI server's task for the request
+                server_side.start_soon(call.run, app)
+                await call.wait_for("elicitation/create")
+                server_side.cancel_scope.cancel()
+            assert call.returned == 0 and len(call.raised) == 1
+            assert isinstance(call.raised[0], anyio.get_cancelled_exc_class())
+            assert call.in_receive_at_return == 0  # receive() saw the cancellation where it waited
+            assert sess.live == 0  # the response's bookkeeping ran
+            # The call goes on (a dropped connection is not a cancel): its answer still ends it.
+            question = next(m for m in call.messages() if m.get("method") == "elicitation/create")
+            await accept(question, sid, "yes").run(app)
+            await _settled(app, sid)
+            assert ended == ["call 1"]
+            tg.cancel_scope.cancel()

@@ -309,6 +309,7 @@ class Reader:
         finally:
             ended(self, owner)
 
+
 class _Resumed:
     """The rest of an awaitable whose first step has run (it waits on ``waits_on``), to await."""
 
