@@ -250,7 +250,9 @@ class Reader:
                     self.waiting = False
                     self.scope = None
             while loop is not None and not (self.finished or self.ending):  # asyncio: one receive() each
-                steps = receive().__await__()
+                waiting = receive()  # its own steps when a coroutine (no wrapper per wait)
+                steps: Any = waiting if type(waiting) is types.CoroutineType else waiting.__await__()
+                del waiting
                 throw: BaseException | None = None
                 message: Any = None
                 while True:
