@@ -28,7 +28,7 @@ import anyio.lowlevel
 import pytest
 import sniffio
 
-from minimcp import Accepted, Context, Server
+from minimcp import Accepted, Context, Limits, Server
 from minimcp.transports.http import StreamableHTTPApp
 from tests.test_http_lean import Answer, Exchange, V, accept, ask_server, initialize
 
@@ -322,4 +322,90 @@ async def test_a_cancelled_response_task_is_cancelled_and_counted_down() -> None
             await accept(question, sid, "yes").run(app)
             await _settled(app, sid)
             assert ended == ["call 1"]
+            tg.cancel_scope.cancel()
+
+
+# --- the question goes out without a coroutine of the session's while its answer is awaited ----------------
+
+
+def _session_frames() -> Counter[str]:
+    gc.collect()
+    return Counter(
+        o.cr_code.co_qualname
+        for o in gc.get_objects()
+        if type(o).__name__ == "coroutine" and o.cr_code.co_qualname == "Requests._send_and_wait"
+    )
+
+
+async def test_the_question_is_sent_without_waiting_on_asyncio(anyio_backend: str) -> None:
+    app = StreamableHTTPApp(ask_server())
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            calls = Calls(app, sid)
+            await calls.open(tg, N)
+            waiting = _session_frames()["Requests._send_and_wait"]
+            # asyncio: the question went through the transport's send_nowait, described (before: one frame
+            # each, holding the encoded question); trio's requests still await their answer in that frame.
+            assert waiting == (0 if anyio_backend == "asyncio" else N), f"{waiting} for {N} pending calls"
+            tg.cancel_scope.cancel()
+
+
+class SlowClient(Exchange):
+    """A client whose connection takes the question only when :attr:`release` is set (the ASGI ``send``
+    of that write waits, as a server's does when the socket's buffer is full)."""
+
+    def __init__(self, body: dict[str, Any], sid: str) -> None:
+        super().__init__(body, sid)
+        self.release = anyio.Event()
+        self.blocked = anyio.Event()
+        self.abandoned = False
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if b"elicitation/create" in message.get("body", b""):
+            self.blocked.set()
+            try:
+                await self.release.wait()
+            except BaseException:
+                self.abandoned = True
+                raise
+        await super().send(message)
+
+
+@pytest.mark.parametrize("released", [True, False])
+async def test_a_question_the_client_takes_slowly_is_finished_by_its_response(
+    released: bool, anyio_backend: str
+) -> None:
+    # On trio no deadline bounds a write (a task of the app makes it, see SessionTransport.hand_off): released.
+    released = released or anyio_backend == "trio"
+    limits = Limits().replace(stream_write_timeout=None if released else 0.2)
+    app = StreamableHTTPApp(ask_server(), limits=limits)
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            sess = app._sessions.get(sid)
+            assert sess is not None
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": {"i": 1}}}
+            call = SlowClient(body, sid)
+            tg.start_soon(call.run, app)
+            await call.blocked.wait()
+            # The session is not held up by that write: it serves another call meanwhile.
+            other = Racing({**body, "id": 2, "params": {"name": "ask", "arguments": {"i": 2}}}, sid)
+            tg.start_soon(other.run, app)
+            await accept(await other.wait_for("elicitation/create"), sid, "b").run(app)
+            assert (await other.wait_for("result"))["result"]["content"][0]["text"] == "b"
+            stream = sess.transport.by_request[1]
+            if released:
+                call.release.set()  # the response's own coroutine finishes the write, then waits again
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, "a").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == "a"
+            else:
+                while True:  # the write is bounded by stream_write_timeout: the client is treated as gone
+                    if stream.owner is None:
+                        break
+                    await anyio.sleep(0.01)
+                assert call.abandoned and stream.events  # the question waits in the replay buffer
             tg.cancel_scope.cancel()

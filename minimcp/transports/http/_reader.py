@@ -41,6 +41,7 @@ class Reader:
         "hold",
         "idle",
         "last_write",
+        "rest",
         "scope",
         "send",
         "stream",
@@ -69,6 +70,9 @@ class Reader:
         self.ending = False  # asked to end (session closed, request cancelled, another reader took over)
         self.waiting = False  # its coroutine waits in receive()
         self.scope: Any = None  # what ends that wait (end_wait): asyncio, a future; trio, a cancel scope
+        # A write begun by flush_nowait that has to wait for the client: (its steps, what it waits on, the
+        # seq it writes up to, whether it is the last), for the response's own coroutine to finish.
+        self.rest: tuple[Generator[Any, Any, Any], Any, int, bool] | None = None
         self.idle: anyio.Event | None = None  # set when the write under way ends (made only when awaited)
         self.clock = clock  # the backend's (SessionTransport.clock)
         self.last_write = clock()
@@ -84,6 +88,74 @@ class Reader:
             self.release()
         if self.finished and self.waiting:
             await self._wake_waiter()
+
+    def flush_nowait(self) -> None:
+        """:meth:`flush` for a caller that does not wait (``SessionTransport.send_nowait``, asyncio): the writes
+        the ASGI server takes at once are made here; one that has to wait for the client is finished, with
+        what follows, by the response's own coroutine (:meth:`respond`), woken for it."""
+        if self.writing or self.finished:
+            return
+        self.writing = True
+        stream = self.stream
+        try:
+            while stream.owner is self:
+                batch, after = stream.since(self.cursor)
+                last = stream.done and after >= stream.next_seq - 1
+                head = self.head
+                if not batch and not last and (not head or self.hold):
+                    break
+                self.head = b""
+                body = head + b"".join(batch) if batch else head
+                steps = self.send({"type": "http.response.body", "body": body, "more_body": not last}).__await__()
+                try:
+                    waits_on = steps.send(None)
+                except StopIteration:
+                    self._wrote(after, last)
+                    if last:
+                        break
+                    continue
+                self.rest = (steps, waits_on, after, last)  # ``writing`` stays held for the response's coroutine
+                self._interrupt()
+                return
+        except Exception as exc:  # as in write_all
+            logger.debug("SSE stream %d: could not write (%r): the client went away", stream.key, exc)
+            self.gone()
+        self.release()
+        if self.finished:
+            self._interrupt()
+
+    def _wrote(self, after: int, last: bool) -> None:
+        """A write up to seq ``after`` went out (``last``: with the end of the response)."""
+        self.last_write = self.clock()
+        self.cursor = after
+        stream = self.stream
+        if after > stream.delivered:
+            stream.delivered = after
+        if last:
+            self.finished = True
+
+    async def _write_rest(self) -> None:
+        """Finish the write :meth:`flush_nowait` began (bounded by :attr:`write_timeout`), then write what
+        follows; the response's own coroutine does this."""
+        rest = self.rest
+        assert rest is not None
+        self.rest = None
+        steps, waits_on, after, last = rest
+        del rest
+        try:
+            with anyio.move_on_after(self.write_timeout) as scope:
+                await _Resumed(steps, waits_on)
+            del steps, waits_on
+            if scope.cancelled_caught:
+                self.stalled()
+            else:
+                self._wrote(after, last)
+                await self.write_all()
+        except Exception as exc:  # as in write_all
+            logger.debug("SSE stream %d: could not write (%r): the client went away", self.stream.key, exc)
+            self.gone()
+        finally:
+            self.release()
 
     async def write_all(self) -> bool:
         """The writing loop; the caller holds :attr:`writing`. Never raises for a client that has gone.
@@ -103,12 +175,8 @@ class Reader:
                 if not await self._write({"type": "http.response.body", "body": body, "more_body": not last}):
                     self.stalled()
                     return False
-                self.last_write = self.clock()
-                self.cursor = after
-                if after > stream.delivered:
-                    stream.delivered = after
+                self._wrote(after, last)
                 if last:
-                    self.finished = True
                     return True
         except Exception as exc:
             # OSError: the client is gone (ASGI 2.4); some servers raise other errors after a disconnect.
@@ -249,7 +317,11 @@ class Reader:
                 finally:
                     self.waiting = False
                     self.scope = None
-            while loop is not None and not (self.finished or self.ending):  # asyncio: one receive() each
+            while loop is not None:  # asyncio: one receive() each
+                if self.rest is not None:  # a write flush_nowait began waits for the client: finish it here
+                    yield from self._write_rest().__await__()
+                if self.finished or self.ending:
+                    break
                 waiting = receive()  # its own steps when a coroutine (no wrapper per wait)
                 steps: Any = waiting if type(waiting) is types.CoroutineType else waiting.__await__()
                 del waiting
@@ -271,7 +343,7 @@ class Reader:
                         except BaseException as exc:
                             throw = exc
                         continue
-                    if self.finished or self.ending:  # ended while receive() was returning: not waited on
+                    if self.finished or self.ending or self.rest is not None:  # not waited on: see above
                         steps.close()
                         break
                     while not inner.done():  # wait on ``wake``: set when ``inner`` is done, or by end()
@@ -292,16 +364,16 @@ class Reader:
                             self.waiting = False
                             self.scope = None
                             inner.remove_done_callback(self._relay)
-                        if self.finished or self.ending:
+                        if self.finished or self.ending or self.rest is not None:
                             break
-                    if throw is None and not inner.done():  # woken by end() or the last write
+                    if throw is None and not inner.done():  # woken by end(), the last write or flush_nowait
                         steps.close()
                         break
                 if message is not None and message["type"] == "http.disconnect":
                     disconnected = True
                     break
-                if message is None:
-                    break
+            if self.rest is not None:  # the client left meanwhile: the write ends (bounded) all the same
+                yield from self._write_rest().__await__()
             if disconnected and not self.finished:
                 self.gone()
             if self.ending and not self.finished:

@@ -206,6 +206,29 @@ class SessionTransport:
                 return
         self.standalone.push(message)
 
+    def send_nowait(
+        self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
+    ) -> bool:
+        """:meth:`send` without waiting, for a described request or notification (the session's fast path
+        for the requests it sends). False for a response, a message without its description, or once closed
+        (then :meth:`send` is called). An open response reading the stream is written to at once
+        (:meth:`Reader.flush_nowait`; on trio by a task of the app, as :meth:`send` does)."""
+        if self.closed or outgoing is None or outgoing.kind is MessageKind.RESPONSE:
+            return False
+        if related is not None:
+            stream = self.by_request.get(related)
+            if stream is not None and same_id(stream.request_id, related):
+                stream.push(message)
+                owner = stream.owner
+                if type(owner) is Reader and not owner.writing:
+                    if self.hand_off is None:
+                        owner.flush_nowait()
+                    else:
+                        self.hand_off(owner.flush)
+                return True
+        self.standalone.push(message)
+        return True
+
     async def receive(self) -> bytes:
         while True:
             message = self.receive_nowait()
