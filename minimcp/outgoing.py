@@ -89,8 +89,7 @@ class Requests:
     _tg: anyio.abc.TaskGroup | None
     _human_waits: int
     _describes: bool
-    #: A described transport's ``send_nowait`` (it takes ``outgoing=``), else ``None``.
-    _request_nowait: Callable[..., bool] | None
+    transport: Any
     _trace: Any
     #: The session's timer (minimcp.deadline_timer): a deadline came or moved sooner.
     _arm_timer: Callable[[], None]
@@ -113,7 +112,8 @@ class Requests:
     def _request_sent_now(self, data: bytes, related: RequestId | None, cell: Cell) -> bool:
         """A request handed to a described transport without waiting, described (its ``send_nowait``, if it has
         one: no ``_send_and_wait`` frame then, nor the encoded request, while the answer is awaited)."""
-        nowait = self._request_nowait
+        # Looked up, not kept: one more attribute per session costs 1.3 KB (its __dict__ would not be shared).
+        nowait = getattr(self.transport, "send_nowait", None)
         if nowait is None or self._closed or self._trace is not None:
             return False
         return nowait(data, related=related, outgoing=self._about_request(cell)) is True

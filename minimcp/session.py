@@ -113,11 +113,10 @@ class Session(Requests, DeadlineTimer):
         #: Whether the transport is told what each message is (:class:`~minimcp.transports.DescribedTransport`);
         #: read once here, so the others cost nothing per message.
         self._describes = getattr(transport, "wants_outgoing", False) is True
-        # A described transport is sent to through send(), but for a request's fast path, which passes its
-        # description (Requests._request_sent_now): no response goes to its send_nowait.
-        nowait = getattr(transport, "send_nowait", None)
-        self._send_nowait: Callable[..., bool] | None = None if self._describes else nowait
-        self._request_nowait: Callable[..., bool] | None = nowait if self._describes else None
+        # A described transport is sent to through send() only (there the description is made).
+        self._send_nowait: Callable[..., bool] | None = (
+            None if self._describes else getattr(transport, "send_nowait", None)
+        )
         self.dispatcher = dispatcher
         self.limits = limits or Limits()
         self.name = name
