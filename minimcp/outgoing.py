@@ -110,10 +110,11 @@ class Requests:
         raise NotImplementedError  # pragma: no cover - the session's
 
     def _request_sent_now(self, data: bytes, related: RequestId | None, cell: Cell) -> bool:
-        """A request handed to a described transport without waiting, described (its ``send_nowait``, if it has
-        one: no ``_send_and_wait`` frame then, nor the encoded request, while the answer is awaited)."""
+        """A request handed to a described transport without waiting, with its description (its
+        ``send_nowait_described``, if it has one: then no ``_send_and_wait`` frame, nor the encoded request, is
+        kept while the answer is awaited; see :class:`~minimcp.transports.DescribedTransport`)."""
         # Looked up, not kept: one more attribute per session costs 1.3 KB (its __dict__ would not be shared).
-        nowait = getattr(self.transport, "send_nowait", None)
+        nowait = getattr(self.transport, "send_nowait_described", None)
         if nowait is None or self._closed or self._trace is not None:
             return False
         return nowait(data, related=related, outgoing=self._about_request(cell)) is True

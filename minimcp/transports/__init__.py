@@ -91,9 +91,10 @@ class DescribedTransport(Transport, Protocol):
     """A transport that wants each message described as it is sent.
 
     It says so with the class attribute ``wants_outgoing = True``; the session reads
-    it once, when it starts, and then passes ``outgoing=`` on every :meth:`send`.
-    Its ``send_nowait``, if it has one, is called only for the requests the session
-    sends, described too (``send_nowait(message, *, related, outgoing) -> bool``).
+    it once, when it starts, and then passes ``outgoing=`` on every :meth:`send`
+    (a ``send_nowait`` fast path is not used). It may offer one of its own for the
+    requests the session sends: ``send_nowait_described(message, *, related,
+    outgoing) -> bool`` (``False``: nothing sent, :meth:`send` is called).
     Transports without the attribute are called exactly as before, with no
     description made for them. ``outgoing`` is ``None`` when someone calls
     ``send`` directly with bytes: then :func:`describe` reads it from them.

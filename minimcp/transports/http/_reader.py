@@ -90,9 +90,9 @@ class Reader:
             await self._wake_waiter()
 
     def flush_nowait(self) -> None:
-        """:meth:`flush` for a caller that does not wait (``SessionTransport.send_nowait``, asyncio): the writes
-        the ASGI server takes at once are made here; one that has to wait for the client is finished, with
-        what follows, by the response's own coroutine (:meth:`respond`), woken for it."""
+        """:meth:`flush` for a caller that does not wait (``SessionTransport.send_nowait_described``, asyncio):
+        the writes the ASGI server takes at once are made here; one that has to wait for the client is
+        finished, with what follows, by the response's own coroutine (:meth:`respond`), woken for it."""
         if self.writing or self.finished:
             return
         self.writing = True

@@ -206,7 +206,7 @@ class SessionTransport:
                 return
         self.standalone.push(message)
 
-    def send_nowait(
+    def send_nowait_described(
         self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
     ) -> bool:
         """:meth:`send` without waiting, for a described request or notification (the session's fast path
