@@ -181,7 +181,7 @@ def main() -> None:
     ns = argparse.Namespace(
         url=None, server="minimcp", wire="http", backend="asyncio", tracemalloc=not args.rss_only, asgi="default",
         sessions=args.sessions or (1000 if args.scenario == "idle" else 500), per=args.per, fills=1,
-        watch=[], fill_timeout=600, max_sockets=15_000, call_offset=0, barrier=False,
+        watch=[], fill_timeout=600, max_sockets=15_000, call_offset=0, barrier=False, era="handshake",
     )
     ns.n = ns.sessions * ns.per
     import resource

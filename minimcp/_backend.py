@@ -422,3 +422,18 @@ async def checkpoint() -> None:
 def trio_deadline_in(scope: Any, delay: float | None) -> None:
     """trio: cancel the trio cancel scope ``scope`` ``delay`` seconds from now (``None``: never)."""
     scope.deadline = math.inf if delay is None else _trio().current_time() + delay
+
+
+def trio_cancel_scope() -> Any:
+    """trio: a native cancel scope (an HTTP response's wait in ``receive()``; no anyio wrapper per response)."""
+    return _trio().CancelScope()
+
+
+def end_wait(waker: Any) -> None:
+    """End a wait made wakeable with ``waker``: an asyncio future of its own (completed, never cancelled), or
+    a trio cancel scope (cancelled). See ``transports/http/_reader.py``."""
+    if isinstance(waker, asyncio.Future):
+        if not waker.done():
+            waker.set_result(None)
+    else:
+        waker.cancel()

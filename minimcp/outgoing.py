@@ -89,6 +89,8 @@ class Requests:
     _tg: anyio.abc.TaskGroup | None
     _human_waits: int
     _describes: bool
+    transport: Any
+    _trace: Any
     #: The session's timer (minimcp.deadline_timer): a deadline came or moved sooner.
     _arm_timer: Callable[[], None]
 
@@ -106,6 +108,16 @@ class Requests:
         self, message: bytes, related: RequestId | None, outgoing: Outgoing | None = None
     ) -> None:
         raise NotImplementedError  # pragma: no cover - the session's
+
+    def _request_sent_now(self, data: bytes, related: RequestId | None, cell: Cell) -> bool:
+        """A request handed to a described transport without waiting, with its description (its
+        ``send_nowait_described``, if it has one: then no ``_send_and_wait`` frame, nor the encoded request, is
+        kept while the answer is awaited; see :class:`~minimcp.transports.DescribedTransport`)."""
+        # Looked up, not kept: one more attribute per session costs 1.3 KB (its __dict__ would not be shared).
+        nowait = getattr(self.transport, "send_nowait_described", None)
+        if nowait is None or self._closed or self._trace is not None:
+            return False
+        return nowait(data, related=related, outgoing=self._about_request(cell)) is True
 
     @staticmethod
     def _about_request(cell: Cell) -> Outgoing:
@@ -239,7 +251,9 @@ class Requests:
         self.stats.requests_sent += 1
         if progress is not None:
             self._pending.watch(cell, progress)
-        if type(cell) is AsyncioCell and self._sent_now(data, related=related):
+        if type(cell) is AsyncioCell and (
+            self._request_sent_now(data, related, cell) if self._describes else self._sent_now(data, related=related)
+        ):
             cell.sink = self  # nobody else sees it being given up on (AsyncioCell.cancel)
             return cell
         return self._send_and_wait(cell, data, related)

@@ -92,7 +92,9 @@ class DescribedTransport(Transport, Protocol):
 
     It says so with the class attribute ``wants_outgoing = True``; the session reads
     it once, when it starts, and then passes ``outgoing=`` on every :meth:`send`
-    (messages go through ``send`` only: a ``send_nowait`` fast path is not used).
+    (a ``send_nowait`` fast path is not used). It may offer one of its own for the
+    requests the session sends: ``send_nowait_described(message, *, related,
+    outgoing) -> bool`` (``False``: nothing sent, :meth:`send` is called).
     Transports without the attribute are called exactly as before, with no
     description made for them. ``outgoing`` is ``None`` when someone calls
     ``send`` directly with bytes: then :func:`describe` reads it from them.

@@ -6,7 +6,7 @@ import contextlib
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -14,11 +14,12 @@ import anyio
 from minimcp._backend import NativeEvent, checkpoint, native_clock, native_event_class
 from minimcp.jsonrpc import RequestId
 from minimcp.transports import MessageKind, Outgoing
+from minimcp.transports.http._reader import Reader
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import is_response, is_uint, same_id
 
 if TYPE_CHECKING:
-    from minimcp.transports.http._asgi import ASGIMessage, Receive, Send
+    from minimcp.transports.http._asgi import Send
 
 __all__ = ["Reader", "SessionTransport", "Stream"]
 
@@ -121,228 +122,6 @@ class Stream:
         return self.delivered >= self.next_seq - 1
 
 
-class Reader:
-    """One live HTTP response reading a request's stream, with no task of its own.
-
-    Whoever pushes an event (the request's handler, mostly) writes it through
-    :meth:`flush`; the response's own coroutine only waits in ``receive()`` for
-    the end: the ASGI server says ``http.disconnect`` when the client leaves,
-    and when the response is complete (a server that does not is woken through
-    :attr:`scope`). One writer at a time: a push that finds a write under way
-    leaves its event to that writer, which loops until nothing is left. The
-    last event goes out with the end of the response (one write).
-    """
-
-    __slots__ = (
-        "clock",
-        "cursor",
-        "ending",
-        "finished",
-        "head",
-        "hold",
-        "idle",
-        "last_write",
-        "scope",
-        "send",
-        "stream",
-        "waiting",
-        "write_timeout",
-        "writing",
-    )
-
-    def __init__(
-        self,
-        stream: Stream,
-        send: Send,
-        cursor: int,
-        head: bytes,
-        write_timeout: float,
-        clock: Callable[[], float] = anyio.current_time,
-    ) -> None:
-        self.stream = stream
-        self.send = send
-        self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
-        self.cursor = cursor  # the seq of the last event written
-        self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
-        self.hold = False  # the head alone waits: it goes out with the first event (or when let go)
-        self.writing = True  # the response head is not out yet: pushes only buffer
-        self.finished = False  # the end of the response is written
-        self.ending = False  # asked to end (session closed, request cancelled, another reader took over)
-        self.waiting = False  # its coroutine waits in receive()
-        self.scope: anyio.CancelScope | None = None  # around that wait
-        self.idle: anyio.Event | None = None  # set when the write under way ends (made only when awaited)
-        self.clock = clock  # the backend's (SessionTransport.clock)
-        self.last_write = clock()
-
-    async def flush(self) -> None:
-        """Write what the stream holds beyond :attr:`cursor` (no-op while another write is under way)."""
-        if self.writing or self.finished:
-            return
-        self.writing = True
-        try:
-            await self.write_all()
-        finally:
-            self.release()
-        if self.finished and self.waiting:
-            await self._wake_waiter()
-
-    async def write_all(self) -> bool:
-        """The writing loop; the caller holds :attr:`writing`. Never raises for a client that has gone.
-
-        False when the client has gone (or stalled, see :attr:`write_timeout`) during it.
-        """
-        stream = self.stream
-        try:
-            while stream.owner is self:
-                batch, after = stream.since(self.cursor)
-                last = stream.done and after >= stream.next_seq - 1
-                head = self.head
-                if not batch and not last and (not head or self.hold):
-                    return True
-                self.head = b""
-                body = head + b"".join(batch) if batch else head
-                if not await self._write({"type": "http.response.body", "body": body, "more_body": not last}):
-                    self.stalled()
-                    return False
-                self.last_write = self.clock()
-                self.cursor = after
-                if after > stream.delivered:
-                    stream.delivered = after
-                if last:
-                    self.finished = True
-                    return True
-        except Exception as exc:
-            # OSError: the client is gone (ASGI 2.4); some servers raise other errors after a disconnect.
-            logger.debug("SSE stream %d: could not write (%r): the client went away", stream.key, exc)
-            self.gone()
-            return False
-        return True
-
-    async def _write(self, message: ASGIMessage) -> bool:
-        """One ``send``; False when it waited :attr:`write_timeout` for a client that does not read.
-
-        The deadline costs nothing when ``send`` returns without waiting (the ASGI server took
-        the bytes): its first step runs here, and only a ``send`` that has to wait finishes under
-        a deadline. A cancel scope around every write would cost 6 to 10 us on asyncio, a few
-        per cent of an HTTP round trip.
-        """
-        steps = self.send(message).__await__()
-        try:
-            waits_on = next(steps)
-        except StopIteration:
-            return True
-        with anyio.move_on_after(self.write_timeout) as scope:
-            await _Resumed(steps, waits_on)
-        return not scope.cancelled_caught
-
-    def release(self) -> None:
-        """The write under way has ended."""
-        self.writing = False
-        idle = self.idle
-        if idle is not None:
-            self.idle = None
-            idle.set()
-
-    async def finish(self) -> None:
-        """After :meth:`end`: wait for a write under way, write what is left, then the end of the response."""
-        while self.writing:
-            idle = self.idle = self.idle or anyio.Event()
-            await idle.wait()
-        if self.finished:
-            return
-        self.writing = True
-        try:
-            if await self.write_all() and not self.finished:
-                if await self._write({"type": "http.response.body", "body": b"", "more_body": False}):
-                    self.finished = True
-                else:
-                    self.stalled()
-        except Exception as exc:
-            logger.debug("SSE stream %d: could not end the response (%r)", self.stream.key, exc)
-            self.gone()
-        finally:
-            self.release()
-
-    async def ping(self, ping: bytes) -> None:
-        """A keep-alive comment (with anything pushed meanwhile)."""
-        if self.writing or self.finished:
-            return
-        self.head += ping
-        await self.flush()
-
-    def end(self) -> None:
-        """End the response soon (its coroutine writes what is left, then the end)."""
-        self.ending = True
-        scope = self.scope
-        if scope is not None:
-            scope.cancel()
-
-    def stalled(self) -> None:
-        """A write waited :attr:`write_timeout` for a client that does not read: it is treated as gone."""
-        logger.info(
-            "SSE stream %d: the client read nothing for %g s; treated as gone (its events stay for a resumption)",
-            self.stream.key,
-            self.write_timeout,
-        )
-        self.gone()
-
-    def gone(self) -> None:
-        """The client left: later events only go to the replay buffer."""
-        if self.stream.owner is self:
-            self.stream.owner = None
-
-    async def _wake_waiter(self) -> None:
-        # The ASGI servers we know end a pending receive() with http.disconnect once the response is
-        # complete, which wakes the waiter by the time it runs; any other is woken by its scope.
-        try:
-            await checkpoint()
-        finally:
-            if self.waiting and self.scope is not None:
-                self.scope.cancel()
-
-    async def wait(self, receive: Receive) -> None:
-        """Wait in ``receive()`` until the response is complete, the client leaves, or :meth:`end`."""
-        if self.finished or self.ending:
-            return
-        with anyio.CancelScope() as scope:
-            self.scope = scope
-            self.waiting = True
-            try:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-            finally:
-                self.waiting = False
-                self.scope = None
-        if not self.finished and not scope.cancel_called:
-            self.gone()  # a disconnect
-
-
-class _Resumed:
-    """The rest of an awaitable whose first step has run (it waits on ``waits_on``), to await."""
-
-    __slots__ = ("steps", "waits_on")
-
-    def __init__(self, steps: Generator[Any, Any, Any], waits_on: Any) -> None:
-        self.steps = steps
-        self.waits_on = waits_on
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        steps, waits_on = self.steps, self.waits_on
-        while True:  # what ``yield from`` does, from the second step on
-            try:
-                sent = yield waits_on
-            except BaseException as exc:  # a cancellation (or close): the awaitable handles it
-                try:
-                    waits_on = steps.throw(exc)
-                except StopIteration:
-                    return
-            else:
-                try:
-                    waits_on = steps.send(sent)
-                except StopIteration:
-                    return
-
-
 class _Waiting:
     """A POST whose message waits for room in a session's inbox."""
 
@@ -426,6 +205,29 @@ class SessionTransport:
                 logger.debug("dropped a response for request %r: its stream has ended", related)
                 return
         self.standalone.push(message)
+
+    def send_nowait_described(
+        self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
+    ) -> bool:
+        """:meth:`send` without waiting, for a described request or notification (the session's fast path
+        for the requests it sends). False for a response, a message without its description, or once closed
+        (then :meth:`send` is called). An open response reading the stream is written to at once
+        (:meth:`Reader.flush_nowait`; on trio by a task of the app, as :meth:`send` does)."""
+        if self.closed or outgoing is None or outgoing.kind is MessageKind.RESPONSE:
+            return False
+        if related is not None:
+            stream = self.by_request.get(related)
+            if stream is not None and same_id(stream.request_id, related):
+                stream.push(message)
+                owner = stream.owner
+                if type(owner) is Reader and not owner.writing:
+                    if self.hand_off is None:
+                        owner.flush_nowait()
+                    else:
+                        self.hand_off(owner.flush)
+                return True
+        self.standalone.push(message)
+        return True
 
     async def receive(self) -> bytes:
         while True:

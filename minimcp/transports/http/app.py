@@ -6,7 +6,7 @@ import contextlib
 import logging
 import math
 import secrets
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Collection, Mapping
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
@@ -150,6 +150,7 @@ class StreamableHTTPAppBase(Generic[S]):
         # (Host, Origin) -> why refused (None: allowed); the same few pairs come again and again
         self._checked: dict[tuple[str | None, str | None], str | None] = {}
         self._pacer = Pacer(keepalive_interval)  # priming events held a moment, keep-alives
+        self._ended = self._reader_ended  # one bound method for every response (not one each)
         limits = self.limits
         self._stateless = StatelessLeg(
             server, self._stateless_connection, max_message_bytes=limits.max_message_bytes,
@@ -368,8 +369,11 @@ class StreamableHTTPAppBase(Generic[S]):
                 f"method {method} not allowed; use POST, GET or DELETE",
                 headers=[(b"allow", b"GET, POST, DELETE")],
             )
-        del headers  # not held here while a response stream stays open (bytes per waiting call)
-        await handling
+        del headers, checked  # not held here while a response stream stays open (bytes per waiting call)
+        reading = await handling
+        if reading is not None:
+            del handling  # a finished coroutine still holds about 400 bytes
+            await reading  # the response (Reader.respond), once the frame that opened it is gone
 
     async def _session_of(self, headers: Mapping[str, str], send: Send) -> HTTPSession | None:
         """The session a request names; answers the request itself (400/404) when there is none."""
@@ -387,44 +391,46 @@ class StreamableHTTPAppBase(Generic[S]):
             return None
         return sess
 
-    async def _post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
+    async def _post(
+        self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope
+    ) -> Awaitable[None] | None:
         version = headers.get("mcp-protocol-version")
         accept = headers.get("accept", "")
         if not (accepts(accept, JSON) and accepts(accept, SSE)):
             await respond_error(send, 406, f"Accept must list {JSON} and {SSE}", version=version)
-            return
+            return None
         if media_type(headers.get("content-type", "")) != JSON:
             await respond_error(send, 415, f"Content-Type must be {JSON}", version=version)
-            return
+            return None
         if wants_modern(headers):
             await self._stateless.post(headers, receive, send, scope)
-            return
+            return None
         sess: HTTPSession | None = None
         if "mcp-session-id" in headers:
             sess = await self._session_of(headers, send)
             if sess is None:
-                return
+                return None
             version = sess.version
         body = await read_body(headers, receive, send, self.limits.max_message_bytes, version)
         if body is None:
-            return
+            return None
         try:
             message = jsonrpc.decode(body)
         except jsonrpc.InvalidMessage as exc:
             await respond_error(send, 400, exc.message, code=exc.code, id=exc.id, version=version)
-            return
+            return None
         new = False
         if sess is None and claims_modern(message):
             await self._stateless.message(headers, message, receive, send, scope)
-            return
+            return None
         if sess is None:
             if not (type(message) is Request and message.method == "initialize"):
                 await respond_error(send, 400, _NO_SESSION, version=version)
-                return
+                return None
             created = await self._new_session(client_key(scope))
             if isinstance(created, str):
                 await respond_error(send, 503, created, code=errors.SERVER_BUSY, version=version)
-                return
+                return None
             sess, new = created, True
         else:
             sess.initialized = True
@@ -440,31 +446,30 @@ class StreamableHTTPAppBase(Generic[S]):
                     id=message.id,
                     version=version,
                 )
-                return
+                return None
             if not await transport.deliver(body):
                 transport.drop(stream)
                 await respond_error(send, 404, _SESSION_ENDED, version=version)
-                return
+                return None
             if message.method == "initialize":
                 requested = initialize_version(message.params)
                 stream_version = negotiate(requested) if requested else ASSUMED_VERSION
             else:
                 stream_version = sess.version
-            extra = [(b"mcp-session-id", sess.id.encode())] if new else []
-            del headers, body, message  # not held while the call waits (bytes per waiting call)
-            await self._read(sess, stream, 0, stream_version, receive, send, extra)
-            return
+            extra = ((b"mcp-session-id", sess.id.encode()),) if new else ()
+            return self._read(sess, stream, 0, stream_version, receive, send, extra)  # awaited by __call__
         if not await transport.deliver(body):
             await respond_error(send, 404, _SESSION_ENDED, version=version)
-            return
+            return None
         if type(message) is Notification and message.method == "notifications/cancelled":
             with contextlib.suppress(errors.McpError):
                 cancelled = jsonrpc.decode_params(message.params, CancelledParams).request_id
                 if not isinstance(cancelled, msgspec.UnsetType):
                     transport.end_request_stream(cancelled)
         await respond(send, 202)
+        return None
 
-    async def _get(self, headers: Mapping[str, str], receive: Receive, send: Send) -> None:
+    async def _get(self, headers: Mapping[str, str], receive: Receive, send: Send) -> Awaitable[None] | None:
         if not accepts(headers.get("accept", ""), SSE):
             await respond_error(
                 send,
@@ -472,10 +477,10 @@ class StreamableHTTPAppBase(Generic[S]):
                 f"Accept must list {SSE}",
                 version=headers.get("mcp-protocol-version"),
             )
-            return
+            return None
         sess = await self._session_of(headers, send)
         if sess is None:
-            return
+            return None
         sess.initialized = True
         sess.touch(self._sessions)
         last = headers.get("last-event-id")
@@ -488,15 +493,15 @@ class StreamableHTTPAppBase(Generic[S]):
                     f"Last-Event-ID {last!r} names no stream of this session that can be resumed",
                     version=sess.version,
                 )
-                return
+                return None
             stream, cursor = found
             if stream is not sess.transport.standalone:
-                await self._read(sess, stream, cursor, sess.version, receive, send, [])
-                return
+                return self._read(sess, stream, cursor, sess.version, receive, send, ())
         else:
             stream = sess.transport.standalone
             cursor = stream.delivered
-        await self._stream(sess, stream, cursor, sess.version, receive, send, [])
+        await self._stream(sess, stream, cursor, sess.version, receive, send, ())
+        return None
 
     async def _delete(self, headers: Mapping[str, str], send: Send) -> None:
         sess = await self._session_of(headers, send)
@@ -509,7 +514,7 @@ class StreamableHTTPAppBase(Generic[S]):
 
     # --- SSE -----------------------------------------------------------------------------------
 
-    async def _read(
+    def _read(
         self,
         sess: HTTPSession,
         stream: Stream,
@@ -517,10 +522,10 @@ class StreamableHTTPAppBase(Generic[S]):
         version: str,
         receive: Receive,
         send: Send,
-        extra_headers: list[tuple[bytes, bytes]],
-    ) -> None:
-        """Answer with a request's ``stream`` as SSE from after ``cursor``: a :class:`Reader`, written to by the
-        stream's pushers, while this coroutine waits for the end (no task, no timer of its own)."""
+        extra_headers: tuple[tuple[bytes, bytes], ...],
+    ) -> Awaitable[None]:
+        """Answer with a request's ``stream`` as SSE from after ``cursor``: returns the response to await
+        (:meth:`Reader.respond`: the stream's pushers write to it; it waits for the end, no task or timer)."""
         head = self._priming(stream, cursor, version)
         # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set.
         timeout = self.limits.stream_write_timeout if sess.transport.hand_off is None else math.inf
@@ -529,24 +534,16 @@ class StreamableHTTPAppBase(Generic[S]):
         stream.owner = reader
         if type(previous) is Reader:
             previous.end()  # the connection reading it so far ends
-        sess.live += 1
-        try:
-            try:
-                await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra_headers]})
-                if head and not stream.done and stream.next_seq - 1 <= cursor:
-                    self._pacer.hold_priming(reader)
-                await reader.write_all()
-            finally:
-                reader.release()
-            await reader.wait(receive)
-            if reader.ending and not reader.finished:
-                await reader.finish()
-        except OSError:  # the ASGI server could not write: the client is gone
-            logger.debug("SSE stream %d: client went away", stream.key)
-        finally:
-            sess.live -= 1
-            sess.touch(self._sessions)
-            sess.transport.let_go(stream, reader)
+        sess.live += 1  # (_reader_ended counts it down: the response is awaited at once)
+        start = {"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra_headers]}
+        hold = self._pacer.hold_priming if head and not stream.done and stream.next_seq - 1 <= cursor else None
+        return reader.respond(receive, start, hold, self._ended, sess)
+
+    def _reader_ended(self, reader: Reader, sess: HTTPSession) -> None:
+        """A request stream's response is over (see :meth:`_read`)."""
+        sess.live -= 1
+        sess.touch(self._sessions)
+        sess.transport.let_go(reader.stream, reader)
 
     async def _stream(
         self,
@@ -556,7 +553,7 @@ class StreamableHTTPAppBase(Generic[S]):
         version: str,
         receive: Receive,
         send: Send,
-        extra_headers: list[tuple[bytes, bytes]],
+        extra_headers: tuple[tuple[bytes, bytes], ...],
     ) -> None:
         """Answer with the standalone ``stream`` as SSE from after ``cursor`` until the session ends or the
         client leaves (messages pushed here only wake this task: a pusher never waits for this client)."""
