@@ -54,6 +54,11 @@ def _body(content: bytes, extra: dict[str, Any] | None) -> bytes:
     return json.dumps(message).encode()
 
 
+#: Whether the park owner was set in the POST's context when its reply was written, per POST
+#: (what an ASGI server schedules while it writes, e.g. uvicorn's keep-alive timer, copies that context).
+OWNER_AT_REPLY: list[bool] = []
+
+
 async def post(app: Any, tool: str, marks: list[weakref.ref[Mark]], extra: dict[str, Any] | None = None) -> Any:
     """One POST through ``app`` under a middleware that sets :data:`REQUEST_MARK`; its JSON reply."""
     scope, content = call_scope(tool)
@@ -73,6 +78,7 @@ async def post(app: Any, tool: str, marks: list[weakref.ref[Mark]], extra: dict[
         if message["type"] == "http.response.body":
             sent.append(message.get("body", b""))
             if not message.get("more_body", False):
+                OWNER_AT_REPLY.append(modern.PARK_OWNER in contextvars.copy_context())
                 done.set()
 
     mark = Mark()
@@ -89,6 +95,7 @@ async def post(app: Any, tool: str, marks: list[weakref.ref[Mark]], extra: dict[
 async def test_a_call_parked_over_http_holds_nothing_of_its_posts_context() -> None:
     app = StreamableHTTPApp(ask_server())
     marks: list[weakref.ref[Mark]] = []
+    OWNER_AT_REPLY.clear()
     async with anyio.create_task_group() as tg:
         await tg.start(app.run)
         with anyio.fail_after(TIMEOUT):
@@ -99,6 +106,7 @@ async def test_a_call_parked_over_http_holds_nothing_of_its_posts_context() -> N
                 states.append(reply["result"]["requestState"])
             assert len(app.server.parking) == PARKED
             gc.collect()
+            assert not any(OWNER_AT_REPLY), "the park owner is still set while the reply is written"
             held = sum(ref() is not None for ref in marks)
             assert held == 0, f"{held} of {PARKED} parked calls hold their first POST's context"
             for n, state in enumerate(states):  # every parked call resumes with its own answer
