@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import gc
 import json
+import tracemalloc
 import weakref
 from collections.abc import MutableMapping
 from typing import Any
@@ -133,10 +134,35 @@ async def test_the_park_owner_still_bounds_the_calls_a_client_has_parked() -> No
         tg.cancel_scope.cancel()
 
 
+def contexts() -> int:
+    gc.collect()
+    return sum(type(o) is contextvars.Context for o in gc.get_objects())
+
+
+async def test_a_call_parked_over_http_holds_one_context_its_tasks() -> None:
+    """Its task's own context, nothing more: the question's timer (asyncio) shares one context."""
+    app = StreamableHTTPApp(ask_server())
+    marks: list[weakref.ref[Mark]] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(app.run)
+        with anyio.fail_after(TIMEOUT):
+            states = [(await post(app, "ask", marks))["result"]["requestState"] for _ in range(2)]  # warm up
+            before = contexts()
+            for _ in range(PARKED):
+                states.append((await post(app, "ask", marks))["result"]["requestState"])
+            held = contexts() - before
+            assert held <= PARKED, f"{held} contexts for {PARKED} parked calls"
+            for n, state in enumerate(states):
+                answer = {"q1": {"action": "accept", "content": {"n": n}}}
+                reply = await post(app, "ask", marks, {"inputResponses": answer, "requestState": state})
+                assert reply["result"]["content"][0]["text"].startswith(f"{n} "), reply
+        tg.cancel_scope.cancel()
+
+
 #: Bytes a call parked through the HTTP app may hold beyond the same call parked in memory
 #: (``bench_modern.py --http`` against its in-memory figure): the POST leaves nothing but the
-#: client's entry in the per-client park count (about 130 B on asyncio). 320 B (asyncio) and 270 B (trio)
-#: before the run left the POST's context.
+#: client's entry in the per-client park count (about 60 B on asyncio, give or take 80 B from run to
+#: run). 320 B (asyncio) and 270 B (trio) before the run left the POST's context.
 HTTP_EXTRA_BYTES = 200
 
 
@@ -146,3 +172,42 @@ async def test_a_call_parked_over_http_costs_little_more_than_in_memory(anyio_ba
         over_http = await bench.http_waiting(500)
         in_memory = await bench.server_waiting("modern", 500)
     assert over_http - in_memory <= HTTP_EXTRA_BYTES, f"{over_http:.0f} B over HTTP, {in_memory:.0f} B in memory"
+
+
+def test_counting_parked_calls_per_client_costs_one_table_entry_per_call() -> None:
+    """The per-client bound (HTTP) keeps, per parked call, its owner by handle and a count per client:
+    no set of handles per client beside it. 25 B per call with 4,096 parked (the owner dict's table);
+    57 B with a set of handles per client."""
+    parking = modern.Parking(100_000)
+    runs = [modern.Run("ask", [], parking=parking) for _ in range(4096)]
+    tracemalloc.start()
+    try:
+        base = tracemalloc.take_snapshot()
+        token = modern.PARK_OWNER.set(("client", 100_000))
+        try:
+            for run in runs:
+                parking.park(run)
+        finally:
+            modern.PARK_OWNER.reset(token)
+        owned = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    unowned = modern.Parking(100_000)
+    others = [modern.Run("ask", [], parking=unowned) for _ in range(4096)]
+    tracemalloc.start()
+    try:
+        base_unowned = tracemalloc.take_snapshot()
+        for run in others:
+            unowned.park(run)
+        plain = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+
+    def grown(after: tracemalloc.Snapshot, before: tracemalloc.Snapshot) -> int:
+        return sum(d.size_diff for d in after.compare_to(before, "filename"))
+
+    per_call = (grown(owned, base) - grown(plain, base_unowned)) / len(runs)
+    assert per_call <= 40, f"{per_call:.0f} B per parked call for the per-client count"
+    for run in runs:
+        assert parking.take(run.handle) is run
+    assert not parking._owned and not parking._owner_of
