@@ -22,6 +22,8 @@ Figures are printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
 import os
 import statistics
@@ -59,6 +61,118 @@ def run_driver(tree: str, args: argparse.Namespace, trace: bool) -> dict[str, An
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def sockets_of(pid: int) -> int:
+    """How many sockets process ``pid`` has open (its listening socket and its connections)."""
+    fds = Path(f"/proc/{pid}/fd")
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):  # (a descriptor closed meanwhile)
+            count += os.readlink(fd).startswith("socket:")
+    return count
+
+
+def load_driver(tree: str) -> Any:
+    """The tree's ``benchmarks/driver.py`` as a module (its servers import the tree's minimcp)."""
+    path = Path(tree).resolve() / "benchmarks" / "driver.py"
+    spec = importlib.util.spec_from_file_location(f"park_http_driver_{abs(hash(path))}", path)
+    assert spec is not None and spec.loader is not None
+    driver = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = driver  # (its msgspec structs resolve their annotations through it)
+    spec.loader.exec_module(driver)
+    return driver
+
+
+async def settled(driver: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """``--settle S``: the driver's pending scenario, each figure taken ``S`` seconds after the fill (or drain).
+
+    By then the timers the ASGI server armed per request (uvicorn's keep-alive timer and
+    ``_uvicorn_guard``'s header timer, cancelled by the connection's next request but held by
+    asyncio's timer heap until due) have gone, and with a settle longer than uvicorn's
+    keep-alive timeout (5 s) so have the idle keep-alive connections: what is left is what the
+    parked calls hold. The server's sockets are counted at each figure.
+    """
+    import asyncio
+
+    server = driver.NetServer(driver.server_command("minimcp", "http", args.backend, args.trace))
+    port = await server.start()
+    client = driver.RawHttp("127.0.0.1", port, max_sockets=args.max_sockets or 100)
+    conn = driver.ModernHttpConn(f"http://127.0.0.1:{port}/mcp", client)
+    out: dict[str, Any] = {"fills": []}
+    try:
+        await conn.start()
+        calls = driver.Calls()
+        calls.target = 50
+        conn.on_question = driver.answer_now
+        for _ in range(calls.target):
+            calls.start(conn)
+        conn.flush()
+        await asyncio.wait_for(calls.reached.wait(), 120)
+        await asyncio.sleep(args.settle)
+        base = await conn.stats(True, "base" if args.trace else "")
+        out["idle"] = {**base, "sockets": sockets_of(server.pid)}
+        for k in range(args.fills):
+            parked: list[tuple[Any, int]] = []
+            all_parked = asyncio.Event()
+
+            def park(c: Any, eid: Any, i: int, parked: list[Any] = parked, done: asyncio.Event = all_parked) -> None:
+                parked.append((eid, i))
+                if len(parked) == args.n:
+                    done.set()
+
+            conn.on_question = park
+            calls = driver.Calls()
+            calls.target = args.n
+            connects0 = client.connects
+            for _ in range(args.n):
+                calls.start(conn)
+            conn.flush()
+            await asyncio.wait_for(all_parked.wait(), 600)
+            sockets_filled = sockets_of(server.pid)
+            await asyncio.sleep(args.settle)
+            full = await conn.stats(True, "diff" if args.trace and k == 0 else "")
+            full["sockets_at_fill_end"], full["sockets"] = sockets_filled, sockets_of(server.pid)
+            full["connects_fill"] = client.connects - connects0
+            conn.on_question = driver.answer_now
+            for eid, i in parked:
+                conn.respond(eid, driver.accept(i))
+            conn.flush()
+            await asyncio.wait_for(calls.reached.wait(), 600)
+            if calls.wrong or calls.errors:
+                raise SystemExit(f"{calls.wrong} wrong answers, {calls.errors} errors")
+            await asyncio.sleep(args.settle)
+            after = await conn.stats(True)
+            out["fills"].append({"full": full, "after": after})
+    finally:
+        await conn.close()
+        client.close()
+        await server.close()
+    return out
+
+
+def report_settled(name: str, row: dict[str, Any], args: argparse.Namespace, per_call: list[float]) -> None:
+    idle = row["idle"]
+    print(f"{name}: idle RSS {idle['rss'] / 2**20:.1f} MB, {idle['sockets']} server sockets "
+          f"(figures {args.settle:g} s after each fill and drain)")
+    for k, fill in enumerate(row["fills"]):
+        full, after = fill["full"], fill["after"]
+        rss = (full["rss"] - idle["rss"]) / args.n
+        per_call.append(rss)
+        line = (f"  fill {k + 1}: {rss / 1024:.2f} KB RSS per parked call (full {full['rss'] / 2**20:.1f} MB, "
+                f"after drain {after['rss'] / 2**20:.1f} MB), "
+                f"{(full['gc_objects'] - idle['gc_objects']) / args.n:.2f} GC objects per call; server sockets "
+                f"{full['sockets_at_fill_end']} at the fill's end, {full['sockets']} at the figure; "
+                f"driver connects {full['connects_fill']}")
+        if full.get("traced") is not None:
+            line += (f"; traced {(full['traced'] - idle['traced']) / args.n:.0f} B per call, "
+                     f"{(after['traced'] - idle['traced']) / 2**10:.0f} KB left after the drain")
+        print(line)
+        for key in ("top_lineno",):
+            for where, size, count in full.get(key, []):
+                print(f"    {size / args.n:7.0f} B {count / args.n:5.2f} obj  {where}")
+        for type_name, count in full.get("gc_types", []):
+            print(f"    gc: {count / args.n:5.2f} per call  {type_name}")
+
+
 def group_of(where: str) -> str:
     for name, part in GROUPS:
         if part in where:
@@ -76,11 +190,19 @@ def main() -> None:
     parser.add_argument("--max-sockets", type=int, default=0, help="the driver's sockets (default: its own, 100)")
     parser.add_argument("--backend", choices=["asyncio", "uvloop", "trio"], default="asyncio")
     parser.add_argument("--trace", action="store_true", help="tracemalloc in the server (slow; RSS then inflated)")
+    parser.add_argument("--settle", type=float, default=0.0, help="take each figure this many seconds after "
+                        "the fill or drain (past uvicorn's 5 s keep-alive: idle connections closed, per-request "
+                        "timers gone); 0: the driver's pending scenario as run.py runs it")
     args = parser.parse_args()
     trees = [t.partition("=")[::2] for t in args.tree] or [("this", str(HERE.parent))]
     per_call: dict[str, list[float]] = {name: [] for name, _ in trees}
     for r in range(args.rounds):
         for name, path in trees:
+            if args.settle:
+                import asyncio
+
+                report_settled(name, asyncio.run(settled(load_driver(path), args)), args, per_call[name])
+                continue
             row = run_driver(path, args, args.trace)
             idle = row["idle"]["rss"]
             print(f"{name} round {r + 1}: idle RSS {idle / 2**20:.1f} MB")
