@@ -251,7 +251,9 @@ class Handlers:
         before_exit: Called once, first thing on exit (the session's close).
     """
 
-    __slots__ = ("_before_exit", "_live", "_loop", "_nursery", "_nursery_cm", "_run_ended", "_runs", "start")
+    __slots__ = (
+        "_before_exit", "_context", "_live", "_loop", "_nursery", "_nursery_cm", "_run_ended", "_runs", "start",
+    )
 
     #: Run a coroutine in a task of its own; returns its handle (``.cancel()``). On asyncio the
     #: loop's own ``create_task`` (a bare task: about a third of an anyio task's memory), held
@@ -270,6 +272,9 @@ class Handlers:
         # asyncio: the tasks of start_detached, each taken out as it ends (by one shared callback).
         self._runs: set[asyncio.Task[None]] = set()
         self._run_ended = self._runs.discard
+        # The owner's context (made where the owner runs): a detached task starts from a copy of it,
+        # not of the request that started it, so a parked call keeps none of that request's variables.
+        self._context = contextvars.copy_context()
 
     async def __aenter__(self) -> Handlers:
         if self._loop is None:
@@ -317,13 +322,13 @@ class Handlers:
         """
         loop = self._loop
         if loop is not None:
-            task = loop.create_task(body)
+            task = loop.create_task(body, context=self._context.copy())
             self._runs.add(task)
             # One bound method and one context for every task: nothing allocated per task.
             task.add_done_callback(self._run_ended, context=_DONE_CONTEXT)
             return task
         scope = _trio().CancelScope()
-        self._nursery.start_soon(_under, scope, body)
+        self._context.run(self._nursery.start_soon, _under, scope, body)  # (trio copies the context entered)
         return scope  # type: ignore[no-any-return]
 
     @staticmethod

@@ -169,7 +169,7 @@ class Run:
             if loop is not None:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
                 # one timer handle settles it as timed out (no cancel scope per park).
-                timer = None if delay is None else loop.call_later(delay, _time_out, cell)
+                timer = None if delay is None else loop.call_later(delay, _time_out, cell, context=_TIMER_CONTEXT)
                 try:
                     answered = await cell is not _TIMED_OUT
                 finally:
@@ -364,6 +364,8 @@ class _NotStarted:
 
 
 _NOT_STARTED = _NotStarted()
+#: The context of every run's timer (``_time_out`` reads no variable): no context copied per parked call.
+_TIMER_CONTEXT = contextvars.Context()
 _DONE = msgspec.Raw(b"null")
 _TIMED_OUT = msgspec.Raw(b"null")
 #: The usual ``inputRequests`` keys, made once (not one string per parked call).
@@ -417,7 +419,7 @@ class Parking:
         self.limit = limit
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._owner_of: dict[str, str] = {}  # handle -> owner, for runs parked under an owner
-        self._owned: dict[str, set[str]] = {}  # owner -> handles
+        self._owned: dict[str, int] = {}  # owner -> how many of its runs are parked
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -431,16 +433,15 @@ class Parking:
         owner = PARK_OWNER.get()
         if owner is not None:
             key, bound = owner
-            mine = self._owned.get(key, set())
-            if len(mine) >= bound:
+            mine = self._owned.get(key, 0)
+            if mine >= bound:
                 run.stop()
                 raise McpError(
                     errors.SERVER_BUSY,
                     f"too many calls waiting for answers from this client (limit {bound}); "
                     "answer or abandon one first",
                 )
-            mine.add(run.handle)
-            self._owned[key] = mine
+            self._owned[key] = mine + 1
             self._owner_of[run.handle] = key
         self._runs[run.handle] = run
         while len(self._runs) > self.limit:
@@ -463,7 +464,8 @@ class Parking:
     def _disown(self, handle: str) -> None:
         key = self._owner_of.pop(handle, None)
         if key is not None:
-            mine = self._owned[key]
-            mine.discard(handle)
-            if not mine:
+            mine = self._owned[key] - 1
+            if mine:
+                self._owned[key] = mine
+            else:
                 del self._owned[key]

@@ -358,15 +358,19 @@ class StatelessLeg:
             self._sweeper.set()
             self._sweeper = None
         routes[internal] = post
-        # Parked calls count against the client (set in this task's context, reset below).
-        token = modern.PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
         final: tuple[int, bytes] | None = None
         try:
+            # Parked calls count against the client: set in this task's context while the request is
+            # served, reset before the reply is written (what the ASGI server schedules while it
+            # writes, a keep-alive timer, copies this context; a run parked by the request starts
+            # from its session's context, see _backend.Handlers.start_detached).
+            token = modern.PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
             try:
                 with post.scope:
                     request = Request(id=internal, method=message.method, params=message.params)
                     final = await dispatch(host.connection, host.session, request, message.id)
             finally:
+                modern.PARK_OWNER.reset(token)
                 # Nothing more reaches this POST.
                 if routes.get(internal) is post:
                     del routes[internal]
@@ -392,7 +396,6 @@ class StatelessLeg:
         except OSError:  # the ASGI server could not write: the client is gone
             logger.debug("modern request %r: client went away", message.id)
         finally:
-            modern.PARK_OWNER.reset(token)
             if routes.get(internal) is post:
                 del routes[internal]
 
