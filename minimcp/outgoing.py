@@ -30,6 +30,8 @@ from minimcp.types import CancelledParams, ProgressParams, RequestParams
 
 if TYPE_CHECKING:
     from minimcp.session_stats import SessionStats
+    from minimcp.trace import WireTrace
+    from minimcp.transports import Transport
 
 __all__ = ["DEFAULT", "Default", "Requests", "Timeout", "decode_result"]
 
@@ -89,8 +91,8 @@ class Requests:
     _tg: anyio.abc.TaskGroup | None
     _human_waits: int
     _describes: bool
-    transport: Any
-    _trace: Any
+    transport: Transport
+    _trace: WireTrace | None
     #: The session's timer (minimcp.deadline_timer): a deadline came or moved sooner.
     _arm_timer: Callable[[], None]
 
