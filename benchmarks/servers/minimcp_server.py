@@ -119,7 +119,35 @@ async def main(args: argparse.Namespace) -> None:
         print(f"PORT {port}", flush=True)
 
 
+def _time_gc(path: str) -> None:
+    """Analysis only: the cyclic GC's passes and CPU time by generation, written to ``path`` as they go."""
+    import json
+    import time
+
+    totals = {str(g): [0, 0.0, 0] for g in range(3)}  # passes, CPU seconds, objects collected
+    started: list[float] = [0.0]
+    last_dump = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        now = time.process_time()
+        if phase == "start":
+            started[0] = now
+            return
+        row = totals[str(info["generation"])]
+        row[0] += 1
+        row[1] += now - started[0]
+        row[2] += info["collected"]
+        if now - last_dump[0] > 0.25:
+            last_dump[0] = now
+            with open(path, "w") as f:
+                json.dump({"cpu": now, "gc": totals}, f)
+
+    gc.callbacks.append(on_gc)
+
+
 if __name__ == "__main__":
+    if os.environ.get("BENCH_GCSTATS"):
+        _time_gc(os.environ["BENCH_GCSTATS"])
     if os.environ.get("BENCH_GC"):  # analysis only: "off", or gen-0 threshold
         gc.disable() if os.environ["BENCH_GC"] == "off" else gc.set_threshold(int(os.environ["BENCH_GC"]), 10, 10)
     parser = argparse.ArgumentParser()
