@@ -1,4 +1,4 @@
-"""What a Streamable HTTP round trip costs the server in loop work, counted (not timed): timers per request.
+"""What a Streamable HTTP round trip costs the server in loop work, counted (not timed): timers, writes.
 
 The counts are of work that does not depend on the machine's speed, so these tests hold on a
 busy machine: timers made per request on a kept-alive connection, by the ASGI server and
@@ -8,12 +8,15 @@ minimcp's guard around it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
 import pytest
 
 from minimcp import Server
+from minimcp.transports.http._pacing import PRIMING_MAX_HOLD, Pacer
+from minimcp.transports.http._streams import Reader, Stream
 from tests.test_asgi_guard import UVICORN, _port, serving
 
 pytest.importorskip("uvicorn")
@@ -69,3 +72,55 @@ async def test_the_guard_makes_no_timer_per_request_on_a_kept_alive_connection(
     # uvicorn: one keep-alive timer per response; the guard: one for the new connection; a few for the
     # app's own clocks at most
     assert made[0] <= REQUESTS + 6, made[0]
+
+
+async def test_on_a_lagging_loop_a_priming_event_waits_for_the_first_event_up_to_priming_max_hold() -> None:
+    """A loop that lags (its priming clock ticks late) is behind on the calls it holds: their first
+    events come late too. A priming event held then waits up to ``PRIMING_MAX_HOLD`` and goes out with
+    the first event in one write (before: alone at the second tick, one write more per call)."""
+    sent: list[bytes] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["body"])
+
+    stream = Stream(1, 1, 8)
+    reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
+    reader.release()  # the response head is out
+    stream.owner = reader
+    pacer = Pacer(keepalive_interval=15.0)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            pacer.hold_priming(reader)
+            pacer.tick(tg, now=10.0, lagging=True)
+            pacer.tick(tg, now=10.1, lagging=True)  # on time, this one would let it go
+            pacer.tick(tg, now=10.5, lagging=True)
+            await anyio.wait_all_tasks_blocked()
+            assert reader.hold and sent == []
+            stream.push(b"question")
+            await reader.flush()
+            assert sent == [b"prime\n\nid: 1-1\ndata: question\n\n"]  # one write for both
+
+
+async def test_a_lagging_loop_lets_a_held_priming_event_go_at_priming_max_hold() -> None:
+    sent: list[bytes] = []
+    wrote = anyio.Event()
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["body"])
+        wrote.set()
+
+    stream = Stream(1, 1, 8)
+    reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
+    reader.release()
+    stream.owner = reader
+    pacer = Pacer(keepalive_interval=15.0)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            pacer.hold_priming(reader)
+            pacer.tick(tg, now=10.0, lagging=True)
+            pacer.tick(tg, now=10.0 + PRIMING_MAX_HOLD / 2, lagging=True)
+            await anyio.wait_all_tasks_blocked()
+            assert sent == []
+            pacer.tick(tg, now=10.0 + PRIMING_MAX_HOLD, lagging=True)
+            await wrote.wait()
+            assert sent == [b"prime\n\n"] and not reader.hold

@@ -43,6 +43,7 @@ def build(limits: Limits, **options: Any) -> Server:
     @app.tool()
     async def ask(ctx: Context, i: int) -> str:
         """Ask one question and return the answer."""
+        COUNTS["asks"] += 1
         reply = await ctx.elicit(f"Answer for call {i}", Answer)
         if isinstance(reply, Accepted):
             return reply.value.answer
@@ -145,7 +146,48 @@ def _time_gc(path: str) -> None:
     gc.callbacks.append(on_gc)
 
 
+COUNTS = {"asks": 0, "writes": 0, "tasks": 0, "timers": 0}
+
+
+def _count_writes(path: str) -> None:
+    """Analysis only: socket writes (non-empty transport writes), tasks and timers, beside ``ask`` calls, to ``path``."""
+    import asyncio
+    import asyncio.selector_events as selector_events
+    import json
+    import time
+
+    write = selector_events._SelectorSocketTransport.write
+    last = [0.0]
+
+    def counted(self: Any, data: Any) -> None:
+        if data:
+            COUNTS["writes"] += 1
+            now = time.monotonic()
+            if now - last[0] > 0.25:
+                last[0] = now
+                with open(path, "w") as f:
+                    json.dump(COUNTS, f)
+        write(self, data)
+
+    selector_events._SelectorSocketTransport.write = counted  # type: ignore[method-assign]
+    create_task = asyncio.BaseEventLoop.create_task
+    call_at = asyncio.BaseEventLoop.call_at
+
+    def counted_task(self: Any, *args: Any, **kwargs: Any) -> Any:
+        COUNTS["tasks"] += 1
+        return create_task(self, *args, **kwargs)
+
+    def counted_timer(self: Any, *args: Any, **kwargs: Any) -> Any:
+        COUNTS["timers"] += 1
+        return call_at(self, *args, **kwargs)
+
+    asyncio.BaseEventLoop.create_task = counted_task  # type: ignore[method-assign]
+    asyncio.BaseEventLoop.call_at = counted_timer  # type: ignore[method-assign]
+
+
 if __name__ == "__main__":
+    if os.environ.get("BENCH_COUNT"):
+        _count_writes(os.environ["BENCH_COUNT"])
     if os.environ.get("BENCH_GCSTATS"):
         _time_gc(os.environ["BENCH_GCSTATS"])
     if os.environ.get("BENCH_GC"):  # analysis only: "off", or gen-0 threshold
