@@ -124,3 +124,13 @@ async def test_a_lagging_loop_lets_a_held_priming_event_go_at_priming_max_hold()
             pacer.tick(tg, now=10.0 + PRIMING_MAX_HOLD, lagging=True)
             await wrote.wait()
             assert sent == [b"prime\n\n"] and not reader.hold
+
+
+def test_scope_headers_takes_the_one_pass_only_for_lower_case_names_without_repeats() -> None:
+    from minimcp.transports.http._asgi import scope_headers
+
+    assert scope_headers({"headers": [(b"host", b"a"), (b"accept", b"x")]}) == {"host": "a", "accept": "x"}
+    assert scope_headers({"headers": [(b"Host", b"a"), (b"X-A", b"1"), (b"x-a", b"2")]}) == {"host": "a", "x-a": "1, 2"}
+    assert scope_headers({"headers": [(b"host", b"a"), (b"x", memoryview(b"1"))]}) == {"host": "a", "x": "1"}
+    assert scope_headers({"headers": ((b"host", b"a"),)}) == {"host": "a"}
+    assert scope_headers({}) == {}
