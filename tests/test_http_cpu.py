@@ -134,3 +134,27 @@ def test_scope_headers_takes_the_one_pass_only_for_lower_case_names_without_repe
     assert scope_headers({"headers": [(b"host", b"a"), (b"x", memoryview(b"1"))]}) == {"host": "a", "x": "1"}
     assert scope_headers({"headers": ((b"host", b"a"),)}) == {"host": "a"}
     assert scope_headers({}) == {}
+
+
+async def test_serve_http_tunes_the_gc_only_when_asked_and_undoes_it_when_it_ends() -> None:
+    """``tune_gc=True``: the start-up heap frozen and a higher first threshold while serving; off by
+    default (the GC is the whole process's), and both undone when ``serve_http`` ends."""
+    import gc
+
+    from minimcp.transports.http import serve_http
+    from minimcp.transports.http.serve import TUNED_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with anyio.fail_after(30):
+        for tune in (False, True):
+            async with anyio.create_task_group() as tg:
+                await tg.start(lambda task_status, tune=tune: serve_http(
+                    Server("gc"), tune_gc=tune, task_status=task_status))
+                if tune:
+                    assert gc.get_threshold()[0] == max(before[0], TUNED_GC_THRESHOLD)
+                    assert gc.get_freeze_count() > 0
+                else:
+                    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+                tg.cancel_scope.cancel()
+            assert gc.get_threshold() == before and gc.get_freeze_count() == 0

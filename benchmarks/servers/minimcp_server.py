@@ -94,6 +94,8 @@ async def main(args: argparse.Namespace) -> None:
             from minimcp.transports.http import serve_http
 
             app_options: dict[str, Any] = {"session_id_prefix": args.worker_id} if args.worker_id else {}
+            if args.tune_gc:
+                app_options["tune_gc"] = True
             if args.backlog:  # a burst of connects can overflow serve_http's listen backlog
                 import minimcp.transports.http.serve as serve_module
 
@@ -160,7 +162,7 @@ def _time_gc(path: str) -> None:
 
 
 def _count_writes(path: str) -> None:
-    """Analysis only: socket writes (non-empty transport writes), tasks and timers, beside ``ask`` calls, to ``path``."""
+    """Analysis only: socket writes (non-empty transport writes), tasks, timers and ``ask`` calls, to ``path``."""
     import asyncio
     import asyncio.selector_events as selector_events
     import json
@@ -209,6 +211,8 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0, help="http: the port (default: a free one)")
     parser.add_argument("--worker-id", help="http: session ids named after this worker (behind a balancer)")
     parser.add_argument("--redis", help="the bus between workers on this Redis (redis://host:port/db)")
+    parser.add_argument("--tune-gc", action="store_true", default=bool(os.environ.get("BENCH_TUNE_GC")),
+                        help="http (serve_http): serve_http(tune_gc=True); also BENCH_TUNE_GC=1")
     parser.add_argument("--backlog", type=int, default=0, help="http: the listen backlog (default: serve_http's)")
     parser.add_argument("--asgi", default="default",
                         help="http only: default (serve_http), serve_http:<its asgi_server, e.g. uvicorn-h11>, "
