@@ -158,3 +158,35 @@ async def test_serve_http_tunes_the_gc_only_when_asked_and_undoes_it_when_it_end
                     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
                 tg.cancel_scope.cancel()
             assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+async def test_a_lagging_loop_does_not_hold_on_to_a_reader_whose_first_event_went_out() -> None:
+    """Kept on a lagging loop, the held priming events are sifted (every 0.1 s of ticks): a reader whose
+    first event took its priming event along is let go, not kept up to ``PRIMING_MAX_HOLD``."""
+    sent: list[bytes] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["body"])
+
+    readers = []
+    for key in (1, 2, 3):
+        stream = Stream(key, key, 8)
+        reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
+        reader.release()
+        stream.owner = reader
+        readers.append(reader)
+    pacer = Pacer(keepalive_interval=15.0)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            pacer.hold_priming(readers[0])
+            pacer.hold_priming(readers[1])
+            pacer.tick(tg, now=10.0, lagging=True)
+            pacer.hold_priming(readers[2])  # a later batch
+            pacer.tick(tg, now=10.05, lagging=True)
+            readers[0].stream.push(b"question")
+            await readers[0].flush()  # its first event, with the priming event
+            for now in (10.2, 10.25, 10.3):
+                pacer.tick(tg, now=now, lagging=True)
+            kept = [r for _, batch in pacer._older for r in batch]
+            assert readers[1] in kept and readers[2] in kept and readers[0] not in kept
+            assert not readers[0].hold and readers[1].hold

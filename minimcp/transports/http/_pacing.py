@@ -19,6 +19,9 @@ PRIMING_WINDOW = 0.02
 #: Seconds a priming event may wait at most while the loop lags (a tick comes more than one window late: the
 #: server is behind, and the first events of the calls it holds come later too); then it goes out alone.
 PRIMING_MAX_HOLD = 1.0
+#: Seconds between two siftings of the priming events kept on a lagging loop (those whose first event came
+#: meanwhile are dropped, so a finished call is not held on to for up to PRIMING_MAX_HOLD).
+_KEPT_SWEEP = 0.1
 #: The shortest pause between two keep-alive sweeps.
 _MIN_SWEEP = 0.005
 
@@ -33,6 +36,7 @@ class Pacer:
         # let go at the next tick, or while the loop lags at the first tick PRIMING_MAX_HOLD after theirs
         self._older: list[tuple[float, list[Reader]]] = []
         self._priming: anyio.Event | None = None  # the clock waits for a first one to be held
+        self._swept = -math.inf  # when the batches kept on a lagging loop were last sifted
 
     def hold_priming(self, reader: Reader) -> None:
         """Nothing to send yet but the priming event: it waits for the first event (see ``PRIMING_WINDOW``)."""
@@ -79,16 +83,11 @@ class Pacer:
             due_batches = 0
             while due_batches < len(older) and now - older[due_batches][0] >= PRIMING_MAX_HOLD:
                 due_batches += 1
-            if due_batches < len(older):
-                # The batch of the previous tick is kept from now: only its readers still waiting (once per batch).
-                _, batch = older[-1]
-                waiting = []
-                for reader in batch:
-                    if reader.head and not reader.finished:
-                        waiting.append(reader)
-                    else:
-                        reader.hold = False  # its first event took the priming event along
-                batch[:] = waiting
+            if now - self._swept >= _KEPT_SWEEP:
+                # Those kept: only the readers still waiting (a finished call's reader is not held on to).
+                self._swept = now
+                for _, batch in older[due_batches:]:
+                    batch[:] = [reader for reader in batch if _still_waits(reader)]
         self._older = older[due_batches:]
         if self._held:
             self._older.append((now, self._held))
@@ -121,6 +120,14 @@ class Pacer:
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing and not owner.finished and owner.last_write <= since:
                     tg.start_soon(owner.ping, PING)
+
+
+def _still_waits(reader: Reader) -> bool:
+    """Whether a held reader's priming event is still unwritten (else its first event took it along)."""
+    if reader.head and not reader.finished:
+        return True
+    reader.hold = False
+    return False
 
 
 async def _flush_each(readers: list[Reader]) -> None:
