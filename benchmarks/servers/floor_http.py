@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 from asgi_run import ASGI_SERVERS, serve
 from floor_asyncio import INIT, SCHEMA, Message, decode_call, decode_message, decode_reply, encode
-from instrument import stats_text
+from instrument import COUNTS, analysis_hooks, stats_text
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 JSON = [(b"content-type", b"application/json")]
@@ -89,6 +89,7 @@ class FloorHttp:
             if params.name == "stats":
                 text = stats_text(params.arguments.collect, params.arguments.snapshot)
             else:
+                COUNTS["asks"] += 1
                 session.next_id += 1
                 eid = session.next_id
                 wait = self.waiter(session, eid)
@@ -134,6 +135,7 @@ class FloorHttp:
 
 
 if __name__ == "__main__":
+    analysis_hooks()
     if os.environ.get("BENCH_GC"):  # analysis only: "off", or gen-0 threshold
         gc.disable() if os.environ["BENCH_GC"] == "off" else gc.set_threshold(int(os.environ["BENCH_GC"]), 10, 10)
     parser = argparse.ArgumentParser()

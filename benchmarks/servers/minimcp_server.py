@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a check
 
 import anyio
 import msgspec
-from instrument import stats_text
+from instrument import COUNTS, analysis_hooks, stats_text
 
 from minimcp import Accepted, Context, Limits, Server
 
@@ -43,6 +43,7 @@ def build(limits: Limits, **options: Any) -> Server:
     @app.tool()
     async def ask(ctx: Context, i: int) -> str:
         """Ask one question and return the answer."""
+        COUNTS["asks"] += 1
         reply = await ctx.elicit(f"Answer for call {i}", Answer)
         if isinstance(reply, Accepted):
             return reply.value.answer
@@ -93,6 +94,8 @@ async def main(args: argparse.Namespace) -> None:
             from minimcp.transports.http import serve_http
 
             app_options: dict[str, Any] = {"session_id_prefix": args.worker_id} if args.worker_id else {}
+            if args.tune_gc:
+                app_options["tune_gc"] = True
             if args.backlog:  # a burst of connects can overflow serve_http's listen backlog
                 import minimcp.transports.http.serve as serve_module
 
@@ -116,10 +119,15 @@ async def main(args: argparse.Namespace) -> None:
             await tg.start(http_app.run)
             await serve(http_app, args.asgi, args.backend)
             return
+        if os.environ.get("BENCH_FREEZE"):  # analysis only: the start-up heap out of the GC's passes
+            gc.collect()
+            print(f"frozen {len(gc.get_objects())} objects", file=sys.stderr)
+            gc.freeze()
         print(f"PORT {port}", flush=True)
 
 
 if __name__ == "__main__":
+    analysis_hooks()
     if os.environ.get("BENCH_GC"):  # analysis only: "off", or gen-0 threshold
         gc.disable() if os.environ["BENCH_GC"] == "off" else gc.set_threshold(int(os.environ["BENCH_GC"]), 10, 10)
     parser = argparse.ArgumentParser()
@@ -129,6 +137,8 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0, help="http: the port (default: a free one)")
     parser.add_argument("--worker-id", help="http: session ids named after this worker (behind a balancer)")
     parser.add_argument("--redis", help="the bus between workers on this Redis (redis://host:port/db)")
+    parser.add_argument("--tune-gc", action="store_true", default=bool(os.environ.get("BENCH_TUNE_GC")),
+                        help="http (serve_http): serve_http(tune_gc=True); also BENCH_TUNE_GC=1")
     parser.add_argument("--backlog", type=int, default=0, help="http: the listen backlog (default: serve_http's)")
     parser.add_argument("--asgi", default="default",
                         help="http only: default (serve_http), serve_http:<its asgi_server, e.g. uvicorn-h11>, "

@@ -3,10 +3,14 @@
 uvicorn (0.54) times out only an idle keep-alive connection; once a client has
 sent a byte, nothing limits how long it may take to finish its headers, so
 clients trickling a header line every few seconds hold their sockets forever.
-Here a timer starts when a connection opens and again when a response ends;
-it is stopped by the next request's complete head, and when it fires the
-connection is closed. Connections beyond ``max_connections`` are closed as
-soon as they are accepted, before anything is read.
+Here a deadline starts when a connection opens and again when a response ends;
+it is lifted by the next request's complete head, and when it passes the
+connection is closed. A deadline is a number, not a timer: each connection has
+at most one timer, which checks its deadline when it fires and is set again for
+a later one (one timer per connection per ``header_timeout``, not one per
+request, which uvicorn's own keep-alive timer already costs). Connections
+beyond ``max_connections`` are closed as soon as they are accepted, before
+anything is read.
 
 The size of a head is bounded too: h11 does it itself (uvicorn passes it
 ``max_head_bytes``), while httptools buffers a header of any length, so its
@@ -33,7 +37,7 @@ _431 = (
 
 
 class _HeadDeadline:
-    """The header timer and the connection cap, for a uvicorn protocol class later in the MRO."""
+    """The header deadline and the connection cap, for a uvicorn protocol class later in the MRO."""
 
     header_timeout: float
     max_connections: int
@@ -42,7 +46,8 @@ class _HeadDeadline:
     loop: asyncio.AbstractEventLoop
     connections: set[Any]
     cycle: Any
-    _head_timer: asyncio.TimerHandle | None = None
+    _head_deadline: float | None = None  # loop time by which a request's head must be whole (None: no head due)
+    _head_timer: asyncio.TimerHandle | None = None  # at most one, at or before the deadline
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)  # type: ignore[misc]
@@ -54,7 +59,10 @@ class _HeadDeadline:
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self._head_deadline = None
+        if self._head_timer is not None:
+            self._head_timer.cancel()  # (it holds this protocol)
+            self._head_timer = None
         super().connection_lost(exc)  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
@@ -63,18 +71,25 @@ class _HeadDeadline:
             self._arm()
 
     def _arm(self) -> None:
-        self._disarm()
-        if not self.transport.is_closing():
-            self._head_timer = self.loop.call_later(self.header_timeout, self._head_timed_out)
+        if self.transport.is_closing():
+            return
+        deadline = self._head_deadline = self.loop.time() + self.header_timeout
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_at(deadline, self._head_check)
 
     def _disarm(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._head_deadline = None  # the timer, if any, finds no deadline when it fires
 
-    def _head_timed_out(self) -> None:
+    def _head_check(self) -> None:
         self._head_timer = None
-        if self.transport.is_closing() or (self.cycle is not None and not self.cycle.response_complete):
+        deadline = self._head_deadline
+        if deadline is None or self.transport.is_closing():
+            return
+        if self.loop.time() < deadline:  # a later deadline than the one the timer was set for
+            self._head_timer = self.loop.call_at(deadline, self._head_check)
+            return
+        self._head_deadline = None
+        if self.cycle is not None and not self.cycle.response_complete:
             return
         logger.info("closed a connection whose request headers did not arrive within %g s", self.header_timeout)
         self.transport.close()

@@ -54,8 +54,19 @@ SSE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 
 def scope_headers(scope: Scope) -> dict[str, str]:
     """The request headers by lower-case name; repeated headers joined with ``", "``."""
+    raw = scope.get("headers", ())
+    if type(raw) is list:
+        # The common case in one pass (2 per round trip): names already lower case (ASGI asks servers for
+        # that) and none repeated; anything else takes the general path below.
+        try:
+            fast = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
+        except (AttributeError, TypeError, ValueError):
+            pass
+        else:
+            if len(fast) == len(raw) and "".join(fast).islower():
+                return fast
     out: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers", ()):
+    for raw_name, raw_value in raw:
         name = bytes(raw_name).decode("latin-1").lower()
         value = bytes(raw_value).decode("latin-1")
         out[name] = f"{out[name]}, {value}" if name in out else value

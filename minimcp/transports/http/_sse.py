@@ -42,10 +42,16 @@ def encode_event(
         event: The event type (default on the receiving side: ``message``).
         retry: Reconnection delay to advertise, in milliseconds.
     """
+    if id is not None and ("\n" in id or "\r" in id or "\0" in id):
+        raise ValueError("an SSE event id must not contain line breaks or NUL")
+    if event is None and data and b"\n" not in data and b"\r" not in data:
+        # A message of one line (JSON-RPC messages always are): one formatting, no list.
+        if id is None:
+            return b"data: %s\n\n" % data if retry is None else b"retry: %d\ndata: %s\n\n" % (retry, data)
+        if retry is None:
+            return b"id: %s\ndata: %s\n\n" % (id.encode(), data)
     parts: list[bytes] = []
     if id is not None:
-        if "\n" in id or "\r" in id or "\0" in id:
-            raise ValueError("an SSE event id must not contain line breaks or NUL")
         parts.append(b"id: " + id.encode())
     if event is not None:
         parts.append(b"event: " + event.encode())

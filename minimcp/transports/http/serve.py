@@ -9,6 +9,7 @@ the ASGI app and a ``Client`` meets the client transport
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,8 @@ logger = logging.getLogger("minimcp.http")
 
 #: Seconds past ``graceful_timeout`` the ASGI server gets to stop before it is cancelled.
 _STOP_GRACE = 3.0
+#: The cyclic GC's first threshold while ``serve_http(tune_gc=True)`` runs (CPython's default: 700).
+TUNED_GC_THRESHOLD = 10_000
 
 
 class StreamableHTTPApp(StreamableHTTPAppBase[Server]):
@@ -59,6 +62,7 @@ async def serve_http(
     *,
     asgi_server: AsgiServer | None = None,
     graceful_timeout: float = 2.0,
+    tune_gc: bool = False,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
     **app_options: Any,
 ) -> None:
@@ -74,6 +78,15 @@ async def serve_http(
 
     Binding a non-loopback address needs ``allowed_hosts`` (and usually
     authentication in front): the default accepts only loopback host names.
+
+    ``tune_gc=True`` (for a process that only serves, e.g. ``Server.run("http",
+    tune_gc=True)``): once the server listens, the objects made at start-up
+    are frozen out of the cyclic GC (``gc.freeze()``) and its first threshold
+    is raised to :data:`TUNED_GC_THRESHOLD`, both undone when serving ends.
+    With many calls open at once most of a round trip's objects outlive the
+    GC's young generations and full passes rescan them all: at 1,000
+    concurrent calls that cost about a sixth of the server's CPU. It changes
+    the whole process's GC, so it is off unless asked for.
     """
     if isinstance(server, StreamableHTTPApp):
         if app_options:
@@ -92,12 +105,15 @@ async def serve_http(
                 app, sock, stop, asgi_server=asgi_server, graceful_timeout=graceful_timeout, task_status=task_status
             )
 
+    tuned: tuple[tuple[int, int, int], bool] | None = None
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(app.run)
             try:
                 await tg.start(run_server)
                 logger.info("MCP server %s on http://%s:%d%s", app.server.name, host, bound_port, app.path)
+                if tune_gc:
+                    tuned = _tune_gc()
                 task_status.started(bound_port)
                 await anyio.sleep_forever()
             finally:
@@ -108,6 +124,27 @@ async def serve_http(
     finally:
         if sock.fileno() != -1:
             sock.close()
+        if tuned is not None:
+            _untune_gc(tuned)
+
+
+def _tune_gc() -> tuple[tuple[int, int, int], bool]:
+    """Freeze the start-up heap (unless someone froze objects already) and raise the first GC threshold;
+    what :func:`_untune_gc` needs to undo it."""
+    before = gc.get_threshold()
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.collect()  # garbage frozen would stay for good
+        gc.freeze()
+    gc.set_threshold(max(before[0], TUNED_GC_THRESHOLD), before[1], before[2])
+    return before, freeze
+
+
+def _untune_gc(tuned: tuple[tuple[int, int, int], bool]) -> None:
+    before, froze = tuned
+    gc.set_threshold(*before)
+    if froze:
+        gc.unfreeze()
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,192 @@
+"""What a Streamable HTTP round trip costs the server in loop work, counted (not timed): timers, writes.
+
+The counts are of work that does not depend on the machine's speed, so these tests hold on a
+busy machine: timers made per request on a kept-alive connection, by the ASGI server and
+minimcp's guard around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import MutableMapping
+from typing import Any
+
+import anyio
+import pytest
+
+from minimcp import Server
+from minimcp.transports.http._pacing import PRIMING_MAX_HOLD, Pacer
+from minimcp.transports.http._streams import Reader, Stream
+from tests.test_asgi_guard import UVICORN, _port, serving
+
+pytest.importorskip("uvicorn")
+pytest.importorskip("httptools")
+
+REQUESTS = 40
+
+
+async def _get_404s(port: int, n: int) -> None:
+    """``n`` requests on one kept-alive connection, each read to the end of its response."""
+    request = f"GET /elsewhere HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n".encode()
+    stream = await anyio.connect_tcp("127.0.0.1", port)
+    async with stream:
+        got = b""
+        for _ in range(n):
+            await stream.send(request)
+            while True:
+                head, sep, rest = got.partition(b"\r\n\r\n")
+                if sep:
+                    length = next(
+                        int(line.split(b":", 1)[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    )
+                    if len(rest) >= length:
+                        assert head.startswith(b"HTTP/1.1 404"), head
+                        got = rest[length:]
+                        break
+                got += await stream.receive()
+
+
+@pytest.mark.parametrize("asgi_server", UVICORN)
+async def test_the_guard_makes_no_timer_per_request_on_a_kept_alive_connection(
+    asgi_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header deadline is a number each response end moves, checked by one timer per connection:
+    on a kept-alive connection only uvicorn's own keep-alive timer is made per request (before: a
+    second one per request, for the guard, made and cancelled every time)."""
+    made = [0]
+
+    class CountedTimerHandle(asyncio.TimerHandle):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made[0] += 1
+            super().__init__(*args, **kwargs)
+
+    with anyio.fail_after(30):
+        async with serving(Server("timers"), asgi_server) as (url, _):
+            port = _port(url)
+            await _get_404s(port, 2)  # warm: the connection's own timer exists
+            monkeypatch.setattr(asyncio.events, "TimerHandle", CountedTimerHandle)
+            await _get_404s(port, REQUESTS)
+            monkeypatch.undo()
+    # uvicorn: one keep-alive timer per response; the guard: one for the new connection; a few for the
+    # app's own clocks at most
+    assert made[0] <= REQUESTS + 6, made[0]
+
+
+async def test_on_a_lagging_loop_a_priming_event_waits_for_the_first_event_up_to_priming_max_hold() -> None:
+    """A loop that lags (its priming clock ticks late) is behind on the calls it holds: their first
+    events come late too. A priming event held then waits up to ``PRIMING_MAX_HOLD`` and goes out with
+    the first event in one write (before: alone at the second tick, one write more per call)."""
+    sent: list[bytes] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["body"])
+
+    stream = Stream(1, 1, 8)
+    reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
+    reader.release()  # the response head is out
+    stream.owner = reader
+    pacer = Pacer(keepalive_interval=15.0)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            pacer.hold_priming(reader)
+            pacer.tick(tg, now=10.0, lagging=True)
+            pacer.tick(tg, now=10.1, lagging=True)  # on time, this one would let it go
+            pacer.tick(tg, now=10.5, lagging=True)
+            await anyio.wait_all_tasks_blocked()
+            assert reader.hold and sent == []
+            stream.push(b"question")
+            await reader.flush()
+            assert sent == [b"prime\n\nid: 1-1\ndata: question\n\n"]  # one write for both
+
+
+async def test_a_lagging_loop_lets_a_held_priming_event_go_at_priming_max_hold() -> None:
+    sent: list[bytes] = []
+    wrote = anyio.Event()
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["body"])
+        wrote.set()
+
+    stream = Stream(1, 1, 8)
+    reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
+    reader.release()
+    stream.owner = reader
+    pacer = Pacer(keepalive_interval=15.0)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            pacer.hold_priming(reader)
+            pacer.tick(tg, now=10.0, lagging=True)
+            pacer.tick(tg, now=10.0 + PRIMING_MAX_HOLD / 2, lagging=True)
+            await anyio.wait_all_tasks_blocked()
+            assert sent == []
+            pacer.tick(tg, now=10.0 + PRIMING_MAX_HOLD, lagging=True)
+            await wrote.wait()
+            assert sent == [b"prime\n\n"] and not reader.hold
+
+
+def test_scope_headers_takes_the_one_pass_only_for_lower_case_names_without_repeats() -> None:
+    from minimcp.transports.http._asgi import scope_headers
+
+    assert scope_headers({"headers": [(b"host", b"a"), (b"accept", b"x")]}) == {"host": "a", "accept": "x"}
+    assert scope_headers({"headers": [(b"Host", b"a"), (b"X-A", b"1"), (b"x-a", b"2")]}) == {"host": "a", "x-a": "1, 2"}
+    assert scope_headers({"headers": [(b"host", b"a"), (b"x", memoryview(b"1"))]}) == {"host": "a", "x": "1"}
+    assert scope_headers({"headers": ((b"host", b"a"),)}) == {"host": "a"}
+    assert scope_headers({}) == {}
+
+
+async def test_serve_http_tunes_the_gc_only_when_asked_and_undoes_it_when_it_ends() -> None:
+    """``tune_gc=True``: the start-up heap frozen and a higher first threshold while serving; off by
+    default (the GC is the whole process's), and both undone when ``serve_http`` ends."""
+    import gc
+
+    from minimcp.transports.http import serve_http
+    from minimcp.transports.http.serve import TUNED_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with anyio.fail_after(30):
+        for tune in (False, True):
+            async with anyio.create_task_group() as tg:
+                await tg.start(lambda task_status, tune=tune: serve_http(
+                    Server("gc"), tune_gc=tune, task_status=task_status))
+                if tune:
+                    assert gc.get_threshold()[0] == max(before[0], TUNED_GC_THRESHOLD)
+                    assert gc.get_freeze_count() > 0
+                else:
+                    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+                tg.cancel_scope.cancel()
+            assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+async def test_a_lagging_loop_does_not_hold_on_to_a_reader_whose_first_event_went_out() -> None:
+    """Kept on a lagging loop, the held priming events are sifted (every 0.1 s of ticks): a reader whose
+    first event took its priming event along is let go, not kept up to ``PRIMING_MAX_HOLD``."""
+    sent: list[bytes] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["body"])
+
+    readers = []
+    for key in (1, 2, 3):
+        stream = Stream(key, key, 8)
+        reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
+        reader.release()
+        stream.owner = reader
+        readers.append(reader)
+    pacer = Pacer(keepalive_interval=15.0)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            pacer.hold_priming(readers[0])
+            pacer.hold_priming(readers[1])
+            pacer.tick(tg, now=10.0, lagging=True)
+            pacer.hold_priming(readers[2])  # a later batch
+            pacer.tick(tg, now=10.05, lagging=True)
+            readers[0].stream.push(b"question")
+            await readers[0].flush()  # its first event, with the priming event
+            for now in (10.2, 10.25, 10.3):
+                pacer.tick(tg, now=now, lagging=True)
+            kept = [r for _, batch in pacer._older for r in batch]
+            assert readers[1] in kept and readers[2] in kept and readers[0] not in kept
+            assert not readers[0].hold and readers[1].hold
