@@ -74,8 +74,8 @@ class Run:
     # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
     __slots__ = (
         "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers",
-        "asked_at", "call_id", "context", "continued_elsewhere", "finished", "handle", "offered", "parking",
-        "pending", "pending_keys", "pending_timeout", "scope", "tool",
+        "asked_at", "binding", "call_id", "conn", "context", "continued_elsewhere", "finished", "handle",
+        "offered", "parking", "pending", "pending_keys", "pending_timeout", "scope", "serving", "tool",
     )
 
     def __init__(
@@ -125,8 +125,26 @@ class Run:
         self._answer_cell: Any = None  # an asyncio future, or a TrioCell
         self._answers: dict[str, Any] | None = None
         self.finished = False
+        #: The id of the request this run answers itself while it runs (``None``: none, or the request
+        #: side waits in :meth:`next_outcome`), what that request's state is bound to, and its
+        #: connection (set by :mod:`minimcp.rounds` for a run answering its rounds, see :meth:`answer_asking`).
+        self.serving: Any = None
+        self.binding: dict[str, Any] | None = None
+        self.conn: Any = None
 
     # tool side
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called (or the task never started)."""
+        return self.scope is _NOT_STARTED
+
+    async def answer_asking(self) -> None:
+        """Answer the request being served (:attr:`serving`) with the open questions (``input_required``).
+
+        Only for runs that answer their rounds themselves (:class:`minimcp.rounds.ServingRun`).
+        """
+        raise NotImplementedError
 
     def stop(self) -> None:
         """Cancel the run's task (once: a second ``cancel()`` would cut its clean-up short on asyncio)."""
@@ -166,6 +184,8 @@ class Run:
             loop = running_loop()
             cell: Any = loop.create_future() if loop is not None else TrioCell()
             delay = self._open(questions, need, ttl, cell)
+            if self.serving is not None:
+                await self.answer_asking()  # this task answers its request itself: no hand-over
             if loop is not None:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
                 # one timer handle settles it as timed out (no cancel scope per park).
@@ -251,7 +271,8 @@ class Run:
         self.asked_at = asked[1] if same and asked is not None else now
         self.pending_timeout = ttl
         self._answer_cell = cell
-        self._emit(Asking(pending))
+        if self.serving is None:
+            self._emit(Asking(pending))
         return None if ttl is None else max(0.0, self.asked_at + ttl - now)
 
     def _take_answers(
@@ -448,6 +469,10 @@ class Parking:
             self._disown(handle)
             logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
             oldest.stop()
+
+    def peek(self, handle: str) -> Run | None:
+        """The run parked under ``handle`` (left parked)."""
+        return self._runs.get(handle)
 
     def take(self, handle: str) -> Run | None:
         run = self._runs.pop(handle, None)

@@ -57,6 +57,7 @@ import msgspec
 
 from minimcp import _backend, errors, jsonrpc
 from minimcp._backend import Cell, Handlers
+from minimcp.adopted import AdoptedRequests
 from minimcp.config import Limits
 from minimcp.deadline_timer import DeadlineTimer
 from minimcp.dispatch import Deferred, Dispatcher, error_reply
@@ -88,7 +89,7 @@ _DRAIN_TURN = 64
 _FULL_TRIES = 8
 
 
-class Session(Requests, DeadlineTimer):
+class Session(Requests, DeadlineTimer, AdoptedRequests):
     """Drives one connection: run :meth:`run` in a task, use :meth:`request` / :meth:`notify`.
 
     Args:
@@ -148,6 +149,9 @@ class Session(Requests, DeadlineTimer):
         self._initialize_id: RequestId | None = None
         #: Answer ``ping`` in the read loop (the modern revision has no ping: then it is dispatched).
         self.answer_ping = True
+        #: A role's fast path (2026-07-28 tool calls: :func:`minimcp.rounds.take_over`): given each request the
+        #: read loop would start a handler for; True: it took the request over (:mod:`minimcp.adopted`).
+        self.take_over: Callable[[Request], bool] | None = None
         # Opt-in wire trace (the public property :attr:`trace`); ``None``: off.
         self._trace: WireTrace | None = None
         self._tg: anyio.abc.TaskGroup | None = None
@@ -524,6 +528,9 @@ class Session(Requests, DeadlineTimer):
             )
         handlers = self._handlers
         if handlers is None:  # pragma: no cover - the read loop runs inside the handler group
+            return None
+        take = self.take_over
+        if take is not None and take(request):
             return None
         if request.method == "initialize":
             self._initialize_id = request.id
