@@ -170,7 +170,7 @@ def complete(result: Any, server_info: Implementation, *, cacheable: bool = Fals
     data: dict[str, Any] = msgspec.to_builtins(result)
     data.setdefault("resultType", "complete")
     meta = data.get("_meta")
-    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: msgspec.to_builtins(server_info)}
+    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: _info_of(server_info)}
     if cacheable:
         data.setdefault("ttlMs", 0)
         data.setdefault("cacheScope", "private")
@@ -225,8 +225,25 @@ def input_required(
         "resultType": "input_required",
         "inputRequests": requests,
         "requestState": state,
-        "_meta": {META_SERVER_INFO: msgspec.to_builtins(server_info)},
+        "_meta": {META_SERVER_INFO: _info_of(server_info)},
     }
+
+
+def _info_of(server_info: Implementation) -> dict[str, Any]:
+    """``serverInfo`` as JSON values (every result carries it): made once per server's info, then shared."""
+    global _last_info
+    last = _last_info
+    if last is not None and last[0] is server_info and last[1] == server_info:
+        return last[2]
+    info: dict[str, Any] = msgspec.to_builtins(server_info)
+    _last_info = (server_info, msgspec.structs.replace(server_info), info)
+    return info
+
+
+#: The last server info turned into JSON values: the info, a copy of it as it was (an info changed in
+#: place is converted again), and what it gave (one entry: a process serving several servers only
+#: converts more often). Shared by every result: never changed in place.
+_last_info: tuple[Implementation, Implementation, dict[str, Any]] | None = None
 
 
 def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:

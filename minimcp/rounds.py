@@ -443,7 +443,8 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         if run is None or run.conn is not conn or not isinstance(run.context, Context):
             return False
         timeout = run.pending_timeout
-        if not (timeout is not None and now > run.asked_at + timeout) and run.missing(inputs):
+        late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
+        if not late and run.missing(inputs):
             return False
         if not used.consume_now(server.sealer.state_id(token), float(state["exp"])):
             return False  # (already used: told by the usual way)
@@ -452,7 +453,10 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         run.context.envelope = envelope  # capabilities, identity and log level from this request only
         run.context.request_id = id_
         conn.session.adopt(id_, run.scope)
-        run.resume(inputs, now)
+        if late:
+            run.expire()  # an answer after the question's timeout is no answer
+        else:
+            run.deliver(inputs)
         return True
     run = ServingRun(name, [], None, inputs, parking=server.parking)
     run.conn, run.serving, run.binding = conn, id_, binding
