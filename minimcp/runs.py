@@ -24,6 +24,7 @@ import msgspec
 from minimcp import errors
 from minimcp._backend import TrioCell, running_loop, trio_deadline_in
 from minimcp.call import CALL_ID_BYTES
+from minimcp.deadlines import Deadlines
 from minimcp.errors import McpError
 from minimcp.mrtr import Question, take_answer
 
@@ -74,8 +75,9 @@ class Run:
     # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
     __slots__ = (
         "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers",
-        "asked_at", "binding", "call_id", "conn", "context", "continued_elsewhere", "finished", "handle",
-        "offered", "parking", "pending", "pending_keys", "pending_timeout", "scope", "serving", "tool",
+        "asked_at", "binding", "call_id", "conn", "context", "continued_elsewhere", "deadline", "finished",
+        "handle", "laned", "offered", "parking", "pending", "pending_keys", "pending_timeout", "scope",
+        "serving", "tool",
     )
 
     def __init__(
@@ -131,6 +133,10 @@ class Run:
         self.serving: Any = None
         self.binding: dict[str, Any] | None = None
         self.conn: Any = None
+        #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
+        #: :class:`_Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
+        self.deadline = math.inf
+        self.laned = False
 
     # tool side
 
@@ -188,13 +194,13 @@ class Run:
                 await self.answer_asking()  # this task answers its request itself: no hand-over
             if loop is not None:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
-                # one timer handle settles it as timed out (no cancel scope per park).
-                timer = None if delay is None else loop.call_later(delay, _time_out, cell)
+                # the parking's one sweep settles it as timed out (no timer or cancel scope per park).
+                sweep = None if delay is None else self.parking.time_out(self, loop, delay, delay == ttl)
                 try:
                     answered = await cell is not _TIMED_OUT
                 finally:
-                    if timer is not None:
-                        timer.cancel()
+                    if sweep is not None:
+                        sweep.forget(self)
             elif isinstance(self.scope, _NotStarted):  # pragma: no cover - a stopped run is being cancelled
                 with anyio.move_on_after(delay):
                     await cell.wait()
@@ -268,12 +274,17 @@ class Run:
         now = time.time()
         asked, self._asked = self._asked, None
         same = asked is not None and asked[0] == [q.digest for q in pending]
-        self.asked_at = asked[1] if same and asked is not None else now
         self.pending_timeout = ttl
         self._answer_cell = cell
+        if same and asked is not None:
+            self.asked_at = asked[1]
+            delay = None if ttl is None else max(0.0, self.asked_at + ttl - now)
+        else:
+            self.asked_at = now
+            delay = ttl  # (asked now: the whole timeout, exactly, which puts it in a lane of the sweep)
         if self.serving is None:
             self._emit(Asking(pending))
-        return None if ttl is None else max(0.0, self.asked_at + ttl - now)
+        return delay
 
     def _take_answers(
         self, questions: list[Question], need: tuple[int, ...], results: list[dict[str, Any] | None]
@@ -415,9 +426,50 @@ def _settle(cell: Any, value: msgspec.Raw) -> None:
         cell.set_result(value)
 
 
-def _time_out(cell: Any) -> None:
-    """asyncio timer: the open questions' timeout passed."""
-    _settle(cell, _TIMED_OUT)
+class _Sweep:
+    """asyncio: when the open questions of parked calls time out, for every run of one event loop.
+
+    The deadlines are a :class:`~minimcp.deadlines.Deadlines` (a FIFO lane per timeout: a question
+    asked with the usual timeout is an append, an answered one goes stale where it is) served by
+    one loop timer armed for the earliest: no timer handle per parked call, and none of the
+    loop's timer-heap steps per round. Each run times out at its own deadline, as its own timer
+    did (the timer is re-armed for whatever falls due next).
+    """
+
+    __slots__ = ("_deadlines", "_timer", "loop")
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        self._deadlines: Deadlines[Run] = Deadlines()
+        self._timer: Any = None
+
+    def add(self, run: Run, delay: float, laned: bool) -> None:
+        """Time ``run``'s open questions out ``delay`` seconds from now (``laned``: ``delay`` is the
+        questions' whole timeout, so the run falls due after every earlier one asked with it)."""
+        now = self.loop.time()
+        if laned:
+            sooner = self._deadlines.add(run, now, delay)
+        else:
+            sooner = self._deadlines.move(run, now + delay)
+        if sooner:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self.loop.call_at(run.deadline, self._due)
+
+    def forget(self, run: Run) -> None:
+        """``run``'s questions were answered (or it ended): it is not timed any more."""
+        self._deadlines.forget(run)
+
+    def _due(self) -> None:
+        self._timer = None
+        deadlines = self._deadlines
+        for run in deadlines.due(self.loop.time()):
+            cell = run._answer_cell
+            if cell is not None:
+                _settle(cell, _TIMED_OUT)
+        earliest = deadlines.earliest()
+        if earliest != math.inf:
+            self._timer = self.loop.call_at(earliest, self._due)
 
 
 # --- parking: where runs wait between rounds ----------------------------------------------
@@ -439,6 +491,7 @@ class Parking:
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._owner_of: dict[str, str] = {}  # handle -> owner, for runs parked under an owner
         self._owned: dict[str, set[str]] = {}  # owner -> handles
+        self._sweep: _Sweep | None = None  # asyncio: the parked runs' timeouts (made with the first)
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -469,6 +522,15 @@ class Parking:
             self._disown(handle)
             logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
             oldest.stop()
+
+    def time_out(self, run: Run, loop: Any, delay: float, laned: bool) -> _Sweep:
+        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see :class:`_Sweep`); the sweep
+        to tell when they are answered."""
+        sweep = self._sweep
+        if sweep is None or sweep.loop is not loop:
+            sweep = self._sweep = _Sweep(loop)  # (runs of an earlier event loop ended with it)
+        sweep.add(run, delay, laned)
+        return sweep
 
     def peek(self, handle: str) -> Run | None:
         """The run parked under ``handle`` (left parked)."""
