@@ -1,0 +1,140 @@
+"""A 2026-07-28 round trip in memory costs the server one task: the run answers the requests it serves (issue 19).
+
+The read loop takes a ``tools/call`` over (``minimcp.rounds.take_over``): a new call starts its
+run, a retry hands its parked run the answers; the run's own task sends ``input_required`` and
+the final result. No handler task per request waits on the run's outcome. Counted, not timed:
+the tasks the server starts per round trip (call, ``input_required``, retry, result), and on
+asyncio the loop timers a parked call adds (none: one sweep times every parked call out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from minimcp import Accepted, Context, Limits, Server
+from tests.helpers import raw_client
+from tests.test_modern import NAME_FORM, Modern, accept, complete, input_required, only, text_of
+
+TIMEOUT = 30
+ROUNDS = 5
+
+
+def ask_server(timeout: float = 600) -> Server:
+    server = Server("lean", limits=Limits(elicitation_timeout=timeout))
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", NAME_FORM)
+        return f"hello {answer.value['name']}" if isinstance(answer, Accepted) else "no"
+
+    return server
+
+
+@asynccontextmanager
+async def counting_tasks() -> AsyncIterator[Callable[[], int]]:
+    """Count the tasks started from here on (asyncio: the loop's ``create_task``; trio: an instrument)."""
+    started = 0
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is not None:
+        original = loop.create_task
+
+        def create_task(*args: Any, **kwargs: Any) -> Any:
+            nonlocal started
+            started += 1
+            return original(*args, **kwargs)
+
+        loop.create_task = create_task  # type: ignore[method-assign]
+        try:
+            yield lambda: started
+        finally:
+            del loop.create_task  # (the class's method again)
+        return
+    import trio
+
+    class Spawned(trio.abc.Instrument):
+        def task_spawned(self, task: trio.lowlevel.Task) -> None:
+            nonlocal started
+            started += 1
+
+    instrument = Spawned()
+    trio.lowlevel.add_instrument(instrument)
+    try:
+        yield lambda: started
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
+
+
+async def round_trip(m: Modern, name: str) -> None:
+    requests, state = input_required(await m.call("greet"))
+    key, _ = only(requests)
+    msg = await m.call("greet", responses={key: accept(name=name)}, state=state)
+    assert text_of(complete(msg)) == f"hello {name}"
+
+
+async def test_a_round_trip_starts_one_task_on_the_server(anyio_backend: str) -> None:
+    """The run is the only task per round trip (it was three: a handler for each request, and the run)."""
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with counting_tasks() as started, raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            await round_trip(m, "Ada")  # (the first request locks the connection's era)
+            before = started()
+            for n in range(ROUNDS):
+                await round_trip(m, f"n{n}")
+            assert started() - before == ROUNDS, f"{started() - before} tasks for {ROUNDS} round trips"
+            assert len(server.parking) == 0
+
+
+async def test_a_parked_call_adds_no_timer_and_no_task(anyio_backend: str) -> None:
+    """asyncio: parked calls are timed out by one sweep, not by a loop timer each; on either backend
+    parking a call starts no task beside its run (trio: the run's own cancel scope times it out)."""
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with counting_tasks() as started, raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            await round_trip(m, "Ada")  # (the sweep's own timer is armed with the first parked call)
+            loop: Any = asyncio.get_running_loop() if anyio_backend == "asyncio" else None
+            states = []
+            timers = len(loop._scheduled) if loop is not None else 0
+            before = started()
+            for _ in range(ROUNDS):
+                requests, state = input_required(await m.call("greet"))
+                states.append((only(requests)[0], state))
+            assert len(server.parking) == ROUNDS
+            assert started() - before == ROUNDS
+            if loop is not None:
+                assert len(loop._scheduled) <= timers + 1, "a loop timer per parked call"
+            for n, (key, state) in enumerate(states):
+                msg = await m.call("greet", responses={key: accept(name=f"p{n}")}, state=state)
+                assert text_of(complete(msg)) == f"hello p{n}"
+
+
+async def test_parked_calls_still_time_out_each_at_its_own_deadline(anyio_backend: str) -> None:
+    """The sweep times a parked call out at its question's timeout, earlier ones first, and a retry
+    after that finds the call timed out (as with a timer each)."""
+    server = ask_server(timeout=0.2)
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            await round_trip(m, "Ada")
+            first = input_required(await m.call("greet"))
+            await anyio.sleep(0.1)
+            second = input_required(await m.call("greet"))
+            assert len(server.parking) == 2
+            while len(server.parking) == 2:  # the first falls due first
+                await anyio.sleep(0.01)
+            assert len(server.parking) == 1
+            while len(server.parking):
+                await anyio.sleep(0.01)
+            for requests, state in (first, second):
+                key, _ = only(requests)
+                msg = await m.call("greet", responses={key: accept(name="late")}, state=state)
+                assert text_of(complete(msg)) == "no"  # the answer came after the timeout: no answer
