@@ -101,6 +101,11 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
             default: one of this session's own, ``limits.max_pending_total``.
     """
 
+    #: A role's fast path (2026-07-28 tool calls: :func:`minimcp.rounds.take_over`): given each request the
+    #: read loop would start a handler for; True: it took the request over (:mod:`minimcp.adopted`). Set
+    #: on the instance by the role that needs it (the class's ``None`` keeps other sessions' dicts as they were).
+    take_over: Callable[[Request], bool] | None = None
+
     def __init__(
         self,
         transport: Transport,
@@ -149,9 +154,6 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
         self._initialize_id: RequestId | None = None
         #: Answer ``ping`` in the read loop (the modern revision has no ping: then it is dispatched).
         self.answer_ping = True
-        #: A role's fast path (2026-07-28 tool calls: :func:`minimcp.rounds.take_over`): given each request the
-        #: read loop would start a handler for; True: it took the request over (:mod:`minimcp.adopted`).
-        self.take_over: Callable[[Request], bool] | None = None
         # Opt-in wire trace (the public property :attr:`trace`); ``None``: off.
         self._trace: WireTrace | None = None
         self._tg: anyio.abc.TaskGroup | None = None
