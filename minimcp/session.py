@@ -101,9 +101,8 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
             default: one of this session's own, ``limits.max_pending_total``.
     """
 
-    #: A role's fast path (2026-07-28 tool calls: :func:`minimcp.rounds.take_over`): given each request the
-    #: read loop would start a handler for; True: it took the request over (:mod:`minimcp.adopted`). Set
-    #: on the instance by the role that needs it (the class's ``None`` keeps other sessions' dicts as they were).
+    #: A role's fast path (:func:`minimcp.rounds.take_over`): True if it took a request over (:mod:`minimcp.adopted`).
+    #: Set on the instance only where needed (a class attribute: other sessions' dicts stay as they were).
     take_over: Callable[[Request], bool] | None = None
 
     def __init__(
@@ -531,8 +530,7 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
         handlers = self._handlers
         if handlers is None:  # pragma: no cover - the read loop runs inside the handler group
             return None
-        take = self.take_over
-        if take is not None and take(request):
+        if self.take_over is not None and self.take_over(request):
             return None
         if request.method == "initialize":
             self._initialize_id = request.id
