@@ -447,11 +447,8 @@ class _Sweep:
         """Time ``run``'s open questions out ``delay`` seconds from now (``laned``: ``delay`` is the
         questions' whole timeout, so the run falls due after every earlier one asked with it)."""
         now = self.loop.time()
-        if laned:
-            sooner = self._deadlines.add(run, now, delay)
-        else:
-            sooner = self._deadlines.move(run, now + delay)
-        if sooner:
+        deadlines = self._deadlines
+        if deadlines.add(run, now, delay) if laned else deadlines.move(run, now + delay):
             if self._timer is not None:
                 self._timer.cancel()
             self._timer = self.loop.call_at(run.deadline, self._due)

@@ -18,7 +18,7 @@ import anyio
 
 from minimcp import Accepted, Context, Limits, Server
 from tests.helpers import raw_client
-from tests.test_modern import NAME_FORM, Modern, accept, complete, input_required, only, text_of
+from tests.test_modern import NAME_FORM, Modern, accept, complete, input_required, only, text_of, wait_until
 
 TIMEOUT = 30
 ROUNDS = 5
@@ -129,11 +129,9 @@ async def test_parked_calls_still_time_out_each_at_its_own_deadline(anyio_backen
             await anyio.sleep(0.1)
             second = input_required(await m.call("greet"))
             assert len(server.parking) == 2
-            while len(server.parking) == 2:  # the first falls due first
-                await anyio.sleep(0.01)
+            await wait_until(lambda: len(server.parking) < 2, TIMEOUT)  # the first falls due first
             assert len(server.parking) == 1
-            while len(server.parking):
-                await anyio.sleep(0.01)
+            await wait_until(lambda: len(server.parking) == 0, TIMEOUT)
             for requests, state in (first, second):
                 key, _ = only(requests)
                 msg = await m.call("greet", responses={key: accept(name="late")}, state=state)
