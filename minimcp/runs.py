@@ -12,7 +12,7 @@ import binascii
 import contextvars
 import logging
 import math
-import secrets
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Coroutine, Mapping, Sequence
@@ -100,7 +100,7 @@ class Run:
         self._keys: set[str] | None = None  # made on the first question with a key
         # One read of the system's randomness, one base64 coding, for both names (a new call needs
         # two). CALL_ID_BYTES is a multiple of 3: the text splits where the bytes do, unpadded.
-        drawn = secrets.token_bytes(CALL_ID_BYTES if call_id else 2 * CALL_ID_BYTES)
+        drawn = os.urandom(CALL_ID_BYTES if call_id else 2 * CALL_ID_BYTES)  # (what secrets.token_bytes reads)
         text = binascii.b2a_base64(drawn, newline=False).translate(_TO_URLSAFE).decode()
         self.handle = text[:_ID_CHARS]
         #: Stable across every round and replay of this one call (carried in the sealed state).
