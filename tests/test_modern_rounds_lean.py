@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import hashlib
+import hmac
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,6 +22,7 @@ import anyio
 
 from minimcp import Accepted, Context, Limits, Server
 from minimcp.runs import Run
+from minimcp.state import StateSealer, _Mac, _unb64, b64url
 from tests.helpers import raw_client
 from tests.test_modern import NAME_FORM, Modern, accept, complete, input_required, only, text_of, wait_until
 
@@ -165,3 +168,19 @@ async def test_a_finished_call_leaves_nothing_for_the_garbage_collector(anyio_ba
             finally:
                 gc.enable()
             assert not left, f"{left} runs of finished calls still in memory"
+
+
+def test_the_state_mac_is_hmac_sha256_as_before() -> None:
+    """The sealer's MAC (prepared SHA-256 states, copied per token) is the standard HMAC-SHA256, for
+    keys of any length: tokens sealed before still open, and the other way round."""
+    for size in (32, 63, 64, 65, 200):
+        key = bytes(range(size % 256)) * (size // 256) + bytes(range(size % 256))
+        key = (key + b"k" * size)[:size]
+        for data in (b"", b"x", b"y" * 1000):
+            assert _Mac(key)(data) == hmac.new(key, data, hashlib.sha256).digest()
+    sealer = StateSealer(b"s" * 32)
+    token = sealer.seal({"t": "greet"}, now=1000.0, ttl=60)
+    _version, body, mac = token.split(".")
+    expected = hmac.new(b"s" * 32, _unb64(body), hashlib.sha256).digest()
+    assert mac == b64url(expected)
+    assert sealer.open(token, now=1001.0, binding={"t": "greet"})["t"] == "greet"
