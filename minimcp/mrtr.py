@@ -260,9 +260,7 @@ def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
             result = msgspec.convert(answer, ElicitResult)
             kept: dict[str, Any] = {"action": result.action}
             if result.action == "accept" and not isinstance(result.content, UnsetType):
-                schema = question.params.get("requestedSchema")
-                fields = schema.get("properties") if isinstance(schema, dict) else None
-                names = fields if isinstance(fields, dict) else {}
+                names = _field_names(question.wire)
                 kept["content"] = {k: v for k, v in result.content.items() if k in names}
             return kept
         if question.method == "sampling/createMessage":
@@ -278,6 +276,27 @@ def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
     except msgspec.ValidationError:
         return None
     return None
+
+
+class _Fields(msgspec.Struct):
+    properties: dict[str, msgspec.Raw] | None = None
+
+
+class _FormParams(msgspec.Struct, rename="camel"):
+    requested_schema: _Fields | None = None
+
+
+_decode_form_params = msgspec.json.Decoder(_FormParams).decode
+
+
+def _field_names(wire: bytes) -> dict[str, msgspec.Raw]:
+    """The names of a form question's fields (``requestedSchema.properties``), read from its params'
+    JSON without building the schema's values; none if the params have no such object."""
+    try:
+        schema = _decode_form_params(wire).requested_schema
+    except msgspec.DecodeError:  # (not a form's shape: no fields)
+        return {}
+    return schema.properties if schema is not None and schema.properties is not None else {}
 
 
 def take_answer(question: Question, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -277,7 +277,7 @@ class Run:
     def _open(self, questions: list[Question], need: tuple[int, ...], ttl: float | None, cell: Any) -> float | None:
         """Ask the open questions (the request side hears of them); how long to wait for their answers."""
         first = len(self.answers) + 1
-        self.pending = pending = tuple(questions[i] for i in need)
+        self.pending = pending = (questions[0],) if need is _FIRST_ONLY else tuple(questions[i] for i in need)
         if len(pending) == 1 and pending[0].key is None and first <= len(_ONE_KEY):
             self.pending_keys = _ONE_KEY[first - 1]  # one numbered question: a shared tuple
         else:
