@@ -416,7 +416,9 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         tool = conn.registry.tools.get(params.name)
         if tool is None:
             return False
-        kwargs = tool.arguments(params.arguments)
+        # A retry's arguments are those its state is bound to (the digest below): they were checked
+        # on its first call, and a parked run has its own; only a new call needs them decoded.
+        kwargs = None if isinstance(params.request_state, str) else tool.arguments(params.arguments)
         responses = params.input_responses
         if isinstance(responses, UnsetType):
             inputs: dict[str, Any] = {}
