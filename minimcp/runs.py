@@ -505,7 +505,10 @@ class Parking:
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._owner_of: dict[str, str] = {}  # handle -> owner, for runs parked under an owner
         self._owned: dict[str, set[str]] = {}  # owner -> handles
-        self._sweep: _Sweep | None = None  # asyncio: the parked runs' timeouts (made with the first)
+        # asyncio: the parked runs' timeouts, one sweep per event loop (made with its first parked
+        # run): the last one used, and every one by its loop (a server shared by loops in threads).
+        self._sweep: _Sweep | None = None
+        self._sweeps: list[_Sweep] = []
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -542,7 +545,13 @@ class Parking:
         to tell when they are answered."""
         sweep = self._sweep
         if sweep is None or sweep.loop is not loop:
-            sweep = self._sweep = _Sweep(loop)  # (runs of an earlier event loop ended with it)
+            # (the sweeps of closed loops go: their runs ended with them)
+            self._sweeps = sweeps = [s for s in self._sweeps if not s.loop.is_closed()]
+            sweep = next((s for s in sweeps if s.loop is loop), None)
+            if sweep is None:
+                sweep = _Sweep(loop)
+                sweeps.append(sweep)
+            self._sweep = sweep
         sweep.add(run, delay, laned)
         return sweep
 
