@@ -6,6 +6,10 @@ allocates (any frame in this file): what remains is the server's share.
 Both eras: on 2025-11-25 it does the handshake and answers each nested
 ``elicitation/create``; on 2026-07-28 it answers each ``input_required`` by
 calling again with ``inputResponses`` and the ``requestState``.
+
+Like for like: in :meth:`RawClient.call` the reader answers the question itself in both eras
+(the nested ``elicitation/create``, or the ``input_required`` result by sending the retry), and
+the calling task wakes once per call, for the final result.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ class RawClient:
         self.era = era
         self.ids = itertools.count(1)
         self.waiting: dict[int, Callable[[_Message], None]] = {}
+        #: 2026-07-28 calls whose ``input_required`` the reader answers itself: id -> (call, final callback).
+        self.retrying: dict[int, tuple[int, Callable[[_Message], None]]] = {}
         #: Parking mode (:meth:`fill`): questions held unanswered, first results kept, by call.
         self.holding = False
         self.held: list[tuple[Any, str]] = []
@@ -91,6 +97,17 @@ class RawClient:
                     else:
                         await self._send({"jsonrpc": "2.0", "id": m.id, "result": answer_of(m.params["message"])})
                 continue
+            if self.retrying:
+                retry = self.retrying.pop(m.id, None)  # type: ignore[arg-type]
+                if retry is not None and m.result is not None and m.result.get("resultType") == "input_required":
+                    # Answered here, as the handshake era's question is above: the caller wakes once.
+                    i, cb = retry
+                    self.waiting.pop(m.id, None)  # type: ignore[arg-type]
+                    id_ = next(self.ids)
+                    self.waiting[id_] = cb
+                    await self._send({"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+                                      "params": retry_params(i, m)})
+                    continue
             cb = self.waiting.pop(m.id, None)  # type: ignore[arg-type]
             if cb is not None:
                 cb(m)
@@ -154,7 +171,9 @@ class RawClient:
     async def _send(self, message: dict[str, Any]) -> None:
         await self.t.send(_encode(message))
 
-    async def request(self, method: str, params: dict[str, Any]) -> _Message:
+    async def request(self, method: str, params: dict[str, Any], *, retry_of: int | None = None) -> _Message:
+        """Send a request and wait for its response (``retry_of``: a 2026-07-28 call of ``ask`` whose
+        ``input_required`` the reader answers with the retry; the response is then the retry's)."""
         id_ = next(self.ids)
         box: list[_Message] = []
         event = anyio.Event()
@@ -164,6 +183,8 @@ class RawClient:
             event.set()
 
         self.waiting[id_] = done
+        if retry_of is not None:
+            self.retrying[id_] = (retry_of, done)
         await self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
         await event.wait()
         if box[0].error is not None:
@@ -189,7 +210,11 @@ class RawClient:
         return await self.request("tools/call", retry_params(i, first))
 
     async def call(self, i: int) -> str:
-        m = await self.first(i)
+        """One call of ``ask``, its question answered by the reader (either era); the tool's text."""
+        params: dict[str, Any] = {"name": "ask", "arguments": {"i": i}}
         if self.era == "modern":
-            m = await self.retry(i, m)
+            params["_meta"] = ENVELOPE
+            m = await self.request("tools/call", params, retry_of=i)
+        else:
+            m = await self.request("tools/call", params)
         return str(m.result["content"][0]["text"])

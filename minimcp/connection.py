@@ -9,6 +9,7 @@ locks the handshake era (the handlers of :mod:`minimcp.handlers`), a request who
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
@@ -148,6 +149,10 @@ class ServerConnection:
                 from minimcp.rounds import serve
 
                 _serve_modern = serve
+            from minimcp.rounds import take_over  # (loaded above)
+
+            # Its tool calls are started (and their retries resumed) by the read loop itself.
+            self.session.take_over = functools.partial(take_over, self)
             self.session.protocol_version = LATEST_MODERN
             self.session.answer_ping = False  # ping does not exist on the modern revision
         return era

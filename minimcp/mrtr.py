@@ -170,7 +170,7 @@ def complete(result: Any, server_info: Implementation, *, cacheable: bool = Fals
     data: dict[str, Any] = msgspec.to_builtins(result)
     data.setdefault("resultType", "complete")
     meta = data.get("_meta")
-    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: msgspec.to_builtins(server_info)}
+    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: _info_of(server_info)}
     if cacheable:
         data.setdefault("ttlMs", 0)
         data.setdefault("cacheScope", "private")
@@ -225,8 +225,25 @@ def input_required(
         "resultType": "input_required",
         "inputRequests": requests,
         "requestState": state,
-        "_meta": {META_SERVER_INFO: msgspec.to_builtins(server_info)},
+        "_meta": {META_SERVER_INFO: _info_of(server_info)},
     }
+
+
+def _info_of(server_info: Implementation) -> dict[str, Any]:
+    """``serverInfo`` as JSON values (every result carries it): made once per server's info, then shared."""
+    global _last_info
+    last = _last_info
+    if last is not None and last[0] is server_info and last[1] == server_info:
+        return last[2]
+    info: dict[str, Any] = msgspec.to_builtins(server_info)
+    _last_info = (server_info, msgspec.structs.replace(server_info), info)
+    return info
+
+
+#: The last server info turned into JSON values: the info, a copy of it as it was (an info changed in
+#: place is converted again), and what it gave (one entry: a process serving several servers only
+#: converts more often). Shared by every result: never changed in place.
+_last_info: tuple[Implementation, Implementation, dict[str, Any]] | None = None
 
 
 def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
@@ -243,9 +260,7 @@ def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
             result = msgspec.convert(answer, ElicitResult)
             kept: dict[str, Any] = {"action": result.action}
             if result.action == "accept" and not isinstance(result.content, UnsetType):
-                schema = question.params.get("requestedSchema")
-                fields = schema.get("properties") if isinstance(schema, dict) else None
-                names = fields if isinstance(fields, dict) else {}
+                names = _field_names(question.wire)
                 kept["content"] = {k: v for k, v in result.content.items() if k in names}
             return kept
         if question.method == "sampling/createMessage":
@@ -261,6 +276,27 @@ def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
     except msgspec.ValidationError:
         return None
     return None
+
+
+class _Fields(msgspec.Struct):
+    properties: dict[str, msgspec.Raw] | None = None
+
+
+class _FormParams(msgspec.Struct, rename="camel"):
+    requested_schema: _Fields | None = None
+
+
+_decode_form_params = msgspec.json.Decoder(_FormParams).decode
+
+
+def _field_names(wire: bytes) -> dict[str, msgspec.Raw]:
+    """The names of a form question's fields (``requestedSchema.properties``), read from its params'
+    JSON without building the schema's values; none if the params have no such object."""
+    try:
+        schema = _decode_form_params(wire).requested_schema
+    except msgspec.DecodeError:  # (not a form's shape: no fields)
+        return {}
+    return schema.properties if schema is not None and schema.properties is not None else {}
 
 
 def take_answer(question: Question, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:

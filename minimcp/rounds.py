@@ -52,16 +52,16 @@ from minimcp.mrtr import Envelope
 from minimcp.outcome import ToolRun
 from minimcp.runs import Asking, Outcome, Raised, Returned, Run
 from minimcp.state import StateTooLarge, digest
-from minimcp.tools import argument_error, error_result
+from minimcp.tools import RegisteredTool, argument_error, error_result
 from minimcp.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
-from minimcp.used_states import use_state
+from minimcp.used_states import MemoryUsedStates, use_state
 from minimcp.versions import MODERN, SUPPORTED
 
 if TYPE_CHECKING:
     from minimcp.connection import ServerConnection
 
 # (Asking, Outcome, Raised, Returned and Run live in minimcp.runs; their names here keep working.)
-__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "serve", "use_state"]
+__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "ServingRun", "serve", "take_over", "use_state"]
 
 logger = logging.getLogger("minimcp.modern")
 server_logger = logging.getLogger("minimcp.server")
@@ -267,7 +267,8 @@ def _start_run(
     offered: dict[str, Any] | None = None,
     asked: tuple[list[str], float] | None = None,
 ) -> Run:
-    run = Run(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
+    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
+    run.conn = conn  # (a later retry on this connection may be taken over by its read loop)
     ctx: Context | None = None
     if wants_context:
         if isinstance(meta, dict):
@@ -288,15 +289,30 @@ def _start_run(
     return run
 
 
-async def _drive(run: Run, awaitable: Awaitable[Any] | Deferred, ctx: Context | None) -> None:
+async def _drive(
+    run: Run,
+    awaitable: Awaitable[Any] | Deferred | None,
+    ctx: Context | None,
+    tool: RegisteredTool | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> None:
     """The run's own task: the tool's body, its outcome told to the request side, whatever ends it.
 
     A bare task owned by the session (:meth:`_backend.Handlers.start_detached`); what it awaits
     is the tool's own coroutine (a :class:`Deferred` is finished here, as the session's handler
-    tasks do: no wrapping coroutine frame while the call is parked).
+    tasks do: no wrapping coroutine frame while the call is parked). A call taken over by the read
+    loop (:func:`take_over`) gives ``tool`` and its ``kwargs`` instead: the tool's coroutine is made
+    here, in the task (one cancelled before its first step leaves no coroutine unawaited), and
+    the run answers the request it serves itself (:func:`_answer_last`).
     """
     try:
         try:
+            if tool is not None:
+                call = dict(kwargs or {})
+                if tool.context_param is not None:
+                    call[tool.context_param] = ctx
+                awaitable = ToolRun(run.conn, tool, run.tool, tool.fn(**call), ctx, True)
+                tool = kwargs = call = None  # type: ignore[assignment]
             if isinstance(awaitable, Deferred):
                 try:
                     value = await awaitable.awaitable
@@ -305,18 +321,163 @@ async def _drive(run: Run, awaitable: Awaitable[Any] | Deferred, ctx: Context | 
                 else:
                     result = awaitable.finish(value, None)
             else:
+                assert awaitable is not None
                 result = await awaitable
         except McpError as exc:
-            run.finish(Raised(exc))
+            outcome: Returned | Raised = Raised(exc)
         else:
-            run.finish(Returned(result))
+            outcome = Returned(result)
+        if run.serving is None:
+            run.finish(outcome)
+        else:
+            await _answer_last(run, outcome)
     except BareTaskCancelled:
         pass  # asyncio: the call was stopped (dropped, timed out, given up on, or the session ended)
     finally:
         if ctx is not None:
             ctx.finished = True
+        run.ended()
         if not run.finished:  # (finish takes the run out of its parking)
-            run.finish(Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned")))
+            abandoned = Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned"))
+            if run.serving is None:
+                run.finish(abandoned)
+            else:  # (no reply if that request was cancelled: the usual way a serving run ends early)
+                run.parking.discard(run)
+                run.finished = True
+                id_, conn = run.serving, run.conn
+                run.serving = run.binding = None
+                session = conn.session
+                session.reply_adopted_nowait(id_, session.error_reply(id_, abandoned.error, "tools/call"))
+
+
+# --- the read loop's fast path: a run answering the requests it serves ---------------------------
+
+
+class ServingRun(Run):
+    """A :class:`Run` that answers the requests it serves itself (taken over by :func:`take_over`).
+
+    Its task sends ``input_required`` when the tool asks (:meth:`answer_asking`) and the call's
+    result when it ends (:func:`_answer_last`), for the request in :attr:`serving`: no handler
+    task waits on its outcome. Between rounds (``serving`` is ``None``) it is a parked run like
+    any other, and a retry served the usual way (:func:`_rounds`) waits on it as on any run.
+    """
+
+    __slots__ = ()
+
+    async def answer_asking(self) -> None:
+        conn, id_, binding = self.conn, self.serving, self.binding
+        self.serving = self.binding = None
+        session = conn.session
+        try:
+            reply = jsonrpc.encode_result(id_, _input_required(conn, self, binding or {}))
+        except Exception as exc:  # the client's bound of parked calls (its run is stopped)
+            reply = session.error_reply(id_, exc, "tools/call")
+        if self.stopped:  # (the seal or the park stopped it: this task is being cancelled)
+            session.reply_adopted_nowait(id_, reply)
+        else:
+            await session.reply_adopted(id_, reply)
+
+
+async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
+    """A serving run's call ended: its result (or error) answers the request it serves."""
+    conn, id_, binding = run.conn, run.serving, run.binding
+    run.serving = run.binding = None
+    run.parking.discard(run)
+    run.finished = True
+    session = conn.session
+    try:
+        if isinstance(outcome, Returned):
+            reply = jsonrpc.encode_result(id_, mrtr.complete(outcome.value, conn.server.info))
+        elif isinstance(outcome.error, UrlElicitationRequired):
+            reply = jsonrpc.encode_result(id_, _url_steps_required(conn, outcome.error, binding or {}))
+        else:
+            reply = session.error_reply(id_, outcome.error, "tools/call")
+    except Exception as exc:
+        reply = session.error_reply(id_, exc, "tools/call")
+    await session.reply_adopted(id_, reply)
+
+
+def take_over(conn: ServerConnection, request: Request) -> bool:
+    """The read loop's fast path for a 2026-07-28 ``tools/call`` (``Session.take_over``): True if taken.
+
+    A new call starts its :class:`ServingRun` at once; a retry whose run is parked here is handed
+    its answers at once (its state opened and recorded as used, as :func:`_rounds` does). Either
+    way the run's task answers the request: no handler task, no hand-over through an outcome
+    cell. Anything else -- another method, a replay, a missing answer, a state or params that do
+    not check out, a store of used states that must be awaited -- is not taken (False) and goes
+    the usual way (:func:`serve` in a handler task), which answers it, errors included, as ever.
+    Nothing is changed before everything is checked.
+    """
+    if request.method != "tools/call":
+        return False
+    try:
+        params = _decode_call_params(request.params or b"{}")
+        envelope = mrtr.envelope_of(params.meta)
+        tool = conn.registry.tools.get(params.name)
+        if tool is None:
+            return False
+        # A retry's arguments are those its state is bound to (the digest below): they were checked
+        # on its first call, and a parked run has its own; only a new call needs them decoded.
+        kwargs = None if isinstance(params.request_state, str) else tool.arguments(params.arguments)
+        responses = params.input_responses
+        if isinstance(responses, UnsetType):
+            inputs: dict[str, Any] = {}
+        elif isinstance(responses, dict) and all(isinstance(v, dict) for v in responses.values()):
+            inputs = responses
+        else:
+            return False
+        arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
+    except Exception:  # (told by the usual way)
+        return False
+    name, server, id_ = params.name, conn.server, request.id
+    binding = {"m": "tools/call", "t": name, "a": digest(arguments),
+               "p": envelope.client_info.name if envelope.client_info else None}
+    token = params.request_state
+    if isinstance(token, str):
+        used = server.used_states
+        if type(used) is not MemoryUsedStates:
+            return False
+        now = time.time()
+        try:
+            state = server.sealer.open(token, now=now, binding=binding)
+        except Exception:
+            return False
+        handle = str(state.get("h"))
+        run = server.parking.peek(handle)
+        if run is None or run.conn is not conn or not isinstance(run.context, Context):
+            return False
+        timeout = run.pending_timeout
+        late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
+        if not late and run.missing(inputs):
+            return False
+        if not used.consume_now(server.sealer.state_id(token), float(state["exp"])):
+            return False  # (already used: told by the usual way)
+        server.parking.take(handle)
+        run.serving, run.binding = id_, binding
+        run.context.envelope = envelope  # capabilities, identity and log level from this request only
+        run.context.request_id = id_
+        conn.session.adopt(id_, run.scope)
+        if late:
+            run.expire()  # an answer after the question's timeout is no answer
+        else:
+            run.deliver(inputs)
+        return True
+    run = ServingRun(name, [], None, inputs, parking=server.parking)
+    run.conn, run.serving, run.binding = conn, id_, binding
+    ctx: Context | None = None
+    if tool.context_param is not None:
+        ctx = run.context = Context(conn, id_, _context_meta(envelope), envelope, run, tool=name)
+    try:
+        run.scope = conn.session.start_detached(_drive(run, None, ctx, tool, kwargs))
+    except ConnectionClosed:
+        return False
+    conn.session.adopt(id_, run.scope)
+    return True
+
+
+def _context_meta(envelope: Envelope) -> dict[str, Any] | UnsetType:
+    """What a call's context keeps of its ``_meta``: all but the envelope's keys (they live on in the envelope)."""
+    return dict(envelope.rest) if envelope.rest else UNSET  # (the rest has none of the envelope's keys)
 
 
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import binascii
 import contextvars
 import logging
 import math
-import secrets
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Coroutine, Mapping, Sequence
@@ -24,6 +24,7 @@ import msgspec
 from minimcp import errors
 from minimcp._backend import TrioCell, running_loop, trio_deadline_in
 from minimcp.call import CALL_ID_BYTES
+from minimcp.deadlines import Deadlines
 from minimcp.errors import McpError
 from minimcp.mrtr import Question, take_answer
 
@@ -74,8 +75,9 @@ class Run:
     # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
     __slots__ = (
         "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers",
-        "asked_at", "call_id", "context", "continued_elsewhere", "finished", "handle", "offered", "parking",
-        "pending", "pending_keys", "pending_timeout", "scope", "tool",
+        "asked_at", "binding", "call_id", "conn", "context", "continued_elsewhere", "deadline", "finished",
+        "handle", "laned", "offered", "parking", "pending", "pending_keys", "pending_timeout", "scope",
+        "serving", "tool",
     )
 
     def __init__(
@@ -98,7 +100,7 @@ class Run:
         self._keys: set[str] | None = None  # made on the first question with a key
         # One read of the system's randomness, one base64 coding, for both names (a new call needs
         # two). CALL_ID_BYTES is a multiple of 3: the text splits where the bytes do, unpadded.
-        drawn = secrets.token_bytes(CALL_ID_BYTES if call_id else 2 * CALL_ID_BYTES)
+        drawn = os.urandom(CALL_ID_BYTES if call_id else 2 * CALL_ID_BYTES)  # (what secrets.token_bytes reads)
         text = binascii.b2a_base64(drawn, newline=False).translate(_TO_URLSAFE).decode()
         self.handle = text[:_ID_CHARS]
         #: Stable across every round and replay of this one call (carried in the sealed state).
@@ -125,8 +127,41 @@ class Run:
         self._answer_cell: Any = None  # an asyncio future, or a TrioCell
         self._answers: dict[str, Any] | None = None
         self.finished = False
+        #: The id of the request this run answers itself while it runs (``None``: none, or the request
+        #: side waits in :meth:`next_outcome`), what that request's state is bound to, and its
+        #: connection (set by :mod:`minimcp.rounds` for a run answering its rounds, see :meth:`answer_asking`).
+        self.serving: Any = None
+        self.binding: dict[str, Any] | None = None
+        self.conn: Any = None
+        #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
+        #: :class:`_Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
+        self.deadline = math.inf
+        self.laned = False
 
     # tool side
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` was called (or the task never started)."""
+        return self.scope is _NOT_STARTED
+
+    async def answer_asking(self) -> None:
+        """Answer the request being served (:attr:`serving`) with the open questions (``input_required``).
+
+        Only for runs that answer their rounds themselves (:class:`minimcp.rounds.ServingRun`).
+        """
+        raise NotImplementedError
+
+    def ended(self) -> None:
+        """The run's task is ending: let go of the task and the context.
+
+        The run and its context point at each other, and the task at the run: cut here, they go
+        when their last reference does, not in a pass of the cyclic garbage collector (which a call
+        per round trip kept busy: about a tenth of a 2026-07-28 round trip's CPU). A finished run
+        may be held a while longer (a stale entry of the parked calls' sweep): it holds little.
+        """
+        self.context = None
+        self.scope = _NOT_STARTED
 
     def stop(self) -> None:
         """Cancel the run's task (once: a second ``cancel()`` would cut its clean-up short on asyncio)."""
@@ -166,15 +201,17 @@ class Run:
             loop = running_loop()
             cell: Any = loop.create_future() if loop is not None else TrioCell()
             delay = self._open(questions, need, ttl, cell)
+            if self.serving is not None:
+                await self.answer_asking()  # this task answers its request itself: no hand-over
             if loop is not None:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
-                # one timer handle settles it as timed out (no cancel scope per park).
-                timer = None if delay is None else loop.call_later(delay, _time_out, cell, context=_TIMER_CONTEXT)
+                # the parking's one sweep settles it as timed out (no timer or cancel scope per park).
+                sweep = None if delay is None else self.parking.time_out(self, loop, delay, delay == ttl)
                 try:
                     answered = await cell is not _TIMED_OUT
                 finally:
-                    if timer is not None:
-                        timer.cancel()
+                    if sweep is not None:
+                        sweep.forget(self)
             elif isinstance(self.scope, _NotStarted):  # pragma: no cover - a stopped run is being cancelled
                 with anyio.move_on_after(delay):
                     await cell.wait()
@@ -240,7 +277,7 @@ class Run:
     def _open(self, questions: list[Question], need: tuple[int, ...], ttl: float | None, cell: Any) -> float | None:
         """Ask the open questions (the request side hears of them); how long to wait for their answers."""
         first = len(self.answers) + 1
-        self.pending = pending = tuple(questions[i] for i in need)
+        self.pending = pending = (questions[0],) if need is _FIRST_ONLY else tuple(questions[i] for i in need)
         if len(pending) == 1 and pending[0].key is None and first <= len(_ONE_KEY):
             self.pending_keys = _ONE_KEY[first - 1]  # one numbered question: a shared tuple
         else:
@@ -248,11 +285,17 @@ class Run:
         now = time.time()
         asked, self._asked = self._asked, None
         same = asked is not None and asked[0] == [q.digest for q in pending]
-        self.asked_at = asked[1] if same and asked is not None else now
         self.pending_timeout = ttl
         self._answer_cell = cell
-        self._emit(Asking(pending))
-        return None if ttl is None else max(0.0, self.asked_at + ttl - now)
+        if same and asked is not None:
+            self.asked_at = asked[1]
+            delay = None if ttl is None else max(0.0, self.asked_at + ttl - now)
+        else:
+            self.asked_at = now
+            delay = ttl  # (asked now: the whole timeout, exactly, which puts it in a lane of the sweep)
+        if self.serving is None:
+            self._emit(Asking(pending))
+        return delay
 
     def _take_answers(
         self, questions: list[Question], need: tuple[int, ...], results: list[dict[str, Any] | None]
@@ -364,8 +407,6 @@ class _NotStarted:
 
 
 _NOT_STARTED = _NotStarted()
-#: The context of every run's timer (``_time_out`` reads no variable): no context copied per parked call.
-_TIMER_CONTEXT = contextvars.Context()
 _DONE = msgspec.Raw(b"null")
 _TIMED_OUT = msgspec.Raw(b"null")
 #: The usual ``inputRequests`` keys, made once (not one string per parked call).
@@ -396,9 +437,53 @@ def _settle(cell: Any, value: msgspec.Raw) -> None:
         cell.set_result(value)
 
 
-def _time_out(cell: Any) -> None:
-    """asyncio timer: the open questions' timeout passed."""
-    _settle(cell, _TIMED_OUT)
+class _Sweep:
+    """asyncio: when the open questions of parked calls time out, for every run of one event loop.
+
+    The deadlines are a :class:`~minimcp.deadlines.Deadlines` (a FIFO lane per timeout: a question
+    asked with the usual timeout is an append, an answered one goes stale where it is) served by
+    one loop timer armed for the earliest: no timer handle per parked call, and none of the
+    loop's timer-heap steps per round. Each run times out at its own deadline, as its own timer
+    did (the timer is re-armed for whatever falls due next).
+    """
+
+    __slots__ = ("_deadlines", "_timer", "loop")
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        self._deadlines: Deadlines[Run] = Deadlines()
+        self._timer: Any = None
+
+    def add(self, run: Run, delay: float, laned: bool) -> None:
+        """Time ``run``'s open questions out ``delay`` seconds from now (``laned``: ``delay`` is the
+        questions' whole timeout, so the run falls due after every earlier one asked with it)."""
+        now = self.loop.time()
+        deadlines = self._deadlines
+        if deadlines.add(run, now, delay) if laned else deadlines.move(run, now + delay):
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self.loop.call_at(run.deadline, self._due)
+
+    def forget(self, run: Run) -> None:
+        """``run``'s questions were answered (or it ended): it is not timed any more.
+
+        The answered runs at the front of their lane go at once (``earliest`` drops them): a lane
+        does not hold on to runs answered in about the order they were asked.
+        """
+        deadlines = self._deadlines
+        deadlines.forget(run)
+        deadlines.earliest()
+
+    def _due(self) -> None:
+        self._timer = None
+        deadlines = self._deadlines
+        for run in deadlines.due(self.loop.time()):
+            cell = run._answer_cell
+            if cell is not None:
+                _settle(cell, _TIMED_OUT)
+        earliest = deadlines.earliest()
+        if earliest != math.inf:
+            self._timer = self.loop.call_at(earliest, self._due)
 
 
 # --- parking: where runs wait between rounds ----------------------------------------------
@@ -420,6 +505,10 @@ class Parking:
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._owner_of: dict[str, str] = {}  # handle -> owner, for runs parked under an owner
         self._owned: dict[str, int] = {}  # owner -> how many of its runs are parked
+        # asyncio: the parked runs' timeouts, one sweep per event loop (made with its first parked
+        # run): the last one used, and every one by its loop (a server shared by loops in threads).
+        self._sweep: _Sweep | None = None
+        self._sweeps: list[_Sweep] = []
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -449,6 +538,25 @@ class Parking:
             self._disown(handle)
             logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
             oldest.stop()
+
+    def time_out(self, run: Run, loop: Any, delay: float, laned: bool) -> _Sweep:
+        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see :class:`_Sweep`); the sweep
+        to tell when they are answered."""
+        sweep = self._sweep
+        if sweep is None or sweep.loop is not loop:
+            # (the sweeps of closed loops go: their runs ended with them)
+            self._sweeps = sweeps = [s for s in self._sweeps if not s.loop.is_closed()]
+            sweep = next((s for s in sweeps if s.loop is loop), None)
+            if sweep is None:
+                sweep = _Sweep(loop)
+                sweeps.append(sweep)
+            self._sweep = sweep
+        sweep.add(run, delay, laned)
+        return sweep
+
+    def peek(self, handle: str) -> Run | None:
+        """The run parked under ``handle`` (left parked)."""
+        return self._runs.get(handle)
 
     def take(self, handle: str) -> Run | None:
         run = self._runs.pop(handle, None)

@@ -57,6 +57,7 @@ import msgspec
 
 from minimcp import _backend, errors, jsonrpc
 from minimcp._backend import Cell, Handlers
+from minimcp.adopted import AdoptedRequests
 from minimcp.config import Limits
 from minimcp.deadline_timer import DeadlineTimer
 from minimcp.dispatch import Deferred, Dispatcher, error_reply
@@ -88,7 +89,7 @@ _DRAIN_TURN = 64
 _FULL_TRIES = 8
 
 
-class Session(Requests, DeadlineTimer):
+class Session(Requests, DeadlineTimer, AdoptedRequests):
     """Drives one connection: run :meth:`run` in a task, use :meth:`request` / :meth:`notify`.
 
     Args:
@@ -99,6 +100,10 @@ class Session(Requests, DeadlineTimer):
         budget: A bound on pending requests shared with other sessions (a server's);
             default: one of this session's own, ``limits.max_pending_total``.
     """
+
+    #: A role's fast path (:func:`minimcp.rounds.take_over`): True if it took a request over (:mod:`minimcp.adopted`).
+    #: Set on the instance only where needed (a class attribute: other sessions' dicts stay as they were).
+    take_over: Callable[[Request], bool] | None = None
 
     def __init__(
         self,
@@ -524,6 +529,8 @@ class Session(Requests, DeadlineTimer):
             )
         handlers = self._handlers
         if handlers is None:  # pragma: no cover - the read loop runs inside the handler group
+            return None
+        if self.take_over is not None and self.take_over(request):
             return None
         if request.method == "initialize":
             self._initialize_id = request.id

@@ -166,18 +166,31 @@ def state_keys_from_env(environ: Mapping[str, str] | None = None) -> tuple[bytes
 
 
 class _Mac:
-    """HMAC-SHA256 under one key, the key set up once: each MAC copies the prepared state
-    (``hmac.HMAC.copy``), where ``hmac.new``/``hmac.digest`` set the key up again on every call."""
+    """HMAC-SHA256 under one key (RFC 2104), the key set up once: the inner and outer hashes are
+    prepared with the padded key, and each MAC copies them (C calls only; ``hmac.HMAC.copy`` and
+    its ``update``/``digest`` are Python wrappers, and ``hmac.digest`` sets the key up on every call).
+    The same bytes as ``hmac.new(key, data, "sha256").digest()`` (a test holds them equal)."""
 
-    __slots__ = ("_keyed",)
+    __slots__ = ("_inner", "_outer")
 
     def __init__(self, key: bytes) -> None:
-        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+        if len(key) > _SHA256_BLOCK:
+            key = hashlib.sha256(key).digest()
+        key = key.ljust(_SHA256_BLOCK, b"\0")
+        self._inner = hashlib.sha256(key.translate(_IPAD))
+        self._outer = hashlib.sha256(key.translate(_OPAD))
 
     def __call__(self, data: bytes) -> bytes:
-        mac = self._keyed.copy()
-        mac.update(data)
-        return mac.digest()
+        inner = self._inner.copy()
+        inner.update(data)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+
+_SHA256_BLOCK = 64
+_IPAD = bytes(x ^ 0x36 for x in range(256))
+_OPAD = bytes(x ^ 0x5C for x in range(256))
 
 
 class StateSealer:
@@ -198,7 +211,8 @@ class StateSealer:
             StateTooLarge: the token would be longer than ``max_bytes`` (which :meth:`open`
                 would refuse): nothing is handed out that cannot come back.
         """
-        body = _encoder.encode({**payload, "n": secrets.token_urlsafe(9), "exp": round(now + ttl, 3)})
+        # (the nonce: 9 random bytes in base64url, as secrets.token_urlsafe(9) gives them)
+        body = _encoder.encode({**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)})
         size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)

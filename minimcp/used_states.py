@@ -93,7 +93,10 @@ class MemoryUsedStates:
         return len(self._expiry)
 
     async def consume(self, key: str, expires_at: float) -> bool:
-        # No await before the check-and-set: one event loop runs it atomically.
+        return self.consume_now(key, expires_at)
+
+    def consume_now(self, key: str, expires_at: float) -> bool:
+        """:meth:`consume` without a coroutine (no await in it: one event loop runs it atomically)."""
         self._prune(self._clock())
         if expires_at <= self.floor or key in self._expiry:
             return False
