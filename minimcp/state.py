@@ -166,31 +166,20 @@ def state_keys_from_env(environ: Mapping[str, str] | None = None) -> tuple[bytes
 
 
 class _Mac:
-    """HMAC-SHA256 under one key (RFC 2104), the key set up once: the inner and outer hashes are
-    prepared with the padded key, and each MAC copies them (C calls only; ``hmac.HMAC.copy`` and
-    its ``update``/``digest`` are Python wrappers, and ``hmac.digest`` sets the key up on every call).
-    The same bytes as ``hmac.new(key, data, "sha256").digest()`` (a test holds them equal)."""
+    """HMAC-SHA256 under one key, the key set up once: each MAC copies the prepared state
+    (``hmac.HMAC.copy``), where ``hmac.new``/``hmac.digest`` set the key up again on every call.
+    Kept on ``hmac`` on purpose: a hand-built RFC 2104 from prepared SHA-256 states measured
+    1.22 against 1.36 µs per MAC of a 300-byte body, not worth owning the construction."""
 
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("_keyed",)
 
     def __init__(self, key: bytes) -> None:
-        if len(key) > _SHA256_BLOCK:
-            key = hashlib.sha256(key).digest()
-        key = key.ljust(_SHA256_BLOCK, b"\0")
-        self._inner = hashlib.sha256(key.translate(_IPAD))
-        self._outer = hashlib.sha256(key.translate(_OPAD))
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
 
     def __call__(self, data: bytes) -> bytes:
-        inner = self._inner.copy()
-        inner.update(data)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.digest()
-
-
-_SHA256_BLOCK = 64
-_IPAD = bytes(x ^ 0x36 for x in range(256))
-_OPAD = bytes(x ^ 0x5C for x in range(256))
+        mac = self._keyed.copy()
+        mac.update(data)
+        return mac.digest()
 
 
 class StateSealer:
