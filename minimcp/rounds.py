@@ -416,9 +416,10 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         tool = conn.registry.tools.get(params.name)
         if tool is None:
             return False
-        # A retry's arguments are those its state is bound to (the digest below): they were checked
+        # A retry's arguments are those its state is bound to (checked below): they were checked
         # on its first call, and a parked run has its own; only a new call needs them decoded.
-        kwargs = None if isinstance(params.request_state, str) else tool.arguments(params.arguments)
+        token = params.request_state
+        kwargs = None if isinstance(token, str) else tool.arguments(params.arguments)
         responses = params.input_responses
         if isinstance(responses, UnsetType):
             inputs: dict[str, Any] = {}
@@ -426,26 +427,35 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
             inputs = responses
         else:
             return False
-        arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
     except Exception:  # (told by the usual way)
         return False
     name, server, id_ = params.name, conn.server, request.id
-    binding = {"m": "tools/call", "t": name, "a": digest(arguments),
-               "p": envelope.client_info.name if envelope.client_info else None}
-    token = params.request_state
+    client = envelope.client_info.name if envelope.client_info else None
     if isinstance(token, str):
         used = server.used_states
         if type(used) is not MemoryUsedStates:
             return False
         now = time.time()
+        # The state is bound to the arguments' digest ("a"), checked below once its run is known: a
+        # retry repeating its first call's arguments byte for byte has that call's digest, which every
+        # state sealed for this run carries; only other bytes are decoded and digested again.
+        binding: dict[str, Any] = {"m": "tools/call", "t": name, "p": client}
         try:
             state = server.sealer.open(token, now=now, binding=binding)
+            handle = str(state.get("h"))
+            run = server.parking.peek(handle)
+            if run is None or run.conn is not conn or not isinstance(run.context, Context):
+                return False
+            sealed = state.get("a")
+            if not isinstance(sealed, str):
+                return False
+            first = run.arguments
+            same = first is not None and msgspec.Raw(first) == params.arguments
+            if not same and sealed != _arguments_digest(tool, params.arguments):
+                return False
         except Exception:
             return False
-        handle = str(state.get("h"))
-        run = server.parking.peek(handle)
-        if run is None or run.conn is not conn or not isinstance(run.context, Context):
-            return False
+        binding["a"] = sealed
         timeout = run.pending_timeout
         late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
         if not late and run.missing(inputs):
@@ -462,8 +472,13 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         else:
             run.deliver(inputs)
         return True
+    try:
+        binding = {"m": "tools/call", "t": name, "a": _arguments_digest(tool, params.arguments), "p": client}
+    except Exception:  # (told by the usual way)
+        return False
     run = ServingRun(name, [], None, inputs, parking=server.parking)
     run.conn, run.serving, run.binding = conn, id_, binding
+    run.arguments = bytes(params.arguments)  # (a copy: not the whole request's buffer)
     ctx: Context | None = None
     if tool.context_param is not None:
         ctx = run.context = Context(conn, id_, _context_meta(envelope), envelope, run, tool=name)
@@ -473,6 +488,11 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         return False
     conn.session.adopt(id_, run.scope)
     return True
+
+
+def _arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
+    """The digest of a call's arguments a state is bound to (``"a"``), as :func:`_rounds` makes it."""
+    return digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
 
 
 def _context_meta(envelope: Envelope) -> dict[str, Any] | UnsetType:

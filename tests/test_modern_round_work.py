@@ -1,0 +1,85 @@
+"""What a 2026-07-28 round trip in memory computes per request (issue 19): counted, never timed.
+
+The read loop takes both requests of a round trip over (``minimcp.rounds.take_over``). The work
+counted here is the revision's own per-message work: the arguments' digest a ``requestState``
+is bound to, ... Each count is pinned beside a check that the security property it touches holds
+as before (a retry with other arguments is refused; the same arguments in other bytes still go on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from minimcp import Accepted, Context, Limits, Server, errors, rounds
+from tests.helpers import raw_client
+from tests.test_modern import NAME_FORM, Modern, accept, complete, error_of, input_required, only, text_of
+
+TIMEOUT = 30
+ROUNDS = 5
+
+
+def ask_server() -> Server:
+    server = Server("work", limits=Limits(elicitation_timeout=600))
+
+    @server.tool()
+    async def greet(ctx: Context, a: int = 0, b: int = 0) -> str:
+        answer = await ctx.elicit("Your name?", NAME_FORM)
+        return f"hello {answer.value['name']} {a + b}" if isinstance(answer, Accepted) else "no"
+
+    return server
+
+
+@contextmanager
+def counting(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> Iterator[list[int]]:
+    """Count the calls of ``module.name`` (a function the rounds call by that name)."""
+    original = getattr(module, name)
+    calls = [0]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    yield calls
+
+
+async def test_a_retry_repeating_its_arguments_digests_them_once(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The arguments' digest the state is bound to is made on the call only: a retry that repeats the
+    call's arguments byte for byte has that digest (it was made twice per round trip)."""
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
+            await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
+            with counting(monkeypatch, rounds, "digest") as digests:
+                for n in range(ROUNDS):
+                    requests, state = input_required(await m.call("greet", {"a": n, "b": 1}))
+                    key, _ = only(requests)
+                    msg = await m.call("greet", {"a": n, "b": 1}, responses={key: accept(name="Ada")}, state=state)
+                    assert text_of(complete(msg)) == f"hello Ada {n + 1}"
+            assert digests[0] == ROUNDS, f"{digests[0]} argument digests for {ROUNDS} round trips"
+
+
+async def test_a_retry_is_still_bound_to_its_arguments(anyio_backend: str) -> None:
+    """The binding holds as before: the same arguments in other bytes (another key order) go on; other
+    arguments are refused (-32602), and the call is still parked for its real retry."""
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("greet", {"a": 1, "b": 2}))
+            key, _ = only(requests)
+            refused = await m.call("greet", {"a": 1, "b": 3}, responses={key: accept(name="Eve")}, state=state)
+            error_of(refused, errors.INVALID_PARAMS)
+            assert len(server.parking) == 1
+            msg = await m.call("greet", {"b": 2, "a": 1}, responses={key: accept(name="Ada")}, state=state)
+            assert text_of(complete(msg)) == "hello Ada 3"
+            assert len(server.parking) == 0
