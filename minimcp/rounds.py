@@ -439,14 +439,15 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         # The state is bound to the arguments' digest ("a"), checked below once its run is known: a
         # retry repeating its first call's arguments byte for byte has that call's digest, which every
         # state sealed for this run carries; only other bytes are decoded and digested again.
-        binding: dict[str, Any] = {"m": "tools/call", "t": name, "p": client}
         try:
-            state = server.sealer.open(token, now=now, binding=binding)
-            handle = str(state.get("h"))
-            run = server.parking.peek(handle)
+            state = server.sealer.open_bound(token, now=now)  # (only what is checked here is read)
+            if state.m != "tools/call" or state.t != name or state.p != client:
+                return False
+            handle = state.h
+            run = server.parking.peek(handle) if isinstance(handle, str) else None
             if run is None or run.conn is not conn or not isinstance(run.context, Context):
                 return False
-            sealed = state.get("a")
+            sealed = state.a
             if not isinstance(sealed, str):
                 return False
             first = run.arguments
@@ -455,15 +456,14 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
                 return False
         except Exception:
             return False
-        binding["a"] = sealed
         timeout = run.pending_timeout
         late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
         if not late and run.missing(inputs):
             return False
-        if not used.consume_now(server.sealer.state_id(token), float(state["exp"])):
+        if not used.consume_now(server.sealer.state_id(token), state.exp):
             return False  # (already used: told by the usual way)
         server.parking.take(handle)
-        run.serving, run.binding = id_, binding
+        run.serving, run.binding = id_, {"m": "tools/call", "t": name, "a": sealed, "p": client}
         run.context.envelope = envelope  # capabilities, identity and log level from this request only
         run.context.request_id = id_
         conn.session.adopt(id_, run.scope)

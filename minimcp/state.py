@@ -40,6 +40,7 @@ from minimcp.errors import MinimcpError
 
 __all__ = [
     "ENV_STATE_KEYS",
+    "Bound",
     "InvalidState",
     "RANDOM_KEY_WARNING",
     "StateKey",
@@ -222,6 +223,38 @@ class StateSealer:
         Raises:
             InvalidState: with the reason (for the log, not for the wire).
         """
+        try:
+            payload = msgspec.json.decode(self._body(token))
+        except msgspec.DecodeError:
+            raise InvalidState("undecodable") from None
+        if not isinstance(payload, dict):
+            raise InvalidState("not an object")
+        exp = payload.get("exp")
+        if not isinstance(exp, (int, float)) or isinstance(exp, bool) or exp < now:
+            raise InvalidState("expired")
+        for name, value in binding.items():
+            if payload.get(name) != value:
+                raise InvalidState(f"bound to another {name}")
+        return payload
+
+    def open_bound(self, token: str, *, now: float) -> Bound:
+        """:meth:`open` reading only what a retry is bound to and where its call waits (:class:`Bound`):
+        the same checks of the token and its expiry, no tree of the whole payload (the recorded
+        answers, the questions) built. The caller checks the binding.
+
+        Raises:
+            InvalidState: as :meth:`open` (with a shorter reason for a payload of the wrong shape).
+        """
+        try:
+            bound = _decode_bound(self._body(token))
+        except msgspec.DecodeError:  # (a ValidationError too: not an object, no expiry, a wrong type)
+            raise InvalidState("undecodable") from None
+        if bound.exp < now:
+            raise InvalidState("expired")
+        return bound
+
+    def _body(self, token: str) -> bytes:
+        """The body of ``token``, its MAC checked under one of the keys and its version known."""
         if len(token) > self.max_bytes:
             raise InvalidState("too large")
         try:
@@ -248,16 +281,20 @@ class StateSealer:
             raise InvalidState("unknown version" if version != "v1" else "bad signature")
         if version != "v1":
             raise InvalidState("unknown version")
-        try:
-            payload = msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            raise InvalidState("undecodable") from None
-        if not isinstance(payload, dict):
-            raise InvalidState("not an object")
-        exp = payload.get("exp")
-        if not isinstance(exp, (int, float)) or isinstance(exp, bool) or exp < now:
-            raise InvalidState("expired")
-        for name, value in binding.items():
-            if payload.get(name) != value:
-                raise InvalidState(f"bound to another {name}")
-        return payload
+        return body
+
+
+class Bound(msgspec.Struct, gc=False):
+    """What :meth:`StateSealer.open_bound` reads of a payload: the binding (method ``m``, name ``t``,
+    arguments' digest ``a``, client ``p``; ``None`` where absent), the parked call's handle ``h``,
+    the expiry ``exp``."""
+
+    exp: float
+    h: Any = None
+    m: Any = None
+    t: Any = None
+    a: Any = None
+    p: Any = None
+
+
+_decode_bound = msgspec.json.Decoder(Bound).decode

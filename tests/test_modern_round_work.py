@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from minimcp import Accepted, Context, Limits, Server, errors, rounds
+from minimcp.state import StateSealer
 from tests.helpers import raw_client
 from tests.test_modern import NAME_FORM, Modern, accept, complete, error_of, input_required, only, text_of
 
@@ -83,3 +84,74 @@ async def test_a_retry_is_still_bound_to_its_arguments(anyio_backend: str) -> No
             msg = await m.call("greet", {"b": 2, "a": 1}, responses={key: accept(name="Ada")}, state=state)
             assert text_of(complete(msg)) == "hello Ada 3"
             assert len(server.parking) == 0
+
+
+async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read loop opens a retry's state (MAC, expiry) reading only its binding and handle: the
+    payload's whole tree (recorded answers, questions) is not built per retry (it was, by ``open``)."""
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
+            await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
+            with counting(monkeypatch, StateSealer, "open") as opened, \
+                    counting(monkeypatch, StateSealer, "open_bound") as bound:
+                for n in range(ROUNDS):
+                    await round_trip(m, n)
+            assert (opened[0], bound[0]) == (0, ROUNDS)
+
+
+async def test_a_taken_over_retry_is_still_bound_to_its_tool_and_client(anyio_backend: str) -> None:
+    """Another client's identity, or another tool, with a parked call's state is refused (-32602) and the
+    call stays parked for its real retry."""
+    server = ask_server()
+
+    @server.tool()
+    async def other(ctx: Context) -> str:
+        return "other"
+
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("greet"))
+            key, _ = only(requests)
+            error_of(await m.call("greet", responses={key: accept(name="Eve")}, state=state, client="eve"),
+                     errors.INVALID_PARAMS)
+            error_of(await m.call("other", responses={key: accept(name="Eve")}, state=state), errors.INVALID_PARAMS)
+            assert len(server.parking) == 1
+            msg = await m.call("greet", responses={key: accept(name="Ada")}, state=state)
+            assert text_of(complete(msg)) == "hello Ada 0"
+
+
+async def round_trip(m: Modern, n: int) -> None:
+    requests, state = input_required(await m.call("greet", {"a": n}))
+    key, _ = only(requests)
+    msg = await m.call("greet", {"a": n}, responses={key: accept(name="Ada")}, state=state)
+    assert text_of(complete(msg)) == f"hello Ada {n}"
+
+
+def test_open_bound_checks_the_token_as_open_does() -> None:
+    """``open_bound`` refuses what ``open`` refuses (tampered, another key, expired, not an object) and
+    reads the binding and handle ``open`` gives."""
+    from minimcp.state import InvalidState, b64url
+
+    sealer = StateSealer(b"k" * 32)
+    payload = {"m": "tools/call", "t": "greet", "a": "digest", "p": None, "h": "handle", "ans": [["d", {}]]}
+    token = sealer.seal(payload, now=1000.0, ttl=60)
+    full = sealer.open(token, now=1000.0, binding={})
+    bound = sealer.open_bound(token, now=1000.0)
+    assert (bound.m, bound.t, bound.a, bound.p, bound.h, bound.exp) == (
+        full["m"], full["t"], full["a"], full["p"], full["h"], full["exp"])
+    version, body, mac = token.split(".")
+    tampered = f"{version}.{body[:-2]}{'A' if body[-2] != 'A' else 'B'}{body[-1]}.{mac}"
+    not_object = StateSealer(b"k" * 32)
+    listed = "v1." + b64url(b"[1]") + "." + b64url(not_object._macs[0](b"[1]"))
+    for bad, now in ((tampered, 1000.0), (StateSealer(b"o" * 32).seal(payload, now=1000.0, ttl=60), 1000.0),
+                     (token, 1061.0), (listed, 1000.0)):
+        with pytest.raises(InvalidState):
+            sealer.open_bound(bad, now=now)
+        with pytest.raises(InvalidState):
+            sealer.open(bad, now=now, binding={})
