@@ -229,6 +229,40 @@ def input_required(
     }
 
 
+def input_required_reply(
+    id_: Any, keys: typing.Sequence[str], questions: typing.Sequence[Question], state: str,
+    server_info: Implementation,
+) -> bytes:
+    """The response to request ``id_`` with :func:`input_required`'s result, byte for byte as
+    ``jsonrpc.encode_result`` gives it, put together from prepared bytes: the questions' params as
+    they are, ``_meta`` encoded once per server info, no tree of dicts per round."""
+    parts = [b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":{"resultType":"input_required","inputRequests":{']
+    for n, (key, question) in enumerate(zip(keys, questions, strict=True)):
+        parts += (b',' if n else b'', _encode(key), b':{"method":', _encode(question.method), b',"params":',
+                  question.wire, b'}')
+    parts += (b'},"requestState":', _encode(state), b',"_meta":', _meta_of(server_info), b'}}')
+    return b"".join(parts)
+
+
+_encode = msgspec.json.encode
+
+
+def _meta_of(server_info: Implementation) -> bytes:
+    """``{"io.modelcontextprotocol/serverInfo": ...}`` encoded: made once per server's info (as :func:`_info_of`)."""
+    global _last_meta
+    info = _info_of(server_info)
+    last = _last_meta
+    if last is not None and last[0] is info:
+        return last[1]
+    meta = _encode({META_SERVER_INFO: info})
+    _last_meta = (info, meta)
+    return meta
+
+
+#: The last ``_meta`` of a result encoded: the server info's JSON values (:func:`_info_of`) and their bytes.
+_last_meta: tuple[dict[str, Any], bytes] | None = None
+
+
 def _info_of(server_info: Implementation) -> dict[str, Any]:
     """``serverInfo`` as JSON values (every result carries it): made once per server's info, then shared."""
     global _last_info

@@ -369,7 +369,12 @@ class ServingRun(Run):
         self.serving = self.binding = None
         session = conn.session
         try:
-            reply = jsonrpc.encode_result(id_, _input_required(conn, self, binding or {}))
+            keys, questions = self.pending_keys, self.pending
+            sealed = _sealed_round(conn, self, binding or {})
+            if isinstance(sealed, str):  # (the reply from prepared bytes: no tree of dicts per round)
+                reply = mrtr.input_required_reply(id_, keys, questions, sealed, conn.server.info)
+            else:
+                reply = jsonrpc.encode_result(id_, sealed)
         except Exception as exc:  # the client's bound of parked calls (its run is stopped)
             reply = session.error_reply(id_, exc, "tools/call")
         if self.stopped:  # (the seal or the park stopped it: this task is being cancelled)
@@ -502,6 +507,16 @@ def _context_meta(envelope: Envelope) -> dict[str, Any] | UnsetType:
 
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
     """Park ``run`` and answer ``input_required`` with its open questions (and a fresh state)."""
+    keys, questions = run.pending_keys, run.pending
+    sealed = _sealed_round(conn, run, binding)
+    if not isinstance(sealed, str):
+        return sealed
+    return mrtr.input_required(keys, questions, sealed, conn.server.info)
+
+
+def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> str | dict[str, Any]:
+    """Seal ``run``'s round and park it: the state for its ``input_required``, or the result ending a
+    ``tools/call`` whose state would be too large."""
     server = conn.server
     keys, questions = run.pending_keys, run.pending
     try:
@@ -534,7 +549,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
         server.parking.park(run)
-    return mrtr.input_required(keys, questions, state, server.info)
+    return state
 
 
 def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:

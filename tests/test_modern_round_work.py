@@ -155,3 +155,19 @@ def test_open_bound_checks_the_token_as_open_does() -> None:
             sealer.open_bound(bad, now=now)
         with pytest.raises(InvalidState):
             sealer.open(bad, now=now, binding={})
+
+
+def test_the_input_required_reply_from_prepared_bytes_is_the_encoded_result() -> None:
+    """The run's ``input_required`` reply, put together from prepared bytes, is byte for byte the
+    response ``jsonrpc.encode_result`` makes of :func:`mrtr.input_required` (ids, keys needing escapes,
+    several questions, another server info)."""
+    from minimcp import jsonrpc, mrtr
+    from minimcp.types import Implementation
+
+    form = mrtr.Question.create("elicitation/create", {"message": "Naam \u00e9 \"x\"", "requestedSchema": {
+        "type": "object", "properties": {"z": {"type": "string"}, "a": {"type": "integer"}}}})
+    roots = mrtr.Question.create("roots/list", {})
+    for info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
+        for id_, keys, questions in ((7, ("q1",), (form,)), ("id-\u00e9\n", ('k"\\', "q2"), (form, roots))):
+            expected = jsonrpc.encode_result(id_, mrtr.input_required(keys, questions, "v1.abc.def", info))
+            assert mrtr.input_required_reply(id_, keys, questions, "v1.abc.def", info) == expected
