@@ -514,27 +514,32 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
     return mrtr.input_required(keys, questions, sealed, conn.server.info)
 
 
+_BINDING_KEYS = frozenset(("m", "t", "a", "p"))
+_WORKER_KEYS = frozenset(("w",))
+
+
 def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> str | dict[str, Any]:
     """Seal ``run``'s round and park it: the state for its ``input_required``, or the result ending a
     ``tools/call`` whose state would be too large."""
     server = conn.server
     keys, questions = run.pending_keys, run.pending
     try:
-        state = server.sealer.seal(
-            {
-                **binding,
-                "h": run.handle,
-                "ks": keys,
-                "qs": [q.digest for q in questions],
-                "at": run.asked_at,
-                "to": run.pending_timeout,
-                "ans": run.answers,
-                "c": run.call_id,
-                **server.workers.sealed,
-            },
-            now=time.time(),
-            ttl=server.state_ttl,
-        )
+        answers, extra = run.answers, server.workers.sealed
+        if not answers and binding.keys() == _BINDING_KEYS and (not extra or extra.keys() == _WORKER_KEYS):
+            # The usual first question: the payload made in its sorted order, nothing nested to sort
+            # (no answers yet), sealed as it is (one dict; StateSealer.seal_sorted).
+            payload: dict[str, Any] = {
+                "a": binding["a"], "ans": answers, "at": run.asked_at, "c": run.call_id, "exp": None,
+                "h": run.handle, "ks": keys, "m": binding["m"], "n": None, "p": binding["p"],
+                "qs": [q.digest for q in questions], "t": binding["t"], "to": run.pending_timeout,
+            }
+            if extra:
+                payload["w"] = extra["w"]
+            state = server.sealer.seal_sorted(payload, now=time.time(), ttl=server.state_ttl)
+        else:
+            payload = {**binding, "h": run.handle, "ks": keys, "qs": [q.digest for q in questions],
+                       "at": run.asked_at, "to": run.pending_timeout, "ans": answers, "c": run.call_id, **extra}
+            state = server.sealer.seal(payload, now=time.time(), ttl=server.state_ttl)
     except StateTooLarge as exc:
         run.stop()
         text = (

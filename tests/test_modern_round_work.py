@@ -171,3 +171,54 @@ def test_the_input_required_reply_from_prepared_bytes_is_the_encoded_result() ->
         for id_, keys, questions in ((7, ("q1",), (form,)), ("id-\u00e9\n", ('k"\\', "q2"), (form, roots))):
             expected = jsonrpc.encode_result(id_, mrtr.input_required(keys, questions, "v1.abc.def", info))
             assert mrtr.input_required_reply(id_, keys, questions, "v1.abc.def", info) == expected
+
+
+def _sealed_body(token: str) -> bytes:
+    from minimcp.state import _unb64
+
+    return _unb64(token.split(".")[1])
+
+
+def _is_sorted_json(body: bytes) -> bool:
+    import msgspec
+
+    return msgspec.json.Encoder(order="sorted").encode(msgspec.json.decode(body)) == body
+
+
+async def test_every_sealed_state_is_the_sorted_encoding_of_its_payload(anyio_backend: str) -> None:
+    """A run's first question is sealed from a payload made in sorted order (no copy, no sort); its
+    body is the bytes a sorted encoding gives, as for a later question (answers inside: sorted)."""
+    server = Server("work", limits=Limits(elicitation_timeout=600))
+
+    @server.tool()
+    async def twice(ctx: Context) -> str:
+        first = await ctx.elicit("First?", NAME_FORM)
+        second = await ctx.elicit("Second?", NAME_FORM)
+        return "ok" if isinstance(first, Accepted) and isinstance(second, Accepted) else "no"
+
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            for _ in range(2):  # (the first request locks the era; the second is taken over)
+                requests, state = input_required(await m.call("twice"))
+                assert _is_sorted_json(_sealed_body(state))
+                requests, state = input_required(
+                    await m.call("twice", responses={only(requests)[0]: accept(name="Ada")}, state=state))
+                body = _sealed_body(state)
+                assert _is_sorted_json(body) and b'"name":"Ada"' in body
+                msg = await m.call("twice", responses={only(requests)[0]: accept(name="Bo")}, state=state)
+                assert text_of(complete(msg)) == "ok"
+
+
+def test_seal_sorted_seals_what_seal_seals() -> None:
+    """``seal_sorted`` of a payload in sorted order gives a token ``open`` reads back as ``seal``'s, with the
+    sorted encoding's bytes (a worker's ``w`` too)."""
+    sealer = StateSealer(b"k" * 32)
+    payload = {"a": "d", "ans": [], "at": 1.5, "c": "call", "exp": None, "h": "handle", "ks": ["q1"], "m": "tools/call",
+               "n": None, "p": None, "qs": ["x"], "t": "greet", "to": 600.0, "w": "worker"}
+    given = {k: v for k, v in payload.items() if k not in ("n", "exp")}
+    token = sealer.seal_sorted(dict(payload), now=1000.0, ttl=60)
+    assert _is_sorted_json(_sealed_body(token))
+    opened = sealer.open(token, now=1000.0, binding={"m": "tools/call", "t": "greet", "a": "d", "p": None})
+    again = sealer.open(sealer.seal(given, now=1000.0, ttl=60), now=1000.0, binding={})
+    assert {k: v for k, v in opened.items() if k != "n"} == {k: v for k, v in again.items() if k != "n"}
