@@ -18,12 +18,13 @@ from typing import Any, Literal
 import msgspec
 
 from minimcp import capabilities as _capabilities
-from minimcp import errors
+from minimcp import errors, jsonrpc
 from minimcp.era_probe import META_VERSION as META_VERSION
 from minimcp.era_probe import has_envelope as has_envelope
 from minimcp.errors import McpError
 from minimcp.state import digest
 from minimcp.types import (
+    CallToolResult,
     ClientCapabilities,
     CreateMessageResult,
     ElicitResult,
@@ -245,6 +246,17 @@ def input_required_reply(
 
 
 _encode = msgspec.json.encode
+
+
+def complete_reply(id_: Any, result: Any, server_info: Implementation) -> bytes:
+    """The response to request ``id_`` with :func:`complete`'s ``result``, byte for byte as
+    ``jsonrpc.encode_result`` gives it: for the usual tool result (a ``CallToolResult`` without
+    ``_meta``), its encoding with the two members :func:`complete` appends put after it (no tree of
+    dicts made of it, ``_meta`` encoded once per server info)."""
+    if type(result) is CallToolResult and result.meta is None:
+        encoded = jsonrpc.encode_result(id_, result)  # ({"jsonrpc":...,"result":{...}}: its last two bytes "}}")
+        return b"".join((encoded[:-2], b',"resultType":"complete","_meta":', _meta_of(server_info), b"}}"))
+    return jsonrpc.encode_result(id_, complete(result, server_info))
 
 
 def _meta_of(server_info: Implementation) -> bytes:

@@ -392,7 +392,7 @@ async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
     session = conn.session
     try:
         if isinstance(outcome, Returned):
-            reply = jsonrpc.encode_result(id_, mrtr.complete(outcome.value, conn.server.info))
+            reply = mrtr.complete_reply(id_, outcome.value, conn.server.info)
         elif isinstance(outcome.error, UrlElicitationRequired):
             reply = jsonrpc.encode_result(id_, _url_steps_required(conn, outcome.error, binding or {}))
         else:

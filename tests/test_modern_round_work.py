@@ -222,3 +222,24 @@ def test_seal_sorted_seals_what_seal_seals() -> None:
     opened = sealer.open(token, now=1000.0, binding={"m": "tools/call", "t": "greet", "a": "d", "p": None})
     again = sealer.open(sealer.seal(given, now=1000.0, ttl=60), now=1000.0, binding={})
     assert {k: v for k, v in opened.items() if k != "n"} == {k: v for k, v in again.items() if k != "n"}
+
+
+def test_the_complete_reply_is_the_encoded_complete_result() -> None:
+    """The run's final reply (``mrtr.complete_reply``: the tool result's encoding with ``resultType`` and
+    ``_meta`` put after it) is byte for byte ``jsonrpc.encode_result`` of :func:`mrtr.complete`, for
+    results with and without their own ``_meta`` and results of other shapes."""
+    from minimcp import jsonrpc, mrtr
+    from minimcp.types import CallToolResult, Implementation, TextContent
+
+    results: list[Any] = [
+        CallToolResult(content=[TextContent(text="hi \u00e9")]),
+        CallToolResult(content=[], structured_content={"z": 1, "a": [2]}, is_error=True),
+        CallToolResult(content=[TextContent(text="x")], meta={"k": "v"}),
+        {"content": [], "_meta": {"k": 1}},
+        {"content": [], "resultType": "complete"},
+    ]
+    for info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
+        for id_ in (3, "id-\u00e9"):
+            for result in results:
+                expected = jsonrpc.encode_result(id_, mrtr.complete(result, info))
+                assert mrtr.complete_reply(id_, result, info) == expected
