@@ -115,6 +115,32 @@ def _unb64(text: str) -> bytes:
     return binascii.a2b_base64(text.encode("ascii").translate(_FROM_URLSAFE) + b"=" * (-len(text) % 4))
 
 
+def _canonical_unb64(text: str) -> bytes | None:
+    """The bytes of ``text`` if it is canonical unpadded base64url (what :func:`_b64` gives for them),
+    checked without coding them again; ``None``: it may not be (:func:`_unb64` and :func:`_b64` tell).
+
+    Canonical: only the 64 characters of the alphabet (strict decoding refuses any other, and the
+    standard alphabet's ``+`` ``/`` and padding are refused first), a length base64 can have (not 1
+    more than a multiple of 4), and a last character whose bits past the data are zero.
+    """
+    if "=" in text or "+" in text or "/" in text:
+        return None
+    try:
+        data = binascii.a2b_base64(
+            text.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(text) % 4], strict_mode=True
+        )
+    except ValueError:
+        return None
+    rest = len(text) % 4  # (2: the last character carries 2 bits of data, 3: 4 bits)
+    if rest and _ALPHABET.index(text[-1]) & (0xF if rest == 2 else 0x3):
+        return None
+    return data
+
+
+_PADDING = (b"", b"===", b"==", b"=")
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
 def parse_state_keys(keys: StateKey | Sequence[StateKey], *, source: str = "state_key") -> tuple[bytes, ...]:
     """Sealing keys from bytes, a hex string, or a sequence of them (the first seals, all open).
 
@@ -274,11 +300,16 @@ class StateSealer:
             raise InvalidState("too large")
         try:
             version, body_text, mac_text = token.split(".")
-            body = _unb64(body_text)
         except ValueError:
             raise InvalidState("malformed") from None
-        if _b64(body) != body_text:
-            raise InvalidState("not canonical base64")  # the echo must be byte for byte
+        body = _canonical_unb64(body_text)
+        if body is None:  # (not canonical, or not base64 at all: which of them, told here)
+            try:
+                body = _unb64(body_text)
+            except ValueError:
+                raise InvalidState("malformed") from None
+            if _b64(body) != body_text:
+                raise InvalidState("not canonical base64")  # the echo must be byte for byte
         if not mac_text.isascii():
             raise InvalidState("malformed")  # (compare_digest takes ASCII text only)
         # The MAC's text is compared with the expected MAC's canonical text: that checks the

@@ -243,3 +243,42 @@ def test_the_complete_reply_is_the_encoded_complete_result() -> None:
             for result in results:
                 expected = jsonrpc.encode_result(id_, mrtr.complete(result, info))
                 assert mrtr.complete_reply(id_, result, info) == expected
+
+
+def test_a_state_body_is_checked_canonical_without_coding_it_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a state codes only its MAC to base64 (to compare it): the body's text is checked
+    canonical as it is decoded (it was coded again to compare)."""
+    from minimcp import state as state_module
+
+    sealer = StateSealer(b"k" * 32)
+    token = sealer.seal({"m": "tools/call", "h": "handle"}, now=1000.0, ttl=60)
+    with counting(monkeypatch, state_module, "_b64") as coded:
+        sealer.open_bound(token, now=1000.0)
+        sealer.open(token, now=1000.0, binding={})
+    assert coded[0] == 2, f"{coded[0]} base64 codings for two opens"
+
+
+@pytest.mark.parametrize("size", range(0, 13))
+def test_the_canonical_check_accepts_exactly_what_codes_back_the_same(size: int) -> None:
+    """``_canonical_unb64`` gives the bytes of exactly the texts that decode and code back unchanged
+    (the check it replaced), and ``None`` for every other: changed last bits, other alphabets, padding,
+    whitespace, a length base64 cannot have, other characters."""
+    import os
+
+    from minimcp.state import _b64, _canonical_unb64, _unb64
+
+    def reference(text: str) -> bytes | None:
+        try:
+            data = _unb64(text)
+        except ValueError:
+            return None
+        return data if _b64(data) == text else None
+
+    text = _b64(os.urandom(size))
+    variants = {text, text + "A", text + "=", text + "==", text + "\n", " " + text, text + ".", text + "\u00e9"}
+    for i in range(len(text)):
+        for c in ("A", "B", "P", "Q", "g", "w", "-", "_", "+", "/", "=", "!"):
+            variants.add(text[:i] + c + text[i + 1 :])
+    for variant in variants:
+        assert _canonical_unb64(variant) == reference(variant), variant
+    assert _canonical_unb64(text) == _unb64(text)
