@@ -2,8 +2,10 @@
 
 The read loop takes both requests of a round trip over (``minimcp.rounds.take_over``). The work
 counted here is the revision's own per-message work: the arguments' digest a ``requestState``
-is bound to, ... Each count is pinned beside a check that the security property it touches holds
-as before (a retry with other arguments is refused; the same arguments in other bytes still go on).
+is bound to, what opening a retry's state decodes, the base64 codings of a state. Each count is
+pinned beside a check that the security property it touches holds as before (a retry with other
+arguments, tool or client is refused; the same arguments in other bytes still go on), and each reply
+or state made a cheaper way is held byte for byte equal to what the old way made.
 """
 
 from __future__ import annotations
