@@ -30,6 +30,9 @@ ENVELOPE = {
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
     "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
 }
+#: The envelope as every request carries it, encoded once (a client's envelope does not change
+#: between its requests; the handshake-era client sends its equivalent once, in ``initialize``).
+ENVELOPE_JSON = msgspec.Raw(msgspec.json.encode(ENVELOPE))
 
 
 
@@ -57,7 +60,7 @@ def retry_params(i: int, first: _Message) -> dict[str, Any]:
     return {
         "name": "ask",
         "arguments": {"i": i},
-        "_meta": ENVELOPE,
+        "_meta": ENVELOPE_JSON,
         "inputResponses": {"q1": answer_of(question["message"])},
         "requestState": result["requestState"],
     }
@@ -128,7 +131,7 @@ class RawClient:
         for i in range(n):
             params: dict[str, Any] = {"name": "ask", "arguments": {"i": i}}
             if self.era == "modern":
-                params["_meta"] = ENVELOPE
+                params["_meta"] = ENVELOPE_JSON
             self._fire("tools/call", params, self._first_of(i))
         await all_in.wait()
 
@@ -203,7 +206,7 @@ class RawClient:
     async def first(self, i: int) -> _Message:
         params: dict[str, Any] = {"name": "ask", "arguments": {"i": i}}
         if self.era == "modern":
-            params["_meta"] = ENVELOPE
+            params["_meta"] = ENVELOPE_JSON
         return await self.request("tools/call", params)
 
     async def retry(self, i: int, first: _Message) -> _Message:
@@ -213,7 +216,7 @@ class RawClient:
         """One call of ``ask``, its question answered by the reader (either era); the tool's text."""
         params: dict[str, Any] = {"name": "ask", "arguments": {"i": i}}
         if self.era == "modern":
-            params["_meta"] = ENVELOPE
+            params["_meta"] = ENVELOPE_JSON
             m = await self.request("tools/call", params, retry_of=i)
         else:
             m = await self.request("tools/call", params)

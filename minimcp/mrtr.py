@@ -18,12 +18,13 @@ from typing import Any, Literal
 import msgspec
 
 from minimcp import capabilities as _capabilities
-from minimcp import errors
+from minimcp import errors, jsonrpc
 from minimcp.era_probe import META_VERSION as META_VERSION
 from minimcp.era_probe import has_envelope as has_envelope
 from minimcp.errors import McpError
 from minimcp.state import digest
 from minimcp.types import (
+    CallToolResult,
     ClientCapabilities,
     CreateMessageResult,
     ElicitResult,
@@ -227,6 +228,51 @@ def input_required(
         "requestState": state,
         "_meta": {META_SERVER_INFO: _info_of(server_info)},
     }
+
+
+def input_required_reply(
+    id_: Any, keys: typing.Sequence[str], questions: typing.Sequence[Question], state: str,
+    server_info: Implementation,
+) -> bytes:
+    """The response to request ``id_`` with :func:`input_required`'s result, byte for byte as
+    ``jsonrpc.encode_result`` gives it, put together from prepared bytes: the questions' params as
+    they are, ``_meta`` encoded once per server info, no tree of dicts per round."""
+    parts = [b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":{"resultType":"input_required","inputRequests":{']
+    for n, (key, question) in enumerate(zip(keys, questions, strict=True)):
+        parts += (b',' if n else b'', _encode(key), b':{"method":', _encode(question.method), b',"params":',
+                  question.wire, b'}')
+    parts += (b'},"requestState":', _encode(state), b',"_meta":', _meta_of(server_info), b'}}')
+    return b"".join(parts)
+
+
+_encode = msgspec.json.encode
+
+
+def complete_reply(id_: Any, result: Any, server_info: Implementation) -> bytes:
+    """The response to request ``id_`` with :func:`complete`'s ``result``, byte for byte as
+    ``jsonrpc.encode_result`` gives it: for the usual tool result (a ``CallToolResult`` without
+    ``_meta``), its encoding with the two members :func:`complete` appends put after it (no tree of
+    dicts made of it, ``_meta`` encoded once per server info)."""
+    if type(result) is CallToolResult and result.meta is None:
+        encoded = jsonrpc.encode_result(id_, result)  # ({"jsonrpc":...,"result":{...}}: its last two bytes "}}")
+        return b"".join((encoded[:-2], b',"resultType":"complete","_meta":', _meta_of(server_info), b"}}"))
+    return jsonrpc.encode_result(id_, complete(result, server_info))
+
+
+def _meta_of(server_info: Implementation) -> bytes:
+    """``{"io.modelcontextprotocol/serverInfo": ...}`` encoded: made once per server's info (as :func:`_info_of`)."""
+    global _last_meta
+    info = _info_of(server_info)
+    last = _last_meta
+    if last is not None and last[0] is info:
+        return last[1]
+    meta = _encode({META_SERVER_INFO: info})
+    _last_meta = (info, meta)
+    return meta
+
+
+#: The last ``_meta`` of a result encoded: the server info's JSON values (:func:`_info_of`) and their bytes.
+_last_meta: tuple[dict[str, Any], bytes] | None = None
 
 
 def _info_of(server_info: Implementation) -> dict[str, Any]:

@@ -369,7 +369,12 @@ class ServingRun(Run):
         self.serving = self.binding = None
         session = conn.session
         try:
-            reply = jsonrpc.encode_result(id_, _input_required(conn, self, binding or {}))
+            keys, questions = self.pending_keys, self.pending
+            sealed = _sealed_round(conn, self, binding or {})
+            if isinstance(sealed, str):  # (the reply from prepared bytes: no tree of dicts per round)
+                reply = mrtr.input_required_reply(id_, keys, questions, sealed, conn.server.info)
+            else:
+                reply = jsonrpc.encode_result(id_, sealed)
         except Exception as exc:  # the client's bound of parked calls (its run is stopped)
             reply = session.error_reply(id_, exc, "tools/call")
         if self.stopped:  # (the seal or the park stopped it: this task is being cancelled)
@@ -387,7 +392,7 @@ async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
     session = conn.session
     try:
         if isinstance(outcome, Returned):
-            reply = jsonrpc.encode_result(id_, mrtr.complete(outcome.value, conn.server.info))
+            reply = mrtr.complete_reply(id_, outcome.value, conn.server.info)
         elif isinstance(outcome.error, UrlElicitationRequired):
             reply = jsonrpc.encode_result(id_, _url_steps_required(conn, outcome.error, binding or {}))
         else:
@@ -416,9 +421,10 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         tool = conn.registry.tools.get(params.name)
         if tool is None:
             return False
-        # A retry's arguments are those its state is bound to (the digest below): they were checked
+        # A retry's arguments are those its state is bound to (checked below): they were checked
         # on its first call, and a parked run has its own; only a new call needs them decoded.
-        kwargs = None if isinstance(params.request_state, str) else tool.arguments(params.arguments)
+        token = params.request_state
+        kwargs = None if isinstance(token, str) else tool.arguments(params.arguments)
         responses = params.input_responses
         if isinstance(responses, UnsetType):
             inputs: dict[str, Any] = {}
@@ -426,34 +432,43 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
             inputs = responses
         else:
             return False
-        arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
     except Exception:  # (told by the usual way)
         return False
     name, server, id_ = params.name, conn.server, request.id
-    binding = {"m": "tools/call", "t": name, "a": digest(arguments),
-               "p": envelope.client_info.name if envelope.client_info else None}
-    token = params.request_state
+    client = envelope.client_info.name if envelope.client_info else None
     if isinstance(token, str):
         used = server.used_states
         if type(used) is not MemoryUsedStates:
             return False
         now = time.time()
+        # The state is bound to the arguments' digest ("a"), checked below once its run is known: a
+        # retry repeating its first call's arguments byte for byte has that call's digest, which every
+        # state sealed for this run carries; only other bytes are decoded and digested again.
         try:
-            state = server.sealer.open(token, now=now, binding=binding)
+            state = server.sealer.open_bound(token, now=now)  # (only what is checked here is read)
+            if state.m != "tools/call" or state.t != name or state.p != client:
+                return False
+            handle = state.h
+            run = server.parking.peek(handle) if isinstance(handle, str) else None
+            if run is None or run.conn is not conn or not isinstance(run.context, Context):
+                return False
+            sealed = state.a
+            if not isinstance(sealed, str):
+                return False
+            first = run.arguments
+            same = first is not None and msgspec.Raw(first) == params.arguments
+            if not same and sealed != _arguments_digest(tool, params.arguments):
+                return False
         except Exception:
-            return False
-        handle = str(state.get("h"))
-        run = server.parking.peek(handle)
-        if run is None or run.conn is not conn or not isinstance(run.context, Context):
             return False
         timeout = run.pending_timeout
         late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
         if not late and run.missing(inputs):
             return False
-        if not used.consume_now(server.sealer.state_id(token), float(state["exp"])):
+        if not used.consume_now(server.sealer.state_id(token), state.exp):
             return False  # (already used: told by the usual way)
         server.parking.take(handle)
-        run.serving, run.binding = id_, binding
+        run.serving, run.binding = id_, {"m": "tools/call", "t": name, "a": sealed, "p": client}
         run.context.envelope = envelope  # capabilities, identity and log level from this request only
         run.context.request_id = id_
         conn.session.adopt(id_, run.scope)
@@ -462,8 +477,13 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         else:
             run.deliver(inputs)
         return True
+    try:
+        binding = {"m": "tools/call", "t": name, "a": _arguments_digest(tool, params.arguments), "p": client}
+    except Exception:  # (told by the usual way)
+        return False
     run = ServingRun(name, [], None, inputs, parking=server.parking)
     run.conn, run.serving, run.binding = conn, id_, binding
+    run.arguments = bytes(params.arguments)  # (a copy: not the whole request's buffer)
     ctx: Context | None = None
     if tool.context_param is not None:
         ctx = run.context = Context(conn, id_, _context_meta(envelope), envelope, run, tool=name)
@@ -475,6 +495,11 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
     return True
 
 
+def _arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
+    """The digest of a call's arguments a state is bound to (``"a"``), as :func:`_rounds` makes it."""
+    return digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
+
+
 def _context_meta(envelope: Envelope) -> dict[str, Any] | UnsetType:
     """What a call's context keeps of its ``_meta``: all but the envelope's keys (they live on in the envelope)."""
     return dict(envelope.rest) if envelope.rest else UNSET  # (the rest has none of the envelope's keys)
@@ -482,24 +507,39 @@ def _context_meta(envelope: Envelope) -> dict[str, Any] | UnsetType:
 
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
     """Park ``run`` and answer ``input_required`` with its open questions (and a fresh state)."""
+    keys, questions = run.pending_keys, run.pending
+    sealed = _sealed_round(conn, run, binding)
+    if not isinstance(sealed, str):
+        return sealed
+    return mrtr.input_required(keys, questions, sealed, conn.server.info)
+
+
+_BINDING_KEYS = frozenset(("m", "t", "a", "p"))
+_WORKER_KEYS = frozenset(("w",))
+
+
+def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> str | dict[str, Any]:
+    """Seal ``run``'s round and park it: the state for its ``input_required``, or the result ending a
+    ``tools/call`` whose state would be too large."""
     server = conn.server
     keys, questions = run.pending_keys, run.pending
     try:
-        state = server.sealer.seal(
-            {
-                **binding,
-                "h": run.handle,
-                "ks": keys,
-                "qs": [q.digest for q in questions],
-                "at": run.asked_at,
-                "to": run.pending_timeout,
-                "ans": run.answers,
-                "c": run.call_id,
-                **server.workers.sealed,
-            },
-            now=time.time(),
-            ttl=server.state_ttl,
-        )
+        answers, extra = run.answers, server.workers.sealed
+        if not answers and binding.keys() == _BINDING_KEYS and (not extra or extra.keys() == _WORKER_KEYS):
+            # The usual first question: the payload made in its sorted order, nothing nested to sort
+            # (no answers yet), sealed as it is (one dict; StateSealer.seal_sorted).
+            payload: dict[str, Any] = {
+                "a": binding["a"], "ans": answers, "at": run.asked_at, "c": run.call_id, "exp": None,
+                "h": run.handle, "ks": keys, "m": binding["m"], "n": None, "p": binding["p"],
+                "qs": [q.digest for q in questions], "t": binding["t"], "to": run.pending_timeout,
+            }
+            if extra:
+                payload["w"] = extra["w"]
+            state = server.sealer.seal_sorted(payload, now=time.time(), ttl=server.state_ttl)
+        else:
+            payload = {**binding, "h": run.handle, "ks": keys, "qs": [q.digest for q in questions],
+                       "at": run.asked_at, "to": run.pending_timeout, "ans": answers, "c": run.call_id, **extra}
+            state = server.sealer.seal(payload, now=time.time(), ttl=server.state_ttl)
     except StateTooLarge as exc:
         run.stop()
         text = (
@@ -514,7 +554,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
         server.parking.park(run)
-    return mrtr.input_required(keys, questions, state, server.info)
+    return state
 
 
 def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:

@@ -74,7 +74,7 @@ class Run:
 
     # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
     __slots__ = (
-        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers",
+        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers", "arguments",
         "asked_at", "binding", "call_id", "conn", "context", "continued_elsewhere", "deadline", "finished",
         "handle", "laned", "offered", "parking", "pending", "pending_keys", "pending_timeout", "scope",
         "serving", "tool",
@@ -133,6 +133,9 @@ class Run:
         self.serving: Any = None
         self.binding: dict[str, Any] | None = None
         self.conn: Any = None
+        #: The call's arguments as its first request sent them (JSON bytes), for a run answering its
+        #: rounds (:mod:`minimcp.rounds`): a retry repeating them has the digest its state is bound to.
+        self.arguments: bytes | None = None
         #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
         #: :class:`_Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
         self.deadline = math.inf

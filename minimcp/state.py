@@ -40,6 +40,7 @@ from minimcp.errors import MinimcpError
 
 __all__ = [
     "ENV_STATE_KEYS",
+    "Bound",
     "InvalidState",
     "RANDOM_KEY_WARNING",
     "StateKey",
@@ -66,6 +67,7 @@ MIN_KEY_BYTES = 32
 StateKey = bytes | str
 
 _encoder = msgspec.json.Encoder(order="sorted")
+_plain_encode = msgspec.json.Encoder().encode
 
 
 class InvalidState(MinimcpError):
@@ -111,6 +113,32 @@ b64url = _b64
 def _unb64(text: str) -> bytes:
     """Raises ValueError (``binascii.Error``, or a non-ASCII ``text``)."""
     return binascii.a2b_base64(text.encode("ascii").translate(_FROM_URLSAFE) + b"=" * (-len(text) % 4))
+
+
+def _canonical_unb64(text: str) -> bytes | None:
+    """The bytes of ``text`` if it is canonical unpadded base64url (what :func:`_b64` gives for them),
+    checked without coding them again; ``None``: it may not be (:func:`_unb64` and :func:`_b64` tell).
+
+    Canonical: only the 64 characters of the alphabet (strict decoding refuses any other, and the
+    standard alphabet's ``+`` ``/`` and padding are refused first), a length base64 can have (not 1
+    more than a multiple of 4), and a last character whose bits past the data are zero.
+    """
+    if "=" in text or "+" in text or "/" in text:
+        return None
+    try:
+        data = binascii.a2b_base64(
+            text.encode("ascii").translate(_FROM_URLSAFE) + _PADDING[len(text) % 4], strict_mode=True
+        )
+    except ValueError:
+        return None
+    rest = len(text) % 4  # (2: the last character carries 2 bits of data, 3: 4 bits)
+    if rest and _ALPHABET.index(text[-1]) & (0xF if rest == 2 else 0x3):
+        return None
+    return data
+
+
+_PADDING = (b"", b"===", b"==", b"=")
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 
 def parse_state_keys(keys: StateKey | Sequence[StateKey], *, source: str = "state_key") -> tuple[bytes, ...]:
@@ -201,7 +229,21 @@ class StateSealer:
                 would refuse): nothing is handed out that cannot come back.
         """
         # (the nonce: 9 random bytes in base64url, as secrets.token_urlsafe(9) gives them)
-        body = _encoder.encode({**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)})
+        return self._sealed(_encoder.encode({**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)}))
+
+    def seal_sorted(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
+        """:meth:`seal` of a payload made in sorted key order, with ``"n"`` and ``"exp"`` in their places
+        (set here, in ``payload``), and no object inside it: encoded as it is, the same bytes as
+        :meth:`seal` encodes (sorted keys), without a copy of the payload or a sort.
+
+        Raises:
+            StateTooLarge: as :meth:`seal`.
+        """
+        payload["n"] = _b64(os.urandom(9))
+        payload["exp"] = round(now + ttl, 3)
+        return self._sealed(_plain_encode(payload))
+
+    def _sealed(self, body: bytes) -> str:
         size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)
@@ -222,15 +264,52 @@ class StateSealer:
         Raises:
             InvalidState: with the reason (for the log, not for the wire).
         """
+        try:
+            payload = msgspec.json.decode(self._body(token))
+        except msgspec.DecodeError:
+            raise InvalidState("undecodable") from None
+        if not isinstance(payload, dict):
+            raise InvalidState("not an object")
+        exp = payload.get("exp")
+        if not isinstance(exp, (int, float)) or isinstance(exp, bool) or exp < now:
+            raise InvalidState("expired")
+        for name, value in binding.items():
+            if payload.get(name) != value:
+                raise InvalidState(f"bound to another {name}")
+        return payload
+
+    def open_bound(self, token: str, *, now: float) -> Bound:
+        """:meth:`open` reading only what a retry is bound to and where its call waits (:class:`Bound`):
+        the same checks of the token and its expiry, no tree of the whole payload (the recorded
+        answers, the questions) built. The caller checks the binding.
+
+        Raises:
+            InvalidState: as :meth:`open` (with a shorter reason for a payload of the wrong shape).
+        """
+        try:
+            bound = _decode_bound(self._body(token))
+        except msgspec.DecodeError:  # (a ValidationError too: not an object, no expiry, a wrong type)
+            raise InvalidState("undecodable") from None
+        if bound.exp < now:
+            raise InvalidState("expired")
+        return bound
+
+    def _body(self, token: str) -> bytes:
+        """The body of ``token``, its MAC checked under one of the keys and its version known."""
         if len(token) > self.max_bytes:
             raise InvalidState("too large")
         try:
             version, body_text, mac_text = token.split(".")
-            body = _unb64(body_text)
         except ValueError:
             raise InvalidState("malformed") from None
-        if _b64(body) != body_text:
-            raise InvalidState("not canonical base64")  # the echo must be byte for byte
+        body = _canonical_unb64(body_text)
+        if body is None:  # (not canonical, or not base64 at all: which of them, told here)
+            try:
+                body = _unb64(body_text)
+            except ValueError:
+                raise InvalidState("malformed") from None
+            if _b64(body) != body_text:
+                raise InvalidState("not canonical base64")  # the echo must be byte for byte
         if not mac_text.isascii():
             raise InvalidState("malformed")  # (compare_digest takes ASCII text only)
         # The MAC's text is compared with the expected MAC's canonical text: that checks the
@@ -248,16 +327,20 @@ class StateSealer:
             raise InvalidState("unknown version" if version != "v1" else "bad signature")
         if version != "v1":
             raise InvalidState("unknown version")
-        try:
-            payload = msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            raise InvalidState("undecodable") from None
-        if not isinstance(payload, dict):
-            raise InvalidState("not an object")
-        exp = payload.get("exp")
-        if not isinstance(exp, (int, float)) or isinstance(exp, bool) or exp < now:
-            raise InvalidState("expired")
-        for name, value in binding.items():
-            if payload.get(name) != value:
-                raise InvalidState(f"bound to another {name}")
-        return payload
+        return body
+
+
+class Bound(msgspec.Struct, gc=False):
+    """What :meth:`StateSealer.open_bound` reads of a payload: the binding (method ``m``, name ``t``,
+    arguments' digest ``a``, client ``p``; ``None`` where absent), the parked call's handle ``h``,
+    the expiry ``exp``."""
+
+    exp: float
+    h: Any = None
+    m: Any = None
+    t: Any = None
+    a: Any = None
+    p: Any = None
+
+
+_decode_bound = msgspec.json.Decoder(Bound).decode
