@@ -15,9 +15,11 @@ import anyio
 import pytest
 
 from minimcp import Server
+from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http._pacing import PRIMING_MAX_HOLD, Pacer
 from minimcp.transports.http._streams import Reader, Stream
 from tests.test_asgi_guard import UVICORN, _port, serving
+from tests.test_http_lean import Exchange, accept, ask_call, ask_server, initialize
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("httptools")
@@ -190,3 +192,58 @@ async def test_a_lagging_loop_does_not_hold_on_to_a_reader_whose_first_event_wen
             kept = [r for _, batch in pacer._older for r in batch]
             assert readers[1] in kept and readers[2] in kept and readers[0] not in kept
             assert not readers[0].hold and readers[1].hold
+
+
+class _WakingExchange(Exchange):
+    """An exchange whose server ends a pending ``receive()`` once the response is complete (as uvicorn does)."""
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        await super().send(message)
+        if message.get("type") == "http.response.body" and not message.get("more_body", False):
+            self.gone.set()
+
+
+@pytest.mark.parametrize("wakes", [False, True], ids=["server-never-wakes", "server-wakes"])
+async def test_a_finished_response_ends_its_wait_without_a_checkpoint_on_asyncio(
+    wakes: bool, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last write of a response ends the response's wait in ``receive()`` at once on asyncio (completing
+    the wait's own future: no cancellation, so no race to wait out): the handler that wrote it takes no
+    extra turn of the loop (before: one ``checkpoint`` per finished response). On trio, whose wait ends by a
+    cancellation, the handler still lets the ASGI server's own wake come first (at most one per response)."""
+    from minimcp._backend import checkpoint as real
+
+    turns = [0]
+
+    async def counted() -> None:
+        turns[0] += 1
+        await real()
+
+    monkeypatch.setattr("minimcp.transports.http._reader.checkpoint", counted)
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            turns[0] = 0
+            for i in range(1, n + 1):
+                call = ask_call(sid, i)
+                if wakes:
+                    call.__class__ = _WakingExchange
+                done = anyio.Event()
+
+                async def run(call: Exchange = call, done: anyio.Event = done) -> None:
+                    await call.run(app)
+                    done.set()
+
+                tg.start_soon(run)
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, f"a{i}").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                await done.wait()  # the response returned: its wait ended
+            if anyio_backend == "asyncio":
+                assert turns[0] == 0, f"{turns[0]} checkpoints for {n} finished responses"
+            else:
+                assert turns[0] <= n
+            tg.cancel_scope.cancel()

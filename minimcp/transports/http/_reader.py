@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import types
 from collections.abc import Callable, Generator
@@ -87,7 +88,12 @@ class Reader:
         finally:
             self.release()
         if self.finished and self.waiting:
-            await self._wake_waiter()
+            if isinstance(self.scope, asyncio.Future):
+                # asyncio: the wait ends by completing a future of its own (race-free, no cancellation), so
+                # at once; when the ASGI server has woken receive() already, the response just reads its end.
+                self._interrupt()
+            else:
+                await self._wake_waiter()
 
     def flush_nowait(self) -> None:
         """:meth:`flush` for a caller that does not wait (``SessionTransport.send_nowait_described``, asyncio):
@@ -263,8 +269,8 @@ class Reader:
             self.stream.owner = None
 
     async def _wake_waiter(self) -> None:
-        # The ASGI servers we know end a pending receive() with http.disconnect once the response is
-        # complete, which wakes the waiter by the time it runs; any other is woken here.
+        # trio: the ASGI servers we know end a pending receive() with http.disconnect once the response is
+        # complete, which wakes the waiter by the time it runs (no cancellation); any other is woken here.
         try:
             await checkpoint()
         finally:
