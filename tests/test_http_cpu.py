@@ -194,6 +194,11 @@ async def test_a_lagging_loop_does_not_hold_on_to_a_reader_whose_first_event_wen
             assert not readers[0].hold and readers[1].hold
 
 
+def _ask_body(i: int) -> dict[str, Any]:
+    """A ``tools/call`` of the ``ask`` tool with request id ``i`` (as :func:`ask_call` sends)."""
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "ask", "arguments": {"i": i}}}
+
+
 class _WakingExchange(Exchange):
     """An exchange whose server ends a pending ``receive()`` once the response is complete (as uvicorn does)."""
 
@@ -228,9 +233,7 @@ async def test_a_finished_response_ends_its_wait_without_a_checkpoint_on_asyncio
             sid, _ = await initialize(app)
             turns[0] = 0
             for i in range(1, n + 1):
-                call = ask_call(sid, i)
-                if wakes:
-                    call.__class__ = _WakingExchange
+                call = _WakingExchange(_ask_body(i), sid) if wakes else ask_call(sid, i)
                 done = anyio.Event()
 
                 async def run(call: Exchange = call, done: anyio.Event = done) -> None:
@@ -246,4 +249,88 @@ async def test_a_finished_response_ends_its_wait_without_a_checkpoint_on_asyncio
                 assert turns[0] == 0, f"{turns[0]} checkpoints for {n} finished responses"
             else:
                 assert turns[0] <= n
+            tg.cancel_scope.cancel()
+
+
+async def test_a_call_hands_its_result_to_the_response_without_a_write_coroutine(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On asyncio the result (the last event of a call's stream) is written the way the question is
+    (``Reader.flush_nowait``): no ``flush`` / ``write_all`` / ``_write`` coroutines per call (before: one
+    each). On trio the app's task writes it, as before."""
+    flushes = [0]
+    real = Reader.flush
+
+    async def counted(self: Reader) -> None:
+        flushes[0] += 1
+        await real(self)
+
+    monkeypatch.setattr(Reader, "flush", counted)
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            flushes[0] = 0
+            for i in range(1, n + 1):
+                call = ask_call(sid, i)
+                tg.start_soon(call.run, app)
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, f"a{i}").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                assert call.sent[-1]["more_body"] is False  # with the end of the response, in one write
+                call.gone.set()
+            if anyio_backend == "asyncio":
+                assert flushes[0] == 0, f"{flushes[0]} flush coroutines for {n} results"
+            else:
+                assert flushes[0] <= 2 * n
+            tg.cancel_scope.cancel()
+
+
+class _SlowEndExchange(Exchange):
+    """An exchange whose server takes the end of the response only when :attr:`release` is set (a client
+    that reads its result late)."""
+
+    def __init__(self, body: dict[str, Any], session_id: str | None) -> None:
+        super().__init__(body, session_id)
+        self.release = anyio.Event()
+        self.blocked = anyio.Event()
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if message.get("type") == "http.response.body" and not message.get("more_body", False):
+            self.blocked.set()
+            await self.release.wait()
+        await super().send(message)
+
+
+async def test_a_result_the_client_takes_late_frees_the_handler_and_still_arrives(anyio_backend: str) -> None:
+    """The handler is not held while the end of its response waits for the client: its in-flight slot is
+    free at once, and the response's own coroutine writes the result when the client reads."""
+    app = StreamableHTTPApp(ask_server())
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            conn = app.connection(sid)
+            assert conn is not None
+            call = _SlowEndExchange(_ask_body(1), sid)
+            finished = anyio.Event()
+
+            async def run() -> None:
+                await call.run(app)
+                finished.set()
+
+            tg.start_soon(run)
+            question = await call.wait_for("elicitation/create")
+            await accept(question, sid, "late").run(app)
+            await call.blocked.wait()
+            with anyio.fail_after(10):
+                while conn.session.inflight_count:  # noqa: ASYNC110 - polls a state the test does not own
+                    await anyio.sleep(0.01)
+            assert not finished.is_set()
+            call.release.set()
+            await finished.wait()
+            assert call.messages()[-1]["result"]["content"][0]["text"] == "late"
+            assert call.sent[-1]["more_body"] is False
             tg.cancel_scope.cancel()

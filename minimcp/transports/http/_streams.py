@@ -194,10 +194,15 @@ class SessionTransport:
                         self.retain(stream)
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing:
-                    if self.hand_off is None:
-                        await owner.flush()
-                    else:
+                    if self.hand_off is not None:
                         self.hand_off(owner.flush)
+                    elif last:
+                        # The end of the response: nothing follows it on this stream, so a write that has
+                        # to wait for the client is finished by the response's own coroutine (under the same
+                        # stream_write_timeout) and the handler is not held: no coroutines per write here.
+                        owner.flush_nowait()
+                    else:
+                        await owner.flush()
                 return
             if is_response(message) if outgoing is None else outgoing.kind is MessageKind.RESPONSE:
                 # Its request's stream is gone (the client cancelled it): a response never
