@@ -334,3 +334,47 @@ async def test_a_result_the_client_takes_late_frees_the_handler_and_still_arrive
             assert call.messages()[-1]["result"]["content"][0]["text"] == "late"
             assert call.sent[-1]["more_body"] is False
             tg.cancel_scope.cancel()
+
+
+async def test_a_round_trip_looks_up_neither_the_backend_clock_nor_its_session_in_a_coroutine(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per round trip the app reads the backend's clock directly (``anyio.current_time`` looks the backend
+    up at each call: before, 3 per round trip, to mark the session used) and finds a POST's session
+    without a coroutine (``_session_of`` answers only the refusals: before, one per POST)."""
+    clock_reads = [0]
+    lookups = [0]
+    real_clock = anyio.current_time
+    real_lookup = StreamableHTTPApp._session_of
+
+    def counted_clock() -> float:
+        clock_reads[0] += 1
+        return real_clock()
+
+    async def counted_lookup(self: Any, headers: Any, send: Any) -> Any:
+        lookups[0] += 1
+        return await real_lookup(self, headers, send)
+
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            monkeypatch.setattr(anyio, "current_time", counted_clock)
+            monkeypatch.setattr(StreamableHTTPApp, "_session_of", counted_lookup)
+            for i in range(1, n + 1):
+                call = ask_call(sid, i)
+                tg.start_soon(call.run, app)
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, f"a{i}").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                call.gone.set()
+            seen = clock_reads[0], lookups[0]
+            monkeypatch.undo()
+            assert seen == (0, 0), f"{seen[0]} anyio.current_time calls, {seen[1]} _session_of calls for {n} calls"
+            # A refusal still comes from the lookup: an unknown session gets 404.
+            unknown = ask_call("no-such-session", 99)
+            await unknown.run(app)
+            assert unknown.sent[0]["status"] == 404
+            tg.cancel_scope.cancel()
