@@ -378,3 +378,35 @@ async def test_a_round_trip_looks_up_neither_the_backend_clock_nor_its_session_i
             await unknown.run(app)
             assert unknown.sent[0]["status"] == 404
             tg.cancel_scope.cancel()
+
+
+async def test_a_post_hands_its_message_to_a_session_with_room_without_a_coroutine(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the session's inbox has room, a POST's message goes in without a coroutine
+    (``SessionTransport.deliver_nowait``; before: a ``deliver`` coroutine per POST, two per round trip)."""
+    from minimcp.transports.http._streams import SessionTransport
+
+    waits = [0]
+    real = SessionTransport.deliver
+
+    async def counted(self: SessionTransport, body: bytes) -> bool:
+        waits[0] += 1
+        return await real(self, body)
+
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            monkeypatch.setattr(SessionTransport, "deliver", counted)
+            for i in range(1, n + 1):
+                call = ask_call(sid, i)
+                tg.start_soon(call.run, app)
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, f"a{i}").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                call.gone.set()
+            assert waits[0] == 0, f"{waits[0]} deliver coroutines for {2 * n} POSTs"
+            tg.cancel_scope.cancel()

@@ -292,11 +292,9 @@ class SessionTransport:
         for entry in waiting or ():
             entry.event.set()
 
-    async def deliver(self, body: bytes) -> bool:
-        """Hand one inbound message to the session; False when the session has ended.
-
-        Waits while the inbox holds ``max_inbox`` messages (see the class).
-        """
+    def deliver_nowait(self, body: bytes) -> bool:
+        """:meth:`deliver` when the inbox has room (no coroutine): False when it has none or the session has
+        ended (then :meth:`deliver` waits, or says so)."""
         if self.closed:
             return False
         inbox = self._inbox
@@ -306,6 +304,17 @@ class SessionTransport:
             if arrived is not None:
                 self._arrived = None
                 arrived.set()
+            return True
+        return False
+
+    async def deliver(self, body: bytes) -> bool:
+        """Hand one inbound message to the session; False when the session has ended.
+
+        Waits while the inbox holds ``max_inbox`` messages (see the class).
+        """
+        if self.closed:
+            return False
+        if self.deliver_nowait(body):
             return True
         waiting = self._waiting
         if waiting is None:

@@ -448,7 +448,7 @@ class StreamableHTTPAppBase(Generic[S]):
                     version=version,
                 )
                 return None
-            if not await transport.deliver(body):
+            if not (transport.deliver_nowait(body) or await transport.deliver(body)):
                 transport.drop(stream)
                 await respond_error(send, 404, _SESSION_ENDED, version=version)
                 return None
@@ -459,7 +459,7 @@ class StreamableHTTPAppBase(Generic[S]):
                 stream_version = sess.version
             extra = ((b"mcp-session-id", sess.id.encode()),) if new else ()
             return self._read(sess, stream, 0, stream_version, receive, send, extra)  # awaited by __call__
-        if not await transport.deliver(body):
+        if not (transport.deliver_nowait(body) or await transport.deliver(body)):
             await respond_error(send, 404, _SESSION_ENDED, version=version)
             return None
         if type(message) is Notification and message.method == "notifications/cancelled":
