@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import types
 from collections.abc import Callable, Generator
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from minimcp._backend import checkpoint, end_wait, running_loop, trio_cancel_scope
+from minimcp._backend import FutureWaker, checkpoint, end_wait, running_loop, trio_cancel_scope
 
 if TYPE_CHECKING:
     from minimcp.transports.http._asgi import ASGIMessage, Receive, Send
@@ -89,7 +88,7 @@ class Reader:
         finally:
             self.release()
         if self.finished and self.waiting:
-            if isinstance(self.scope, asyncio.Future):
+            if isinstance(self.scope, FutureWaker):
                 # asyncio: the wait ends by completing a future of its own (race-free, no cancellation), so
                 # at once; when the ASGI server has woken receive() already, the response just reads its end.
                 self._interrupt()
