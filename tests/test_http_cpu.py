@@ -410,3 +410,42 @@ async def test_a_post_hands_its_message_to_a_session_with_room_without_a_corouti
                 call.gone.set()
             assert waits[0] == 0, f"{waits[0]} deliver coroutines for {2 * n} POSTs"
             tg.cancel_scope.cancel()
+
+
+async def test_a_finished_call_drops_its_stream_without_an_exception(anyio_backend: str) -> None:
+    """A call's stream, read to the end, is dropped without raising and catching a ``ValueError`` (before:
+    ``list.remove`` of a key that is not among the retained streams, under ``contextlib.suppress``, once
+    per call); a stream its client has not read to the end is still retained."""
+    import sys
+
+    raised = [0]
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_exception" and getattr(arg, "__name__", "") == "remove":
+            raised[0] += 1
+
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            sess = app._sessions.get(sid)
+            assert sess is not None
+            before = set(sess.transport.streams)
+            sys.setprofile(hook)
+            try:
+                for i in range(1, n + 1):
+                    call = ask_call(sid, i)
+                    tg.start_soon(call.run, app)
+                    question = await call.wait_for("elicitation/create")
+                    await accept(question, sid, f"a{i}").run(app)
+                    assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                    call.gone.set()
+            finally:
+                sys.setprofile(None)
+            assert raised[0] == 0, f"{raised[0]} list.remove exceptions for {n} calls"
+            with anyio.fail_after(10):
+                while set(sess.transport.streams) - before:  # noqa: ASYNC110 - every call's stream dropped
+                    await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()

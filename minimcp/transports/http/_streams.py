@@ -394,8 +394,9 @@ class SessionTransport:
 
     def drop(self, stream: Stream) -> None:
         self.streams.pop(stream.key, None)
-        with contextlib.suppress(ValueError):
-            self._retained.remove(stream.key)
+        retained = self._retained
+        if stream.key in retained:  # (rarely: a stream is dropped once read to the end; no ValueError per call)
+            retained.remove(stream.key)
 
     def find(self, event_id: str) -> tuple[Stream, int] | None:
         """The stream an event id belongs to and the seq to resume after."""
