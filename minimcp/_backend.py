@@ -43,6 +43,7 @@ __all__ = [
     "AsyncioCell",
     "BareTaskCancelled",
     "Cell",
+    "FutureWaker",
     "Handlers",
     "TrioCell",
     "running_loop",
@@ -225,6 +226,10 @@ def cell_factory(loop: asyncio.AbstractEventLoop | None) -> Callable[[], Cell]:
 #: cancelled by the peer gets no response, per the spec). On trio the handler's own cancel
 #: scope catches its cancellation; this exception never arrives there.
 BareTaskCancelled = asyncio.CancelledError
+
+#: What an HTTP response's wait in ``receive()`` is ended with on asyncio (see :func:`end_wait`): completing
+#: it wakes that wait at once and with no race (on trio a cancel scope, which is not one of these).
+FutureWaker = asyncio.Future
 
 
 #: The context the done callbacks of detached tasks run in (they read no context variable).

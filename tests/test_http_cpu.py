@@ -15,9 +15,11 @@ import anyio
 import pytest
 
 from minimcp import Server
+from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http._pacing import PRIMING_MAX_HOLD, Pacer
 from minimcp.transports.http._streams import Reader, Stream
 from tests.test_asgi_guard import UVICORN, _port, serving
+from tests.test_http_lean import Exchange, accept, ask_call, ask_server, initialize
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("httptools")
@@ -190,3 +192,260 @@ async def test_a_lagging_loop_does_not_hold_on_to_a_reader_whose_first_event_wen
             kept = [r for _, batch in pacer._older for r in batch]
             assert readers[1] in kept and readers[2] in kept and readers[0] not in kept
             assert not readers[0].hold and readers[1].hold
+
+
+def _ask_body(i: int) -> dict[str, Any]:
+    """A ``tools/call`` of the ``ask`` tool with request id ``i`` (as :func:`ask_call` sends)."""
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "ask", "arguments": {"i": i}}}
+
+
+class _WakingExchange(Exchange):
+    """An exchange whose server ends a pending ``receive()`` once the response is complete (as uvicorn does)."""
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        await super().send(message)
+        if message.get("type") == "http.response.body" and not message.get("more_body", False):
+            self.gone.set()
+
+
+@pytest.mark.parametrize("wakes", [False, True], ids=["server-never-wakes", "server-wakes"])
+async def test_a_finished_response_ends_its_wait_without_a_checkpoint_on_asyncio(
+    wakes: bool, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last write of a response ends the response's wait in ``receive()`` at once on asyncio (completing
+    the wait's own future: no cancellation, so no race to wait out): the handler that wrote it takes no
+    extra turn of the loop (before: one ``checkpoint`` per finished response). On trio, whose wait ends by a
+    cancellation, the handler still lets the ASGI server's own wake come first (at most one per response)."""
+    from minimcp._backend import checkpoint as real
+
+    turns = [0]
+
+    async def counted() -> None:
+        turns[0] += 1
+        await real()
+
+    monkeypatch.setattr("minimcp.transports.http._reader.checkpoint", counted)
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            turns[0] = 0
+            for i in range(1, n + 1):
+                call = _WakingExchange(_ask_body(i), sid) if wakes else ask_call(sid, i)
+                done = anyio.Event()
+
+                async def run(call: Exchange = call, done: anyio.Event = done) -> None:
+                    await call.run(app)
+                    done.set()
+
+                tg.start_soon(run)
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, f"a{i}").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                await done.wait()  # the response returned: its wait ended
+            if anyio_backend == "asyncio":
+                assert turns[0] == 0, f"{turns[0]} checkpoints for {n} finished responses"
+            else:
+                assert turns[0] <= n
+            tg.cancel_scope.cancel()
+
+
+async def test_a_call_hands_its_result_to_the_response_without_a_write_coroutine(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On asyncio the result (the last event of a call's stream) is written the way the question is
+    (``Reader.flush_nowait``): no ``flush`` / ``write_all`` / ``_write`` coroutines per call (before: one
+    each). On trio the app's task writes it, as before."""
+    flushes = [0]
+    real = Reader.flush
+
+    async def counted(self: Reader) -> None:
+        flushes[0] += 1
+        await real(self)
+
+    monkeypatch.setattr(Reader, "flush", counted)
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            flushes[0] = 0
+            for i in range(1, n + 1):
+                call = ask_call(sid, i)
+                tg.start_soon(call.run, app)
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, f"a{i}").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                assert call.sent[-1]["more_body"] is False  # with the end of the response, in one write
+                call.gone.set()
+            if anyio_backend == "asyncio":
+                assert flushes[0] == 0, f"{flushes[0]} flush coroutines for {n} results"
+            else:
+                assert flushes[0] <= 2 * n
+            tg.cancel_scope.cancel()
+
+
+class _SlowEndExchange(Exchange):
+    """An exchange whose server takes the end of the response only when :attr:`release` is set (a client
+    that reads its result late)."""
+
+    def __init__(self, body: dict[str, Any], session_id: str | None) -> None:
+        super().__init__(body, session_id)
+        self.release = anyio.Event()
+        self.blocked = anyio.Event()
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if message.get("type") == "http.response.body" and not message.get("more_body", False):
+            self.blocked.set()
+            await self.release.wait()
+        await super().send(message)
+
+
+async def test_a_result_the_client_takes_late_frees_the_handler_and_still_arrives(anyio_backend: str) -> None:
+    """The handler is not held while the end of its response waits for the client: its in-flight slot is
+    free at once, and the response's own coroutine writes the result when the client reads."""
+    app = StreamableHTTPApp(ask_server())
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            conn = app.connection(sid)
+            assert conn is not None
+            call = _SlowEndExchange(_ask_body(1), sid)
+            finished = anyio.Event()
+
+            async def run() -> None:
+                await call.run(app)
+                finished.set()
+
+            tg.start_soon(run)
+            question = await call.wait_for("elicitation/create")
+            await accept(question, sid, "late").run(app)
+            await call.blocked.wait()
+            with anyio.fail_after(10):
+                while conn.session.inflight_count:  # noqa: ASYNC110 - polls a state the test does not own
+                    await anyio.sleep(0.01)
+            assert not finished.is_set()
+            call.release.set()
+            await finished.wait()
+            assert call.messages()[-1]["result"]["content"][0]["text"] == "late"
+            assert call.sent[-1]["more_body"] is False
+            tg.cancel_scope.cancel()
+
+
+async def test_a_round_trip_looks_up_neither_the_backend_clock_nor_its_session_in_a_coroutine(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per round trip the app reads the backend's clock directly (``anyio.current_time`` looks the backend
+    up at each call: before, 3 per round trip, to mark the session used) and finds a POST's session
+    without a coroutine (``_session_of`` answers only the refusals: before, one per POST)."""
+    clock_reads = [0]
+    lookups = [0]
+    real_clock = anyio.current_time
+    real_lookup = StreamableHTTPApp._session_of
+
+    def counted_clock() -> float:
+        clock_reads[0] += 1
+        return real_clock()
+
+    async def counted_lookup(self: Any, headers: Any, send: Any) -> Any:
+        lookups[0] += 1
+        return await real_lookup(self, headers, send)
+
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            monkeypatch.setattr(anyio, "current_time", counted_clock)
+            monkeypatch.setattr(StreamableHTTPApp, "_session_of", counted_lookup)
+            for i in range(1, n + 1):
+                call = ask_call(sid, i)
+                tg.start_soon(call.run, app)
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, f"a{i}").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                call.gone.set()
+            seen = clock_reads[0], lookups[0]
+            monkeypatch.undo()
+            assert seen == (0, 0), f"{seen[0]} anyio.current_time calls, {seen[1]} _session_of calls for {n} calls"
+            # A refusal still comes from the lookup: an unknown session gets 404.
+            unknown = ask_call("no-such-session", 99)
+            await unknown.run(app)
+            assert unknown.sent[0]["status"] == 404
+            tg.cancel_scope.cancel()
+
+
+async def test_a_post_hands_its_message_to_a_session_with_room_without_a_coroutine(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the session's inbox has room, a POST's message goes in without a coroutine
+    (``SessionTransport.deliver_nowait``; before: a ``deliver`` coroutine per POST, two per round trip)."""
+    from minimcp.transports.http._streams import SessionTransport
+
+    waits = [0]
+    real = SessionTransport.deliver
+
+    async def counted(self: SessionTransport, body: bytes) -> bool:
+        waits[0] += 1
+        return await real(self, body)
+
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            monkeypatch.setattr(SessionTransport, "deliver", counted)
+            for i in range(1, n + 1):
+                call = ask_call(sid, i)
+                tg.start_soon(call.run, app)
+                question = await call.wait_for("elicitation/create")
+                await accept(question, sid, f"a{i}").run(app)
+                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                call.gone.set()
+            assert waits[0] == 0, f"{waits[0]} deliver coroutines for {2 * n} POSTs"
+            tg.cancel_scope.cancel()
+
+
+async def test_a_finished_call_drops_its_stream_without_an_exception(anyio_backend: str) -> None:
+    """A call's stream, read to the end, is dropped without raising and catching a ``ValueError`` (before:
+    ``list.remove`` of a key that is not among the retained streams, under ``contextlib.suppress``, once
+    per call); a stream its client has not read to the end is still retained."""
+    import sys
+
+    raised = [0]
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_exception" and getattr(arg, "__name__", "") == "remove":
+            raised[0] += 1
+
+    app = StreamableHTTPApp(ask_server())
+    n = 10
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            sess = app._sessions.get(sid)
+            assert sess is not None
+            before = set(sess.transport.streams)
+            sys.setprofile(hook)
+            try:
+                for i in range(1, n + 1):
+                    call = ask_call(sid, i)
+                    tg.start_soon(call.run, app)
+                    question = await call.wait_for("elicitation/create")
+                    await accept(question, sid, f"a{i}").run(app)
+                    assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+                    call.gone.set()
+            finally:
+                sys.setprofile(None)
+            assert raised[0] == 0, f"{raised[0]} list.remove exceptions for {n} calls"
+            with anyio.fail_after(10):
+                while set(sess.transport.streams) - before:  # noqa: ASYNC110 - every call's stream dropped
+                    await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()

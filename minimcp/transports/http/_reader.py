@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from minimcp._backend import checkpoint, end_wait, running_loop, trio_cancel_scope
+from minimcp._backend import FutureWaker, checkpoint, end_wait, running_loop, trio_cancel_scope
 
 if TYPE_CHECKING:
     from minimcp.transports.http._asgi import ASGIMessage, Receive, Send
@@ -24,7 +24,8 @@ class Reader:
     """One live HTTP response reading a request's stream, with no task of its own.
 
     Whoever pushes an event (the request's handler, mostly) writes it through
-    :meth:`flush`; the response's own coroutine only waits in ``receive()`` for
+    :meth:`flush` (on asyncio the question and the result, through :meth:`flush_nowait`:
+    a write that has to wait is finished by the response); the response's own coroutine only waits in ``receive()`` for
     the end (:meth:`respond`): the ASGI server says ``http.disconnect`` when the
     client leaves, and when the response is complete (a server that does not is
     woken by the last write). One writer at a time: a push that finds a write
@@ -87,7 +88,12 @@ class Reader:
         finally:
             self.release()
         if self.finished and self.waiting:
-            await self._wake_waiter()
+            if isinstance(self.scope, FutureWaker):
+                # asyncio: the wait ends by completing a future of its own (race-free, no cancellation), so
+                # at once; when the ASGI server has woken receive() already, the response just reads its end.
+                self._interrupt()
+            else:
+                await self._wake_waiter()
 
     def flush_nowait(self) -> None:
         """:meth:`flush` for a caller that does not wait (``SessionTransport.send_nowait_described``, asyncio):
@@ -263,8 +269,8 @@ class Reader:
             self.stream.owner = None
 
     async def _wake_waiter(self) -> None:
-        # The ASGI servers we know end a pending receive() with http.disconnect once the response is
-        # complete, which wakes the waiter by the time it runs; any other is woken here.
+        # trio: the ASGI servers we know end a pending receive() with http.disconnect once the response is
+        # complete, which wakes the waiter by the time it runs (no cancellation); any other is woken here.
         try:
             await checkpoint()
         finally:

@@ -73,7 +73,7 @@ class HTTPSession:
             await self._finished.wait()
 
     def touch(self, table: SessionTable[HTTPSession]) -> None:
-        self.last_active = anyio.current_time()
+        self.last_active = self.transport.clock()  # anyio.current_time's clock, without its lookup (3 per call)
         table.touch(self)
 
     @property

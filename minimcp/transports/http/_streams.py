@@ -194,10 +194,15 @@ class SessionTransport:
                         self.retain(stream)
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing:
-                    if self.hand_off is None:
-                        await owner.flush()
-                    else:
+                    if self.hand_off is not None:
                         self.hand_off(owner.flush)
+                    elif last:
+                        # The end of the response: nothing follows it on this stream, so a write that has
+                        # to wait for the client is finished by the response's own coroutine (under the same
+                        # stream_write_timeout) and the handler is not held: no coroutines per write here.
+                        owner.flush_nowait()
+                    else:
+                        await owner.flush()
                 return
             if is_response(message) if outgoing is None else outgoing.kind is MessageKind.RESPONSE:
                 # Its request's stream is gone (the client cancelled it): a response never
@@ -287,11 +292,9 @@ class SessionTransport:
         for entry in waiting or ():
             entry.event.set()
 
-    async def deliver(self, body: bytes) -> bool:
-        """Hand one inbound message to the session; False when the session has ended.
-
-        Waits while the inbox holds ``max_inbox`` messages (see the class).
-        """
+    def deliver_nowait(self, body: bytes) -> bool:
+        """:meth:`deliver` when the inbox has room (no coroutine): False when it has none or the session has
+        ended (then :meth:`deliver` waits, or says so)."""
         if self.closed:
             return False
         inbox = self._inbox
@@ -301,6 +304,17 @@ class SessionTransport:
             if arrived is not None:
                 self._arrived = None
                 arrived.set()
+            return True
+        return False
+
+    async def deliver(self, body: bytes) -> bool:
+        """Hand one inbound message to the session; False when the session has ended.
+
+        Waits while the inbox holds ``max_inbox`` messages (see the class).
+        """
+        if self.closed:
+            return False
+        if self.deliver_nowait(body):
             return True
         waiting = self._waiting
         if waiting is None:
@@ -380,8 +394,9 @@ class SessionTransport:
 
     def drop(self, stream: Stream) -> None:
         self.streams.pop(stream.key, None)
-        with contextlib.suppress(ValueError):
-            self._retained.remove(stream.key)
+        retained = self._retained
+        if stream.key in retained:  # (rarely: a stream is dropped once read to the end; no ValueError per call)
+            retained.remove(stream.key)
 
     def find(self, event_id: str) -> tuple[Stream, int] | None:
         """The stream an event id belongs to and the seq to resume after."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
@@ -55,6 +56,7 @@ def initialize_version(params: msgspec.Raw) -> str | None:
     return value if isinstance(value, str) else None
 
 
+@functools.lru_cache(maxsize=256)  # the same few Content-Type values come again and again
 def media_type(content_type: str) -> str:
     """The media type of a ``Content-Type`` value, lower case, without parameters."""
     return content_type.split(";", 1)[0].strip().lower()

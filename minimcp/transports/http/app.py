@@ -405,10 +405,11 @@ class StreamableHTTPAppBase(Generic[S]):
         if wants_modern(headers):
             await self._stateless.post(headers, receive, send, scope)
             return None
-        sess: HTTPSession | None = None
-        if "mcp-session-id" in headers:
-            sess = await self._session_of(headers, send)
-            if sess is None:
+        sid = headers.get("mcp-session-id")
+        sess = None if sid is None else self._sessions.get(sid)
+        if sid is not None:  # found and usable here without a coroutine; the refusals are _session_of's
+            if sess is None or (version is not None and not is_supported(version)):
+                await self._session_of(headers, send)
                 return None
             version = sess.version
         body = await read_body(headers, receive, send, self.limits.max_message_bytes, version)
@@ -447,7 +448,7 @@ class StreamableHTTPAppBase(Generic[S]):
                     version=version,
                 )
                 return None
-            if not await transport.deliver(body):
+            if not (transport.deliver_nowait(body) or await transport.deliver(body)):
                 transport.drop(stream)
                 await respond_error(send, 404, _SESSION_ENDED, version=version)
                 return None
@@ -458,7 +459,7 @@ class StreamableHTTPAppBase(Generic[S]):
                 stream_version = sess.version
             extra = ((b"mcp-session-id", sess.id.encode()),) if new else ()
             return self._read(sess, stream, 0, stream_version, receive, send, extra)  # awaited by __call__
-        if not await transport.deliver(body):
+        if not (transport.deliver_nowait(body) or await transport.deliver(body)):
             await respond_error(send, 404, _SESSION_ENDED, version=version)
             return None
         if type(message) is Notification and message.method == "notifications/cancelled":
