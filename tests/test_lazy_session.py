@@ -115,7 +115,10 @@ async def test_an_idle_http_session_holds_one_task_one_event_and_no_timer(anyio_
 
 
 async def test_an_idle_http_session_holds_under_14_kb(anyio_backend: str) -> None:
-    """Traced bytes per idle session, the app driven directly (before: 26 KB on asyncio, 29 KB on trio)."""
+    """Traced bytes per idle session, the app driven directly (before: 26 KB on asyncio, 29 KB on trio).
+
+    asyncio measures 12.3-12.6 KB; trio 13.3-13.9 KB from run to run of the same code (what trio's
+    run loop keeps per task moves), so trio is held to issue 19's 15 KB, asyncio to 14 KB."""
     app = StreamableHTTPApp(ask_server())
     tracemalloc.start()
     try:
@@ -133,7 +136,8 @@ async def test_an_idle_http_session_holds_under_14_kb(anyio_backend: str) -> Non
                 tg.cancel_scope.cancel()
     finally:
         tracemalloc.stop()
-    assert per_session < 14_000, f"{per_session:.0f} bytes per idle HTTP session"
+    bound = 14_000 if anyio_backend == "asyncio" else 15_000
+    assert per_session < bound, f"{per_session:.0f} bytes per idle HTTP session"
 
 
 async def test_the_deadline_timer_runs_only_while_a_deadline_is_ahead(anyio_backend: str) -> None:
