@@ -105,14 +105,11 @@ class Reader:
         stream = self.stream
         try:
             while stream.owner is self:
-                batch, after = stream.since(self.cursor)
-                last = stream.done and after >= stream.next_seq - 1
-                head = self.head
-                if not batch and not last and (not head or self.hold):
+                due = self._due()
+                if due is None:
                     break
-                self.head = b""
-                body = head + b"".join(batch) if batch else head
-                steps = self.send({"type": "http.response.body", "body": body, "more_body": not last}).__await__()
+                message, after, last = due
+                steps = self.send(message).__await__()
                 try:
                     waits_on = steps.send(None)
                 except StopIteration:
@@ -129,6 +126,19 @@ class Reader:
         self.release()
         if self.finished:
             self._interrupt()
+
+    def _due(self) -> tuple[ASGIMessage, int, bool] | None:
+        """The next write: its message, the seq it reaches and whether it ends the response (the held
+        head goes with it); None while nothing is due (or a priming head is held for what follows)."""
+        stream = self.stream
+        batch, after = stream.since(self.cursor)
+        last = stream.done and after >= stream.next_seq - 1
+        head = self.head
+        if not batch and not last and (not head or self.hold):
+            return None
+        self.head = b""
+        body = head + b"".join(batch) if batch else head
+        return {"type": "http.response.body", "body": body, "more_body": not last}, after, last
 
     def _wrote(self, after: int, last: bool) -> None:
         """A write up to seq ``after`` went out (``last``: with the end of the response)."""
@@ -171,14 +181,11 @@ class Reader:
         stream = self.stream
         try:
             while stream.owner is self:
-                batch, after = stream.since(self.cursor)
-                last = stream.done and after >= stream.next_seq - 1
-                head = self.head
-                if not batch and not last and (not head or self.hold):
+                due = self._due()
+                if due is None:
                     return True
-                self.head = b""
-                body = head + b"".join(batch) if batch else head
-                if not await self._write({"type": "http.response.body", "body": body, "more_body": not last}):
+                message, after, last = due
+                if not await self._write(message):
                     self.stalled()
                     return False
                 self._wrote(after, last)
