@@ -93,6 +93,10 @@ def run_network(server: Server, transport: str, *, host: str, port: int, backend
     if transport not in ("http", "ws"):
         raise ValueError(f"transport must be one of {', '.join(map(repr, TRANSPORTS))}, not {transport!r}")
     check_extras(transport, backend)
+    if transport == "http":
+        # The loop is this call's own until the server stops: the process serves. (serve_http alone,
+        # in someone else's loop, leaves the GC as it is unless asked.)
+        options.setdefault("tune_gc", True)
     _announce()
     try:
         anyio.run(functools.partial(serve_network, server, transport, host, port, **options), backend=backend)

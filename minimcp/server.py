@@ -505,6 +505,10 @@ class Server:
         URL on stderr at start; ``options`` go to :func:`~minimcp.transports.http.serve_http`
         or :func:`~minimcp.transports.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
 
+        ``"http"`` tunes the cyclic GC for serving unless ``tune_gc=False`` is passed (see
+        :func:`~minimcp.transports.http.serve_http`: this call runs its own event loop until the
+        server stops, so the process is the server's; the settings are undone at the end).
+
         Ctrl-C stops it quietly: one line on stderr, then ``SystemExit(130)``.
 
         Raises:

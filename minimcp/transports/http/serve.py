@@ -79,14 +79,16 @@ async def serve_http(
     Binding a non-loopback address needs ``allowed_hosts`` (and usually
     authentication in front): the default accepts only loopback host names.
 
-    ``tune_gc=True`` (for a process that only serves, e.g. ``Server.run("http",
-    tune_gc=True)``): once the server listens, the objects made at start-up
+    ``tune_gc=True`` (for a process that only serves; ``Server.run("http")``, which
+    runs its own event loop until the server stops, passes it unless told
+    ``tune_gc=False``): once the server listens, the objects made at start-up
     are frozen out of the cyclic GC (``gc.freeze()``) and its first threshold
     is raised to :data:`TUNED_GC_THRESHOLD`, both undone when serving ends.
     With many calls open at once most of a round trip's objects outlive the
     GC's young generations and full passes rescan them all: at 1,000
-    concurrent calls that cost about a sixth of the server's CPU. It changes
-    the whole process's GC, so it is off unless asked for.
+    concurrent calls that cost about a quarter of the server's CPU. It changes
+    the whole process's GC, so ``serve_http`` (a coroutine in the caller's own
+    loop) leaves it off unless asked.
     """
     if isinstance(server, StreamableHTTPApp):
         if app_options:
