@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio.abc import TaskGroup
 
 from minimcp import Server
 from minimcp.transports.http import StreamableHTTPApp
@@ -162,6 +163,26 @@ async def test_serve_http_tunes_the_gc_only_when_asked_and_undoes_it_when_it_end
             assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_server_run_http_tunes_the_gc_unless_told_not_to(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Server.run("http")`` runs its own loop until the server stops: it passes ``tune_gc=True`` to
+    ``serve_http`` unless told ``tune_gc=False``; WebSocket gets no such option."""
+    import minimcp.serve as serving
+
+    seen: list[tuple[str, object]] = []
+
+    async def recorded(server: Server, transport: str, host: str, port: int, **options: Any) -> None:
+        seen.append((transport, options.get("tune_gc", "not passed")))
+
+    monkeypatch.setattr(serving, "serve_network", recorded)
+    monkeypatch.setattr(serving, "_announce", lambda: None)
+    server = Server("gc")
+    server.run("http", port=0, backend=backend)
+    server.run("http", port=0, backend=backend, tune_gc=False)
+    server.run("ws", port=0, backend=backend)
+    assert seen == [("http", True), ("http", False), ("ws", "not passed")]
+
+
 async def test_a_lagging_loop_does_not_hold_on_to_a_reader_whose_first_event_went_out() -> None:
     """Kept on a lagging loop, the held priming events are sifted (every 0.1 s of ticks): a reader whose
     first event took its priming event along is let go, not kept up to ``PRIMING_MAX_HOLD``."""
@@ -192,6 +213,21 @@ async def test_a_lagging_loop_does_not_hold_on_to_a_reader_whose_first_event_wen
             kept = [r for _, batch in pacer._older for r in batch]
             assert readers[1] in kept and readers[2] in kept and readers[0] not in kept
             assert not readers[0].hold and readers[1].hold
+
+
+async def answered_calls(app: StreamableHTTPApp, tg: TaskGroup, sid: str, n: int) -> list[Exchange]:
+    """``n`` calls of the ``ask`` tool one after the other, each question answered and its result
+    checked, each client then gone; the calls' exchanges, in order."""
+    calls = []
+    for i in range(1, n + 1):
+        call = ask_call(sid, i)
+        tg.start_soon(call.run, app)
+        question = await call.wait_for("elicitation/create")
+        await accept(question, sid, f"a{i}").run(app)
+        assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+        call.gone.set()
+        calls.append(call)
+    return calls
 
 
 def _ask_body(i: int) -> dict[str, Any]:
@@ -273,14 +309,8 @@ async def test_a_call_hands_its_result_to_the_response_without_a_write_coroutine
             await tg.start(app.run)
             sid, _ = await initialize(app)
             flushes[0] = 0
-            for i in range(1, n + 1):
-                call = ask_call(sid, i)
-                tg.start_soon(call.run, app)
-                question = await call.wait_for("elicitation/create")
-                await accept(question, sid, f"a{i}").run(app)
-                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+            for call in await answered_calls(app, tg, sid, n):
                 assert call.sent[-1]["more_body"] is False  # with the end of the response, in one write
-                call.gone.set()
             if anyio_backend == "asyncio":
                 assert flushes[0] == 0, f"{flushes[0]} flush coroutines for {n} results"
             else:
@@ -363,13 +393,7 @@ async def test_a_round_trip_looks_up_neither_the_backend_clock_nor_its_session_i
             sid, _ = await initialize(app)
             monkeypatch.setattr(anyio, "current_time", counted_clock)
             monkeypatch.setattr(StreamableHTTPApp, "_session_of", counted_lookup)
-            for i in range(1, n + 1):
-                call = ask_call(sid, i)
-                tg.start_soon(call.run, app)
-                question = await call.wait_for("elicitation/create")
-                await accept(question, sid, f"a{i}").run(app)
-                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
-                call.gone.set()
+            await answered_calls(app, tg, sid, n)
             seen = clock_reads[0], lookups[0]
             monkeypatch.undo()
             assert seen == (0, 0), f"{seen[0]} anyio.current_time calls, {seen[1]} _session_of calls for {n} calls"
@@ -401,13 +425,7 @@ async def test_a_post_hands_its_message_to_a_session_with_room_without_a_corouti
             await tg.start(app.run)
             sid, _ = await initialize(app)
             monkeypatch.setattr(SessionTransport, "deliver", counted)
-            for i in range(1, n + 1):
-                call = ask_call(sid, i)
-                tg.start_soon(call.run, app)
-                question = await call.wait_for("elicitation/create")
-                await accept(question, sid, f"a{i}").run(app)
-                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
-                call.gone.set()
+            await answered_calls(app, tg, sid, n)
             assert waits[0] == 0, f"{waits[0]} deliver coroutines for {2 * n} POSTs"
             tg.cancel_scope.cancel()
 
@@ -435,13 +453,7 @@ async def test_a_finished_call_drops_its_stream_without_an_exception(anyio_backe
             before = set(sess.transport.streams)
             sys.setprofile(hook)
             try:
-                for i in range(1, n + 1):
-                    call = ask_call(sid, i)
-                    tg.start_soon(call.run, app)
-                    question = await call.wait_for("elicitation/create")
-                    await accept(question, sid, f"a{i}").run(app)
-                    assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
-                    call.gone.set()
+                await answered_calls(app, tg, sid, n)
             finally:
                 sys.setprofile(None)
             assert raised[0] == 0, f"{raised[0]} list.remove exceptions for {n} calls"
