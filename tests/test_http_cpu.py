@@ -8,7 +8,8 @@ minimcp's guard around it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import MutableMapping
+from collections.abc import AsyncIterator, MutableMapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -215,6 +216,18 @@ async def test_a_lagging_loop_does_not_hold_on_to_a_reader_whose_first_event_wen
             assert not readers[0].hold and readers[1].hold
 
 
+@asynccontextmanager
+async def app_with_session() -> AsyncIterator[tuple[StreamableHTTPApp, TaskGroup, str]]:
+    """The ``ask`` server's app running, one session initialized on it; everything stopped after (30 s bound)."""
+    app = StreamableHTTPApp(ask_server())
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(app.run)
+            sid, _ = await initialize(app)
+            yield app, tg, sid
+            tg.cancel_scope.cancel()
+
+
 async def answered_calls(app: StreamableHTTPApp, tg: TaskGroup, sid: str, n: int) -> list[Exchange]:
     """``n`` calls of the ``ask`` tool one after the other, each question answered and its result
     checked, each client then gone; the calls' exchanges, in order."""
@@ -261,31 +274,26 @@ async def test_a_finished_response_ends_its_wait_without_a_checkpoint_on_asyncio
         await real()
 
     monkeypatch.setattr("minimcp.transports.http._reader.checkpoint", counted)
-    app = StreamableHTTPApp(ask_server())
     n = 10
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            await tg.start(app.run)
-            sid, _ = await initialize(app)
-            turns[0] = 0
-            for i in range(1, n + 1):
-                call = _WakingExchange(_ask_body(i), sid) if wakes else ask_call(sid, i)
-                done = anyio.Event()
+    async with app_with_session() as (app, tg, sid):
+        turns[0] = 0
+        for i in range(1, n + 1):
+            call = _WakingExchange(_ask_body(i), sid) if wakes else ask_call(sid, i)
+            done = anyio.Event()
 
-                async def run(call: Exchange = call, done: anyio.Event = done) -> None:
-                    await call.run(app)
-                    done.set()
+            async def run(call: Exchange = call, done: anyio.Event = done) -> None:
+                await call.run(app)
+                done.set()
 
-                tg.start_soon(run)
-                question = await call.wait_for("elicitation/create")
-                await accept(question, sid, f"a{i}").run(app)
-                assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
-                await done.wait()  # the response returned: its wait ended
-            if anyio_backend == "asyncio":
-                assert turns[0] == 0, f"{turns[0]} checkpoints for {n} finished responses"
-            else:
-                assert turns[0] <= n
-            tg.cancel_scope.cancel()
+            tg.start_soon(run)
+            question = await call.wait_for("elicitation/create")
+            await accept(question, sid, f"a{i}").run(app)
+            assert (await call.wait_for("result"))["result"]["content"][0]["text"] == f"a{i}"
+            await done.wait()  # the response returned: its wait ended
+        if anyio_backend == "asyncio":
+            assert turns[0] == 0, f"{turns[0]} checkpoints for {n} finished responses"
+        else:
+            assert turns[0] <= n
 
 
 async def test_a_call_hands_its_result_to_the_response_without_a_write_coroutine(
@@ -302,20 +310,15 @@ async def test_a_call_hands_its_result_to_the_response_without_a_write_coroutine
         await real(self)
 
     monkeypatch.setattr(Reader, "flush", counted)
-    app = StreamableHTTPApp(ask_server())
     n = 10
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            await tg.start(app.run)
-            sid, _ = await initialize(app)
-            flushes[0] = 0
-            for call in await answered_calls(app, tg, sid, n):
-                assert call.sent[-1]["more_body"] is False  # with the end of the response, in one write
-            if anyio_backend == "asyncio":
-                assert flushes[0] == 0, f"{flushes[0]} flush coroutines for {n} results"
-            else:
-                assert flushes[0] <= 2 * n
-            tg.cancel_scope.cancel()
+    async with app_with_session() as (app, tg, sid):
+        flushes[0] = 0
+        for call in await answered_calls(app, tg, sid, n):
+            assert call.sent[-1]["more_body"] is False  # with the end of the response, in one write
+        if anyio_backend == "asyncio":
+            assert flushes[0] == 0, f"{flushes[0]} flush coroutines for {n} results"
+        else:
+            assert flushes[0] <= 2 * n
 
 
 class _SlowEndExchange(Exchange):
@@ -385,23 +388,18 @@ async def test_a_round_trip_looks_up_neither_the_backend_clock_nor_its_session_i
         lookups[0] += 1
         return await real_lookup(self, headers, send)
 
-    app = StreamableHTTPApp(ask_server())
     n = 10
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            await tg.start(app.run)
-            sid, _ = await initialize(app)
-            monkeypatch.setattr(anyio, "current_time", counted_clock)
-            monkeypatch.setattr(StreamableHTTPApp, "_session_of", counted_lookup)
-            await answered_calls(app, tg, sid, n)
-            seen = clock_reads[0], lookups[0]
-            monkeypatch.undo()
-            assert seen == (0, 0), f"{seen[0]} anyio.current_time calls, {seen[1]} _session_of calls for {n} calls"
-            # A refusal still comes from the lookup: an unknown session gets 404.
-            unknown = ask_call("no-such-session", 99)
-            await unknown.run(app)
-            assert unknown.sent[0]["status"] == 404
-            tg.cancel_scope.cancel()
+    async with app_with_session() as (app, tg, sid):
+        monkeypatch.setattr(anyio, "current_time", counted_clock)
+        monkeypatch.setattr(StreamableHTTPApp, "_session_of", counted_lookup)
+        await answered_calls(app, tg, sid, n)
+        seen = clock_reads[0], lookups[0]
+        monkeypatch.undo()
+        assert seen == (0, 0), f"{seen[0]} anyio.current_time calls, {seen[1]} _session_of calls for {n} calls"
+        # A refusal still comes from the lookup: an unknown session gets 404.
+        unknown = ask_call("no-such-session", 99)
+        await unknown.run(app)
+        assert unknown.sent[0]["status"] == 404
 
 
 async def test_a_post_hands_its_message_to_a_session_with_room_without_a_coroutine(
@@ -418,16 +416,11 @@ async def test_a_post_hands_its_message_to_a_session_with_room_without_a_corouti
         waits[0] += 1
         return await real(self, body)
 
-    app = StreamableHTTPApp(ask_server())
     n = 10
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            await tg.start(app.run)
-            sid, _ = await initialize(app)
-            monkeypatch.setattr(SessionTransport, "deliver", counted)
-            await answered_calls(app, tg, sid, n)
-            assert waits[0] == 0, f"{waits[0]} deliver coroutines for {2 * n} POSTs"
-            tg.cancel_scope.cancel()
+    async with app_with_session() as (app, tg, sid):
+        monkeypatch.setattr(SessionTransport, "deliver", counted)
+        await answered_calls(app, tg, sid, n)
+        assert waits[0] == 0, f"{waits[0]} deliver coroutines for {2 * n} POSTs"
 
 
 async def test_a_finished_call_drops_its_stream_without_an_exception(anyio_backend: str) -> None:
@@ -442,22 +435,17 @@ async def test_a_finished_call_drops_its_stream_without_an_exception(anyio_backe
         if event == "c_exception" and getattr(arg, "__name__", "") == "remove":
             raised[0] += 1
 
-    app = StreamableHTTPApp(ask_server())
     n = 10
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            await tg.start(app.run)
-            sid, _ = await initialize(app)
-            sess = app._sessions.get(sid)
-            assert sess is not None
-            before = set(sess.transport.streams)
-            sys.setprofile(hook)
-            try:
-                await answered_calls(app, tg, sid, n)
-            finally:
-                sys.setprofile(None)
-            assert raised[0] == 0, f"{raised[0]} list.remove exceptions for {n} calls"
-            with anyio.fail_after(10):
-                while set(sess.transport.streams) - before:  # noqa: ASYNC110 - every call's stream dropped
-                    await anyio.sleep(0.01)
-            tg.cancel_scope.cancel()
+    async with app_with_session() as (app, tg, sid):
+        sess = app._sessions.get(sid)
+        assert sess is not None
+        before = set(sess.transport.streams)
+        sys.setprofile(hook)
+        try:
+            await answered_calls(app, tg, sid, n)
+        finally:
+            sys.setprofile(None)
+        assert raised[0] == 0, f"{raised[0]} list.remove exceptions for {n} calls"
+        with anyio.fail_after(10):
+            while set(sess.transport.streams) - before:  # noqa: ASYNC110 - every call's stream dropped
+                await anyio.sleep(0.01)
