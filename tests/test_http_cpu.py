@@ -78,6 +78,15 @@ async def test_the_guard_makes_no_timer_per_request_on_a_kept_alive_connection(
     assert made[0] <= REQUESTS + 6, made[0]
 
 
+def primed_reader(send: Any) -> tuple[Stream, Reader, Pacer]:
+    """A response whose head is out and whose priming event waits to go (the stream's owner), and a pacer."""
+    stream = Stream(1, 1, 8)
+    reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
+    reader.release()  # the response head is out
+    stream.owner = reader
+    return stream, reader, Pacer(keepalive_interval=15.0)
+
+
 async def test_on_a_lagging_loop_a_priming_event_waits_for_the_first_event_up_to_priming_max_hold() -> None:
     """A loop that lags (its priming clock ticks late) is behind on the calls it holds: their first
     events come late too. A priming event held then waits up to ``PRIMING_MAX_HOLD`` and goes out with
@@ -87,11 +96,7 @@ async def test_on_a_lagging_loop_a_priming_event_waits_for_the_first_event_up_to
     async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message["body"])
 
-    stream = Stream(1, 1, 8)
-    reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
-    reader.release()  # the response head is out
-    stream.owner = reader
-    pacer = Pacer(keepalive_interval=15.0)
+    stream, reader, pacer = primed_reader(send)
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             pacer.hold_priming(reader)
@@ -113,11 +118,7 @@ async def test_a_lagging_loop_lets_a_held_priming_event_go_at_priming_max_hold()
         sent.append(message["body"])
         wrote.set()
 
-    stream = Stream(1, 1, 8)
-    reader = Reader(stream, send, 0, b"prime\n\n", 30.0)
-    reader.release()
-    stream.owner = reader
-    pacer = Pacer(keepalive_interval=15.0)
+    _stream, reader, pacer = primed_reader(send)
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             pacer.hold_priming(reader)
