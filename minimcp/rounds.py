@@ -342,11 +342,8 @@ async def _drive(
             if run.serving is None:
                 run.finish(abandoned)
             else:  # (no reply if that request was cancelled: the usual way a serving run ends early)
-                run.parking.discard(run)
-                run.finished = True
-                id_, conn = run.serving, run.conn
-                run.serving = run.binding = None
-                session = conn.session
+                id_, _ = _end_serving(run)
+                session = run.conn.session
                 session.reply_adopted_nowait(id_, session.error_reply(id_, abandoned.error, "tools/call"))
 
 
@@ -383,12 +380,19 @@ class ServingRun(Run):
             await session.reply_adopted(id_, reply)
 
 
-async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
-    """A serving run's call ended: its result (or error) answers the request it serves."""
-    conn, id_, binding = run.conn, run.serving, run.binding
+def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
+    """A serving run's call is over: out of its parking, finished; the request it served and its binding."""
+    id_, binding = run.serving, run.binding
     run.serving = run.binding = None
     run.parking.discard(run)
     run.finished = True
+    return id_, binding
+
+
+async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
+    """A serving run's call ended: its result (or error) answers the request it serves."""
+    conn = run.conn
+    id_, binding = _end_serving(run)
     session = conn.session
     try:
         if isinstance(outcome, Returned):
