@@ -53,7 +53,7 @@ from minimcp import (
     UrlElicitationRequired,
     tool_result,
 )
-from minimcp.interrupt import run_until_interrupted
+from minimcp.interrupt import run_until_stopped
 from minimcp.server import ServerConnection
 from minimcp.state import ENV_STATE_KEYS, state_keys_from_env
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp
@@ -678,7 +678,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
-    run_until_interrupted(serve, args, backend=args.backend, what="the booking server", logger=log)
+    run_until_stopped(serve, args, backend=args.backend, what="the booking server", logger=log)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,22 @@
-"""Ctrl-C in a program minimcp runs itself (``Server.run``, the command line): stop quietly, exit status 130."""
+"""Ctrl-C and SIGTERM in a program minimcp runs itself (``Server.run``, the command line): stop quietly.
+
+Ctrl-C ends with exit status 130, as shells expect of an interrupted program. SIGTERM (what a
+service manager, a container runtime or an MCP client ending a stdio server sends) is a request to
+stop: the server is cancelled and winds down as on any cancellation (an HTTP server stops
+accepting and gives open connections its graceful time), and the call returns.
+"""
 
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar, TypeVarTuple
 
 import anyio
 
-__all__ = ["EXIT_INTERRUPTED", "is_interrupt", "run_until_interrupted"]
+__all__ = ["EXIT_INTERRUPTED", "is_interrupt", "run_until_stopped"]
 
 #: The shells' status for a program ended by SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
@@ -40,23 +48,58 @@ def is_interrupt(exc: BaseException) -> bool:
     )
 
 
-def run_until_interrupted(
+async def _stop_on_sigterm(scope: anyio.CancelScope, stopped: list[bool]) -> None:
+    """Cancel ``scope`` at the first SIGTERM (and note it in ``stopped``)."""
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            stopped.append(True)
+            scope.cancel()
+            return
+
+
+def _can_watch_sigterm() -> bool:
+    """Signal handlers can be set in the main thread only, and there is no SIGTERM to receive on Windows."""
+    return hasattr(signal, "SIGTERM") and hasattr(signal, "pthread_kill") and (
+        threading.current_thread() is threading.main_thread()
+    )
+
+
+def run_until_stopped(
     func: Callable[[*Ts], Awaitable[T]],
     *args: *Ts,
     backend: str,
     what: str,
     logger: logging.Logger,
-) -> T:
-    """``anyio.run(func, *args)``; Ctrl-C ends it with one log line naming ``what``, then ``SystemExit(130)``.
+    interrupted: str | None = None,
+) -> T | None:
+    """``anyio.run(func, *args)`` until it returns, SIGTERM stops it, or Ctrl-C interrupts it.
 
-    On asyncio the first Ctrl-C cancels the main task and everything unwinds; on trio
-    ``KeyboardInterrupt`` comes out of the task group wrapped in an exception group. Either
-    way the caller sees neither a traceback nor a hang.
+    SIGTERM (POSIX, main thread): ``func`` is cancelled, one line naming ``what`` is logged,
+    and this returns ``None``. Ctrl-C: one line (``interrupted``, or one naming ``what``), then
+    ``SystemExit(130)``; on asyncio the first Ctrl-C cancels the main task and everything
+    unwinds, on trio ``KeyboardInterrupt`` comes out of the task group wrapped in an exception
+    group. Either way the caller sees neither a traceback nor a hang.
     """
+    stopped: list[bool] = []
+
+    async def main() -> T | None:
+        if not _can_watch_sigterm():
+            return await func(*args)
+        result: T | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_sigterm, tg.cancel_scope, stopped)
+            result = await func(*args)
+            tg.cancel_scope.cancel()  # (it returned by itself: the watch ends)
+        return result
+
     try:
-        return anyio.run(func, *args, backend=backend)
+        result = anyio.run(main, backend=backend)
     except BaseException as exc:
         if not is_interrupt(exc):
             raise
-    logger.warning("interrupted (ctrl-C): %s stopped", what)
-    raise SystemExit(EXIT_INTERRUPTED)
+        logger.warning("%s", interrupted or f"interrupted (ctrl-C): {what} stopped")
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    if stopped:
+        logger.warning("terminated (SIGTERM): %s stopped", what)
+    return result
+

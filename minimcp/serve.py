@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from minimcp.interrupt import run_until_stopped
+
 if TYPE_CHECKING:
     from minimcp.server import Server
 
@@ -98,17 +100,10 @@ def run_network(server: Server, transport: str, *, host: str, port: int, backend
         # in someone else's loop, leaves the GC as it is unless asked.)
         options.setdefault("tune_gc", True)
     _announce()
-    try:
-        anyio.run(functools.partial(serve_network, server, transport, host, port, **options), backend=backend)
-    except BaseException as exc:
-        if not _interrupted(exc):
-            raise
-        logger.info("interrupted: the MCP server stopped")
-        raise SystemExit(130) from None  # the shell's status for Ctrl-C, without a traceback
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """Ctrl-C: a KeyboardInterrupt, alone or in a group of nothing else (trio)."""
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.split(KeyboardInterrupt)[1] is None
-    return isinstance(exc, KeyboardInterrupt)
+    run_until_stopped(
+        functools.partial(serve_network, server, transport, host, port, **options),
+        backend=backend,
+        what="the MCP server",
+        logger=logger,
+        interrupted="interrupted: the MCP server stopped",
+    )

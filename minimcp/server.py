@@ -24,7 +24,7 @@ from minimcp import errors
 from minimcp.config import Limits
 from minimcp.connection import ServerConnection
 from minimcp.context import Context
-from minimcp.interrupt import run_until_interrupted
+from minimcp.interrupt import run_until_stopped
 from minimcp.metrics import ElicitationMetrics
 from minimcp.registry import CompletionHandler, Registry, described
 from minimcp.session import PendingBudget, Session
@@ -509,7 +509,9 @@ class Server:
         :func:`~minimcp.transports.http.serve_http`: this call runs its own event loop until the
         server stops, so the process is the server's; the settings are undone at the end).
 
-        Ctrl-C stops it quietly: one line on stderr, then ``SystemExit(130)``.
+        Ctrl-C stops it quietly: one line on stderr, then ``SystemExit(130)``. SIGTERM (on POSIX,
+        when called from the main thread) stops it as a cancellation does, logs one line, and this
+        returns: an HTTP server stops accepting and gives open connections ``graceful_timeout``.
 
         Raises:
             ImportError: the transport's extra is not installed (the message names it).
@@ -521,7 +523,7 @@ class Server:
             return
         if options:
             raise TypeError(f"options {sorted(options)} apply to the http and ws transports only")
-        run_until_interrupted(self.serve_stdio, backend=backend, what=f"server {self.name}", logger=logger)
+        run_until_stopped(self.serve_stdio, backend=backend, what=f"server {self.name}", logger=logger)
 
 
 class _Started:

@@ -216,12 +216,17 @@ async def test_an_unannotated_argument_of_the_wrong_type_gives_a_clear_tool_erro
 
 RUN_SERVER = """
 import sys
-from minimcp import Server
+from minimcp import Context, Server
 app = Server("runner")
 
 @app.tool()
 async def hello(name: str) -> str:
     return f"hello {name}"
+
+@app.tool()
+async def ask(ctx: Context) -> str:
+    answer = await ctx.elicit("your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+    return f"hello {answer}"
 
 app.run(sys.argv[1], port=0, backend=sys.argv[2])
 """
@@ -236,30 +241,126 @@ def _start(transport: str, backend: str) -> subprocess.Popen[str]:
     )
 
 
+def _start_stdio(backend: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", RUN_SERVER.replace("port=0, ", ""), "stdio", backend],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT),
+    )
+
+
+async def _endpoint(proc: subprocess.Popen[str], transport: str) -> str:
+    """The URL ``Server.run`` logs (past the random-key warning HTTP logs first)."""
+    assert proc.stderr is not None
+    with anyio.fail_after(60):
+        line = await anyio.to_thread.run_sync(proc.stderr.readline, abandon_on_cancel=True)
+        if "MINIMCP_STATE_KEYS" in line:  # HTTP with a key random to the process warns first (see test_state_keys)
+            line = await anyio.to_thread.run_sync(proc.stderr.readline, abandon_on_cancel=True)
+    name = "Streamable HTTP" if transport == "http" else "WebSocket"
+    match = re.fullmatch(rf"serving MCP over {name} at ((?:http|ws)://127\.0\.0\.1:\d+/mcp)\n", line)
+    assert match, line
+    return match.group(1)
+
+
+async def _ended(proc: subprocess.Popen[str]) -> tuple[int, str]:
+    """The exit status and the rest of stderr of a server told to stop."""
+    assert proc.stderr is not None
+    with anyio.fail_after(60):
+        rest = await anyio.to_thread.run_sync(proc.stderr.read, abandon_on_cancel=True)
+        code = await anyio.to_thread.run_sync(proc.wait, abandon_on_cancel=True)
+    return code, rest
+
+
 @pytest.mark.parametrize("transport", ["http", "ws"])
 async def test_server_run_serves_http_and_ws_and_logs_the_endpoint_url(anyio_backend: str, transport: str) -> None:
     proc = _start(transport, anyio_backend)
     try:
-        assert proc.stderr is not None
-        with anyio.fail_after(60):
-            line = await anyio.to_thread.run_sync(proc.stderr.readline, abandon_on_cancel=True)
-            if "MINIMCP_STATE_KEYS" in line:  # HTTP with a key random to the process warns first (see test_state_keys)
-                line = await anyio.to_thread.run_sync(proc.stderr.readline, abandon_on_cancel=True)
-        name = "Streamable HTTP" if transport == "http" else "WebSocket"
-        match = re.fullmatch(rf"serving MCP over {name} at ((?:http|ws)://127\.0\.0\.1:\d+/mcp)\n", line)
-        assert match, line
-        url = match.group(1)
+        url = await _endpoint(proc, transport)
         connect = connect_http if transport == "http" else connect_websocket
         with anyio.fail_after(30):
             async with connect(url) as client:
                 assert (await client.call_tool("hello", {"name": "you"})).text == "hello you"
         # Ctrl-C: one line, exit status 130, no traceback
         proc.send_signal(signal.SIGINT)
-        with anyio.fail_after(60):
-            rest = await anyio.to_thread.run_sync(proc.stderr.read, abandon_on_cancel=True)
-            code = await anyio.to_thread.run_sync(proc.wait, abandon_on_cancel=True)
+        code, rest = await _ended(proc)
         assert code == 130, rest
         assert rest.strip() == "interrupted: the MCP server stopped"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+async def test_sigterm_stops_a_network_server_cleanly_with_a_question_open(anyio_backend: str, transport: str) -> None:
+    """SIGTERM (a service manager's stop): the server stops as a cancellation stops it, the client's call that
+    waits on a person ends with an error instead of hanging, one line, exit status 0."""
+    proc = _start(transport, anyio_backend)
+    try:
+        url = await _endpoint(proc, transport)
+        asked = anyio.Event()
+
+        async def never_answers(question: ElicitationRequest) -> Accepted[dict[str, Any]]:
+            asked.set()
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        connect = connect_http if transport == "http" else connect_websocket
+        ended_with: list[BaseException] = []
+        with anyio.fail_after(60):
+            async with connect(url, elicitation_handler=never_answers) as client:
+
+                async def call() -> None:
+                    try:
+                        await client.call_tool("ask", {})
+                    except Exception as exc:  # what a stopped server leaves the caller: an error, not a hang
+                        ended_with.append(exc)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(call)
+                    await asked.wait()
+                    proc.send_signal(signal.SIGTERM)
+        assert ended_with, "the open call ended without an error"
+        code, rest = await _ended(proc)
+        assert code == 0, rest
+        assert rest.strip() == "terminated (SIGTERM): the MCP server stopped"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+async def test_sigterm_stops_a_stdio_server_cleanly_with_a_question_open(anyio_backend: str) -> None:
+    """The spec's stdio shutdown sends SIGTERM when closing stdin was not enough: the server stops at once,
+    closing its stdout, with one line on stderr and exit status 0 (not killed by the signal)."""
+    proc = _start_stdio(anyio_backend)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        init = {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "c", "version": "1"},
+        }
+
+        async def send(*messages: dict[str, Any]) -> str:
+            """Write ``messages``, then read the next line the server writes."""
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write("".join(msgspec.json.encode(m).decode() + "\n" for m in messages))
+            proc.stdin.flush()
+            with anyio.fail_after(60):
+                return await anyio.to_thread.run_sync(proc.stdout.readline, abandon_on_cancel=True)
+
+        assert '"serverInfo"' in await send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        line = await send(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask", "arguments": {}}},
+        )
+        assert msgspec.json.decode(line).get("method") == "elicitation/create", line
+        proc.send_signal(signal.SIGTERM)  # stdin stays open: only the signal stops it
+        with anyio.fail_after(60):
+            tail = await anyio.to_thread.run_sync(proc.stdout.read, abandon_on_cancel=True)
+        code, rest = await _ended(proc)
+        assert code == 0, rest
+        assert rest.strip() == "terminated (SIGTERM): server runner stopped"
+        assert "result" not in tail  # the question was never answered: no result made up
     finally:
         if proc.poll() is None:
             proc.kill()
