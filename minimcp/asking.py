@@ -214,6 +214,8 @@ class AskingCall(Call):
         """An answer from :meth:`_ask` as ``result_type`` (``-32602`` if it has the wrong shape)."""
         if isinstance(answer, msgspec.Raw):
             return decode_result(method, answer, result_type)
+        if type(answer) is result_type:  # (2026-07-28: a form answer converted as it was kept)
+            return answer
         try:
             return msgspec.convert(answer, result_type)
         except msgspec.ValidationError as exc:

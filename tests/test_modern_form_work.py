@@ -10,6 +10,7 @@ plain question) and pinned by a count.
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -135,3 +136,64 @@ async def test_a_form_question_is_encoded_and_digested_from_prepared_bytes(
                                    state=state)
                 assert text_of(complete(msg)) == "1 2"
             assert (digests[0], reads[0]) == (0, 0), f"{digests[0]} question digests, {reads[0]} field reads"
+
+
+def test_a_one_question_reply_is_the_encoded_result() -> None:
+    """The ``input_required`` reply of one question (joined in one go) is byte for byte
+    ``jsonrpc.encode_result`` of :func:`mrtr.input_required`, whatever the id, key, method and server
+    info; a server info changed in place is encoded again, in this reply and the final one."""
+    from minimcp import jsonrpc
+    from minimcp.types import CallToolResult, Implementation, TextContent
+
+    questions = [
+        mrtr.form_question('n\u00e9 "x"', "form", forms.compile_form(Booking).encoded_schema(
+            VERSION, forms.compile_form(Booking).schema_for(VERSION)) or (b"", b"", frozenset()), None),
+        mrtr.Question.create("sampling/createMessage", {"messages": [], "maxTokens": 5}),
+        mrtr.Question.create("roots/list", msgspec.UNSET),
+        mrtr.Question.create("x/\u00e9\"", {"a": 1}),
+    ]
+    info = Implementation(name="one", version="1")
+    result = CallToolResult(content=[TextContent(text="hi \u00e9")])
+    for round_ in range(2):
+        for id_ in (0, -3, 2**53, "id-\u00e9\n\"", ""):
+            for key in ("q1", 'k"\\\u2028', ""):
+                for question in questions:
+                    expected = jsonrpc.encode_result(id_, mrtr.input_required((key,), (question,), "v1.a.b", info))
+                    assert mrtr.input_required_reply(id_, (key,), (question,), "v1.a.b", info) == expected
+            assert mrtr.complete_reply(id_, result, info) == jsonrpc.encode_result(id_, mrtr.complete(result, info))
+        info.name = "renamed"  # (in place: the next round's replies say so)
+        assert round_ or b"renamed" in mrtr.complete_reply(1, result, info)
+    with pytest.raises(ValueError):
+        mrtr.input_required_reply(1, ("q1", "q2"), questions[:1], "v1.a.b", info)
+
+
+async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kept form answer with nothing to drop reaches ``ctx.elicit`` as the ``ElicitResult`` it was
+    converted to when kept (it was converted a second time from the kept values); one with extras, a
+    ``_meta`` or a decline still reaches the tool with the form's values only."""
+    from minimcp import asking
+
+    server = pick_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("ask", {"i": 0}))  # (the first request locks the era)
+            await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
+            convert, converts = msgspec.convert, [0]
+
+            def counted(value: Any, *args: Any, **kwargs: Any) -> Any:
+                converts[0] += sys._getframe(1).f_code.co_filename == asking.__file__  # (in the tool's context)
+                return convert(value, *args, **kwargs)
+
+            monkeypatch.setattr(msgspec, "convert", counted)
+            for n in range(ROUNDS):
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                assert text_of(complete(msg)) == str(n)
+            assert converts[0] == 0, f"{converts[0]} conversions in the tool's context for {ROUNDS} answers"
+            for answer, text in (({"action": "accept", "content": {"n": 4, "x": 1}}, "4"),
+                                 ({"action": "accept", "content": {"n": 5}, "_meta": {"k": 1}}, "5"),
+                                 ({"action": "decline", "_meta": {"k": 1}}, "?"), ({"action": "cancel"}, "?")):
+                requests, state = input_required(await m.call("ask", {"i": 9}))
+                msg = await m.call("ask", {"i": 9}, responses={only(requests)[0]: answer}, state=state)
+                assert text_of(complete(msg)) == text
