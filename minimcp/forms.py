@@ -79,6 +79,8 @@ from minimcp.form_types import read_type
 from minimcp.versions import Feature, supports
 
 _sorted_encode = msgspec.json.Encoder(order="sorted").encode
+#: ``Form._encoded`` of a form asked once: nothing made yet (shared, never written to).
+_ASKED_ONCE: dict[str, tuple[bytes, bytes, frozenset[str]]] = {}
 
 __all__ = [
     "NO_DEFAULT",
@@ -186,15 +188,22 @@ class Form(Generic[T]):
 
     def encoded_schema(self, version: str, schema: object) -> tuple[bytes, bytes, frozenset[str]] | None:
         """``schema`` as JSON (its own key order, and sorted) and its properties' names, made once per
-        revision -- if ``schema`` is this form's own rendering (:meth:`schema_for`); else ``None``."""
+        revision -- if ``schema`` is this form's own rendering (:meth:`schema_for`); else ``None``.
+
+        Also ``None`` for the form's first question: a form compiled for one question (a raw schema
+        the caches do not keep) is held by its waiting call, which then holds no bytes it never reuses.
+        """
         rendered = self._rendered.get(version)
         if schema is not rendered or rendered is None:
             return None
         encoded = self._encoded
         if encoded is None:
-            encoded = self._encoded = {}
+            self._encoded = _ASKED_ONCE
+            return None
         found = encoded.get(version)
         if found is None:
+            if encoded is _ASKED_ONCE:
+                encoded = self._encoded = {}
             props = rendered.get("properties")
             found = encoded[version] = (
                 msgspec.json.encode(rendered), _sorted_encode(rendered), frozenset(props if type(props) is dict else ())
