@@ -42,12 +42,16 @@ class AdoptedRequests:
     async def reply_adopted(self, id_: RequestId, reply: bytes) -> None:
         """Send the reply of adopted request ``id_`` (none if it was cancelled) and end it: the
         request's own task answering it, as a handler task does."""
+        # (_gave_up and _release written out: this runs twice per 2026-07-28 round trip)
         try:
-            if not self._gave_up(id_) and not self._sent_now(reply, related=id_):
+            cancelling = self._cancelling
+            if not (self._closed or (cancelling and id_ in cancelling)) and not self._sent_now(reply, related=id_):
                 with contextlib.suppress(ConnectionClosed):
                     await self.send_raw(reply, related=id_, outgoing=Outgoing(MessageKind.RESPONSE, id_))
         finally:
-            self._release(id_)
+            self._inflight.pop(id_, None)
+            if self._cancelling:
+                self._cancelling.discard(id_)
 
     def reply_adopted_nowait(self, id_: RequestId, reply: bytes | None) -> None:
         """:meth:`reply_adopted` from a task that is ending or being stopped: sent now, or by a task of

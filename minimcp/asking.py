@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
@@ -65,6 +65,19 @@ def _load_forms() -> None:
     from minimcp.form_check import validate_answer
 
     _forms_loaded = True
+
+#: :func:`minimcp.mrtr.form_question`, bound on a 2026-07-28 run's first form question (a handshake-era
+#: server does not import the revision's wire module).
+_form_question_of: Callable[..., Question] | None = None
+
+
+def _load_form_question() -> Callable[..., Question]:
+    global _form_question_of
+    from minimcp.mrtr import form_question
+
+    _form_question_of = form_question
+    return form_question
+
 
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
@@ -201,6 +214,8 @@ class AskingCall(Call):
         """An answer from :meth:`_ask` as ``result_type`` (``-32602`` if it has the wrong shape)."""
         if isinstance(answer, msgspec.Raw):
             return decode_result(method, answer, result_type)
+        if type(answer) is result_type:  # (2026-07-28: a form answer converted as it was kept)
+            return answer
         try:
             return msgspec.convert(answer, result_type)
         except msgspec.ValidationError as exc:
@@ -328,8 +343,12 @@ class AskingCall(Call):
         # question that waits on a person.
         self._started()
         try:
-            pending = self._ask("elicitation/create", params, timeout, key)
-            del params
+            run = self.run
+            if run is None:
+                pending = self._ask("elicitation/create", params, timeout, key)
+            else:
+                pending = run.ask(self._form_asked(run, params, compiled, key), timeout)
+            del params, run
             answer = await pending
         except errors.RequestTimeout:
             self._outcome("timed_out")
@@ -344,6 +363,19 @@ class AskingCall(Call):
             self._outcome("failed")
             raise
         return self._form_answer(compiled, result)
+
+    def _form_asked(
+        self, run: RunHandle, params: ElicitRequestParams, compiled: forms.Form[Any], key: str | None
+    ) -> Question:
+        """A form question of ``run`` (2026-07-28): made from the form's prepared bytes where the schema is
+        its own rendering (:func:`minimcp.mrtr.form_question`: the same wire and digest), else as any question."""
+        encoded = compiled.encoded_schema(self.protocol_version, params.requested_schema)
+        if encoded is None:
+            return run.question("elicitation/create", params, key)
+        make = _form_question_of
+        if make is None:
+            make = _load_form_question()
+        return make(params.message, params.mode, encoded, key)
 
     def _form_question(
         self, message: str, form: Any, allow_sensitive: Collection[str]
@@ -420,7 +452,7 @@ class AskingCall(Call):
         for name, spec in questions.items():
             if isinstance(spec, Elicit):
                 params, compiled = self._form_question(spec.message, spec.form, spec.allow_sensitive)
-                prepared.append((name, run.question("elicitation/create", params, name), compiled))
+                prepared.append((name, self._form_asked(run, params, compiled, name), compiled))
             elif isinstance(spec, Sample):
                 params_s = self._sample_params(spec.messages, spec.max_tokens, None, None)
                 prepared.append((name, run.question("sampling/createMessage", params_s, name), None))

@@ -62,6 +62,8 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Generic, TypeVar, overload
 
+import msgspec
+
 from minimcp.form_check import validate_answer
 from minimcp.form_fields import (
     NO_DEFAULT,
@@ -75,6 +77,10 @@ from minimcp.form_fields import (
 from minimcp.form_schema import CANONICAL, parse_fields, render_schema
 from minimcp.form_types import read_type
 from minimcp.versions import Feature, supports
+
+_sorted_encode = msgspec.json.Encoder(order="sorted").encode
+#: ``Form._encoded`` of a form asked once: nothing made yet (shared, never written to).
+_ASKED_ONCE: dict[str, tuple[bytes, bytes, frozenset[str]]] = {}
 
 __all__ = [
     "NO_DEFAULT",
@@ -138,7 +144,7 @@ class Form(Generic[T]):
         schema: The canonical 2025-11-25 ``requestedSchema`` (for :func:`parse_schema`: the schema as given).
     """
 
-    __slots__ = ("_given", "_rendered", "fields", "make", "schema")
+    __slots__ = ("_encoded", "_given", "_rendered", "fields", "make", "schema")
 
     def __init__(
         self, fields: tuple[FormField, ...], make: Callable[[dict[str, Any]], T], schema: dict[str, Any] | None = None
@@ -153,6 +159,7 @@ class Form(Generic[T]):
         self._given = schema is not None
         self.schema = schema if schema is not None else render_schema(fields, CANONICAL)
         self._rendered: dict[str, dict[str, Any]] = {}
+        self._encoded: dict[str, tuple[bytes, bytes, frozenset[str]]] | None = None
 
     def __repr__(self) -> str:
         return f"Form({[f.name for f in self.fields]})"
@@ -178,6 +185,30 @@ class Form(Generic[T]):
                 rendered = render_schema(self.fields, version)
             self._rendered[version] = rendered
         return rendered
+
+    def encoded_schema(self, version: str, schema: object) -> tuple[bytes, bytes, frozenset[str]] | None:
+        """``schema`` as JSON (its own key order, and sorted) and its properties' names, made once per
+        revision -- if ``schema`` is this form's own rendering (:meth:`schema_for`); else ``None``.
+
+        Also ``None`` for the form's first question: a form compiled for one question (a raw schema
+        the caches do not keep) is held by its waiting call, which then holds no bytes it never reuses.
+        """
+        rendered = self._rendered.get(version)
+        if schema is not rendered or rendered is None:
+            return None
+        encoded = self._encoded
+        if encoded is None:
+            self._encoded = _ASKED_ONCE
+            return None
+        found = encoded.get(version)
+        if found is None:
+            if encoded is _ASKED_ONCE:
+                encoded = self._encoded = {}
+            props = rendered.get("properties")
+            found = encoded[version] = (
+                msgspec.json.encode(rendered), _sorted_encode(rendered), frozenset(props if type(props) is dict else ())
+            )
+        return found
 
     def validate(self, content: object) -> dict[str, Any]:
         """Validate the ``content`` of an accepted answer (server side).

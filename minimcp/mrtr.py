@@ -11,7 +11,9 @@ names) their parking.
 
 from __future__ import annotations
 
+import binascii
 import dataclasses
+import hashlib
 import typing
 from typing import Any, Literal
 
@@ -45,10 +47,12 @@ __all__ = [
     "MISSING_CAPABILITY",
     "UNSUPPORTED_VERSION",
     "Envelope",
+    "FormQuestion",
     "Question",
     "asked",
     "clean_answer",
     "complete",
+    "form_question",
     "has_envelope",
     "read_envelope",
     "required_capability",
@@ -181,9 +185,12 @@ def complete(result: Any, server_info: Implementation, *, cacheable: bool = Fals
 # --- questions and answers ------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Question:
-    """One input request: what the tool asked, ready for the wire."""
+class Question(msgspec.Struct, frozen=True, gc=False):
+    """One input request: what the tool asked, ready for the wire.
+
+    (A frozen msgspec Struct, untracked by the cyclic collector: made in a few hundred instructions
+    where a frozen dataclass took thousands, and smaller while its call is parked.)
+    """
 
     method: str
     #: The params as sent (JSON, in the tool's own order): a parked call holds these bytes, not a
@@ -214,6 +221,38 @@ class Question:
         return {"method": self.method, "params": msgspec.Raw(self.wire)}
 
 
+class FormQuestion(Question, frozen=True, gc=False):
+    """A form question made by :func:`form_question`: also its fields' names (what :func:`clean_answer`
+    keeps of an answer), shared with every question of its form."""
+
+    names: frozenset[str] = frozenset()
+
+
+def form_question(
+    message: str, mode: Literal["form"] | UnsetType, encoded: tuple[bytes, bytes, frozenset[str]], key: str | None
+) -> FormQuestion:
+    """``Question.create("elicitation/create", ElicitRequestParams(message=message, mode=mode,
+    requested_schema=schema), key)``, the same wire and digest, from ``encoded``: the schema's JSON as
+    sent and sorted, and its properties' names (``Form.encoded_schema``, made once per form). Only the
+    message is encoded; the params and the sorted payload are joined from bytes."""
+    text = _encode(message)
+    wire_schema, sorted_schema, names = encoded
+    mode_part = b',"mode":"form"' if mode == "form" else b""
+    wire = b"".join((b'{"message":', text, mode_part, b',"requestedSchema":', wire_schema, b"}"))
+    sorted_ = b"".join((_SORTED_FORM_HEAD, text, mode_part, b',"requestedSchema":', sorted_schema, b"}}"))
+    return FormQuestion("elicitation/create", wire, _digest_of(sorted_), key, names)
+
+
+#: What :func:`form_question`'s sorted payload starts with: ``{"m": method, "p": params}`` sorted, up to the message.
+_SORTED_FORM_HEAD = b'{"m":"elicitation/create","p":{"message":'
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _digest_of(encoded: bytes) -> str:
+    """:func:`minimcp.state.digest` of a value whose sorted JSON is ``encoded``."""
+    return binascii.b2a_base64(hashlib.sha256(encoded).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
+
+
 def input_required(
     keys: typing.Sequence[str], questions: typing.Sequence[Question], state: str, server_info: Implementation
 ) -> dict[str, Any]:
@@ -237,6 +276,14 @@ def input_required_reply(
     """The response to request ``id_`` with :func:`input_required`'s result, byte for byte as
     ``jsonrpc.encode_result`` gives it, put together from prepared bytes: the questions' params as
     they are, ``_meta`` encoded once per server info, no tree of dicts per round."""
+    if len(questions) == 1 == len(keys):  # the usual round: one question, joined in one go
+        question = questions[0]
+        return b"".join((
+            b'{"jsonrpc":"2.0","id":', _encode(id_),
+            b',"result":{"resultType":"input_required","inputRequests":{', _encode(keys[0]),
+            b':{"method":', _method_json(question.method), b',"params":', question.wire,
+            b'}},"requestState":', _encode(state), b',"_meta":', _meta_of(server_info), b"}}",
+        ))
     parts = [b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":{"resultType":"input_required","inputRequests":{']
     for n, (key, question) in enumerate(zip(keys, questions, strict=True)):
         parts += (b',' if n else b'', _encode(key), b':{"method":', _encode(question.method), b',"params":',
@@ -246,6 +293,13 @@ def input_required_reply(
 
 
 _encode = msgspec.json.encode
+#: The methods a question asks, encoded.
+_METHODS = {m: _encode(m) for m in ("elicitation/create", "sampling/createMessage", "roots/list")}
+
+
+def _method_json(method: str) -> bytes:
+    found = _METHODS.get(method)
+    return found if found is not None else _encode(method)
 
 
 def complete_reply(id_: Any, result: Any, server_info: Implementation) -> bytes:
@@ -254,25 +308,27 @@ def complete_reply(id_: Any, result: Any, server_info: Implementation) -> bytes:
     ``_meta``), its encoding with the two members :func:`complete` appends put after it (no tree of
     dicts made of it, ``_meta`` encoded once per server info)."""
     if type(result) is CallToolResult and result.meta is None:
-        encoded = jsonrpc.encode_result(id_, result)  # ({"jsonrpc":...,"result":{...}}: its last two bytes "}}")
-        return b"".join((encoded[:-2], b',"resultType":"complete","_meta":', _meta_of(server_info), b"}}"))
+        return b"".join((
+            b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":', _encode(result)[:-1],
+            b',"resultType":"complete","_meta":', _meta_of(server_info), b"}}",
+        ))
     return jsonrpc.encode_result(id_, complete(result, server_info))
 
 
 def _meta_of(server_info: Implementation) -> bytes:
-    """``{"io.modelcontextprotocol/serverInfo": ...}`` encoded: made once per server's info (as :func:`_info_of`)."""
+    """``{"io.modelcontextprotocol/serverInfo": ...}`` encoded: made once per server's info (as :func:`_info_of`:
+    an info changed in place is encoded again)."""
     global _last_meta
-    info = _info_of(server_info)
     last = _last_meta
-    if last is not None and last[0] is info:
-        return last[1]
-    meta = _encode({META_SERVER_INFO: info})
-    _last_meta = (info, meta)
+    if last is not None and last[0] is server_info and last[1] == server_info:
+        return last[2]
+    meta = _encode({META_SERVER_INFO: _info_of(server_info)})
+    _last_meta = (server_info, msgspec.structs.replace(server_info), meta)
     return meta
 
 
-#: The last ``_meta`` of a result encoded: the server info's JSON values (:func:`_info_of`) and their bytes.
-_last_meta: tuple[dict[str, Any], bytes] | None = None
+#: The last ``_meta`` of a result encoded: the server info, a copy of it as it was, and the bytes.
+_last_meta: tuple[Implementation, Implementation, bytes] | None = None
 
 
 def _info_of(server_info: Implementation) -> dict[str, Any]:
@@ -301,27 +357,40 @@ def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
     padding an answer grows nothing. ``None``: the answer does not have the shape
     of the method's result at all.
     """
+    return _cleaned(question, answer)[1]
+
+
+def _cleaned(question: Question, answer: Any) -> tuple[Any, dict[str, Any] | None]:
+    """:func:`clean_answer`'s result, and before it what the tool gets: that result, or for a form
+    question's answer that had nothing to drop, the ``ElicitResult`` already converted from it (the
+    same values: the tool's ``ctx.elicit`` does not convert them again)."""
     try:
         if question.method == "elicitation/create":
             result = msgspec.convert(answer, ElicitResult)
             kept: dict[str, Any] = {"action": result.action}
-            if result.action == "accept" and not isinstance(result.content, UnsetType):
-                names = _field_names(question.wire)
-                kept["content"] = {k: v for k, v in result.content.items() if k in names}
-            return kept
+            content = result.content
+            if result.action != "accept" or isinstance(content, UnsetType):
+                return (result if isinstance(result.meta, UnsetType) else kept), kept
+            names = question.names if type(question) is FormQuestion else _field_names(question.wire).keys()
+            if content.keys() <= names:  # (the usual answer: nothing to drop)
+                kept["content"] = dict(content)
+                return (result if isinstance(result.meta, UnsetType) else kept), kept
+            kept["content"] = {k: v for k, v in content.items() if k in names}
+            return kept, kept
         if question.method == "sampling/createMessage":
             sampled: dict[str, Any] = msgspec.to_builtins(msgspec.convert(answer, CreateMessageResult))
             sampled.pop("_meta", None)
             if isinstance(sampled.get("content"), dict):
                 sampled["content"].pop("_meta", None)
-            return sampled
+            return sampled, sampled
         if question.method == "roots/list":
             roots = msgspec.convert(answer, ListRootsResult).roots
-            return {"roots": [{"uri": r.uri} if isinstance(r.name, UnsetType) else {"uri": r.uri, "name": r.name}
-                              for r in roots]}
+            listed = {"roots": [{"uri": r.uri} if isinstance(r.name, UnsetType) else {"uri": r.uri, "name": r.name}
+                                for r in roots]}
+            return listed, listed
     except msgspec.ValidationError:
-        return None
-    return None
+        return None, None
+    return None, None
 
 
 class _Fields(msgspec.Struct):
@@ -345,10 +414,14 @@ def _field_names(wire: bytes) -> dict[str, msgspec.Raw]:
     return schema.properties if schema is not None and schema.properties is not None else {}
 
 
-def take_answer(question: Question, answer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An answer as the tool gets it, and as it is recorded (an unusable one: as given, and ``{}``)."""
-    kept = clean_answer(question, answer)
-    return (answer, {}) if kept is None else (kept, kept)
+def take_answer(question: Question, answer: Any) -> tuple[Any, dict[str, Any]]:
+    """An answer as the tool gets it, and as it is recorded (an unusable one: as given, and ``{}``).
+
+    The tool gets what :func:`clean_answer` keeps, as JSON values -- or, for a form question, as the
+    ``ElicitResult`` it was converted to where that holds the same values (``ctx.elicit`` takes either).
+    """
+    given, kept = _cleaned(question, answer)
+    return (answer, {}) if kept is None else (given, kept)
 
 
 

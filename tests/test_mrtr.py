@@ -28,7 +28,7 @@ from minimcp.mrtr import (
     required_capability,
     take_answer,
 )
-from minimcp.types import ClientCapabilities, Implementation, ListToolsResult
+from minimcp.types import ClientCapabilities, ElicitResult, Implementation, ListToolsResult
 
 META = {META_VERSION: "2026-07-28", META_CAPABILITIES: {"elicitation": {}}}
 FORM = Question.create(
@@ -126,9 +126,10 @@ def test_sampling_and_roots_answers_lose_their_extras() -> None:
 
 
 def test_take_answer_records_nothing_of_an_unusable_answer() -> None:
-    assert take_answer(FORM, {"action": "decline"}) == ({"action": "decline"}, {"action": "decline"})
+    given, recorded = take_answer(FORM, {"action": "decline"})  # (the tool may get it as an ElicitResult)
+    assert msgspec.convert(given, ElicitResult) == ElicitResult(action="decline") and recorded == {"action": "decline"}
     given, recorded = take_answer(FORM, 42)
-    assert given == 42 and recorded == {}  # type: ignore[comparison-overlap]  # (typed as a dict: it is not)
+    assert given == 42 and recorded == {}
 
 
 def test_required_capability() -> None:

@@ -1,0 +1,206 @@
+"""What a 2026-07-28 form question costs per round trip (issue 19): counted, never timed.
+
+A form question of a compiled form (a Struct, dataclass or TypedDict) is made from the form's
+prepared bytes (``mrtr.form_question``: the schema encoded once per form and revision, as sent and
+sorted), not encoded twice and the sorted payload digested from a tree of values per question; its
+answer is kept by the form's field names, not by reading them back from the question's JSON. Each
+shortcut is held byte for byte equal to the general way (``Question.create``, ``clean_answer`` of a
+plain question) and pinned by a count.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Any, Literal, TypedDict
+
+import anyio
+import msgspec
+import pytest
+
+from minimcp import Accepted, Context, Limits, Server, forms, mrtr
+from minimcp.types import ElicitRequestParams, UnsetType
+from minimcp.versions import MODERN
+from tests.helpers import raw_client
+from tests.test_modern import Modern, accept, complete, input_required, only, text_of
+from tests.test_modern_round_work import counting
+
+TIMEOUT = 30
+ROUNDS = 5
+VERSION = MODERN[0]
+
+
+class Pick(msgspec.Struct):
+    n: int
+
+
+class Colour(Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Booking(msgspec.Struct, rename="camel"):
+    guest_name: Annotated[str, msgspec.Meta(title="Your name", description="as on the passport")]
+    nights: Annotated[int, msgspec.Meta(ge=1, le=30)] = 1
+    colour: Colour = Colour.RED
+    size: Literal["s", "m", "l"] = "m"
+    breakfast: bool = False
+    budget: float | None = None
+
+
+class Note(TypedDict):
+    text: str
+
+
+MESSAGES = ["q 7", "", 'a "quoted" \\ back\nslash', "naïve ☕ \u2028 \x00 \U0001f600", "x" * 300]
+
+
+@pytest.mark.parametrize("form", [Pick, Booking, Note])
+@pytest.mark.parametrize("message", MESSAGES)
+@pytest.mark.parametrize("mode", ["form", msgspec.UNSET])
+@pytest.mark.parametrize("key", [None, "who"])
+def test_a_form_question_from_prepared_bytes_is_question_create(
+    form: Any, message: str, mode: Literal["form"] | UnsetType, key: str | None
+) -> None:
+    compiled = forms.compile_form(form)
+    schema = compiled.schema_for(VERSION)
+    params = ElicitRequestParams(message=message, mode=mode, requested_schema=schema)
+    encoded = compiled.encoded_schema(VERSION, schema) or compiled.encoded_schema(VERSION, schema)  # (see below)
+    assert encoded is not None
+    made = mrtr.form_question(message, mode, encoded, key)
+    general = mrtr.Question.create("elicitation/create", params, key)
+    assert (made.method, made.wire, made.digest) == (general.method, general.wire, general.digest)
+    assert made.key == general.key
+    assert made.wire == msgspec.json.encode(params)
+    for answer in ({"action": "accept", "content": {"n": 3, "guestName": "Ada", "text": "t", "extra": 1}},
+                   {"action": "decline"}, {"action": "maybe"}, "yes"):
+        assert mrtr.clean_answer(made, answer) == mrtr.clean_answer(general, answer)
+
+
+def test_only_the_forms_own_rendering_has_prepared_bytes() -> None:
+    """A schema that is not the form's own rendering for that revision (an author's dict, a copy, another
+    revision's rendering) is made the general way; so is a form's first question (a form compiled for
+    one question holds no bytes it never reuses), and from the second on the bytes are made once."""
+    compiled = forms.compile_form({"type": "object", "properties": {"once": {"type": "string"}}})  # (not cached)
+    schema = compiled.schema_for(VERSION)
+    assert compiled.encoded_schema(VERSION, schema) is None  # its first question
+    assert compiled.encoded_schema(VERSION, dict(schema)) is None
+    assert compiled.encoded_schema("2025-06-18", schema) is None
+    first = compiled.encoded_schema(VERSION, schema)
+    assert first is not None and first is compiled.encoded_schema(VERSION, schema)  # made once
+    assert first == (msgspec.json.encode(schema), msgspec.json.Encoder(order="sorted").encode(schema),
+                     frozenset({"once"}))
+
+
+def pick_server() -> Server:
+    server = Server("form-work", limits=Limits(elicitation_timeout=600))
+
+    @server.tool()
+    async def ask(ctx: Context, i: int) -> str:
+        answer = await ctx.elicit(f"q {i}", Pick)
+        return str(answer.value.n) if isinstance(answer, Accepted) else "?"
+
+    @server.tool()
+    async def both(ctx: Context, i: int) -> str:
+        answers = await ctx.gather(first=ctx_elicit(f"a {i}"), second=ctx_elicit(f"b {i}"))
+        return " ".join(str(a.value.n) for a in answers.values() if isinstance(a, Accepted))
+
+    return server
+
+
+def ctx_elicit(message: str) -> Any:
+    from minimcp import Elicit
+
+    return Elicit(message, Pick)
+
+
+async def test_a_form_question_is_encoded_and_digested_from_prepared_bytes(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round trip with a compiled form's question: no digest of a tree of values for the question
+    (``Question.create`` calls ``mrtr.digest``), no reading of its fields back from its JSON; on the wire
+    the question is the encoded ``ElicitRequestParams``, and the answer reaches the tool, extras dropped."""
+    server = pick_server()
+    schema = forms.compile_form(Pick).schema_for(VERSION)
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("ask", {"i": 0}))  # (the form's first question)
+            await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
+            with counting(monkeypatch, mrtr, "digest") as digests, \
+                    counting(monkeypatch, mrtr, "_field_names") as reads:
+                for n in range(ROUNDS):
+                    requests, state = input_required(await m.call("ask", {"i": n}))
+                    key, request = only(requests)
+                    assert msgspec.json.encode(request["params"]) == msgspec.json.encode(
+                        ElicitRequestParams(message=f"q {n}", mode="form", requested_schema=schema))
+                    answer = {"action": "accept", "content": {"n": n, "extra": "dropped"}}
+                    msg = await m.call("ask", {"i": n}, responses={key: answer}, state=state)
+                    assert text_of(complete(msg)) == str(n)
+                requests, state = input_required(await m.call("both", {"i": 1}))
+                assert sorted(requests) == ["first", "second"]
+                msg = await m.call("both", {"i": 1}, responses={"first": accept(n=1), "second": accept(n=2)},
+                                   state=state)
+                assert text_of(complete(msg)) == "1 2"
+            assert (digests[0], reads[0]) == (0, 0), f"{digests[0]} question digests, {reads[0]} field reads"
+
+
+def test_a_one_question_reply_is_the_encoded_result() -> None:
+    """The ``input_required`` reply of one question (joined in one go) is byte for byte
+    ``jsonrpc.encode_result`` of :func:`mrtr.input_required`, whatever the id, key, method and server
+    info; a server info changed in place is encoded again, in this reply and the final one."""
+    from minimcp import jsonrpc
+    from minimcp.types import CallToolResult, Implementation, TextContent
+
+    questions = [
+        mrtr.form_question('n\u00e9 "x"', "form", forms.compile_form(Booking).encoded_schema(
+            VERSION, forms.compile_form(Booking).schema_for(VERSION)) or (b"", b"", frozenset()), None),
+        mrtr.Question.create("sampling/createMessage", {"messages": [], "maxTokens": 5}),
+        mrtr.Question.create("roots/list", msgspec.UNSET),
+        mrtr.Question.create("x/\u00e9\"", {"a": 1}),
+    ]
+    info = Implementation(name="one", version="1")
+    result = CallToolResult(content=[TextContent(text="hi \u00e9")])
+    for round_ in range(2):
+        for id_ in (0, -3, 2**53, "id-\u00e9\n\"", ""):
+            for key in ("q1", 'k"\\\u2028', ""):
+                for question in questions:
+                    expected = jsonrpc.encode_result(id_, mrtr.input_required((key,), (question,), "v1.a.b", info))
+                    assert mrtr.input_required_reply(id_, (key,), (question,), "v1.a.b", info) == expected
+            assert mrtr.complete_reply(id_, result, info) == jsonrpc.encode_result(id_, mrtr.complete(result, info))
+        info.name = "renamed"  # (in place: the next round's replies say so)
+        assert round_ or b"renamed" in mrtr.complete_reply(1, result, info)
+    with pytest.raises(ValueError):
+        mrtr.input_required_reply(1, ("q1", "q2"), questions[:1], "v1.a.b", info)
+
+
+async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kept form answer with nothing to drop reaches ``ctx.elicit`` as the ``ElicitResult`` it was
+    converted to when kept (it was converted a second time from the kept values); one with extras, a
+    ``_meta`` or a decline still reaches the tool with the form's values only."""
+    from minimcp import asking
+
+    server = pick_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("ask", {"i": 0}))  # (the first request locks the era)
+            await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
+            convert, converts = msgspec.convert, [0]
+
+            def counted(value: Any, *args: Any, **kwargs: Any) -> Any:
+                converts[0] += sys._getframe(1).f_code.co_filename == asking.__file__  # (in the tool's context)
+                return convert(value, *args, **kwargs)
+
+            monkeypatch.setattr(msgspec, "convert", counted)
+            for n in range(ROUNDS):
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                assert text_of(complete(msg)) == str(n)
+            assert converts[0] == 0, f"{converts[0]} conversions in the tool's context for {ROUNDS} answers"
+            for answer, text in (({"action": "accept", "content": {"n": 4, "x": 1}}, "4"),
+                                 ({"action": "accept", "content": {"n": 5}, "_meta": {"k": 1}}, "5"),
+                                 ({"action": "decline", "_meta": {"k": 1}}, "?"), ({"action": "cancel"}, "?")):
+                requests, state = input_required(await m.call("ask", {"i": 9}))
+                msg = await m.call("ask", {"i": 9}, responses={only(requests)[0]: answer}, state=state)
+                assert text_of(complete(msg)) == text
