@@ -29,9 +29,10 @@ from __future__ import annotations
 import binascii
 import hashlib
 import hmac
+import itertools
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -104,6 +105,10 @@ _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 def _b64(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
+
+
+def _b64_bytes(data: bytes) -> bytes:
+    return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
 
 
 #: base64url without padding (what ``secrets.token_urlsafe`` gives for the same bytes).
@@ -210,16 +215,75 @@ class _Mac:
         return mac.digest()
 
 
-class StateSealer:
-    """Seal and open ``requestState`` tokens with one key (rotation: older keys still open)."""
+class _Mac2:
+    """Keyed BLAKE2b-256 (the v2 MAC) under a key derived from one sealing key, set up once: each MAC
+    copies the prepared state, as :class:`_Mac` does for HMAC."""
 
-    def __init__(self, key: bytes | None = None, *, old_keys: tuple[bytes, ...] = (), max_bytes: int = 256 * 1024):
+    __slots__ = ("_keyed",)
+
+    def __init__(self, key: bytes) -> None:
+        self._keyed = hashlib.blake2b(key=_v2_key(key), digest_size=32)
+
+    def __call__(self, data: bytes) -> bytes:
+        mac = self._keyed.copy()
+        mac.update(data)
+        return mac.digest()
+
+
+def _v2_key(key: bytes) -> bytes:
+    """The BLAKE2b key of the v2 MAC for one sealing key (any length; BLAKE2b takes at most 64 bytes):
+    a hash of the key under a fixed personalisation, so it is never the key HMAC uses for v1."""
+    return hashlib.blake2b(key, digest_size=32, person=b"minimcp.state.v2").digest()
+
+
+#: The token formats :class:`StateSealer` can seal (all of them open).
+VERSIONS = ("v1", "v2")
+#: Payload keys a v2 token carries in its header, outside the body (when a plain text without a dot).
+_HEADER_KEYS = ("h", "a")
+
+
+def _header_text(value: Any) -> str:
+    """``value`` as a v2 header field: itself if it is a text the header can hold, else ``""`` (in the body)."""
+    if isinstance(value, str) and value and value.isascii() and "." not in value:
+        return value
+    return ""
+
+
+class StateSealer:
+    """Seal and open ``requestState`` tokens with one key (rotation: older keys still open).
+
+    ``version``: the format sealed (``"v2"``, the default, or ``"v1"``, which a worker of an
+    older release can open); both always open.
+    """
+
+    def __init__(
+        self,
+        key: bytes | None = None,
+        *,
+        old_keys: tuple[bytes, ...] = (),
+        max_bytes: int = 256 * 1024,
+        version: str = "v2",
+    ):
         if key is not None and len(key) < 32:
             raise ValueError("a requestState key needs at least 32 bytes")
+        if version not in VERSIONS:
+            raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
         self.key = key if key is not None else secrets.token_bytes(32)
         self.keys = (self.key, *old_keys)
         self._macs = tuple(_Mac(k) for k in self.keys)  # the first seals, all open
+        self._macs2 = tuple(_Mac2(k) for k in self.keys)
         self.max_bytes = max_bytes
+        self.version = version
+        # The nonce: a prefix drawn once per sealer and a count, no read of the system's randomness
+        # per seal. It only has to make tokens unique (the MAC protects them): 72 random bits per
+        # sealer (process) and a count never repeating within it.
+        self._nonce_prefix = _b64(os.urandom(9))
+        self._count = itertools.count()
+
+    def _nonce(self) -> str:
+        if self.version == "v1":
+            return _b64(os.urandom(9))  # (v1 as it was sealed: 9 random bytes in base64url)
+        return f"{self._nonce_prefix}{next(self._count):x}"
 
     def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
         """A token for ``payload`` valid until ``now + ttl``, with a fresh nonce.
@@ -228,8 +292,10 @@ class StateSealer:
             StateTooLarge: the token would be longer than ``max_bytes`` (which :meth:`open`
                 would refuse): nothing is handed out that cannot come back.
         """
-        # (the nonce: 9 random bytes in base64url, as secrets.token_urlsafe(9) gives them)
-        return self._sealed(_encoder.encode({**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)}))
+        body = {**payload, "n": self._nonce(), "exp": round(now + ttl, 3)}
+        if self.version == "v1":
+            return self._sealed(_encoder.encode(body))
+        return self._sealed2(body, _encoder.encode)
 
     def seal_sorted(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
         """:meth:`seal` of a payload made in sorted key order, with ``"n"`` and ``"exp"`` in their places
@@ -239,15 +305,38 @@ class StateSealer:
         Raises:
             StateTooLarge: as :meth:`seal`.
         """
-        payload["n"] = _b64(os.urandom(9))
+        payload["n"] = self._nonce()
         payload["exp"] = round(now + ttl, 3)
-        return self._sealed(_plain_encode(payload))
+        if self.version == "v1":
+            return self._sealed(_plain_encode(payload))
+        return self._sealed2(payload, _plain_encode)
 
     def _sealed(self, body: bytes) -> str:
         size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)
         return "v1." + _b64(body) + "." + _b64(self._macs[0](body))
+
+    def _sealed2(self, payload: dict[str, Any], encode: Callable[[Any], bytes]) -> str:
+        """``v2.<handle>.<arguments digest>.<expiry>.<body>.<MAC>``, the MAC over all before its dot,
+        the expiry in whole milliseconds.
+
+        The handle (``"h"``) and the arguments' digest (``"a"``) go in the header when they are
+        non-empty ASCII texts without a dot (else they stay in the body, the header's field empty),
+        the expiry always; the body is the rest of ``payload`` (taken: those keys leave it)."""
+        exp = round(payload.pop("exp") * 1000)  # (in milliseconds: the text has no dot)
+        header = []
+        for name in _HEADER_KEYS:
+            text = _header_text(payload.get(name))
+            if text:
+                del payload[name]
+            header.append(text)
+        body = encode(payload)
+        size = 8 + len(header[0]) + len(header[1]) + len(str(exp)) + (len(body) * 4 + 2) // 3 + 43
+        if size > self.max_bytes:
+            raise StateTooLarge(size, self.max_bytes)
+        signed = f"v2.{header[0]}.{header[1]}.{exp}.".encode() + _b64_bytes(body)
+        return (signed + b"." + _b64_bytes(self._macs2[0](signed))).decode()
 
     @staticmethod
     def state_id(token: str) -> str:
@@ -264,15 +353,31 @@ class StateSealer:
         Raises:
             InvalidState: with the reason (for the log, not for the wire).
         """
-        try:
-            payload = msgspec.json.decode(self._body(token))
-        except msgspec.DecodeError:
-            raise InvalidState("undecodable") from None
-        if not isinstance(payload, dict):
-            raise InvalidState("not an object")
-        exp = payload.get("exp")
-        if not isinstance(exp, (int, float)) or isinstance(exp, bool) or exp < now:
-            raise InvalidState("expired")
+        if token.startswith("v2."):
+            handle, args, exp, body = self._fields2(token)
+            if exp < now:
+                raise InvalidState("expired")
+            try:
+                payload = msgspec.json.decode(body)
+            except msgspec.DecodeError:  # pragma: no cover - a body we sealed always decodes
+                raise InvalidState("undecodable") from None
+            if not isinstance(payload, dict):  # pragma: no cover - as above
+                raise InvalidState("not an object")
+            payload["exp"] = exp
+            if handle:
+                payload["h"] = handle
+            if args:
+                payload["a"] = args
+        else:
+            try:
+                payload = msgspec.json.decode(self._body(token))
+            except msgspec.DecodeError:
+                raise InvalidState("undecodable") from None
+            if not isinstance(payload, dict):
+                raise InvalidState("not an object")
+            sealed_exp = payload.get("exp")
+            if not isinstance(sealed_exp, (int, float)) or isinstance(sealed_exp, bool) or sealed_exp < now:
+                raise InvalidState("expired")
         for name, value in binding.items():
             if payload.get(name) != value:
                 raise InvalidState(f"bound to another {name}")
@@ -286,6 +391,15 @@ class StateSealer:
         Raises:
             InvalidState: as :meth:`open` (with a shorter reason for a payload of the wrong shape).
         """
+        if token.startswith("v2."):
+            handle, args, exp, body = self._fields2(token)
+            if exp < now:
+                raise InvalidState("expired")
+            try:
+                rest = _decode_body_bound(body)
+            except msgspec.DecodeError:  # pragma: no cover - a body we sealed always decodes
+                raise InvalidState("undecodable") from None
+            return Bound(exp, handle or rest.h, rest.m, rest.t, args or rest.a, rest.p)
         try:
             bound = _decode_bound(self._body(token))
         except msgspec.DecodeError:  # (a ValidationError too: not an object, no expiry, a wrong type)
@@ -293,6 +407,43 @@ class StateSealer:
         if bound.exp < now:
             raise InvalidState("expired")
         return bound
+
+    def open_header(self, token: str) -> tuple[str, str, float]:
+        """A v2 token's header -- its handle, arguments' digest (``""``: not in the header) and
+        expiry -- its MAC checked over the text, the body not decoded (for a retry whose call is
+        parked here, which holds the rest). The caller checks the expiry and the binding.
+
+        Raises:
+            InvalidState: not a v2 token, or one that does not verify.
+        """
+        if not token.startswith("v2."):
+            raise InvalidState("unknown version")
+        return self._fields2(token)[:3]
+
+    def _fields2(self, token: str) -> tuple[str, str, float, bytes]:
+        """A v2 token's handle, arguments' digest, expiry and body, its MAC checked under one of the keys.
+
+        The MAC covers the token's text as sent, up to its last dot: an echo that is not byte for
+        byte the token fails it, whatever it decodes to.
+        """
+        if len(token) > self.max_bytes:
+            raise InvalidState("too large")
+        cut = token.rfind(".")
+        if not token.isascii():
+            raise InvalidState("malformed")  # (compare_digest takes ASCII text only)
+        signed, mac_text = token[:cut].encode(), token[cut + 1 :]
+        for mac_of in self._macs2:
+            if hmac.compare_digest(_b64(mac_of(signed)), mac_text):
+                break
+        else:
+            raise InvalidState("bad signature")
+        try:  # (sealed by a key of ours: the shape is ours; checked all the same)
+            _version, handle, args, exp_text, body_text = token[:cut].split(".")
+            exp = int(exp_text) / 1000
+            body = _unb64(body_text)
+        except ValueError:
+            raise InvalidState("malformed") from None
+        return handle, args, exp, body
 
     def _body(self, token: str) -> bytes:
         """The body of ``token``, its MAC checked under one of the keys and its version known."""
@@ -344,3 +495,17 @@ class Bound(msgspec.Struct, gc=False):
 
 
 _decode_bound = msgspec.json.Decoder(Bound).decode
+
+
+class _BodyBound(msgspec.Struct, gc=False):
+    """What :meth:`StateSealer.open_bound` reads of a v2 body (the expiry is in the header, and the
+    handle and the arguments' digest usually are)."""
+
+    h: Any = None
+    m: Any = None
+    t: Any = None
+    a: Any = None
+    p: Any = None
+
+
+_decode_body_bound = msgspec.json.Decoder(_BodyBound).decode
