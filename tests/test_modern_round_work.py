@@ -92,7 +92,9 @@ async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The read loop opens a retry's state (MAC, expiry) reading only its binding and handle: the
-    payload's whole tree (recorded answers, questions) is not built per retry (it was, by ``open``)."""
+    payload's whole tree (recorded answers, questions) is not built per retry (it was, by ``open``).
+    A v2 state whose call is parked here is not decoded at all: its MAC and header are checked
+    (``open_header``), the binding is the run's own."""
     server = ask_server()
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
@@ -100,10 +102,11 @@ async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
             requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
             await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
             with counting(monkeypatch, StateSealer, "open") as opened, \
-                    counting(monkeypatch, StateSealer, "open_bound") as bound:
+                    counting(monkeypatch, StateSealer, "open_bound") as bound, \
+                    counting(monkeypatch, StateSealer, "open_header") as header:
                 for n in range(ROUNDS):
                     await round_trip(m, n)
-            assert (opened[0], bound[0]) == (0, ROUNDS)
+            assert (opened[0], bound[0], header[0]) == (0, 0, ROUNDS)
 
 
 async def test_a_taken_over_retry_is_still_bound_to_its_tool_and_client(anyio_backend: str) -> None:
