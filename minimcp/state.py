@@ -332,7 +332,7 @@ class StateSealer:
                 del payload[name]
             header.append(text)
         body = encode(payload)
-        size = 8 + len(header[0]) + len(header[1]) + len(str(exp)) + (len(body) * 4 + 2) // 3 + 43
+        size = 7 + len(header[0]) + len(header[1]) + len(str(exp)) + (len(body) * 4 + 2) // 3 + 43
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)
         signed = f"v2.{header[0]}.{header[1]}.{exp}.".encode() + _b64_bytes(body)
