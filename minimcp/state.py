@@ -219,13 +219,13 @@ class _Mac2:
     """Keyed BLAKE2b-256 (the v2 MAC) under a key derived from one sealing key, set up once: each MAC
     copies the prepared state, as :class:`_Mac` does for HMAC."""
 
-    __slots__ = ("_keyed",)
+    __slots__ = ("keyed",)
 
     def __init__(self, key: bytes) -> None:
-        self._keyed = hashlib.blake2b(key=_v2_key(key), digest_size=32)
+        self.keyed = hashlib.blake2b(key=_v2_key(key), digest_size=32)
 
     def __call__(self, data: bytes) -> bytes:
-        mac = self._keyed.copy()
+        mac = self.keyed.copy()
         mac.update(data)
         return mac.digest()
 
@@ -238,17 +238,6 @@ def _v2_key(key: bytes) -> bytes:
 
 #: The token formats :class:`StateSealer` can seal (all of them open).
 VERSIONS = ("v1", "v2")
-#: Payload keys a v2 token carries in its header, outside the body (when a plain text without a dot).
-_HEADER_KEYS = ("h", "a")
-
-
-def _header_text(value: Any) -> str:
-    """``value`` as a v2 header field: itself if it is a text the header can hold, else ``""`` (in the body)."""
-    if isinstance(value, str) and value and value.isascii() and "." not in value:
-        return value
-    return ""
-
-
 class StateSealer:
     """Seal and open ``requestState`` tokens with one key (rotation: older keys still open).
 
@@ -272,6 +261,7 @@ class StateSealer:
         self.keys = (self.key, *old_keys)
         self._macs = tuple(_Mac(k) for k in self.keys)  # the first seals, all open
         self._macs2 = tuple(_Mac2(k) for k in self.keys)
+        self._seal2 = self._macs2[0].keyed  # (copied per seal)
         self.max_bytes = max_bytes
         self.version = version
         # The nonce: a prefix drawn once per sealer and a count, no read of the system's randomness
@@ -280,11 +270,6 @@ class StateSealer:
         self._nonce_prefix = _b64(os.urandom(9))
         self._count = itertools.count()
 
-    def _nonce(self) -> str:
-        if self.version == "v1":
-            return _b64(os.urandom(9))  # (v1 as it was sealed: 9 random bytes in base64url)
-        return f"{self._nonce_prefix}{next(self._count):x}"
-
     def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
         """A token for ``payload`` valid until ``now + ttl``, with a fresh nonce.
 
@@ -292,24 +277,28 @@ class StateSealer:
             StateTooLarge: the token would be longer than ``max_bytes`` (which :meth:`open`
                 would refuse): nothing is handed out that cannot come back.
         """
-        body = {**payload, "n": self._nonce(), "exp": round(now + ttl, 3)}
         if self.version == "v1":
+            body = {**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)}
             return self._sealed(_encoder.encode(body))
-        return self._sealed2(body, _encoder.encode)
+        body = {**payload, "n": f"{self._nonce_prefix}{next(self._count):x}"}
+        return self._sealed2(body, _encoder.encode, now + ttl)
 
     def seal_sorted(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
         """:meth:`seal` of a payload made in sorted key order, with ``"n"`` and ``"exp"`` in their places
-        (set here, in ``payload``), and no object inside it: encoded as it is, the same bytes as
-        :meth:`seal` encodes (sorted keys), without a copy of the payload or a sort.
+        (set here, in ``payload``; v2 takes ``"exp"`` out, and ``"h"`` and ``"a"`` into its header), and
+        no object inside it: encoded as it is, the same bytes as :meth:`seal` encodes (sorted keys),
+        without a copy of the payload or a sort.
 
         Raises:
             StateTooLarge: as :meth:`seal`.
         """
-        payload["n"] = self._nonce()
-        payload["exp"] = round(now + ttl, 3)
         if self.version == "v1":
+            payload["n"] = _b64(os.urandom(9))  # (v1 as it was: 9 random bytes in base64url)
+            payload["exp"] = round(now + ttl, 3)
             return self._sealed(_plain_encode(payload))
-        return self._sealed2(payload, _plain_encode)
+        payload["n"] = f"{self._nonce_prefix}{next(self._count):x}"
+        payload.pop("exp", None)
+        return self._sealed2(payload, _plain_encode, now + ttl)
 
     def _sealed(self, body: bytes) -> str:
         size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
@@ -317,26 +306,33 @@ class StateSealer:
             raise StateTooLarge(size, self.max_bytes)
         return "v1." + _b64(body) + "." + _b64(self._macs[0](body))
 
-    def _sealed2(self, payload: dict[str, Any], encode: Callable[[Any], bytes]) -> str:
+    def _sealed2(self, payload: dict[str, Any], encode: Callable[[Any], bytes], expires: float) -> str:
         """``v2.<handle>.<arguments digest>.<expiry>.<body>.<MAC>``, the MAC over all before its dot,
-        the expiry in whole milliseconds.
+        the expiry in whole milliseconds (the text has no dot).
 
         The handle (``"h"``) and the arguments' digest (``"a"``) go in the header when they are
-        non-empty ASCII texts without a dot (else they stay in the body, the header's field empty),
-        the expiry always; the body is the rest of ``payload`` (taken: those keys leave it)."""
-        exp = round(payload.pop("exp") * 1000)  # (in milliseconds: the text has no dot)
-        header = []
-        for name in _HEADER_KEYS:
-            text = _header_text(payload.get(name))
-            if text:
-                del payload[name]
-            header.append(text)
+        non-empty ASCII texts without a dot (else they stay in the body, the header's field empty);
+        the body is the rest of ``payload`` (taken: those keys leave it)."""
+        handle = payload.get("h")
+        if type(handle) is str and handle and handle.isascii() and "." not in handle:
+            del payload["h"]
+        else:
+            handle = ""
+        args = payload.get("a")
+        if type(args) is str and args and args.isascii() and "." not in args:
+            del payload["a"]
+        else:
+            args = ""
+        head = f"v2.{handle}.{args}.{round(expires * 1000)}.".encode()
         body = encode(payload)
-        size = 7 + len(header[0]) + len(header[1]) + len(str(exp)) + (len(body) * 4 + 2) // 3 + 43
+        size = len(head) + (len(body) * 4 + 2) // 3 + 44
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)
-        signed = f"v2.{header[0]}.{header[1]}.{exp}.".encode() + _b64_bytes(body)
-        return (signed + b"." + _b64_bytes(self._macs2[0](signed))).decode()
+        signed = head + binascii.b2a_base64(body, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
+        mac = self._seal2.copy()
+        mac.update(signed)
+        mac_text = binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")
+        return (signed + b"." + mac_text).decode()
 
     @staticmethod
     def state_id(token: str) -> str:
@@ -410,40 +406,30 @@ class StateSealer:
 
     def open_header(self, token: str) -> tuple[str, str, float]:
         """A v2 token's header -- its handle, arguments' digest (``""``: not in the header) and
-        expiry -- its MAC checked over the text, the body not decoded (for a retry whose call is
-        parked here, which holds the rest). The caller checks the expiry and the binding.
+        expiry -- its MAC checked under one of the keys, the body not decoded (for a retry whose
+        call is parked here, which holds the rest). The caller checks the expiry and the binding.
+
+        The MAC covers the token's text as sent, up to its last dot: an echo that is not byte for
+        byte the token fails it, whatever it decodes to.
 
         Raises:
             InvalidState: not a v2 token, or one that does not verify.
         """
         if not token.startswith("v2."):
             raise InvalidState("unknown version")
-        return self._header2(token)[:3]
-
-    def _fields2(self, token: str) -> tuple[str, str, float, bytes]:
-        """A v2 token's handle, arguments' digest, expiry and body, its MAC checked (:meth:`_header2`)."""
-        handle, args, exp, start = self._header2(token)
-        try:
-            body = _unb64(token[start : token.rfind(".")])
-        except ValueError:  # pragma: no cover - a body we sealed always decodes
-            raise InvalidState("malformed") from None
-        return handle, args, exp, body
-
-    def _header2(self, token: str) -> tuple[str, str, float, int]:
-        """A v2 token's handle, arguments' digest and expiry, and where its body starts, its MAC checked
-        under one of the keys (the body is not decoded).
-
-        The MAC covers the token's text as sent, up to its last dot: an echo that is not byte for
-        byte the token fails it, whatever it decodes to.
-        """
         if len(token) > self.max_bytes:
             raise InvalidState("too large")
-        cut = token.rfind(".")
         if not token.isascii():
             raise InvalidState("malformed")  # (compare_digest takes ASCII text only)
-        signed, mac_text = token[:cut].encode(), token[cut + 1 :]
+        cut = token.rfind(".")
+        signed, mac_text = token[:cut].encode(), token[cut + 1 :].encode()
         for mac_of in self._macs2:
-            if hmac.compare_digest(_b64(mac_of(signed)), mac_text):
+            mac = mac_of.keyed.copy()
+            mac.update(signed)
+            # The MAC's text is compared with the expected MAC's canonical text (state_id names a token by it).
+            if hmac.compare_digest(
+                binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"="), mac_text
+            ):
                 break
         else:
             raise InvalidState("bad signature")
@@ -456,7 +442,17 @@ class StateSealer:
             exp = int(token[two + 1 : three]) / 1000
         except ValueError:
             raise InvalidState("malformed") from None
-        return token[3:one], token[one + 1 : two], exp, three + 1
+        return token[3:one], token[one + 1 : two], exp
+
+    def _fields2(self, token: str) -> tuple[str, str, float, bytes]:
+        """A v2 token's handle, arguments' digest, expiry and body, its MAC checked (:meth:`open_header`)."""
+        handle, args, exp = self.open_header(token)
+        start = token.index(".", 5 + len(handle) + len(args)) + 1  # (past the expiry)
+        try:
+            body = _unb64(token[start : token.rfind(".")])
+        except ValueError:  # pragma: no cover - a body we sealed always decodes
+            raise InvalidState("malformed") from None
+        return handle, args, exp, body
 
     def _body(self, token: str) -> bytes:
         """The body of ``token``, its MAC checked under one of the keys and its version known."""
