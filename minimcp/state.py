@@ -1,27 +1,45 @@
 """Sealed ``requestState`` for multi round-trip requests (revision 2026-07-28), sans-I/O.
 
 The client must echo ``requestState`` byte for byte, and the server must treat
-it as attacker-controlled. We seal it with HMAC-SHA256 under a server key and
-bind it to what it belongs to: the method, the tool (or prompt / resource)
-name, a digest of the arguments, and the client identity where one is known,
-with an expiry. Anything that does not verify -- tampered, expired, replayed
-onto another call, sealed by another key -- is refused with one frozen message
-(the real reason goes to the log only), never a crash and never a silent
-re-ask.
+it as attacker-controlled. We seal it under a server key and bind it to what it
+belongs to: the method, the tool (or prompt / resource) name, a digest of the
+arguments, and the client identity where one is known, with an expiry. Anything
+that does not verify -- tampered, expired, replayed onto another call, sealed by
+another key -- is refused with one frozen message (the real reason goes to the
+log only), never a crash and never a silent re-ask.
+
+Two formats; both open, v2 is sealed (``StateSealer(version=...)``):
+
+* **v2** ``v2.<handle>.<arguments digest>.<expiry ms>.<body>.<MAC>``: the body is
+  the base64url of the sorted JSON payload without those three fields; the MAC is
+  keyed BLAKE2b-256 over the token's *text* up to its last dot, under a key derived
+  from the sealing key (BLAKE2b of it with a fixed personalisation: any key length,
+  never the v1 key). An echo that is not byte for byte the token fails the MAC,
+  whatever it decodes to, so no canonical-base64 check is needed; and the header is
+  covered, so a retry whose call is parked in this process is checked from the MAC,
+  the header and the parked run's own record, without decoding the body
+  (:meth:`StateSealer.open_header`; :mod:`minimcp.retry_state`). The handle and the
+  digest go in the header only when they are plain texts without a dot (else in the
+  body, the field left empty).
+* **v1** ``v1.<body>.<MAC>`` (the format before): HMAC-SHA256 over the decoded
+  body, whose text must be canonical base64url. Still opened with every check it
+  had, for the states a worker of an older release sealed (a rolling deploy).
 
 The payload is signed, not encrypted: it holds the answers the person already
 gave to this same client, so the client learns nothing new from it. Do not
 put server secrets in it.
 
-A sealed state is not single-use by itself: every seal carries a random nonce
-(so no two tokens are alike) and :meth:`StateSealer.state_id` names a token by
-its MAC, which the server records as used (:mod:`minimcp.used_states`).
+A sealed state is not single-use by itself: every seal carries a nonce (v2: a
+prefix drawn once per sealer and a count, no read of the system's randomness per
+seal; v1: 9 random bytes) so no two tokens are alike, and
+:meth:`StateSealer.state_id` names a token by its MAC, which the server records
+as used (:mod:`minimcp.used_states`).
 
 Keys: :func:`parse_state_keys` reads one key or several (bytes, or hex text); the
-first seals and all open, so a new key is rolled out by putting it first and
-dropping the old one after the states it sealed expired. :func:`state_keys_from_env`
-reads them from ``MINIMCP_STATE_KEYS`` (comma-separated hex), which is how every
-worker of one service gets the same keys.
+first seals and all open (both formats), so a new key is rolled out by putting it
+first and dropping the old one after the states it sealed expired.
+:func:`state_keys_from_env` reads them from ``MINIMCP_STATE_KEYS``
+(comma-separated hex), which is how every worker of one service gets the same keys.
 """
 
 from __future__ import annotations
