@@ -50,6 +50,7 @@ from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import Request
 from minimcp.mrtr import Envelope
 from minimcp.outcome import ToolRun
+from minimcp.retry_state import parked_run
 from minimcp.runs import Asking, Outcome, Raised, Returned, Run
 from minimcp.state import StateTooLarge, digest
 from minimcp.tools import RegisteredTool, argument_error, error_result
@@ -445,33 +446,18 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         if type(used) is not MemoryUsedStates:
             return False
         now = time.time()
-        # The state is bound to the arguments' digest ("a"), checked below once its run is known: a
-        # retry repeating its first call's arguments byte for byte has that call's digest, which every
-        # state sealed for this run carries; only other bytes are decoded and digested again.
-        try:
-            state = server.sealer.open_bound(token, now=now)  # (only what is checked here is read)
-            if state.m != "tools/call" or state.t != name or state.p != client:
-                return False
-            handle = state.h
-            run = server.parking.peek(handle) if isinstance(handle, str) else None
-            if run is None or run.conn is not conn or not isinstance(run.context, Context):
-                return False
-            sealed = state.a
-            if not isinstance(sealed, str):
-                return False
-            first = run.arguments
-            same = first is not None and msgspec.Raw(first) == params.arguments
-            if not same and sealed != _arguments_digest(tool, params.arguments):
-                return False
-        except Exception:
+        found = parked_run(conn, token, name, client, params.arguments, now, tool, _arguments_digest)
+        if found is None:
             return False
+        run, sealed, exp = found
+        assert isinstance(run.context, Context)
         timeout = run.pending_timeout
         late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
         if not late and run.missing(inputs):
             return False
-        if not used.consume_now(server.sealer.state_id(token), state.exp):
+        if not used.consume_now(server.sealer.state_id(token), exp):
             return False  # (already used: told by the usual way)
-        server.parking.take(handle)
+        server.parking.take(run.handle)
         run.serving, run.binding = id_, {"m": "tools/call", "t": name, "a": sealed, "p": client}
         run.context.envelope = envelope  # capabilities, identity and log level from this request only
         run.context.request_id = id_

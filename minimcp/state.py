@@ -1,27 +1,45 @@
 """Sealed ``requestState`` for multi round-trip requests (revision 2026-07-28), sans-I/O.
 
 The client must echo ``requestState`` byte for byte, and the server must treat
-it as attacker-controlled. We seal it with HMAC-SHA256 under a server key and
-bind it to what it belongs to: the method, the tool (or prompt / resource)
-name, a digest of the arguments, and the client identity where one is known,
-with an expiry. Anything that does not verify -- tampered, expired, replayed
-onto another call, sealed by another key -- is refused with one frozen message
-(the real reason goes to the log only), never a crash and never a silent
-re-ask.
+it as attacker-controlled. We seal it under a server key and bind it to what it
+belongs to: the method, the tool (or prompt / resource) name, a digest of the
+arguments, and the client identity where one is known, with an expiry. Anything
+that does not verify -- tampered, expired, replayed onto another call, sealed by
+another key -- is refused with one frozen message (the real reason goes to the
+log only), never a crash and never a silent re-ask.
+
+Two formats; both open, v2 is sealed (``StateSealer(version=...)``):
+
+* **v2** ``v2.<handle>.<arguments digest>.<expiry ms>.<body>.<MAC>``: the body is
+  the base64url of the sorted JSON payload without those three fields; the MAC is
+  keyed BLAKE2b-256 over the token's *text* up to its last dot, under a key derived
+  from the sealing key (BLAKE2b of it with a fixed personalisation: any key length,
+  never the v1 key). An echo that is not byte for byte the token fails the MAC,
+  whatever it decodes to, so no canonical-base64 check is needed; and the header is
+  covered, so a retry whose call is parked in this process is checked from the MAC,
+  the header and the parked run's own record, without decoding the body
+  (:meth:`StateSealer.open_header`; :mod:`minimcp.retry_state`). The handle and the
+  digest go in the header only when they are plain texts without a dot (else in the
+  body, the field left empty).
+* **v1** ``v1.<body>.<MAC>`` (the format before): HMAC-SHA256 over the decoded
+  body, whose text must be canonical base64url. Still opened with every check it
+  had, for the states a worker of an older release sealed (a rolling deploy).
 
 The payload is signed, not encrypted: it holds the answers the person already
 gave to this same client, so the client learns nothing new from it. Do not
 put server secrets in it.
 
-A sealed state is not single-use by itself: every seal carries a random nonce
-(so no two tokens are alike) and :meth:`StateSealer.state_id` names a token by
-its MAC, which the server records as used (:mod:`minimcp.used_states`).
+A sealed state is not single-use by itself: every seal carries a nonce (v2: a
+prefix drawn once per sealer and a count, no read of the system's randomness per
+seal; v1: 9 random bytes) so no two tokens are alike, and
+:meth:`StateSealer.state_id` names a token by its MAC, which the server records
+as used (:mod:`minimcp.used_states`).
 
 Keys: :func:`parse_state_keys` reads one key or several (bytes, or hex text); the
-first seals and all open, so a new key is rolled out by putting it first and
-dropping the old one after the states it sealed expired. :func:`state_keys_from_env`
-reads them from ``MINIMCP_STATE_KEYS`` (comma-separated hex), which is how every
-worker of one service gets the same keys.
+first seals and all open (both formats), so a new key is rolled out by putting it
+first and dropping the old one after the states it sealed expired.
+:func:`state_keys_from_env` reads them from ``MINIMCP_STATE_KEYS``
+(comma-separated hex), which is how every worker of one service gets the same keys.
 """
 
 from __future__ import annotations
@@ -29,9 +47,10 @@ from __future__ import annotations
 import binascii
 import hashlib
 import hmac
+import itertools
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -104,6 +123,10 @@ _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 def _b64(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
+
+
+def _b64_bytes(data: bytes) -> bytes:
+    return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
 
 
 #: base64url without padding (what ``secrets.token_urlsafe`` gives for the same bytes).
@@ -210,16 +233,60 @@ class _Mac:
         return mac.digest()
 
 
-class StateSealer:
-    """Seal and open ``requestState`` tokens with one key (rotation: older keys still open)."""
+class _Mac2:
+    """Keyed BLAKE2b-256 (the v2 MAC) under a key derived from one sealing key, set up once: each MAC
+    copies the prepared state, as :class:`_Mac` does for HMAC."""
 
-    def __init__(self, key: bytes | None = None, *, old_keys: tuple[bytes, ...] = (), max_bytes: int = 256 * 1024):
+    __slots__ = ("keyed",)
+
+    def __init__(self, key: bytes) -> None:
+        self.keyed = hashlib.blake2b(key=_v2_key(key), digest_size=32)
+
+    def __call__(self, data: bytes) -> bytes:
+        mac = self.keyed.copy()
+        mac.update(data)
+        return mac.digest()
+
+
+def _v2_key(key: bytes) -> bytes:
+    """The BLAKE2b key of the v2 MAC for one sealing key (any length; BLAKE2b takes at most 64 bytes):
+    a hash of the key under a fixed personalisation, so it is never the key HMAC uses for v1."""
+    return hashlib.blake2b(key, digest_size=32, person=b"minimcp.state.v2").digest()
+
+
+#: The token formats :class:`StateSealer` can seal (all of them open).
+VERSIONS = ("v1", "v2")
+class StateSealer:
+    """Seal and open ``requestState`` tokens with one key (rotation: older keys still open).
+
+    ``version``: the format sealed (``"v2"``, the default, or ``"v1"``, which a worker of an
+    older release can open); both always open.
+    """
+
+    def __init__(
+        self,
+        key: bytes | None = None,
+        *,
+        old_keys: tuple[bytes, ...] = (),
+        max_bytes: int = 256 * 1024,
+        version: str = "v2",
+    ):
         if key is not None and len(key) < 32:
             raise ValueError("a requestState key needs at least 32 bytes")
+        if version not in VERSIONS:
+            raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
         self.key = key if key is not None else secrets.token_bytes(32)
         self.keys = (self.key, *old_keys)
         self._macs = tuple(_Mac(k) for k in self.keys)  # the first seals, all open
+        self._macs2 = tuple(_Mac2(k) for k in self.keys)
+        self._seal2 = self._macs2[0].keyed  # (copied per seal)
         self.max_bytes = max_bytes
+        self.version = version
+        # The nonce: a prefix drawn once per sealer and a count, no read of the system's randomness
+        # per seal. It only has to make tokens unique (the MAC protects them): 72 random bits per
+        # sealer (process) and a count never repeating within it.
+        self._nonce_prefix = _b64(os.urandom(9))
+        self._count = itertools.count()
 
     def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
         """A token for ``payload`` valid until ``now + ttl``, with a fresh nonce.
@@ -228,26 +295,62 @@ class StateSealer:
             StateTooLarge: the token would be longer than ``max_bytes`` (which :meth:`open`
                 would refuse): nothing is handed out that cannot come back.
         """
-        # (the nonce: 9 random bytes in base64url, as secrets.token_urlsafe(9) gives them)
-        return self._sealed(_encoder.encode({**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)}))
+        if self.version == "v1":
+            body = {**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)}
+            return self._sealed(_encoder.encode(body))
+        body = {**payload, "n": f"{self._nonce_prefix}{next(self._count):x}"}
+        return self._sealed2(body, _encoder.encode, now + ttl)
 
     def seal_sorted(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
         """:meth:`seal` of a payload made in sorted key order, with ``"n"`` and ``"exp"`` in their places
-        (set here, in ``payload``), and no object inside it: encoded as it is, the same bytes as
-        :meth:`seal` encodes (sorted keys), without a copy of the payload or a sort.
+        (set here, in ``payload``; v2 takes ``"exp"`` out, and ``"h"`` and ``"a"`` into its header), and
+        no object inside it: encoded as it is, the same bytes as :meth:`seal` encodes (sorted keys),
+        without a copy of the payload or a sort.
 
         Raises:
             StateTooLarge: as :meth:`seal`.
         """
-        payload["n"] = _b64(os.urandom(9))
-        payload["exp"] = round(now + ttl, 3)
-        return self._sealed(_plain_encode(payload))
+        if self.version == "v1":
+            payload["n"] = _b64(os.urandom(9))  # (v1 as it was: 9 random bytes in base64url)
+            payload["exp"] = round(now + ttl, 3)
+            return self._sealed(_plain_encode(payload))
+        payload["n"] = f"{self._nonce_prefix}{next(self._count):x}"
+        payload.pop("exp", None)
+        return self._sealed2(payload, _plain_encode, now + ttl)
 
     def _sealed(self, body: bytes) -> str:
         size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)
         return "v1." + _b64(body) + "." + _b64(self._macs[0](body))
+
+    def _sealed2(self, payload: dict[str, Any], encode: Callable[[Any], bytes], expires: float) -> str:
+        """``v2.<handle>.<arguments digest>.<expiry>.<body>.<MAC>``, the MAC over all before its dot,
+        the expiry in whole milliseconds (the text has no dot).
+
+        The handle (``"h"``) and the arguments' digest (``"a"``) go in the header when they are
+        non-empty ASCII texts without a dot (else they stay in the body, the header's field empty);
+        the body is the rest of ``payload`` (taken: those keys leave it)."""
+        handle = payload.get("h")
+        if type(handle) is str and handle and handle.isascii() and "." not in handle:
+            del payload["h"]
+        else:
+            handle = ""
+        args = payload.get("a")
+        if type(args) is str and args and args.isascii() and "." not in args:
+            del payload["a"]
+        else:
+            args = ""
+        head = f"v2.{handle}.{args}.{round(expires * 1000)}.".encode()
+        body = encode(payload)
+        size = len(head) + (len(body) * 4 + 2) // 3 + 44
+        if size > self.max_bytes:
+            raise StateTooLarge(size, self.max_bytes)
+        signed = head + binascii.b2a_base64(body, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
+        mac = self._seal2.copy()
+        mac.update(signed)
+        mac_text = binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")
+        return (signed + b"." + mac_text).decode()
 
     @staticmethod
     def state_id(token: str) -> str:
@@ -264,15 +367,31 @@ class StateSealer:
         Raises:
             InvalidState: with the reason (for the log, not for the wire).
         """
-        try:
-            payload = msgspec.json.decode(self._body(token))
-        except msgspec.DecodeError:
-            raise InvalidState("undecodable") from None
-        if not isinstance(payload, dict):
-            raise InvalidState("not an object")
-        exp = payload.get("exp")
-        if not isinstance(exp, (int, float)) or isinstance(exp, bool) or exp < now:
-            raise InvalidState("expired")
+        if token.startswith("v2."):
+            handle, args, exp, body = self._fields2(token)
+            if exp < now:
+                raise InvalidState("expired")
+            try:
+                payload = msgspec.json.decode(body)
+            except msgspec.DecodeError:  # pragma: no cover - a body we sealed always decodes
+                raise InvalidState("undecodable") from None
+            if not isinstance(payload, dict):  # pragma: no cover - as above
+                raise InvalidState("not an object")
+            payload["exp"] = exp
+            if handle:
+                payload["h"] = handle
+            if args:
+                payload["a"] = args
+        else:
+            try:
+                payload = msgspec.json.decode(self._body(token))
+            except msgspec.DecodeError:
+                raise InvalidState("undecodable") from None
+            if not isinstance(payload, dict):
+                raise InvalidState("not an object")
+            sealed_exp = payload.get("exp")
+            if not isinstance(sealed_exp, (int, float)) or isinstance(sealed_exp, bool) or sealed_exp < now:
+                raise InvalidState("expired")
         for name, value in binding.items():
             if payload.get(name) != value:
                 raise InvalidState(f"bound to another {name}")
@@ -286,6 +405,15 @@ class StateSealer:
         Raises:
             InvalidState: as :meth:`open` (with a shorter reason for a payload of the wrong shape).
         """
+        if token.startswith("v2."):
+            handle, args, exp, body = self._fields2(token)
+            if exp < now:
+                raise InvalidState("expired")
+            try:
+                rest = _decode_body_bound(body)
+            except msgspec.DecodeError:  # pragma: no cover - a body we sealed always decodes
+                raise InvalidState("undecodable") from None
+            return Bound(exp, handle or rest.h, rest.m, rest.t, args or rest.a, rest.p)
         try:
             bound = _decode_bound(self._body(token))
         except msgspec.DecodeError:  # (a ValidationError too: not an object, no expiry, a wrong type)
@@ -293,6 +421,56 @@ class StateSealer:
         if bound.exp < now:
             raise InvalidState("expired")
         return bound
+
+    def open_header(self, token: str) -> tuple[str, str, float]:
+        """A v2 token's header -- its handle, arguments' digest (``""``: not in the header) and
+        expiry -- its MAC checked under one of the keys, the body not decoded (for a retry whose
+        call is parked here, which holds the rest). The caller checks the expiry and the binding.
+
+        The MAC covers the token's text as sent, up to its last dot: an echo that is not byte for
+        byte the token fails it, whatever it decodes to.
+
+        Raises:
+            InvalidState: not a v2 token, or one that does not verify.
+        """
+        if not token.startswith("v2."):
+            raise InvalidState("unknown version")
+        if len(token) > self.max_bytes:
+            raise InvalidState("too large")
+        if not token.isascii():
+            raise InvalidState("malformed")  # (compare_digest takes ASCII text only)
+        cut = token.rfind(".")
+        signed, mac_text = token[:cut].encode(), token[cut + 1 :].encode()
+        for mac_of in self._macs2:
+            mac = mac_of.keyed.copy()
+            mac.update(signed)
+            # The MAC's text is compared with the expected MAC's canonical text (state_id names a token by it).
+            if hmac.compare_digest(
+                binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"="), mac_text
+            ):
+                break
+        else:
+            raise InvalidState("bad signature")
+        try:  # (sealed by a key of ours: the shape is ours; checked all the same)
+            one = token.index(".", 3)
+            two = token.index(".", one + 1)
+            three = token.index(".", two + 1)
+            if three >= cut:
+                raise ValueError
+            exp = int(token[two + 1 : three]) / 1000
+        except ValueError:
+            raise InvalidState("malformed") from None
+        return token[3:one], token[one + 1 : two], exp
+
+    def _fields2(self, token: str) -> tuple[str, str, float, bytes]:
+        """A v2 token's handle, arguments' digest, expiry and body, its MAC checked (:meth:`open_header`)."""
+        handle, args, exp = self.open_header(token)
+        start = token.index(".", 5 + len(handle) + len(args)) + 1  # (past the expiry)
+        try:
+            body = _unb64(token[start : token.rfind(".")])
+        except ValueError:  # pragma: no cover - a body we sealed always decodes
+            raise InvalidState("malformed") from None
+        return handle, args, exp, body
 
     def _body(self, token: str) -> bytes:
         """The body of ``token``, its MAC checked under one of the keys and its version known."""
@@ -344,3 +522,17 @@ class Bound(msgspec.Struct, gc=False):
 
 
 _decode_bound = msgspec.json.Decoder(Bound).decode
+
+
+class _BodyBound(msgspec.Struct, gc=False):
+    """What :meth:`StateSealer.open_bound` reads of a v2 body (the expiry is in the header, and the
+    handle and the arguments' digest usually are)."""
+
+    h: Any = None
+    m: Any = None
+    t: Any = None
+    a: Any = None
+    p: Any = None
+
+
+_decode_body_bound = msgspec.json.Decoder(_BodyBound).decode

@@ -646,7 +646,7 @@ TAMPERINGS: dict[str, Callable[[str], str]] = {
     "mac-char-flipped": lambda s: _flip(s, len(s) - 10),
     "truncated": lambda s: s[:-5],
     "dot-removed": lambda s: s.replace(".", "", 1),
-    "other-version": lambda s: "v2" + s[2:],
+    "other-version": lambda s: "v3" + s[2:],
     "garbage": lambda s: "not a state",
     "empty": lambda s: "",
 }

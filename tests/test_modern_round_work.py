@@ -92,7 +92,9 @@ async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The read loop opens a retry's state (MAC, expiry) reading only its binding and handle: the
-    payload's whole tree (recorded answers, questions) is not built per retry (it was, by ``open``)."""
+    payload's whole tree (recorded answers, questions) is not built per retry (it was, by ``open``).
+    A v2 state whose call is parked here is not decoded at all: its MAC and header are checked
+    (``open_header``), the binding is the run's own."""
     server = ask_server()
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
@@ -100,10 +102,11 @@ async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
             requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
             await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
             with counting(monkeypatch, StateSealer, "open") as opened, \
-                    counting(monkeypatch, StateSealer, "open_bound") as bound:
+                    counting(monkeypatch, StateSealer, "open_bound") as bound, \
+                    counting(monkeypatch, StateSealer, "open_header") as header:
                 for n in range(ROUNDS):
                     await round_trip(m, n)
-            assert (opened[0], bound[0]) == (0, ROUNDS)
+            assert (opened[0], bound[0], header[0]) == (0, 0, ROUNDS)
 
 
 async def test_a_taken_over_retry_is_still_bound_to_its_tool_and_client(anyio_backend: str) -> None:
@@ -135,20 +138,21 @@ async def round_trip(m: Modern, n: int) -> None:
     assert text_of(complete(msg)) == f"hello Ada {n}"
 
 
-def test_open_bound_checks_the_token_as_open_does() -> None:
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_open_bound_checks_the_token_as_open_does(version: str) -> None:
     """``open_bound`` refuses what ``open`` refuses (tampered, another key, expired, not an object) and
     reads the binding and handle ``open`` gives."""
     from minimcp.state import InvalidState, b64url
 
-    sealer = StateSealer(b"k" * 32)
+    sealer = StateSealer(b"k" * 32, version=version)
     payload = {"m": "tools/call", "t": "greet", "a": "digest", "p": None, "h": "handle", "ans": [["d", {}]]}
     token = sealer.seal(payload, now=1000.0, ttl=60)
     full = sealer.open(token, now=1000.0, binding={})
     bound = sealer.open_bound(token, now=1000.0)
     assert (bound.m, bound.t, bound.a, bound.p, bound.h, bound.exp) == (
         full["m"], full["t"], full["a"], full["p"], full["h"], full["exp"])
-    version, body, mac = token.split(".")
-    tampered = f"{version}.{body[:-2]}{'A' if body[-2] != 'A' else 'B'}{body[-1]}.{mac}"
+    *head, body, mac = token.split(".")
+    tampered = ".".join([*head, f"{body[:-2]}{'A' if body[-2] != 'A' else 'B'}{body[-1]}", mac])
     not_object = StateSealer(b"k" * 32)
     listed = "v1." + b64url(b"[1]") + "." + b64url(not_object._macs[0](b"[1]"))
     for bad, now in ((tampered, 1000.0), (StateSealer(b"o" * 32).seal(payload, now=1000.0, ttl=60), 1000.0),
@@ -178,7 +182,7 @@ def test_the_input_required_reply_from_prepared_bytes_is_the_encoded_result() ->
 def _sealed_body(token: str) -> bytes:
     from minimcp.state import _unb64
 
-    return _unb64(token.split(".")[1])
+    return _unb64(token.split(".")[-2])
 
 
 def _is_sorted_json(body: bytes) -> bool:
@@ -252,7 +256,7 @@ def test_a_state_body_is_checked_canonical_without_coding_it_again(monkeypatch: 
     canonical as it is decoded (it was coded again to compare)."""
     from minimcp import state as state_module
 
-    sealer = StateSealer(b"k" * 32)
+    sealer = StateSealer(b"k" * 32, version="v1")  # (v2 has no canonical check: its MAC covers the text)
     token = sealer.seal({"m": "tools/call", "h": "handle"}, now=1000.0, ttl=60)
     with counting(monkeypatch, state_module, "_b64") as coded:
         sealer.open_bound(token, now=1000.0)

@@ -26,7 +26,7 @@ def reason(sealer: StateSealer, token: str, *, now: float = 1000.0, binding: dic
 
 
 def test_a_sealed_state_opens_with_its_payload() -> None:
-    sealer = StateSealer(KEY)
+    sealer = StateSealer(KEY, version="v1")  # (v2: tests/test_state_v2.py)
     token = sealed(sealer)
     assert token.startswith("v1.") and token.count(".") == 2
     payload = sealer.open(token, now=1030.0, binding=BINDING)
@@ -58,12 +58,13 @@ def test_a_state_replayed_onto_another_call_is_refused() -> None:
 
 
 def test_a_tampered_state_is_refused() -> None:
-    sealer = StateSealer(KEY)
+    sealer = StateSealer(KEY, version="v1")
     version, body, mac = sealed(sealer).split(".")
     payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).replace(b'"yes"', b'"no!"')
     forged = base64.urlsafe_b64encode(payload).decode().rstrip("=")
     assert reason(sealer, f"{version}.{forged}.{mac}") == "bad signature"
-    assert reason(sealer, f"v2.{body}.{mac}") == "unknown version"
+    assert reason(sealer, f"v3.{body}.{mac}") == "unknown version"
+    assert reason(sealer, f"v2.{body}.{mac}") == "bad signature"  # (not a v2 MAC)
     assert reason(sealer, f"{version}.{body}") == "malformed"
     assert reason(sealer, f"{version}.{body}=.{mac}") == "not canonical base64"
 
@@ -102,7 +103,7 @@ def test_digest_is_stable_and_ignores_key_order() -> None:
 
 @pytest.mark.parametrize("mac", ["é" * 43, "A" * 42 + "\u0100", "\x00" * 43])
 def test_a_mac_of_foreign_characters_is_refused_not_a_crash(mac: str) -> None:
-    sealer = StateSealer(KEY)
+    sealer = StateSealer(KEY, version="v1")
     version, body, _ = sealed(sealer).split(".")
     assert reason(sealer, f"{version}.{body}.{mac}") in ("malformed", "not canonical base64")
 
@@ -113,7 +114,7 @@ def test_the_mac_is_hmac_sha256_of_the_body_for_any_key_length(size: int) -> Non
     import hmac
 
     key = bytes(i % 251 for i in range(size))
-    version, body, mac = StateSealer(key).seal({"x": 1}, now=0.0, ttl=60.0).split(".")
+    version, body, mac = StateSealer(key, version="v1").seal({"x": 1}, now=0.0, ttl=60.0).split(".")
     raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     expected = base64.urlsafe_b64encode(hmac.new(key, raw, hashlib.sha256).digest()).decode().rstrip("=")
     assert (version, mac) == ("v1", expected)
