@@ -47,6 +47,7 @@ logger = logging.getLogger("minimcp.server")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 #: The environment variable of the sealing keys (``minimcp.state.ENV_STATE_KEYS``: checked here without loading it).
 _ENV_STATE_KEYS = "MINIMCP_STATE_KEYS"
+_ENV_STATE_FORMAT = "MINIMCP_STATE_FORMAT"
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -67,6 +68,9 @@ class Server:
             separated hex) if that is set, else a key random to this process (then a retry
             that reaches another worker is refused; the HTTP app warns at start).
         state_ttl: Seconds a ``requestState`` stays valid.
+        state_format: The ``requestState`` format sealed: ``"v2"`` (the default) or ``"v1"``, which
+            workers of releases before v2 open too (for a rolling upgrade; every format always
+            opens). When omitted: ``MINIMCP_STATE_FORMAT`` if set, else ``"v2"``.
         used_states: Where used ``requestState`` tokens are recorded (each is good for
             one retry); in memory by default (``limits.max_used_states``). Workers that
             share a ``state_key`` share this store too:
@@ -101,6 +105,7 @@ class Server:
         limits: Limits | None = None,
         state_key: StateKey | Sequence[StateKey] | None = None,
         state_ttl: float = 600.0,
+        state_format: str | None = None,
         used_states: UsedStates | None = None,
         trace: WireTrace | None = None,
         replay_every_retry: bool = False,
@@ -117,12 +122,17 @@ class Server:
         # (a key, a store, a bus, a worker id), else on first use (sealer, used_states, parking and
         # workers are cached properties): a handshake-era server never loads their modules.
         keys: tuple[bytes, ...] | None = None
-        if state_key is not None or _ENV_STATE_KEYS in os.environ:
+        self._state_format = "v2"
+        if state_key is not None or state_format is not None or _ENV_STATE_KEYS in os.environ or (
+            _ENV_STATE_FORMAT in os.environ
+        ):
             from minimcp.state import StateSealer, parse_state_keys, state_keys_from_env
+            from minimcp.state import state_format as format_of
 
             keys = parse_state_keys(state_key) if state_key is not None else state_keys_from_env()
+            self._state_format = format_of(state_format)
             if keys:
-                self.sealer = StateSealer(keys[0], old_keys=keys[1:])
+                self.sealer = StateSealer(keys[0], old_keys=keys[1:], version=self._state_format)
         #: Where the sealing keys came from: ``"argument"``, ``"environment"``, or ``"random"``
         #: (to this process: other workers cannot open its states).
         self.state_key_source = "argument" if state_key is not None else "environment" if keys else "random"
@@ -157,7 +167,7 @@ class Server:
         give every worker behind a load balancer the same ``state_key`` so a retry can replay anywhere)."""
         from minimcp.state import StateSealer
 
-        return StateSealer()
+        return StateSealer(version=self._state_format)
 
     @functools.cached_property
     def used_states(self) -> UsedStates:

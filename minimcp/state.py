@@ -65,13 +65,18 @@ __all__ = [
     "StateKey",
     "StateSealer",
     "StateTooLarge",
+    "ENV_STATE_FORMAT",
     "digest",
     "parse_state_keys",
+    "state_format",
     "state_keys_from_env",
 ]
 
 #: The environment variable with the sealing keys of a service's workers (comma-separated hex).
 ENV_STATE_KEYS = "MINIMCP_STATE_KEYS"
+#: The environment variable naming the format a server seals (``v2``, the default; ``v1`` while a rolling
+#: upgrade from a release that opens only ``v1`` is under way).
+ENV_STATE_FORMAT = "MINIMCP_STATE_FORMAT"
 #: What a server whose key is random to its process logs once (``%s``: the server's name).
 RANDOM_KEY_WARNING = (
     "server %s seals 2026-07-28 requestState with a key random to this process: with several workers, a retry "
@@ -214,6 +219,22 @@ def state_keys_from_env(environ: Mapping[str, str] | None = None) -> tuple[bytes
     if not value.strip():
         raise ValueError(f"{ENV_STATE_KEYS} is set but empty: give one or more hex keys, separated by commas")
     return parse_state_keys(value.split(","), source=ENV_STATE_KEYS)
+
+
+def state_format(value: str | None, *, source: str = "state_format") -> str:
+    """The format to seal: ``value`` (``"v1"`` or ``"v2"``), else ``MINIMCP_STATE_FORMAT``, else ``"v2"``.
+
+    Raises:
+        ValueError: naming ``source`` (or the variable) and the formats there are.
+    """
+    if value is None:
+        value, source = os.environ.get(ENV_STATE_FORMAT), ENV_STATE_FORMAT
+        if value is None:
+            return "v2"
+        value = value.strip()
+    if value not in VERSIONS:
+        raise ValueError(f"{source} must be one of {', '.join(VERSIONS)}, not {value!r}")
+    return value
 
 
 class _Mac:

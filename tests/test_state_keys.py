@@ -35,9 +35,9 @@ NEW = secrets.token_hex(32)
 WAIT = 30
 
 
-def worker(state_key: Any = None, *, runs: list[str] | None = None) -> Server:
+def worker(state_key: Any = None, *, runs: list[str] | None = None, state_format: str | None = None) -> Server:
     """One worker of the service: a tool that asks a name (``runs`` counts its starts)."""
-    server = Server("worker", state_key=state_key)
+    server = Server("worker", state_key=state_key, state_format=state_format)
     started = runs if runs is not None else []
 
     @server.tool()
@@ -110,6 +110,40 @@ async def test_rotation_the_first_key_seals_and_every_key_opens() -> None:
         complete(await retry_on(after, key, state))
         key, state = await ask_on(during)
         error_of(await retry_on(before, key, state), -32602)
+
+
+@pytest.mark.parametrize("where", ["argument", "environment", "argument, no key"])
+async def test_a_rolling_upgrade_can_seal_v1_and_every_worker_opens_both_formats(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """During an upgrade from a release that opens only v1, the new workers seal v1 (``state_format`` or
+    ``MINIMCP_STATE_FORMAT``); every worker of this release opens v1 and v2 alike."""
+    monkeypatch.delenv("MINIMCP_STATE_FORMAT", raising=False)
+    if where == "environment":
+        monkeypatch.setenv("MINIMCP_STATE_FORMAT", "v1")
+    key_of = None if where == "argument, no key" else NEW
+    upgrading = worker(key_of, state_format=None if where == "environment" else "v1")
+    upgraded = worker(NEW)
+    with anyio.fail_after(WAIT):
+        key, state = await ask_on(upgrading)
+        assert state.startswith("v1."), state
+        assert complete(await retry_on(upgrading, key, state))["content"][0]["text"] == "hello Ada"
+        if key_of is not None:  # (a key random to the process: nobody else opens its states)
+            monkeypatch.delenv("MINIMCP_STATE_FORMAT", raising=False)
+            key, state = await ask_on(upgrading)
+            assert complete(await retry_on(upgraded, key, state))["content"][0]["text"] == "hello Ada"
+            key, state = await ask_on(worker(NEW))
+            assert state.startswith("v2."), state  # the default, once the upgrade is over
+            assert complete(await retry_on(upgrading, key, state))["content"][0]["text"] == "hello Ada"
+
+
+def test_a_format_that_does_not_exist_is_refused_naming_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MINIMCP_STATE_FORMAT", raising=False)
+    with pytest.raises(ValueError, match=r"state_format must be one of v1, v2, not 'v3'"):
+        Server("s", state_format="v3")
+    monkeypatch.setenv("MINIMCP_STATE_FORMAT", "V2")
+    with pytest.raises(ValueError, match=r"MINIMCP_STATE_FORMAT must be one of v1, v2, not 'V2'"):
+        Server("s")
 
 
 # --- parsing ----------------------------------------------------------------------------------------
