@@ -234,6 +234,7 @@ FutureWaker = asyncio.Future
 
 #: How many tasks of ``start_detached`` are held before the first sweep of the ended ones (asyncio).
 _FIRST_SWEEP = 64
+_task_done = asyncio.Task.done
 
 
 # --- handler tasks ----------------------------------------------------------------------------
@@ -342,7 +343,7 @@ class Handlers:
 
     def _sweep(self, runs: set[asyncio.Task[None]]) -> None:
         """Let go of the detached tasks that ended; the next sweep comes when the set has doubled."""
-        runs.difference_update([task for task in runs if task.done()])
+        runs.difference_update([*filter(_task_done, runs)])
         self._sweep_at = 2 * len(runs) + _FIRST_SWEEP
 
     @staticmethod
