@@ -232,8 +232,9 @@ BareTaskCancelled = asyncio.CancelledError
 FutureWaker = asyncio.Future
 
 
-#: The context the done callbacks of detached tasks run in (they read no context variable).
-_DONE_CONTEXT = contextvars.Context()
+#: How many tasks of ``start_detached`` are held before the first sweep of the ended ones (asyncio).
+_FIRST_SWEEP = 64
+_task_done = asyncio.Task.done
 
 
 # --- handler tasks ----------------------------------------------------------------------------
@@ -257,7 +258,7 @@ class Handlers:
     """
 
     __slots__ = (
-        "_before_exit", "_context", "_live", "_loop", "_nursery", "_nursery_cm", "_run_ended", "_runs", "start",
+        "_before_exit", "_context", "_live", "_loop", "_nursery", "_nursery_cm", "_runs", "_sweep_at", "start",
     )
 
     #: Run a coroutine in a task of its own; returns its handle (``.cancel()``). On asyncio the
@@ -274,9 +275,12 @@ class Handlers:
         self.start = loop.create_task if loop is not None else self._start_in_nursery
         self._nursery: Any = None
         self._nursery_cm: Any = None
-        # asyncio: the tasks of start_detached, each taken out as it ends (by one shared callback).
+        # asyncio: the tasks of start_detached. Those that ended are taken out when the set outgrows
+        # _sweep_at (then twice what is left, plus _FIRST_SWEEP): no done callback per task, which the
+        # loop would schedule and run as one more step per call. It holds at most about twice the tasks
+        # still running, plus _FIRST_SWEEP; a sweep looks at no more than two tasks per task started since.
         self._runs: set[asyncio.Task[None]] = set()
-        self._run_ended = self._runs.discard
+        self._sweep_at = _FIRST_SWEEP
         # The owner's context (made where the owner runs): a detached task starts from a copy of it,
         # not of the request that started it, so a parked call keeps none of that request's variables.
         self._context = contextvars.copy_context()
@@ -328,13 +332,19 @@ class Handlers:
         loop = self._loop
         if loop is not None:
             task = loop.create_task(body, context=self._context.copy())
-            self._runs.add(task)
-            # One bound method and one context for every task: nothing allocated per task.
-            task.add_done_callback(self._run_ended, context=_DONE_CONTEXT)
+            runs = self._runs
+            runs.add(task)
+            if len(runs) > self._sweep_at:
+                self._sweep(runs)
             return task
         scope = _trio().CancelScope()
         self._context.run(self._nursery.start_soon, _under, scope, body)  # (trio copies the context entered)
         return scope  # type: ignore[no-any-return]
+
+    def _sweep(self, runs: set[asyncio.Task[None]]) -> None:
+        """Let go of the detached tasks that ended; the next sweep comes when the set has doubled."""
+        runs.difference_update([*filter(_task_done, runs)])
+        self._sweep_at = 2 * len(runs) + _FIRST_SWEEP
 
     @staticmethod
     def never_ran(handle: Any) -> bool:

@@ -97,22 +97,28 @@ class Deadlines(Generic[E]):
         """The earliest live deadline (infinity if none), which the timer then waits for; stale
         entries in front are dropped."""
         best = math.inf
+        dropped = 0  # (counted here, taken off once: this runs once per answered 2026-07-28 round)
         for lane in self._lanes.values():
             while lane:
                 head = lane[0]
                 if head.laned:
-                    best = min(best, head.deadline)
+                    if head.deadline < best:
+                        best = head.deadline
                     break
                 lane.popleft()
-                self._dropped()
+                dropped += 1
         heap = self._heap
         while heap:
             deadline, _, entry = heap[0]
             if entry.deadline == deadline and not entry.laned:
-                best = min(best, deadline)
+                if deadline < best:
+                    best = deadline
                 break
             heapq.heappop(heap)
-            self._dropped()
+            dropped += 1
+        if dropped:
+            self._entries -= dropped
+            self._stale -= dropped
         self._target = best
         return best
 
@@ -160,10 +166,6 @@ class Deadlines(Generic[E]):
             self._target = deadline
             return True
         return False
-
-    def _dropped(self) -> None:
-        self._entries -= 1
-        self._stale -= 1
 
     def _compact(self) -> None:
         lanes: dict[float, deque[E]] = {}

@@ -237,15 +237,22 @@ def form_question(
     message is encoded; the params and the sorted payload are joined from bytes."""
     text = _encode(message)
     wire_schema, sorted_schema, names = encoded
-    mode_part = b',"mode":"form"' if mode == "form" else b""
-    wire = b"".join((b'{"message":', text, mode_part, b',"requestedSchema":', wire_schema, b"}"))
-    sorted_ = b"".join((_SORTED_FORM_HEAD, text, mode_part, b',"requestedSchema":', sorted_schema, b"}}"))
-    return FormQuestion("elicitation/create", wire, _digest_of(sorted_), key, names)
+    if mode == "form":
+        wire = b"".join((b'{"message":', text, b',"mode":"form","requestedSchema":', wire_schema, b"}"))
+        sorted_ = b"".join((_SORTED_FORM_HEAD, text, b',"mode":"form","requestedSchema":', sorted_schema, b"}}"))
+    else:
+        wire = b"".join((b'{"message":', text, b',"requestedSchema":', wire_schema, b"}"))
+        sorted_ = b"".join((_SORTED_FORM_HEAD, text, b',"requestedSchema":', sorted_schema, b"}}"))
+    # (_digest_of, written out: once per question)
+    found = _b2a(_sha256(sorted_).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
+    return FormQuestion("elicitation/create", wire, found, key, names)
 
 
 #: What :func:`form_question`'s sorted payload starts with: ``{"m": method, "p": params}`` sorted, up to the message.
 _SORTED_FORM_HEAD = b'{"m":"elicitation/create","p":{"message":'
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_b2a = binascii.b2a_base64
+_sha256 = hashlib.sha256
 
 
 def _digest_of(encoded: bytes) -> str:
@@ -278,11 +285,15 @@ def input_required_reply(
     they are, ``_meta`` encoded once per server info, no tree of dicts per round."""
     if len(questions) == 1 == len(keys):  # the usual round: one question, joined in one go
         question = questions[0]
+        last = _last_meta  # (_meta_of's check, written out: once per round)
+        meta = last[2] if last is not None and last[0] is server_info and last[1] == server_info else (
+            _meta_of(server_info))
+        method = question.method
         return b"".join((
             b'{"jsonrpc":"2.0","id":', _encode(id_),
             b',"result":{"resultType":"input_required","inputRequests":{', _encode(keys[0]),
-            b':{"method":', _method_json(question.method), b',"params":', question.wire,
-            b'}},"requestState":', _encode(state), b',"_meta":', _meta_of(server_info), b"}}",
+            b':{"method":', _ELICIT_JSON if method == "elicitation/create" else _method_json(method),
+            b',"params":', question.wire, b'}},"requestState":', _encode(state), b',"_meta":', meta, b"}}",
         ))
     parts = [b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":{"resultType":"input_required","inputRequests":{']
     for n, (key, question) in enumerate(zip(keys, questions, strict=True)):
@@ -295,6 +306,7 @@ def input_required_reply(
 _encode = msgspec.json.encode
 #: The methods a question asks, encoded.
 _METHODS = {m: _encode(m) for m in ("elicitation/create", "sampling/createMessage", "roots/list")}
+_ELICIT_JSON = _METHODS["elicitation/create"]
 
 
 def _method_json(method: str) -> bytes:
@@ -308,9 +320,12 @@ def complete_reply(id_: Any, result: Any, server_info: Implementation) -> bytes:
     ``_meta``), its encoding with the two members :func:`complete` appends put after it (no tree of
     dicts made of it, ``_meta`` encoded once per server info)."""
     if type(result) is CallToolResult and result.meta is None:
+        last = _last_meta  # (_meta_of's check, written out: once per call)
+        meta = last[2] if last is not None and last[0] is server_info and last[1] == server_info else (
+            _meta_of(server_info))
         return b"".join((
             b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":', _encode(result)[:-1],
-            b',"resultType":"complete","_meta":', _meta_of(server_info), b"}}",
+            b',"resultType":"complete","_meta":', meta, b"}}",
         ))
     return jsonrpc.encode_result(id_, complete(result, server_info))
 
@@ -420,8 +435,23 @@ def take_answer(question: Question, answer: Any) -> tuple[Any, dict[str, Any]]:
     The tool gets what :func:`clean_answer` keeps, as JSON values -- or, for a form question, as the
     ``ElicitResult`` it was converted to where that holds the same values (``ctx.elicit`` takes either).
     """
-    given, kept = _cleaned(question, answer)
-    return (answer, {}) if kept is None else (given, kept)
+    if type(question) is FormQuestion:  # the usual question (as _cleaned, written out: once per answer)
+        try:
+            result = _convert(answer, ElicitResult)
+        except msgspec.ValidationError:
+            return answer, {}
+        content = result.content
+        if result.action != "accept" or content is msgspec.UNSET:
+            kept: dict[str, Any] = {"action": result.action}
+            return (result if result.meta is msgspec.UNSET else kept), kept
+        if content.keys() <= question.names:  # (the usual answer: nothing to drop)
+            kept = {"action": "accept", "content": dict(content)}
+            return (result if result.meta is msgspec.UNSET else kept), kept
+    given, kept_ = _cleaned(question, answer)
+    return (answer, {}) if kept_ is None else (given, kept_)
+
+
+_convert = msgspec.convert
 
 
 

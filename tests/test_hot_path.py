@@ -56,6 +56,42 @@ async def test_a_handler_task_starts_through_the_loops_own_create_task() -> None
     assert not live
 
 
+async def test_a_detached_task_schedules_no_done_callback_and_ended_ones_are_let_go() -> None:
+    """A 2026-07-28 run's task (``start_detached``) gets no done callback (the loop ran one more step per
+    call for it); the tasks that ended are let go by sweeps, so the set holding them stays within about
+    twice the tasks still running plus ``_FIRST_SWEEP``."""
+    from minimcp import _backend
+
+    ended = [0]
+    release = anyio.Event()
+
+    async def quick() -> None:
+        ended[0] += 1
+
+    async def held() -> None:
+        await release.wait()
+        ended[0] += 1
+
+    async with Handlers({}, lambda: None) as handlers:
+        loop = running_loop()
+        held_handles = [handlers.start_detached(held()) for _ in range(10)]
+        for n in range(1, 1001):
+            handle = handlers.start_detached(quick())
+            if loop is not None:
+                assert not handle._callbacks  # type: ignore[attr-defined]  # (the future's own list)
+            if n % 50 == 0:
+                with anyio.fail_after(30):
+                    while ended[0] < n:
+                        await anyio.lowlevel.checkpoint()
+        if loop is not None:
+            assert len(handlers._runs) <= 2 * 10 + _backend._FIRST_SWEEP + 50  # (10 held, 50 since a wait)
+        assert len(held_handles) == 10
+        release.set()
+        with anyio.fail_after(30):
+            while ended[0] < 1010:
+                await anyio.lowlevel.checkpoint()
+
+
 async def test_a_cell_comes_from_the_cell_class_itself() -> None:
     loop = running_loop()
     make = cell_factory(loop)

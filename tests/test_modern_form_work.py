@@ -204,3 +204,55 @@ async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: 
                 requests, state = input_required(await m.call("ask", {"i": 9}))
                 msg = await m.call("ask", {"i": 9}, responses={only(requests)[0]: answer}, state=state)
                 assert text_of(complete(msg)) == text
+
+
+FORM_ANSWERS: list[Any] = [
+    {"action": "accept", "content": {"n": 3}},
+    {"action": "accept", "content": {"n": 3, "extra": [1, 2]}},
+    {"action": "accept", "content": {"n": 3}, "_meta": {"k": 1}},
+    {"action": "accept", "content": {}},
+    {"action": "accept"},
+    {"action": "decline"},
+    {"action": "decline", "_meta": {"k": 1}, "content": {"n": 1}},
+    {"action": "cancel", "extra": 1},
+    {"action": "maybe"},
+    {"action": "accept", "content": [1]},
+    {"content": {"n": 1}},
+    "yes",
+    None,
+]
+
+
+@pytest.mark.parametrize("answer", FORM_ANSWERS)
+def test_a_form_answer_is_taken_as_a_plain_question_takes_it(answer: Any) -> None:
+    """``take_answer`` of a compiled form's question (its own shortcut) gives what the general way gives
+    for the same question made by ``Question.create``: what the tool gets and what is recorded."""
+    compiled = forms.compile_form(Pick)
+    schema = compiled.schema_for(VERSION)
+    encoded = compiled.encoded_schema(VERSION, schema) or compiled.encoded_schema(VERSION, schema)
+    assert encoded is not None
+    made = mrtr.form_question("q", "form", encoded, None)
+    general = mrtr.Question.create(
+        "elicitation/create", ElicitRequestParams(message="q", mode="form", requested_schema=schema))
+    assert type(general) is mrtr.Question
+    assert mrtr.take_answer(made, answer) == mrtr.take_answer(general, answer)
+
+
+async def test_a_form_round_trip_makes_no_general_step(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over round trips with a compiled form's question, its digest is made in ``form_question`` (no
+    ``_digest_of`` call), its answer kept without the general ``_cleaned`` and the replies' ``_meta``
+    bytes taken without a ``_meta_of`` call (each ran once per round trip)."""
+    server = pick_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("ask", {"i": 0}))  # (the form's first question)
+            await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
+            with counting(monkeypatch, mrtr, "_digest_of") as digests, \
+                    counting(monkeypatch, mrtr, "_cleaned") as cleans, \
+                    counting(monkeypatch, mrtr, "_meta_of") as metas:
+                for n in range(ROUNDS):
+                    requests, state = input_required(await m.call("ask", {"i": n}))
+                    msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                    assert text_of(complete(msg)) == str(n)
+            assert (digests[0], cleans[0], metas[0]) == (0, 0, 0), f"{digests[0]}, {cleans[0]}, {metas[0]}"
