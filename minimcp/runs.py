@@ -199,7 +199,16 @@ class Run:
         The steps before and after the wait are plain methods: this frame, held while the call
         is parked, keeps only what the wait needs.
         """
-        results, need = self._recorded(questions)
+        if (
+            len(questions) == 1 and questions[0].key is None and self._replay >= len(self.answers)
+            and not self.offered
+        ):
+            # The usual round (one numbered question, nothing on record or offered for it): as
+            # _recorded would find, without its loops.
+            results: list[Any] = [None]
+            need: tuple[int, ...] = _FIRST_ONLY
+        else:
+            results, need = self._recorded(questions)
         if need:
             loop = running_loop()
             cell: Any = loop.create_future() if loop is not None else TrioCell()
@@ -209,7 +218,13 @@ class Run:
             if loop is not None:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
                 # the parking's one sweep settles it as timed out (no timer or cancel scope per park).
-                sweep = None if delay is None else self.parking.time_out(self, loop, delay, delay == ttl)
+                if delay is None:
+                    sweep = None
+                else:
+                    sweep = self.parking._sweep
+                    if sweep is None or sweep.loop is not loop:
+                        sweep = self.parking.sweep_of(loop)
+                    sweep.add(self, delay, delay == ttl)
                 try:
                     answered = await cell is not _TIMED_OUT
                 finally:
@@ -305,8 +320,17 @@ class Run:
     ) -> None:
         """The open questions' answers (or their timeout) into ``results`` and the record."""
         answers = self._answers
+        if need is _FIRST_ONLY:  # the usual round: one question (the loop below, written out)
+            kept: dict[str, Any] | None = None
+            if answers is not None:
+                results[0], kept = take_answer(questions[0], answers[self.pending_keys[0]])
+            self.answers.append([questions[0].digest, kept])
+            self._answers = None
+            self.pending, self.pending_keys = (), ()
+            self._replay = len(self.answers)
+            return
         for i, key in zip(need, self.pending_keys, strict=True):
-            kept: dict[str, Any] | None = None  # None: the answer came after the timeout
+            kept = None  # None: the answer came after the timeout
             if answers is not None:
                 results[i], kept = take_answer(questions[i], answers[key])
             self.answers.append([questions[i].digest, kept])
@@ -360,15 +384,28 @@ class Run:
 
     def missing(self, responses: Mapping[str, Any]) -> bool:
         """Whether ``responses`` lack an answer to one of the pending questions."""
-        return any(not isinstance(responses.get(key), dict) for key in self.pending_keys)
+        for key in self.pending_keys:  # (a loop, not any() over a generator: once per retry)
+            value = responses.get(key)
+            if type(value) is not dict and not isinstance(value, dict):
+                return True
+        return False
 
     def deliver(self, responses: Mapping[str, Any]) -> None:
         """The retry brought the answers to the pending questions (see :meth:`missing`)."""
         cell = self._answer_cell
-        if cell is None or _done(cell):  # pragma: no cover - a parked run always waits
+        if cell is None:  # pragma: no cover - a parked run always waits
             return
-        self._answers = {key: responses[key] for key in self.pending_keys}
-        _settle(cell, _DONE)
+        if type(cell) is TrioCell:
+            if cell.done:  # pragma: no cover - as above
+                return
+        elif cell.done():  # pragma: no cover - as above
+            return
+        keys = self.pending_keys
+        self._answers = {keys[0]: responses[keys[0]]} if len(keys) == 1 else {key: responses[key] for key in keys}
+        if type(cell) is TrioCell:
+            cell.settle(_DONE, None)
+        else:
+            cell.set_result(_DONE)  # (as _settle, written out: once per retry)
 
     def expire(self) -> None:
         """The retry came after the pending questions' timeout: they end as timed out."""
@@ -547,14 +584,19 @@ class Parking:
         to tell when they are answered."""
         sweep = self._sweep
         if sweep is None or sweep.loop is not loop:
-            # (the sweeps of closed loops go: their runs ended with them)
-            self._sweeps = sweeps = [s for s in self._sweeps if not s.loop.is_closed()]
-            sweep = next((s for s in sweeps if s.loop is loop), None)
-            if sweep is None:
-                sweep = _Sweep(loop)
-                sweeps.append(sweep)
-            self._sweep = sweep
+            sweep = self.sweep_of(loop)
         sweep.add(run, delay, laned)
+        return sweep
+
+    def sweep_of(self, loop: Any) -> _Sweep:
+        """asyncio: the sweep of ``loop``'s parked runs (made with the first), now the last one used."""
+        # (the sweeps of closed loops go: their runs ended with them)
+        self._sweeps = sweeps = [s for s in self._sweeps if not s.loop.is_closed()]
+        sweep = next((s for s in sweeps if s.loop is loop), None)
+        if sweep is None:
+            sweep = _Sweep(loop)
+            sweeps.append(sweep)
+        self._sweep = sweep
         return sweep
 
     def peek(self, handle: str) -> Run | None:
