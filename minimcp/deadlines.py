@@ -93,6 +93,31 @@ class Deadlines(Generic[E]):
         if self._stale > COMPACT_AFTER and self._stale * 2 > self._entries:
             self._compact()
 
+    def let_go(self, entry: E, timeout: float | None) -> None:
+        """:meth:`forget` ``entry``, added with ``timeout``; then the stale entries at the front of that
+        timeout's lane go (not the whole of :meth:`earliest`: the one lane the entry was in).
+
+        What the timer waits for is left as it was: at worst it wakes once for nothing, and
+        :meth:`earliest` then finds the next live deadline.
+        """
+        if entry.deadline == math.inf:
+            return
+        laned = entry.laned
+        entry.deadline = math.inf
+        entry.laned = False
+        self._stale += 1
+        if laned:
+            lane = self._lanes.get(timeout)  # type: ignore[arg-type]
+            if lane is not None:
+                dropped = 0
+                while lane and not lane[0].laned:
+                    lane.popleft()
+                    dropped += 1
+                self._entries -= dropped
+                self._stale -= dropped
+        if self._stale > COMPACT_AFTER and self._stale * 2 > self._entries:
+            self._compact()
+
     def earliest(self) -> float:
         """The earliest live deadline (infinity if none), which the timer then waits for; stale
         entries in front are dropped."""

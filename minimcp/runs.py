@@ -507,12 +507,10 @@ class _Sweep:
     def forget(self, run: Run) -> None:
         """``run``'s questions were answered (or it ended): it is not timed any more.
 
-        The answered runs at the front of their lane go at once (``earliest`` drops them): a lane
+        The answered runs at the front of its lane go at once (``let_go`` drops them): a lane
         does not hold on to runs answered in about the order they were asked.
         """
-        deadlines = self._deadlines
-        deadlines.forget(run)
-        deadlines.earliest()
+        self._deadlines.let_go(run, run.pending_timeout)  # (its lane's timeout: see add's ``laned``)
 
     def _due(self) -> None:
         self._timer = None

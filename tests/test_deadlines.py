@@ -81,3 +81,19 @@ def test_clear_forgets_everything() -> None:
     d.add(Entry("a"), now=0, timeout=1)
     d.clear()
     assert len(d) == 0 and d.earliest() == math.inf
+
+
+def test_let_go_drops_the_stale_front_of_its_lane_only() -> None:
+    """let_go (once per answered 2026-07-28 round): forget, then the stale head of the entry's own lane goes."""
+    d: Deadlines[Entry] = Deadlines()
+    a, b, c, x = (Entry(n) for n in "abcx")
+    for i, e in enumerate((a, b, c)):
+        d.add(e, now=i, timeout=10)
+    d.add(x, now=0, timeout=20)
+    d.let_go(b, 10)  # not at the front: stays, stale
+    assert len(d) == 4 and not b.laned and b.deadline == math.inf
+    d.let_go(a, 10)  # the front: a and b go at once, c stays
+    assert len(d) == 2
+    d.let_go(a, 10)  # twice: nothing
+    assert len(d) == 2
+    assert d.due(15) == [c] and d.due(25) == [x] and len(d) == 0
