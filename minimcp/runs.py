@@ -125,7 +125,7 @@ class Run:
         self._outcome_cell: Any = None
         self._outcome: Outcome | None = None
         self._answer_cell: Any = None  # an asyncio future, or a TrioCell
-        self._answers: dict[str, Any] | None = None
+        self._answers: Mapping[str, Any] | None = None  # the retry's answers, by key (until the tool takes them)
         self.finished = False
         #: The id of the request this run answers itself while it runs (``None``: none, or the request
         #: side waits in :meth:`next_outcome`), what that request's state is bound to, and its
@@ -295,10 +295,12 @@ class Run:
     def _open(self, questions: list[Question], need: tuple[int, ...], ttl: float | None, cell: Any) -> float | None:
         """Ask the open questions (the request side hears of them); how long to wait for their answers."""
         first = len(self.answers) + 1
-        self.pending = pending = (questions[0],) if need is _FIRST_ONLY else tuple(questions[i] for i in need)
-        if len(pending) == 1 and pending[0].key is None and first <= len(_ONE_KEY):
+        pending: tuple[Question, ...]
+        if need is _FIRST_ONLY and questions[0].key is None and first <= _ONE_KEYS:
+            self.pending = pending = (questions[0],)
             self.pending_keys = _ONE_KEY[first - 1]  # one numbered question: a shared tuple
         else:
+            self.pending = pending = (questions[0],) if need is _FIRST_ONLY else tuple(questions[i] for i in need)
             self.pending_keys = tuple(q.key or _key_name(first + n) for n, q in enumerate(pending))
         now = time.time()
         asked, self._asked = self._asked, None
@@ -400,8 +402,7 @@ class Run:
                 return
         elif cell.done():  # pragma: no cover - as above
             return
-        keys = self.pending_keys
-        self._answers = {keys[0]: responses[keys[0]]} if len(keys) == 1 else {key: responses[key] for key in keys}
+        self._answers = responses  # (held until the tool wakes and takes its keys: no dict of them per retry)
         if type(cell) is TrioCell:
             cell.settle(_DONE, None)
         else:
@@ -453,6 +454,7 @@ _TIMED_OUT = msgspec.Raw(b"null")
 _KEY_NAMES = tuple(f"q{n}" for n in range(1, 33))
 #: The keys of a round of one numbered question, and its position among the round's questions.
 _ONE_KEY = tuple((name,) for name in _KEY_NAMES)
+_ONE_KEYS = len(_ONE_KEY)
 _FIRST_ONLY = (0,)
 # base64url of the drawn bytes (as state.b64url, coded here: no call into another module per run).
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
