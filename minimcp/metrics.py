@@ -34,6 +34,7 @@ __all__ = [
 BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 _OUTCOMES = frozenset({"accepted", "declined", "cancelled", "timed_out", "invalid_answer", "failed"})
+_bucket_of = bisect.bisect_left
 # Outcomes where the client answered (and so may have answered implausibly fast).
 _ANSWERED = _OUTCOMES - {"timed_out", "failed"}
 
@@ -106,14 +107,18 @@ class ElicitationMetrics:
         invalid_answer, failed (connection lost, parent cancelled)."""
         if outcome not in _OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
-        slot = bisect.bisect_left(BUCKETS, waited)
+        slot = _bucket_of(BUCKETS, waited)
         total, per = self.total, self.tools.get(tool)
         if per is None:
             per = self.tools[tool] = ToolMetrics()
         total.pending -= 1
         per.pending -= 1
-        setattr(total, outcome, getattr(total, outcome) + 1)
-        setattr(per, outcome, getattr(per, outcome) + 1)
+        if outcome == "accepted":  # the usual outcome, counted without getattr/setattr
+            total.accepted += 1
+            per.accepted += 1
+        else:
+            setattr(total, outcome, getattr(total, outcome) + 1)
+            setattr(per, outcome, getattr(per, outcome) + 1)
         total.wait_buckets[slot] += 1
         per.wait_buckets[slot] += 1
         total.wait_sum += waited

@@ -605,14 +605,15 @@ class Parking:
 
     def take(self, handle: str) -> Run | None:
         run = self._runs.pop(handle, None)
-        if run is not None:
+        if run is not None and self._owner_of:  # (no owners: nothing to disown, no call)
             self._disown(handle)
         return run
 
     def discard(self, run: Run) -> None:
         if self._runs.get(run.handle) is run:
             del self._runs[run.handle]
-            self._disown(run.handle)
+            if self._owner_of:
+                self._disown(run.handle)
 
     def _disown(self, handle: str) -> None:
         key = self._owner_of.pop(handle, None)
