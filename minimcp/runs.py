@@ -8,11 +8,9 @@ parked -- until they come, the questions' timeout passes, or it is stopped.
 
 from __future__ import annotations
 
-import binascii
 import contextvars
 import logging
 import math
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Coroutine, Mapping, Sequence
@@ -23,10 +21,12 @@ import msgspec
 
 from minimcp import errors
 from minimcp._backend import TrioCell, running_loop, trio_deadline_in
-from minimcp.call import CALL_ID_BYTES
-from minimcp.deadlines import Deadlines
 from minimcp.errors import McpError
 from minimcp.mrtr import Question, take_answer
+from minimcp.run_names import NAMES as _NAMES
+from minimcp.run_names import more_names as _more_names
+from minimcp.run_sweep import TIMED_OUT as _TIMED_OUT
+from minimcp.run_sweep import Sweep as _Sweep
 
 if TYPE_CHECKING:
     from minimcp.context import Context
@@ -98,13 +98,19 @@ class Run:
         #: Set on a parked run dropped because its retry continued the call on another worker.
         self.continued_elsewhere = False
         self._keys: set[str] | None = None  # made on the first question with a key
-        # One read of the system's randomness, one base64 coding, for both names (a new call needs
-        # two). CALL_ID_BYTES is a multiple of 3: the text splits where the bytes do, unpadded.
-        drawn = os.urandom(CALL_ID_BYTES if call_id else 2 * CALL_ID_BYTES)  # (what secrets.token_bytes reads)
-        text = binascii.b2a_base64(drawn, newline=False).translate(_TO_URLSAFE).decode()
-        self.handle = text[:_ID_CHARS]
+        # Unguessable names from a batch drawn at once (minimcp.run_names): no read of the system's
+        # randomness and no base64 coding per run (a new call needs two names).
+        try:
+            self.handle = _NAMES.pop()
+        except IndexError:
+            self.handle = _more_names()
+        if not call_id:
+            try:
+                call_id = _NAMES.pop()
+            except IndexError:
+                call_id = _more_names()
         #: Stable across every round and replay of this one call (carried in the sealed state).
-        self.call_id = call_id or text[_ID_CHARS:]
+        self.call_id = call_id
         #: The tool's context, when it takes one (its envelope follows each round's request).
         self.context: Context | None = None
         self.answers: list[list[Any]] = recorded
@@ -137,7 +143,7 @@ class Run:
         #: rounds (:mod:`minimcp.rounds`): a retry repeating them has the digest its state is bound to.
         self.arguments: bytes | None = None
         #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
-        #: :class:`_Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
+        #: :class:`~minimcp.run_sweep.Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
         self.deadline = math.inf
         self.laned = False
 
@@ -449,17 +455,12 @@ class _NotStarted:
 
 _NOT_STARTED = _NotStarted()
 _DONE = msgspec.Raw(b"null")
-_TIMED_OUT = msgspec.Raw(b"null")
 #: The usual ``inputRequests`` keys, made once (not one string per parked call).
 _KEY_NAMES = tuple(f"q{n}" for n in range(1, 33))
 #: The keys of a round of one numbered question, and its position among the round's questions.
 _ONE_KEY = tuple((name,) for name in _KEY_NAMES)
 _ONE_KEYS = len(_ONE_KEY)
 _FIRST_ONLY = (0,)
-# base64url of the drawn bytes (as state.b64url, coded here: no call into another module per run).
-_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
-assert CALL_ID_BYTES % 3 == 0, "a run's two names split its base64 text where its bytes split"
-_ID_CHARS = CALL_ID_BYTES * 4 // 3
 
 
 def _key_name(n: int) -> str:
@@ -477,53 +478,6 @@ def _settle(cell: Any, value: msgspec.Raw) -> None:
         cell.settle(value, None)
     elif not cell.done():
         cell.set_result(value)
-
-
-class _Sweep:
-    """asyncio: when the open questions of parked calls time out, for every run of one event loop.
-
-    The deadlines are a :class:`~minimcp.deadlines.Deadlines` (a FIFO lane per timeout: a question
-    asked with the usual timeout is an append, an answered one goes stale where it is) served by
-    one loop timer armed for the earliest: no timer handle per parked call, and none of the
-    loop's timer-heap steps per round. Each run times out at its own deadline, as its own timer
-    did (the timer is re-armed for whatever falls due next).
-    """
-
-    __slots__ = ("_deadlines", "_timer", "loop")
-
-    def __init__(self, loop: Any) -> None:
-        self.loop = loop
-        self._deadlines: Deadlines[Run] = Deadlines()
-        self._timer: Any = None
-
-    def add(self, run: Run, delay: float, laned: bool) -> None:
-        """Time ``run``'s open questions out ``delay`` seconds from now (``laned``: ``delay`` is the
-        questions' whole timeout, so the run falls due after every earlier one asked with it)."""
-        now = self.loop.time()
-        deadlines = self._deadlines
-        if deadlines.add(run, now, delay) if laned else deadlines.move(run, now + delay):
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = self.loop.call_at(run.deadline, self._due)
-
-    def forget(self, run: Run) -> None:
-        """``run``'s questions were answered (or it ended): it is not timed any more.
-
-        The answered runs at the front of its lane go at once (``let_go`` drops them): a lane
-        does not hold on to runs answered in about the order they were asked.
-        """
-        self._deadlines.let_go(run, run.pending_timeout)  # (its lane's timeout: see add's ``laned``)
-
-    def _due(self) -> None:
-        self._timer = None
-        deadlines = self._deadlines
-        for run in deadlines.due(self.loop.time()):
-            cell = run._answer_cell
-            if cell is not None:
-                _settle(cell, _TIMED_OUT)
-        earliest = deadlines.earliest()
-        if earliest != math.inf:
-            self._timer = self.loop.call_at(earliest, self._due)
 
 
 # --- parking: where runs wait between rounds ----------------------------------------------
@@ -580,7 +534,7 @@ class Parking:
             oldest.stop()
 
     def time_out(self, run: Run, loop: Any, delay: float, laned: bool) -> _Sweep:
-        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see :class:`_Sweep`); the sweep
+        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see :class:`~minimcp.run_sweep.Sweep`); the sweep
         to tell when they are answered."""
         sweep = self._sweep
         if sweep is None or sweep.loop is not loop:
