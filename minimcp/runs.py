@@ -534,8 +534,8 @@ class Parking:
             oldest.stop()
 
     def time_out(self, run: Run, loop: Any, delay: float, laned: bool) -> _Sweep:
-        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see :class:`~minimcp.run_sweep.Sweep`); the sweep
-        to tell when they are answered."""
+        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see
+        :class:`~minimcp.run_sweep.Sweep`); the sweep to tell when they are answered."""
         sweep = self._sweep
         if sweep is None or sweep.loop is not loop:
             sweep = self.sweep_of(loop)
