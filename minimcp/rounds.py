@@ -422,35 +422,47 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         return False
     try:
         params = _decode_call_params(request.params or b"{}")
+    except Exception:  # (told by the usual way)
+        return False
+    return take_params(conn, request.id, params)
+
+
+def take_params(conn: ServerConnection, id_: Any, params: _CallToolParams) -> bool:
+    """:func:`take_over` of a ``tools/call`` request ``id_`` whose params are decoded."""
+    try:
         envelope = mrtr.envelope_of(params.meta)
-        tool = conn.registry.tools.get(params.name)
+        name = params.name
+        tool = conn.registry.tools.get(name)
         if tool is None:
             return False
         # A retry's arguments are those its state is bound to (checked below): they were checked
         # on its first call, and a parked run has its own; only a new call needs them decoded.
         token = params.request_state
-        kwargs = None if isinstance(token, str) else tool.arguments(params.arguments)
         responses = params.input_responses
-        if isinstance(responses, UnsetType):
-            inputs: dict[str, Any] = {}
-        elif isinstance(responses, dict) and all(isinstance(v, dict) for v in responses.values()):
-            inputs = responses
+        if type(responses) is dict:
+            for value in responses.values():
+                if type(value) is not dict:
+                    return False
+            inputs: dict[str, Any] = responses
+        elif responses is UNSET:
+            inputs = {}
         else:
             return False
+        kwargs = None if type(token) is str else tool.arguments(params.arguments)
     except Exception:  # (told by the usual way)
         return False
-    name, server, id_ = params.name, conn.server, request.id
-    client = envelope.client_info.name if envelope.client_info else None
-    if isinstance(token, str):
+    server = conn.server
+    info = envelope.client_info
+    client = info.name if info is not None else None
+    if type(token) is str:
         used = server.used_states
         if type(used) is not MemoryUsedStates:
             return False
         now = time.time()
-        found = parked_run(conn, token, name, client, params.arguments, now, tool, _arguments_digest)
+        found = parked_run(conn, token, name, client, params.arguments, now, tool, _arguments_digest, envelope)
         if found is None:
             return False
         run, sealed, exp = found
-        assert isinstance(run.context, Context)
         timeout = run.pending_timeout
         late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
         if not late and run.missing(inputs):
@@ -459,8 +471,10 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
             return False  # (already used: told by the usual way)
         server.parking.take(run.handle)
         run.serving, run.binding = id_, {"m": "tools/call", "t": name, "a": sealed, "p": client}
-        run.context.envelope = envelope  # capabilities, identity and log level from this request only
-        run.context.request_id = id_
+        ctx = run.context
+        assert ctx is not None  # (parked_run: a Context)
+        ctx.envelope = envelope  # capabilities, identity and log level from this request only
+        ctx.request_id = id_
         conn.session.adopt(id_, run.scope)
         if late:
             run.expire()  # an answer after the question's timeout is no answer
@@ -474,25 +488,22 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
     run = ServingRun(name, [], None, inputs, parking=server.parking)
     run.conn, run.serving, run.binding = conn, id_, binding
     run.arguments = bytes(params.arguments)  # (a copy: not the whole request's buffer)
-    ctx: Context | None = None
+    ctx = None
     if tool.context_param is not None:
-        ctx = run.context = Context(conn, id_, _context_meta(envelope), envelope, run, tool=name)
+        rest = envelope.rest  # (all but the envelope's keys: they live on in the envelope)
+        ctx = run.context = Context(conn, id_, dict(rest) if rest else UNSET, envelope, run, tool=name)
+    session = conn.session
     try:
-        run.scope = conn.session.start_detached(_drive(run, None, ctx, tool, kwargs))
+        run.scope = session.start_detached(_drive(run, None, ctx, tool, kwargs))
     except ConnectionClosed:
         return False
-    conn.session.adopt(id_, run.scope)
+    session.adopt(id_, run.scope)
     return True
 
 
 def _arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
     """The digest of a call's arguments a state is bound to (``"a"``), as :func:`_rounds` makes it."""
     return digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
-
-
-def _context_meta(envelope: Envelope) -> dict[str, Any] | UnsetType:
-    """What a call's context keeps of its ``_meta``: all but the envelope's keys (they live on in the envelope)."""
-    return dict(envelope.rest) if envelope.rest else UNSET  # (the rest has none of the envelope's keys)
 
 
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
