@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from minimcp.errors import ConnectionClosed
-from minimcp.jsonrpc import RequestId
+from minimcp.jsonrpc import Request, RequestId
 from minimcp.transports import MessageKind, Outgoing
 
 __all__ = ["AdoptedRequests"]
@@ -33,6 +33,12 @@ class AdoptedRequests:
     spawn: Callable[..., None]
     _send_quietly: Callable[..., Coroutine[Any, Any, None]]
     _error_reply: Callable[[RequestId, Exception, str], bytes]
+
+    #: A role's fast path (:func:`minimcp.rounds.take_over`): True if it took a request over.
+    #: Set on the instance only where needed (a class attribute: other sessions' dicts stay as they were).
+    take_over: Callable[[Request], bool] | None = None
+    #: The same for a message's bytes, before the usual decoding (:func:`minimcp.taken_calls.take_call`).
+    take_call: Callable[[bytes], bool] | None = None
 
     def adopt(self, id_: RequestId, handle: Any) -> None:
         """Request ``id_`` is answered by a task of its own (``handle.cancel()`` cancels it): in flight
