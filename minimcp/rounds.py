@@ -465,8 +465,10 @@ def take_params(conn: ServerConnection, id_: Any, params: _CallToolParams) -> bo
         run, sealed, exp = found
         timeout = run.pending_timeout
         late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
-        if not late and run.missing(inputs):
-            return False
+        if not late:  # (Run.missing: every value of inputs is an object, checked above)
+            for key in run.pending_keys:
+                if key not in inputs:
+                    return False
         if not used.consume_now(server.sealer.state_id(token), exp):
             return False  # (already used: told by the usual way)
         server.parking.take(run.handle)
