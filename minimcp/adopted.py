@@ -59,6 +59,22 @@ class AdoptedRequests:
             if self._cancelling:
                 self._cancelling.discard(id_)
 
+    def reply_adopted_now(self, id_: RequestId, reply: bytes) -> bool:
+        """:meth:`reply_adopted` when it need not wait (no coroutine): True if the reply was sent now, or
+        is not to be sent (the request was cancelled), and the request ended; False: nothing was done,
+        await :meth:`reply_adopted`."""
+        try:
+            cancelling = self._cancelling
+            if not (self._closed or (cancelling and id_ in cancelling)) and not self._sent_now(reply, related=id_):
+                return False
+        except BaseException:
+            self._release(id_)
+            raise
+        self._inflight.pop(id_, None)  # (_release, written out)
+        if cancelling:
+            cancelling.discard(id_)
+        return True
+
     def reply_adopted_nowait(self, id_: RequestId, reply: bytes | None) -> None:
         """:meth:`reply_adopted` from a task that is ending or being stopped: sent now, or by a task of
         the session's if the transport has no room (``None``: nothing to send)."""

@@ -377,7 +377,7 @@ class ServingRun(Run):
             reply = session.error_reply(id_, exc, "tools/call")
         if self.stopped:  # (the seal or the park stopped it: this task is being cancelled)
             session.reply_adopted_nowait(id_, reply)
-        else:
+        elif not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
             await session.reply_adopted(id_, reply)
 
 
@@ -404,7 +404,8 @@ async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
             reply = session.error_reply(id_, outcome.error, "tools/call")
     except Exception as exc:
         reply = session.error_reply(id_, exc, "tools/call")
-    await session.reply_adopted(id_, reply)
+    if not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
+        await session.reply_adopted(id_, reply)
 
 
 def take_over(conn: ServerConnection, request: Request) -> bool:

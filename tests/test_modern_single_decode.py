@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from minimcp import errors, jsonrpc, rounds
+from minimcp.adopted import AdoptedRequests
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, error_of, input_required, meta, only, text_of
 from tests.test_modern_round_work import ROUNDS, ask_server, counting
@@ -88,3 +89,22 @@ async def test_an_id_in_flight_is_refused_as_before(anyio_backend: str) -> None:
                 assert len(server.parking) == 1  # (only the first call's run: none started for 99)
             finally:
                 del conn.session._inflight[99]
+
+
+async def test_a_reply_sent_at_once_makes_no_coroutine(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A taken-over request's reply that the transport takes at once is sent by ``reply_adopted_now``:
+    no ``reply_adopted`` coroutine per reply (before: two per round trip); each request ends in flight."""
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
+            await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
+            with counting(monkeypatch, AdoptedRequests, "reply_adopted") as waits:
+                for n in range(ROUNDS):
+                    requests, state = input_required(await m.call("greet", {"a": n}))
+                    key, _ = only(requests)
+                    msg = await m.call("greet", {"a": n}, responses={key: accept(name="Ada")}, state=state)
+                    assert text_of(complete(msg)) == f"hello Ada {n}"
+            assert waits[0] == 0
+            assert not conn.session._inflight
