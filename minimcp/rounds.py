@@ -535,8 +535,9 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
             payload: dict[str, Any] = {
                 "a": binding["a"], "ans": answers, "at": run.asked_at, "c": run.call_id, "exp": None,
                 "h": run.handle, "ks": keys, "m": binding["m"], "n": None, "p": binding["p"],
-                "qs": [q.digest for q in questions], "t": binding["t"], "to": run.pending_timeout,
-            }
+                "qs": [questions[0].digest] if len(questions) == 1 else [q.digest for q in questions],
+                "t": binding["t"], "to": run.pending_timeout,
+            }  # (one question, the usual round: no comprehension's frame)
             if extra:
                 payload["w"] = extra["w"]
             state = server.sealer.seal_sorted(payload, now=time.time(), ttl=server.state_ttl)
