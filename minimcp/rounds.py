@@ -304,7 +304,7 @@ async def _drive(
     tasks do: no wrapping coroutine frame while the call is parked). A call taken over by the read
     loop (:func:`take_over`) gives ``tool`` and its ``kwargs`` instead: the tool's coroutine is made
     here, in the task (one cancelled before its first step leaves no coroutine unawaited), and
-    the run answers the request it serves itself (:func:`_answer_last`).
+    the run answers the request it serves itself (:func:`_last_reply`).
     """
     try:
         try:
@@ -331,7 +331,10 @@ async def _drive(
         if run.serving is None:
             run.finish(outcome)
         else:
-            await _answer_last(run, outcome)
+            id_, reply = _last_reply(run, outcome)
+            session = run.conn.session
+            if not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
+                await session.reply_adopted(id_, reply)
     except BareTaskCancelled:
         pass  # asyncio: the call was stopped (dropped, timed out, given up on, or the session ended)
     finally:
@@ -355,7 +358,7 @@ class ServingRun(Run):
     """A :class:`Run` that answers the requests it serves itself (taken over by :func:`take_over`).
 
     Its task sends ``input_required`` when the tool asks (:meth:`answer_asking`) and the call's
-    result when it ends (:func:`_answer_last`), for the request in :attr:`serving`: no handler
+    result when it ends (:func:`_last_reply`), for the request in :attr:`serving`: no handler
     task waits on its outcome. Between rounds (``serving`` is ``None``) it is a parked run like
     any other, and a retry served the usual way (:func:`_rounds`) waits on it as on any run.
     """
@@ -390,8 +393,8 @@ def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
     return id_, binding
 
 
-async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
-    """A serving run's call ended: its result (or error) answers the request it serves."""
+def _last_reply(run: Run, outcome: Returned | Raised) -> tuple[Any, bytes]:
+    """A serving run's call ended: the request it serves, and the reply its result (or error) answers with."""
     conn = run.conn
     id_, binding = _end_serving(run)
     session = conn.session
@@ -404,8 +407,7 @@ async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
             reply = session.error_reply(id_, outcome.error, "tools/call")
     except Exception as exc:
         reply = session.error_reply(id_, exc, "tools/call")
-    if not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
-        await session.reply_adopted(id_, reply)
+    return id_, reply
 
 
 def take_over(conn: ServerConnection, request: Request) -> bool:
@@ -478,7 +480,7 @@ def take_params(conn: ServerConnection, id_: Any, params: _CallToolParams) -> bo
         assert ctx is not None  # (parked_run: a Context)
         ctx.envelope = envelope  # capabilities, identity and log level from this request only
         ctx.request_id = id_
-        conn.session.adopt(id_, run.scope)
+        conn.session._inflight[id_] = run.scope  # (Session.adopt, written out: once per request)
         if late:
             run.expire()  # an answer after the question's timeout is no answer
         else:
@@ -500,7 +502,7 @@ def take_params(conn: ServerConnection, id_: Any, params: _CallToolParams) -> bo
         run.scope = session.start_detached(_drive(run, None, ctx, tool, kwargs))
     except ConnectionClosed:
         return False
-    session.adopt(id_, run.scope)
+    session._inflight[id_] = run.scope  # (Session.adopt, written out: once per request)
     return True
 
 
