@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from minimcp.errors import ConnectionClosed
-from minimcp.jsonrpc import RequestId
+from minimcp.jsonrpc import Request, RequestId
 from minimcp.transports import MessageKind, Outgoing
 
 __all__ = ["AdoptedRequests"]
@@ -33,6 +33,12 @@ class AdoptedRequests:
     spawn: Callable[..., None]
     _send_quietly: Callable[..., Coroutine[Any, Any, None]]
     _error_reply: Callable[[RequestId, Exception, str], bytes]
+
+    #: A role's fast path (:func:`minimcp.rounds.take_over`): True if it took a request over.
+    #: Set on the instance only where needed (a class attribute: other sessions' dicts stay as they were).
+    take_over: Callable[[Request], bool] | None = None
+    #: The same for a message's bytes, before the usual decoding (:func:`minimcp.taken_calls.take_call`).
+    take_call: Callable[[bytes], bool] | None = None
 
     def adopt(self, id_: RequestId, handle: Any) -> None:
         """Request ``id_`` is answered by a task of its own (``handle.cancel()`` cancels it): in flight
@@ -52,6 +58,22 @@ class AdoptedRequests:
             self._inflight.pop(id_, None)
             if self._cancelling:
                 self._cancelling.discard(id_)
+
+    def reply_adopted_now(self, id_: RequestId, reply: bytes) -> bool:
+        """:meth:`reply_adopted` when it need not wait (no coroutine): True if the reply was sent now, or
+        is not to be sent (the request was cancelled), and the request ended; False: nothing was done,
+        await :meth:`reply_adopted`."""
+        try:
+            cancelling = self._cancelling
+            if not (self._closed or (cancelling and id_ in cancelling)) and not self._sent_now(reply, related=id_):
+                return False
+        except BaseException:
+            self._release(id_)
+            raise
+        self._inflight.pop(id_, None)  # (_release, written out)
+        if cancelling:
+            cancelling.discard(id_)
+        return True
 
     def reply_adopted_nowait(self, id_: RequestId, reply: bytes | None) -> None:
         """:meth:`reply_adopted` from a task that is ending or being stopped: sent now, or by a task of

@@ -150,9 +150,11 @@ class ServerConnection:
 
                 _serve_modern = serve
             from minimcp.rounds import take_over  # (loaded above)
+            from minimcp.taken_calls import take_call
 
             # Its tool calls are started (and their retries resumed) by the read loop itself.
             self.session.take_over = functools.partial(take_over, self)
+            self.session.take_call = functools.partial(take_call, self)
             self.session.protocol_version = LATEST_MODERN
             self.session.answer_ping = False  # ping does not exist on the modern revision
         return era

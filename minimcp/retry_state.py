@@ -12,6 +12,7 @@ from minimcp.state import InvalidState
 
 if TYPE_CHECKING:
     from minimcp.connection import ServerConnection
+    from minimcp.mrtr import Envelope
     from minimcp.runs import Run
     from minimcp.tools import RegisteredTool
 
@@ -20,7 +21,7 @@ __all__ = ["parked_run"]
 
 def parked_run(
     conn: ServerConnection, token: str, name: str, client: str | None, arguments: msgspec.Raw, now: float,
-    tool: RegisteredTool, arguments_digest: Callable[[RegisteredTool, msgspec.Raw], str],
+    tool: RegisteredTool, arguments_digest: Callable[[RegisteredTool, msgspec.Raw], str], envelope: Envelope,
 ) -> tuple[Run, str, float] | None:
     """The run parked on ``conn`` that a ``tools/call`` retry with ``token`` resumes, the arguments' digest
     its state is bound to and the state's expiry; ``None``: not decided here (the usual way opens the
@@ -30,9 +31,9 @@ def parked_run(
     connection that answered its first round itself (it keeps that call's argument bytes), retried
     with those bytes, its tool and its client. Every state sealed for such a run is bound to its
     first call (each retry was checked against that binding), so the binding is the run's own
-    record; the token's MAC is checked over its text, and its expiry and arguments' digest are
-    read from its header, which the MAC covers. Anything else is opened in full
-    (:meth:`~minimcp.state.StateSealer.open_bound`) and checked against the request.
+    record (``envelope``: the request's, whose client is ``client``); the token's MAC is checked over
+    its text, and its expiry and arguments' digest are read from its header, which the MAC covers.
+    Anything else is opened in full (:meth:`~minimcp.state.StateSealer.open_bound`) and checked against the request.
     """
     server = conn.server
     parking = server.parking
@@ -43,9 +44,9 @@ def parked_run(
             run is not None and run.conn is conn and run.arguments is not None and run.tool == name
             and isinstance(run.context, Context) and msgspec.Raw(run.arguments) == arguments
         ):
-            envelope = run.context.envelope
-            info = envelope.client_info if envelope is not None else None
-            if (info.name if info else None) == client:
+            held = run.context.envelope
+            info = held.client_info if held is not None else None
+            if held is envelope or (info.name if info else None) == client:
                 try:
                     _handle, sealed, exp = server.sealer.open_header(token)
                 except InvalidState:

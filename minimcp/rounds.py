@@ -304,7 +304,7 @@ async def _drive(
     tasks do: no wrapping coroutine frame while the call is parked). A call taken over by the read
     loop (:func:`take_over`) gives ``tool`` and its ``kwargs`` instead: the tool's coroutine is made
     here, in the task (one cancelled before its first step leaves no coroutine unawaited), and
-    the run answers the request it serves itself (:func:`_answer_last`).
+    the run answers the request it serves itself (:func:`_last_reply`).
     """
     try:
         try:
@@ -331,7 +331,10 @@ async def _drive(
         if run.serving is None:
             run.finish(outcome)
         else:
-            await _answer_last(run, outcome)
+            id_, reply = _last_reply(run, outcome)
+            session = run.conn.session
+            if not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
+                await session.reply_adopted(id_, reply)
     except BareTaskCancelled:
         pass  # asyncio: the call was stopped (dropped, timed out, given up on, or the session ended)
     finally:
@@ -355,7 +358,7 @@ class ServingRun(Run):
     """A :class:`Run` that answers the requests it serves itself (taken over by :func:`take_over`).
 
     Its task sends ``input_required`` when the tool asks (:meth:`answer_asking`) and the call's
-    result when it ends (:func:`_answer_last`), for the request in :attr:`serving`: no handler
+    result when it ends (:func:`_last_reply`), for the request in :attr:`serving`: no handler
     task waits on its outcome. Between rounds (``serving`` is ``None``) it is a parked run like
     any other, and a retry served the usual way (:func:`_rounds`) waits on it as on any run.
     """
@@ -377,7 +380,7 @@ class ServingRun(Run):
             reply = session.error_reply(id_, exc, "tools/call")
         if self.stopped:  # (the seal or the park stopped it: this task is being cancelled)
             session.reply_adopted_nowait(id_, reply)
-        else:
+        elif not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
             await session.reply_adopted(id_, reply)
 
 
@@ -390,8 +393,8 @@ def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
     return id_, binding
 
 
-async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
-    """A serving run's call ended: its result (or error) answers the request it serves."""
+def _last_reply(run: Run, outcome: Returned | Raised) -> tuple[Any, bytes]:
+    """A serving run's call ended: the request it serves, and the reply its result (or error) answers with."""
     conn = run.conn
     id_, binding = _end_serving(run)
     session = conn.session
@@ -404,7 +407,7 @@ async def _answer_last(run: Run, outcome: Returned | Raised) -> None:
             reply = session.error_reply(id_, outcome.error, "tools/call")
     except Exception as exc:
         reply = session.error_reply(id_, exc, "tools/call")
-    await session.reply_adopted(id_, reply)
+    return id_, reply
 
 
 def take_over(conn: ServerConnection, request: Request) -> bool:
@@ -422,46 +425,62 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         return False
     try:
         params = _decode_call_params(request.params or b"{}")
+    except Exception:  # (told by the usual way)
+        return False
+    return take_params(conn, request.id, params)
+
+
+def take_params(conn: ServerConnection, id_: Any, params: _CallToolParams) -> bool:
+    """:func:`take_over` of a ``tools/call`` request ``id_`` whose params are decoded."""
+    try:
         envelope = mrtr.envelope_of(params.meta)
-        tool = conn.registry.tools.get(params.name)
+        name = params.name
+        tool = conn.registry.tools.get(name)
         if tool is None:
             return False
         # A retry's arguments are those its state is bound to (checked below): they were checked
         # on its first call, and a parked run has its own; only a new call needs them decoded.
         token = params.request_state
-        kwargs = None if isinstance(token, str) else tool.arguments(params.arguments)
         responses = params.input_responses
-        if isinstance(responses, UnsetType):
-            inputs: dict[str, Any] = {}
-        elif isinstance(responses, dict) and all(isinstance(v, dict) for v in responses.values()):
-            inputs = responses
+        if type(responses) is dict:
+            for value in responses.values():
+                if type(value) is not dict:
+                    return False
+            inputs: dict[str, Any] = responses
+        elif responses is UNSET:
+            inputs = {}
         else:
             return False
+        kwargs = None if type(token) is str else tool.arguments(params.arguments)
     except Exception:  # (told by the usual way)
         return False
-    name, server, id_ = params.name, conn.server, request.id
-    client = envelope.client_info.name if envelope.client_info else None
-    if isinstance(token, str):
+    server = conn.server
+    info = envelope.client_info
+    client = info.name if info is not None else None
+    if type(token) is str:
         used = server.used_states
         if type(used) is not MemoryUsedStates:
             return False
         now = time.time()
-        found = parked_run(conn, token, name, client, params.arguments, now, tool, _arguments_digest)
+        found = parked_run(conn, token, name, client, params.arguments, now, tool, _arguments_digest, envelope)
         if found is None:
             return False
         run, sealed, exp = found
-        assert isinstance(run.context, Context)
         timeout = run.pending_timeout
         late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
-        if not late and run.missing(inputs):
-            return False
+        if not late:  # (Run.missing: every value of inputs is an object, checked above)
+            for key in run.pending_keys:
+                if key not in inputs:
+                    return False
         if not used.consume_now(server.sealer.state_id(token), exp):
             return False  # (already used: told by the usual way)
         server.parking.take(run.handle)
         run.serving, run.binding = id_, {"m": "tools/call", "t": name, "a": sealed, "p": client}
-        run.context.envelope = envelope  # capabilities, identity and log level from this request only
-        run.context.request_id = id_
-        conn.session.adopt(id_, run.scope)
+        ctx = run.context
+        assert ctx is not None  # (parked_run: a Context)
+        ctx.envelope = envelope  # capabilities, identity and log level from this request only
+        ctx.request_id = id_
+        conn.session._inflight[id_] = run.scope  # (Session.adopt, written out: once per request)
         if late:
             run.expire()  # an answer after the question's timeout is no answer
         else:
@@ -474,25 +493,22 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
     run = ServingRun(name, [], None, inputs, parking=server.parking)
     run.conn, run.serving, run.binding = conn, id_, binding
     run.arguments = bytes(params.arguments)  # (a copy: not the whole request's buffer)
-    ctx: Context | None = None
+    ctx = None
     if tool.context_param is not None:
-        ctx = run.context = Context(conn, id_, _context_meta(envelope), envelope, run, tool=name)
+        rest = envelope.rest  # (all but the envelope's keys: they live on in the envelope)
+        ctx = run.context = Context(conn, id_, dict(rest) if rest else UNSET, envelope, run, tool=name)
+    session = conn.session
     try:
-        run.scope = conn.session.start_detached(_drive(run, None, ctx, tool, kwargs))
+        run.scope = session.start_detached(_drive(run, None, ctx, tool, kwargs))
     except ConnectionClosed:
         return False
-    conn.session.adopt(id_, run.scope)
+    session._inflight[id_] = run.scope  # (Session.adopt, written out: once per request)
     return True
 
 
 def _arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
     """The digest of a call's arguments a state is bound to (``"a"``), as :func:`_rounds` makes it."""
     return digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
-
-
-def _context_meta(envelope: Envelope) -> dict[str, Any] | UnsetType:
-    """What a call's context keeps of its ``_meta``: all but the envelope's keys (they live on in the envelope)."""
-    return dict(envelope.rest) if envelope.rest else UNSET  # (the rest has none of the envelope's keys)
 
 
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
@@ -521,8 +537,9 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
             payload: dict[str, Any] = {
                 "a": binding["a"], "ans": answers, "at": run.asked_at, "c": run.call_id, "exp": None,
                 "h": run.handle, "ks": keys, "m": binding["m"], "n": None, "p": binding["p"],
-                "qs": [q.digest for q in questions], "t": binding["t"], "to": run.pending_timeout,
-            }
+                "qs": [questions[0].digest] if len(questions) == 1 else [q.digest for q in questions],
+                "t": binding["t"], "to": run.pending_timeout,
+            }  # (one question, the usual round: no comprehension's frame)
             if extra:
                 payload["w"] = extra["w"]
             state = server.sealer.seal_sorted(payload, now=time.time(), ttl=server.state_ttl)

@@ -101,10 +101,6 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
             default: one of this session's own, ``limits.max_pending_total``.
     """
 
-    #: A role's fast path (:func:`minimcp.rounds.take_over`): True if it took a request over (:mod:`minimcp.adopted`).
-    #: Set on the instance only where needed (a class attribute: other sessions' dicts stay as they were).
-    take_over: Callable[[Request], bool] | None = None
-
     def __init__(
         self,
         transport: Transport,
@@ -405,6 +401,8 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
                 continue
             if self._trace is not None:
                 self._trace.record(self.name, "receive", data, origin=self)
+            if self.take_call is not None and self.take_call(data):
+                continue  # (a 2026-07-28 tools/call decoded once and taken over: minimcp.taken_calls)
             try:
                 message = jsonrpc.decode(data)
             except jsonrpc.InvalidMessage as exc:

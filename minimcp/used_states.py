@@ -97,7 +97,9 @@ class MemoryUsedStates:
 
     def consume_now(self, key: str, expires_at: float) -> bool:
         """:meth:`consume` without a coroutine (no await in it: one event loop runs it atomically)."""
-        self._prune(self._clock())
+        now, order = self._clock(), self._order
+        if order and self._expiry[order[0]] < now:  # (_prune's first test: no call when nothing expired)
+            self._prune(now)
         if expires_at <= self.floor or key in self._expiry:
             return False
         if len(self._expiry) >= self.limit:
