@@ -26,6 +26,8 @@ class AdoptedRequests:
     """The adopted-request half of a session (the session sets these attributes and provides the methods)."""
 
     _inflight: dict[RequestId, Any]
+    _handlers: Any
+    limits: Any
     _cancelling: set[RequestId] | None
     _closed: bool
     _sent_now: Callable[..., bool]
@@ -39,6 +41,12 @@ class AdoptedRequests:
     take_over: Callable[[Request], bool] | None = None
     #: The same for a message's bytes, before the usual decoding (:func:`minimcp.taken_calls.take_call`).
     take_call: Callable[[bytes], bool] | None = None
+
+    def may_adopt(self, id_: RequestId) -> bool:
+        """Whether request ``id_`` may be taken over: the checks a handler's start makes, in its order
+        (the id not in flight already, room under ``max_inflight_inbound``, the session serving)."""
+        inflight = self._inflight
+        return id_ not in inflight and len(inflight) < self.limits.max_inflight_inbound and self._handlers is not None
 
     def adopt(self, id_: RequestId, handle: Any) -> None:
         """Request ``id_`` is answered by a task of its own (``handle.cancel()`` cancels it): in flight

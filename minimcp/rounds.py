@@ -480,7 +480,7 @@ def take_params(conn: ServerConnection, id_: Any, params: _CallToolParams) -> bo
         assert ctx is not None  # (parked_run: a Context)
         ctx.envelope = envelope  # capabilities, identity and log level from this request only
         ctx.request_id = id_
-        conn.session._inflight[id_] = run.scope  # (Session.adopt, written out: once per request)
+        conn.session.adopt(id_, run.scope)
         if late:
             run.expire()  # an answer after the question's timeout is no answer
         else:
@@ -502,7 +502,7 @@ def take_params(conn: ServerConnection, id_: Any, params: _CallToolParams) -> bo
         run.scope = session.start_detached(_drive(run, None, ctx, tool, kwargs))
     except ConnectionClosed:
         return False
-    session._inflight[id_] = run.scope  # (Session.adopt, written out: once per request)
+    session.adopt(id_, run.scope)
     return True
 
 

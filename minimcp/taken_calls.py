@@ -53,8 +53,7 @@ def take_call(conn: ServerConnection, data: bytes) -> bool:
     ):
         return False
     session = conn.session
-    inflight = session._inflight  # (the checks of Session._start_handler, in its order)
-    if id_ in inflight or len(inflight) >= session.limits.max_inflight_inbound or session._handlers is None:
+    if not session.may_adopt(id_):  # (the checks of Session._start_handler, in its order)
         return False
     if not take_params(conn, id_, params):
         return False
