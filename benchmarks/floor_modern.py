@@ -28,13 +28,9 @@ import asyncio
 import binascii
 import hashlib
 import hmac
-import os
-import re
 import secrets
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +40,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_modern
+import instr_modern
 from raw_client import RawClient
 
 from minimcp import memory_pair
@@ -210,20 +207,7 @@ async def floor_round_trips(era: str, calls: int, concurrency: int) -> float:
 def count(tree: str, fn: str, era: str, calls: int) -> int:
     """Instructions valgrind counts for ``calls`` round trips (``fn``: ``floor_round_trips`` of this file or
     ``server_round_trips`` of ``bench_modern``, with minimcp from ``tree``)."""
-    here = str(Path(__file__).resolve().parent)
-    code = (
-        f"import sys; sys.path[:0] = [{tree!r}, {here!r}]; import asyncio, floor_modern, bench_modern; "
-        f"asyncio.run({fn}({era!r}, {calls}, 100))"
-    )
-    with tempfile.NamedTemporaryFile(suffix=".log") as log:
-        subprocess.run(
-            ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-             f"--log-file={log.name}", sys.executable, "-c", code],
-            check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=tree),
-        )
-        found = re.search(r"I\s+refs:\s+([\d,]+)", log.read().decode())
-    assert found, "valgrind printed no instruction count"
-    return int(found.group(1).replace(",", ""))
+    return instr_modern.count(tree, era, calls, fn=fn, here=str(Path(__file__).resolve().parent))
 
 
 SERVERS = {"floor": "floor_modern.floor_round_trips", "minimcp": "bench_modern.server_round_trips"}

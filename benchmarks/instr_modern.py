@@ -18,11 +18,13 @@ import sys
 import tempfile
 
 
-def count(tree: str, era: str, calls: int) -> int:
-    """Instructions valgrind counts for ``calls`` round trips of ``era`` on the code in ``tree``."""
+def count(tree: str, era: str, calls: int, fn: str = "bench_modern.server_round_trips", here: str = "") -> int:
+    """Instructions valgrind counts for ``calls`` round trips of ``era`` on the code in ``tree`` (``fn``: the
+    benchmark's function, module.name, found in ``tree``'s benchmarks or in ``here``)."""
+    module = fn.split(".")[0]
     code = (
-        f"import sys; sys.path[:0] = [{tree!r}, {tree + '/benchmarks'!r}]; import asyncio, bench_modern; "
-        f"asyncio.run(bench_modern.server_round_trips({era!r}, {calls}, 100))"
+        f"import sys; sys.path[:0] = [{tree!r}, {tree + '/benchmarks'!r}, {here!r}]; import asyncio, {module}; "
+        f"asyncio.run({fn}({era!r}, {calls}, 100))"
     )
     with tempfile.NamedTemporaryFile(suffix=".log") as log:
         subprocess.run(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import msgspec
+import pytest
 
 from minimcp import Client, Limits, Server
 from minimcp.server import ServerConnection
@@ -83,3 +85,16 @@ async def connected(server: Server, **client_options: Any) -> AsyncIterator[tupl
         async with Client(b, **client_options) as client:
             yield client, conn
         tg.cancel_scope.cancel()
+
+
+def counted_urandom(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the reads of ``os.urandom`` from now on: the list's one item is the count."""
+    drawn = [0]
+    urandom = os.urandom
+
+    def counted(n: int) -> bytes:
+        drawn[0] += 1
+        return urandom(n)
+
+    monkeypatch.setattr(os, "urandom", counted)
+    return drawn

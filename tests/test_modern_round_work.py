@@ -26,6 +26,12 @@ TIMEOUT = 30
 ROUNDS = 5
 
 
+async def first_round_trip(m: Modern) -> None:
+    """One round trip of ``greet`` before the counted ones (the first request locks the era)."""
+    requests, state = input_required(await m.call("greet"))
+    await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
+
+
 def ask_server() -> Server:
     server = Server("work", limits=Limits(elicitation_timeout=600))
 
@@ -60,8 +66,7 @@ async def test_a_retry_repeating_its_arguments_digests_them_once(
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
             m = Modern(peer)
-            requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
-            await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
+            await first_round_trip(m)
             with counting(monkeypatch, rounds, "digest") as digests:
                 for n in range(ROUNDS):
                     requests, state = input_required(await m.call("greet", {"a": n, "b": 1}))
@@ -99,8 +104,7 @@ async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
             m = Modern(peer)
-            requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
-            await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
+            await first_round_trip(m)
             with counting(monkeypatch, StateSealer, "open") as opened, \
                     counting(monkeypatch, StateSealer, "open_bound") as bound, \
                     counting(monkeypatch, StateSealer, "open_header") as header:

@@ -17,7 +17,7 @@ from minimcp import errors, jsonrpc, rounds
 from minimcp.adopted import AdoptedRequests
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, error_of, input_required, meta, only, text_of
-from tests.test_modern_round_work import ROUNDS, ask_server, counting
+from tests.test_modern_round_work import ROUNDS, ask_server, counting, first_round_trip
 
 TIMEOUT = 30
 
@@ -29,8 +29,7 @@ async def test_a_round_trip_decodes_each_request_once(anyio_backend: str, monkey
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, conn):
             m = Modern(peer)
-            requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
-            await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
+            await first_round_trip(m)
             received = conn.session.stats.requests_received
             with counting(monkeypatch, jsonrpc, "decode") as envelopes, \
                     counting(monkeypatch, rounds, "_decode_call_params") as params:
@@ -98,8 +97,7 @@ async def test_a_reply_sent_at_once_makes_no_coroutine(anyio_backend: str, monke
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, conn):
             m = Modern(peer)
-            requests, state = input_required(await m.call("greet"))  # (the first request locks the era)
-            await m.call("greet", responses={only(requests)[0]: accept(name="Ada")}, state=state)
+            await first_round_trip(m)
             with counting(monkeypatch, AdoptedRequests, "reply_adopted") as waits:
                 for n in range(ROUNDS):
                     requests, state = input_required(await m.call("greet", {"a": n}))

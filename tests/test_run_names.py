@@ -8,17 +8,11 @@ import pytest
 
 from minimcp import run_names
 from minimcp.runs import Parking, Run
+from tests.helpers import counted_urandom
 
 
 def test_runs_draw_their_names_in_batches_and_never_share_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    drawn = [0]
-    urandom = os.urandom
-
-    def counted(n: int) -> bytes:
-        drawn[0] += 1
-        return urandom(n)
-
-    monkeypatch.setattr(os, "urandom", counted)
+    drawn = counted_urandom(monkeypatch)
     parking = Parking(10)
     runs = [Run("t", [], parking=parking) for _ in range(1000)]
     runs += [Run("t", [], "given", parking=parking) for _ in range(1000)]

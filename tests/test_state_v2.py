@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 
 from minimcp import state as state_module
 from minimcp.state import InvalidState, StateSealer, digest
+from tests.helpers import counted_urandom
 
 KEY = b"k" * 32
 OLD = b"o" * 32
@@ -213,14 +213,7 @@ def test_v1_tokens_still_open_in_a_v2_sealer_and_tampered_ones_are_still_refused
 def test_seals_are_unique_without_a_read_of_the_systems_randomness_each(monkeypatch: pytest.MonkeyPatch) -> None:
     """The nonce is a prefix drawn once per sealer and a count: no getrandom per seal, never twice the same."""
     sealer = StateSealer(KEY)
-    drawn = [0]
-    urandom = os.urandom
-
-    def counted(n: int) -> bytes:
-        drawn[0] += 1
-        return urandom(n)
-
-    monkeypatch.setattr(os, "urandom", counted)
+    drawn = counted_urandom(monkeypatch)
     tokens = [sealer.seal(payload(), now=NOW, ttl=60.0) for _ in range(1000)]
     tokens += [sealer.seal_sorted(dict(sorted({**payload(), "n": None, "exp": None}.items())), now=NOW, ttl=60.0)
                for _ in range(1000)]
