@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar, TypeVarTuple
@@ -59,9 +60,7 @@ async def _stop_on_sigterm(scope: anyio.CancelScope, stopped: list[bool]) -> Non
 
 def _can_watch_sigterm() -> bool:
     """Signal handlers can be set in the main thread only, and there is no SIGTERM to receive on Windows."""
-    return hasattr(signal, "SIGTERM") and hasattr(signal, "pthread_kill") and (
-        threading.current_thread() is threading.main_thread()
-    )
+    return sys.platform != "win32" and threading.current_thread() is threading.main_thread()
 
 
 def run_until_stopped(

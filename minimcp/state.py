@@ -435,7 +435,7 @@ class StateSealer:
                 rest = _decode_body_bound(body)
             except msgspec.DecodeError:  # pragma: no cover - a body we sealed always decodes
                 raise InvalidState("undecodable") from None
-            return Bound(exp, handle or rest.h, rest.m, rest.t, args or rest.a, rest.p)
+            return Bound(exp=exp, h=handle or rest.h, m=rest.m, t=rest.t, a=args or rest.a, p=rest.p)
         try:
             bound = _decode_bound(self._body(token))
         except msgspec.DecodeError:  # (a ValidationError too: not an object, no expiry, a wrong type)
@@ -532,22 +532,6 @@ class StateSealer:
         return body
 
 
-class Bound(msgspec.Struct, gc=False):
-    """What :meth:`StateSealer.open_bound` reads of a payload: the binding (method ``m``, name ``t``,
-    arguments' digest ``a``, client ``p``; ``None`` where absent), the parked call's handle ``h``,
-    the expiry ``exp``."""
-
-    exp: float
-    h: Any = None
-    m: Any = None
-    t: Any = None
-    a: Any = None
-    p: Any = None
-
-
-_decode_bound = msgspec.json.Decoder(Bound).decode
-
-
 class _BodyBound(msgspec.Struct, gc=False):
     """What :meth:`StateSealer.open_bound` reads of a v2 body (the expiry is in the header, and the
     handle and the arguments' digest usually are)."""
@@ -559,4 +543,13 @@ class _BodyBound(msgspec.Struct, gc=False):
     p: Any = None
 
 
+class Bound(_BodyBound, kw_only=True, gc=False):
+    """What :meth:`StateSealer.open_bound` reads of a payload: the binding (method ``m``, name ``t``,
+    arguments' digest ``a``, client ``p``; ``None`` where absent), the parked call's handle ``h``,
+    the expiry ``exp``."""
+
+    exp: float
+
+
+_decode_bound = msgspec.json.Decoder(Bound).decode
 _decode_body_bound = msgspec.json.Decoder(_BodyBound).decode
