@@ -532,17 +532,18 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
     try:
         answers, extra = run.answers, server.workers.sealed
         if not answers and binding.keys() == _BINDING_KEYS and (not extra or extra.keys() == _WORKER_KEYS):
-            # The usual first question: the payload made in its sorted order, nothing nested to sort
-            # (no answers yet), sealed as it is (one dict; StateSealer.seal_sorted).
+            # The usual first question: the payload but its handle and arguments' digest (the v2 header's)
+            # made in its sorted order, nothing nested to sort (no answers yet), sealed as it is (one
+            # dict; StateSealer.seal_parts).
             payload: dict[str, Any] = {
-                "a": binding["a"], "ans": answers, "at": run.asked_at, "c": run.call_id, "exp": None,
-                "h": run.handle, "ks": keys, "m": binding["m"], "n": None, "p": binding["p"],
+                "ans": answers, "at": run.asked_at, "c": run.call_id, "ks": keys, "m": binding["m"], "n": None,
+                "p": binding["p"],
                 "qs": [questions[0].digest] if len(questions) == 1 else [q.digest for q in questions],
                 "t": binding["t"], "to": run.pending_timeout,
             }  # (one question, the usual round: no comprehension's frame)
             if extra:
                 payload["w"] = extra["w"]
-            state = server.sealer.seal_sorted(payload, now=time.time(), ttl=server.state_ttl)
+            state = server.sealer.seal_parts(run.handle, binding["a"], payload, time.time() + server.state_ttl)
         else:
             payload = {**binding, "h": run.handle, "ks": keys, "qs": [q.digest for q in questions],
                        "at": run.asked_at, "to": run.pending_timeout, "ans": answers, "c": run.call_id, **extra}
