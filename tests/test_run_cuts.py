@@ -5,9 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
+from minimcp import Accepted, Context, Limits, Server, ToolError
+from minimcp.types import CallToolResult, TextContent
+from minimcp.outcome import ToolRun
 from minimcp.state import StateSealer
+from tests.helpers import raw_client
+from tests.test_modern import Modern, accept, complete, input_required, only, text_of
+from tests.test_modern_form_work import Pick
+from tests.test_modern_round_work import counting
+
+TIMEOUT = 30
+ROUNDS = 5
 
 BINDING = {"m": "tools/call", "t": "greet", "p": None}
 
@@ -37,5 +48,54 @@ def test_seal_parts_seals_what_seal_sorted_seals(version: str, handle: str, args
     binding = {**BINDING, "a": args}
     opened = [sealers[0].open(t, now=1000.0, binding=binding) for t in (expected, token)]
     assert opened[0]["h"] == opened[1]["h"] == handle
-    assert [{k: v for k, v in o.items() if k != "n"} for o in opened][0] == {
-        k: v for k, v in opened[1].items() if k != "n"}
+    without_nonce = [{k: v for k, v in o.items() if k != "n"} for o in opened]
+    assert without_nonce[0] == without_nonce[1]
+
+
+def tools_server() -> Server:
+    server = Server("cuts", limits=Limits(elicitation_timeout=600))
+
+    @server.tool()
+    async def ask(ctx: Context, i: int) -> str:
+        answer = await ctx.elicit(f"q {i}", Pick)
+        return str(answer.value.n) if isinstance(answer, Accepted) else "?"
+
+    @server.tool()
+    async def fails(ctx: Context, i: int) -> str:
+        await ctx.elicit(f"q {i}", Pick)
+        raise ToolError(f"no {i}")
+
+    @server.tool()
+    async def built(ctx: Context) -> CallToolResult:
+        await ctx.elicit("q", Pick)
+        return CallToolResult(content=[TextContent(text="as built")])
+
+    return server
+
+
+async def test_a_taken_over_call_maps_its_result_without_a_tool_run(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call taken over by the read loop maps its tool's return value as ``ToolRun.finish`` does, with no
+    ``ToolRun`` made for it; a tool that raises still gets ToolRun's mapping of its error."""
+    server = tools_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            requests, state = input_required(await m.call("ask", {"i": 0}))  # (locks the era: the usual way)
+            await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
+            with counting(monkeypatch, ToolRun, "finish") as finishes:
+                for n in range(ROUNDS):
+                    requests, state = input_required(await m.call("ask", {"i": n}))
+                    msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                    assert text_of(complete(msg)) == str(n)
+                assert finishes[0] == 0
+                requests, state = input_required(await m.call("built"))
+                msg = await m.call("built", responses={only(requests)[0]: accept(n=1)}, state=state)
+                assert text_of(complete(msg)) == "as built"
+                assert finishes[0] == 0
+                requests, state = input_required(await m.call("fails", {"i": 3}))
+                msg = await m.call("fails", {"i": 3}, responses={only(requests)[0]: accept(n=3)}, state=state)
+                result = complete(msg)
+                assert result["isError"] is True and text_of(result) == "no 3"
+                assert finishes[0] == 1
