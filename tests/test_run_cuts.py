@@ -3,15 +3,18 @@ to the way it replaces (the same token, the same result), and counted where it s
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import anyio
 import pytest
 
 from minimcp import Accepted, Context, Limits, Server, ToolError
-from minimcp.types import CallToolResult, TextContent
+from minimcp.asking import AskingCall
+from minimcp.deadlines import Deadlines
 from minimcp.outcome import ToolRun
 from minimcp.state import StateSealer
+from minimcp.types import CallToolResult, TextContent
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, input_required, only, text_of
 from tests.test_modern_form_work import Pick
@@ -99,3 +102,70 @@ async def test_a_taken_over_call_maps_its_result_without_a_tool_run(
                 result = complete(msg)
                 assert result["isError"] is True and text_of(result) == "no 3"
                 assert finishes[0] == 1
+
+
+class _Entry:
+    __slots__ = ("deadline", "laned")
+
+    def __init__(self) -> None:
+        self.deadline = float("inf")
+        self.laned = False
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_let_go_keeps_the_counts_of_lanes_answered_in_any_order(seed: int) -> None:
+    """``Deadlines.let_go``'s short way (the answered entry at its lane's front) counts as the long way did:
+    whatever the order of the answers, what falls due is exactly the live entries, and once every entry
+    is let go nothing is held (no entry or stale count left behind). (Each entry is added once: an entry
+    added again while a stale place of it waits in its lane is another matter, see benchmarks/README.md.)"""
+    rng = random.Random(seed)
+    deadlines: Deadlines[_Entry] = Deadlines()
+    live: dict[_Entry, float] = {}
+    now = 0.0
+    for _ in range(600):
+        now += rng.random()
+        if live and rng.random() < 0.5:
+            # mostly the oldest (the usual answer), sometimes any
+            entry = next(iter(live)) if rng.random() < 0.7 else rng.choice(list(live))
+            deadlines.let_go(entry, live.pop(entry))
+        else:
+            entry = _Entry()
+            timeout = rng.choice((10.0, 10.0, 10.0, 25.0))
+            deadlines.add(entry, now, timeout)
+            live[entry] = timeout
+        if rng.random() < 0.05:
+            expected = {e for e in live if e.deadline <= now}
+            due = deadlines.due(now)
+            assert set(due) == expected and len(due) == len(expected)
+            for e in expected:
+                live.pop(e)
+    for entry, timeout in list(live.items()):
+        deadlines.let_go(entry, timeout)
+    assert deadlines.earliest() == float("inf")
+    assert len(deadlines) == 0 and deadlines._stale == 0
+
+
+async def test_a_form_answer_kept_as_converted_is_not_typed_again(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 2026-07-28 ``ctx.elicit`` takes the answer as the ``ElicitResult`` it was converted to when kept (no
+    ``_typed`` call), its start and outcome still counted in the metrics."""
+    server = tools_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            typed = [0]
+            original = AskingCall._typed
+
+            def counted(method: str, answer: Any, result_type: Any) -> Any:
+                typed[0] += 1
+                return original(method, answer, result_type)
+
+            monkeypatch.setattr(AskingCall, "_typed", staticmethod(counted))
+            for n in range(ROUNDS):
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                assert text_of(complete(msg)) == str(n)
+            assert typed[0] == 0
+    ask = server.metrics.snapshot()["tools"]["ask"]
+    assert (ask["started"], ask["accepted"], ask["pending"]) == (ROUNDS, ROUNDS, 0), ask
