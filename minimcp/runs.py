@@ -207,18 +207,28 @@ class Run:
         """
         if (
             len(questions) == 1 and questions[0].key is None and self._replay >= len(self.answers)
-            and not self.offered
+            and not self.offered and self._asked is None and len(self.answers) < _ONE_KEYS
         ):
-            # The usual round (one numbered question, nothing on record or offered for it): as
-            # _recorded would find, without its loops.
+            # The usual round (one numbered question, nothing on record, offered or asked before for
+            # it): as _recorded and _open would do, written out (no loops, no calls of ours).
             results: list[Any] = [None]
             need: tuple[int, ...] = _FIRST_ONLY
-        else:
-            results, need = self._recorded(questions)
-        if need:
+            self.pending = (questions[0],)
+            self.pending_keys = _ONE_KEY[len(self.answers)]  # (a shared tuple)
+            self.pending_timeout = delay = ttl  # (asked now: the whole timeout, which puts it in a lane)
+            self.asked_at = time.time()
             loop = running_loop()
             cell: Any = loop.create_future() if loop is not None else TrioCell()
-            delay = self._open(questions, need, ttl, cell)
+            self._answer_cell = cell
+            if self.serving is None:
+                self._emit(Asking(self.pending))
+        else:
+            results, need = self._recorded(questions)
+            if need:
+                loop = running_loop()
+                cell = loop.create_future() if loop is not None else TrioCell()
+                delay = self._open(questions, need, ttl, cell)
+        if need:
             if self.serving is not None:
                 await self.answer_asking()  # this task answers its request itself: no hand-over
             if loop is not None:
@@ -256,7 +266,17 @@ class Run:
                 self.parking.discard(self)
                 self.stop()
                 await anyio.lowlevel.checkpoint()
-            self._take_answers(questions, need, results)
+            if need is _FIRST_ONLY:  # one question (_take_answers' loop, written out)
+                answers = self._answers
+                kept: dict[str, Any] | None = None  # None: the answer came after the timeout
+                if answers is not None:
+                    results[0], kept = take_answer(questions[0], answers[self.pending_keys[0]])
+                self.answers.append([questions[0].digest, kept])
+                self._answers = None
+                self.pending, self.pending_keys = (), ()
+                self._replay = len(self.answers)
+            else:
+                self._take_answers(questions, need, results)
         if one:
             if results[0] is None:
                 raise errors.RequestTimeout(questions[0].method, ttl if ttl is not None else 0.0)
@@ -326,17 +346,9 @@ class Run:
     def _take_answers(
         self, questions: list[Question], need: tuple[int, ...], results: list[dict[str, Any] | None]
     ) -> None:
-        """The open questions' answers (or their timeout) into ``results`` and the record."""
+        """The open questions' answers (or their timeout) into ``results`` and the record (several: one is
+        taken in :meth:`_round`)."""
         answers = self._answers
-        if need is _FIRST_ONLY:  # the usual round: one question (the loop below, written out)
-            kept: dict[str, Any] | None = None
-            if answers is not None:
-                results[0], kept = take_answer(questions[0], answers[self.pending_keys[0]])
-            self.answers.append([questions[0].digest, kept])
-            self._answers = None
-            self.pending, self.pending_keys = (), ()
-            self._replay = len(self.answers)
-            return
         for i, key in zip(need, self.pending_keys, strict=True):
             kept = None  # None: the answer came after the timeout
             if answers is not None:

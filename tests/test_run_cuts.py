@@ -13,11 +13,12 @@ from minimcp import Accepted, Context, Limits, Server, ToolError
 from minimcp.asking import AskingCall
 from minimcp.deadlines import Deadlines
 from minimcp.outcome import ToolRun
+from minimcp.runs import Run
 from minimcp.state import StateSealer
 from minimcp.types import CallToolResult, TextContent
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, input_required, only, text_of
-from tests.test_modern_form_work import Pick
+from tests.test_modern_form_work import Pick, pick_server
 from tests.test_modern_round_work import counting
 
 TIMEOUT = 30
@@ -169,3 +170,26 @@ async def test_a_form_answer_kept_as_converted_is_not_typed_again(
             assert typed[0] == 0
     ask = server.metrics.snapshot()["tools"]["ask"]
     assert (ask["started"], ask["accepted"], ask["pending"]) == (ROUNDS, ROUNDS, 0), ask
+
+
+async def test_the_usual_round_opens_and_takes_its_question_in_the_run_itself(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual round (one numbered question, nothing on record) is opened and answered in ``Run._round``
+    itself (no ``_open`` or ``_take_answers`` call); a round of two questions still goes through them."""
+    server = pick_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            with counting(monkeypatch, Run, "_open") as opens, counting(monkeypatch, Run, "_take_answers") as takes:
+                for n in range(ROUNDS):
+                    requests, state = input_required(await m.call("ask", {"i": n}))
+                    assert only(requests)[0] == "q1"
+                    msg = await m.call("ask", {"i": n}, responses={"q1": accept(n=n)}, state=state)
+                    assert text_of(complete(msg)) == str(n)
+                assert (opens[0], takes[0]) == (0, 0)
+                requests, state = input_required(await m.call("both", {"i": 7}))
+                msg = await m.call("both", {"i": 7}, responses={"first": accept(n=0), "second": accept(n=1)},
+                                   state=state)
+                assert text_of(complete(msg)) == "0 1"
+                assert (opens[0], takes[0]) == (1, 1)
