@@ -401,18 +401,19 @@ def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
 
 def _last_reply(run: Run, outcome: Returned | Raised) -> tuple[Any, bytes]:
     """A serving run's call ended: the request it serves, and the reply its result (or error) answers with."""
-    conn = run.conn
-    id_, binding = _end_serving(run)
-    session = conn.session
+    conn, id_, binding = run.conn, run.serving, run.binding  # (_end_serving, written out: once per call)
+    run.serving = run.binding = None
+    run.parking.discard(run)
+    run.finished = True
     try:
         if isinstance(outcome, Returned):
             reply = mrtr.complete_reply(id_, outcome.value, conn.server.info)
         elif isinstance(outcome.error, UrlElicitationRequired):
             reply = jsonrpc.encode_result(id_, _url_steps_required(conn, outcome.error, binding or {}))
         else:
-            reply = session.error_reply(id_, outcome.error, "tools/call")
+            reply = conn.session.error_reply(id_, outcome.error, "tools/call")
     except Exception as exc:
-        reply = session.error_reply(id_, exc, "tools/call")
+        reply = conn.session.error_reply(id_, exc, "tools/call")
     return id_, reply
 
 
