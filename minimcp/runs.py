@@ -206,7 +206,7 @@ class Run:
         is parked, keeps only what the wait needs.
         """
         if (
-            len(questions) == 1 and questions[0].key is None and self._replay >= len(self.answers)
+            one and questions[0].key is None and self._replay >= len(self.answers)
             and not self.offered and self._asked is None and len(self.answers) < _ONE_KEYS
         ):
             # The usual round (one numbered question, nothing on record, offered or asked before for
