@@ -177,16 +177,6 @@ class Run:
         scope, self.scope = self.scope, _NOT_STARTED
         scope.cancel()
 
-    def ask(self, question: Question, ttl: float | None) -> Coroutine[Any, Any, dict[str, Any]]:
-        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
-
-        (The coroutine of :meth:`_round` itself: no frame of its own while the call is parked.)
-
-        Raises:
-            RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
-        """
-        return self._round([question], ttl, True)
-
     def ask_many(
         self, questions: list[Question], ttl: float | None
     ) -> Coroutine[Any, Any, list[dict[str, Any] | None]]:
@@ -197,23 +187,27 @@ class Run:
         Raises:
             ValueError: the tool used the same ``key`` for two questions of one call.
         """
-        return self._round(questions, ttl, False)
+        return self.ask(questions, ttl, False)
 
-    async def _round(self, questions: list[Question], ttl: float | None, one: bool) -> Any:
-        """:meth:`ask_many`; with ``one``, :meth:`ask` (the only answer, or ``RequestTimeout``).
+    async def ask(self, question: Any, ttl: float | None, one: bool = True) -> Any:
+        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one (with ``one``
+        false, :meth:`ask_many`: ``question`` is the list of questions).
 
         The steps before and after the wait are plain methods: this frame, held while the call
         is parked, keeps only what the wait needs.
+
+        Raises:
+            RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
         """
         if (
-            one and questions[0].key is None and self._replay >= len(self.answers)
+            one and question.key is None and self._replay >= len(self.answers)
             and not self.offered and self._asked is None and len(self.answers) < _ONE_KEYS
         ):
             # The usual round (one numbered question, nothing on record, offered or asked before for
             # it): as _recorded and _open would do, written out (no loops, no calls of ours).
             results: list[Any] = [None]
             need: tuple[int, ...] = _FIRST_ONLY
-            self.pending = (questions[0],)
+            self.pending = (question,)
             self.pending_keys = _ONE_KEY[len(self.answers)]  # (a shared tuple)
             self.pending_timeout = delay = ttl  # (asked now: the whole timeout, which puts it in a lane)
             self.asked_at = time.time()
@@ -223,8 +217,10 @@ class Run:
             if self.serving is None:
                 self._emit(Asking(self.pending))
         else:
+            questions: list[Question] = [question] if one else question
             results, need = self._recorded(questions)
             if need:
+                question = questions[0]  # (the one question of a round of one, as above)
                 loop = running_loop()
                 cell = loop.create_future() if loop is not None else TrioCell()
                 delay = self._open(questions, need, ttl, cell)
@@ -270,8 +266,8 @@ class Run:
                 answers = self._answers
                 kept: dict[str, Any] | None = None  # None: the answer came after the timeout
                 if answers is not None:
-                    results[0], kept = take_answer(questions[0], answers[self.pending_keys[0]])
-                self.answers.append([questions[0].digest, kept])
+                    results[0], kept = take_answer(question, answers[self.pending_keys[0]])
+                self.answers.append([question.digest, kept])
                 self._answers = None
                 self.pending, self.pending_keys = (), ()
                 self._replay = len(self.answers)
@@ -279,7 +275,7 @@ class Run:
                 self._take_answers(questions, need, results)
         if one:
             if results[0] is None:
-                raise errors.RequestTimeout(questions[0].method, ttl if ttl is not None else 0.0)
+                raise errors.RequestTimeout(question.method, ttl if ttl is not None else 0.0)
             return results[0]
         return results
 
