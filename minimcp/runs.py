@@ -241,7 +241,7 @@ class Run:
                     answered = await cell is not _TIMED_OUT
                 finally:
                     if sweep is not None:
-                        sweep.forget(self)
+                        sweep.let_go(self, self.pending_timeout)  # (Sweep.forget: one call)
             elif isinstance(self.scope, _NotStarted):  # pragma: no cover - a stopped run is being cancelled
                 with anyio.move_on_after(delay):
                     await cell.wait()
@@ -343,7 +343,7 @@ class Run:
         self, questions: list[Question], need: tuple[int, ...], results: list[dict[str, Any] | None]
     ) -> None:
         """The open questions' answers (or their timeout) into ``results`` and the record (several: one is
-        taken in :meth:`_round`)."""
+        taken in :meth:`ask`)."""
         answers = self._answers
         for i, key in zip(need, self.pending_keys, strict=True):
             kept = None  # None: the answer came after the timeout
@@ -409,18 +409,15 @@ class Run:
     def deliver(self, responses: Mapping[str, Any]) -> None:
         """The retry brought the answers to the pending questions (see :meth:`missing`)."""
         cell = self._answer_cell
-        if cell is None:  # pragma: no cover - a parked run always waits
-            return
         if type(cell) is TrioCell:
-            if cell.done:  # pragma: no cover - as above
-                return
-        elif cell.done():  # pragma: no cover - as above
+            if not cell.done:  # (else: as below)
+                self._answers = responses
+                cell.settle(_DONE, None)
+            return
+        if cell is None or cell.done():  # pragma: no cover - a parked run always waits
             return
         self._answers = responses  # (held until the tool wakes and takes its keys: no dict of them per retry)
-        if type(cell) is TrioCell:
-            cell.settle(_DONE, None)
-        else:
-            cell.set_result(_DONE)  # (as _settle, written out: once per retry)
+        cell.set_result(_DONE)  # (as _settle, written out: once per retry)
 
     def expire(self) -> None:
         """The retry came after the pending questions' timeout: they end as timed out."""
