@@ -441,17 +441,18 @@ def take_answer(question: Question, answer: Any) -> tuple[Any, dict[str, Any]]:
         except msgspec.ValidationError:
             return answer, {}
         content = result.content
-        if result.action != "accept" or content is msgspec.UNSET:
+        if result.action != "accept" or content is _UNSET:
             kept: dict[str, Any] = {"action": result.action}
-            return (result if result.meta is msgspec.UNSET else kept), kept
+            return (result if result.meta is _UNSET else kept), kept
         if content.keys() <= question.names:  # (the usual answer: nothing to drop)
             kept = {"action": "accept", "content": dict(content)}
-            return (result if result.meta is msgspec.UNSET else kept), kept
+            return (result if result.meta is _UNSET else kept), kept
     given, kept_ = _cleaned(question, answer)
     return (answer, {}) if kept_ is None else (given, kept_)
 
 
 _convert = msgspec.convert
+_UNSET = msgspec.UNSET
 
 
 
