@@ -51,7 +51,7 @@ from minimcp.jsonrpc import Request
 from minimcp.mrtr import Envelope
 from minimcp.outcome import ToolRun
 from minimcp.retry_state import parked_run
-from minimcp.runs import Asking, Outcome, Raised, Returned, Run
+from minimcp.runs import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
 from minimcp.state import StateTooLarge, digest
 from minimcp.tools import RegisteredTool, argument_error, error_result, to_result
 from minimcp.types import UNSET, CallToolResult, GetPromptParams, ServerCapabilities, UnsetType
@@ -376,15 +376,14 @@ class ServingRun(Run):
         self.serving = self.binding = None
         session = conn.session
         try:
-            keys, questions = self.pending_keys, self.pending
-            sealed = _sealed_round(conn, self, binding or {})
+            sealed = _sealed_round(conn, self, binding or {})  # (its questions stay pending: read below)
             if isinstance(sealed, str):  # (the reply from prepared bytes: no tree of dicts per round)
-                reply = mrtr.input_required_reply(id_, keys, questions, sealed, conn.server.info)
+                reply = mrtr.input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.server.info)
             else:
                 reply = jsonrpc.encode_result(id_, sealed)
         except Exception as exc:  # the client's bound of parked calls (its run is stopped)
             reply = session.error_reply(id_, exc, "tools/call")
-        if self.stopped:  # (the seal or the park stopped it: this task is being cancelled)
+        if self.scope is NOT_STARTED:  # (stopped by the seal or the park: this task is being cancelled)
             session.reply_adopted_nowait(id_, reply)
         elif not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
             await session.reply_adopted(id_, reply)

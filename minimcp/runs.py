@@ -459,6 +459,8 @@ class _NotStarted:
 
 
 _NOT_STARTED = _NotStarted()
+#: The :attr:`Run.scope` of a run that does not run: ``run.scope is NOT_STARTED`` is :attr:`Run.stopped`.
+NOT_STARTED = _NOT_STARTED
 _DONE = msgspec.Raw(b"null")
 #: The usual ``inputRequests`` keys, made once (not one string per parked call).
 _KEY_NAMES = tuple(f"q{n}" for n in range(1, 33))
