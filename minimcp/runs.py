@@ -101,12 +101,12 @@ class Run:
         # Unguessable names from a batch drawn at once (minimcp.run_names): no read of the system's
         # randomness and no base64 coding per run (a new call needs two names).
         try:
-            self.handle = _NAMES.pop()
+            self.handle = _next_name()
         except IndexError:
             self.handle = _more_names()
         if not call_id:
             try:
-                call_id = _NAMES.pop()
+                call_id = _next_name()
             except IndexError:
                 call_id = _more_names()
         #: Stable across every round and replay of this one call (carried in the sealed state).
@@ -144,7 +144,7 @@ class Run:
         self.arguments: bytes | None = None
         #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
         #: :class:`~minimcp.run_sweep.Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
-        self.deadline = math.inf
+        self.deadline = _INF
         self.laned = False
 
     # tool side
@@ -200,15 +200,15 @@ class Run:
             RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
         """
         if (
-            one and question.key is None and self._replay >= len(self.answers)
-            and not self.offered and self._asked is None and len(self.answers) < _ONE_KEYS
-        ):
+            one and question.key is None and _ONE_KEYS > self._replay >= len(self.answers)
+            and not self.offered and self._asked is None
+        ):  # (``_replay`` is never past the record's end: at it, it is the number of questions asked)
             # The usual round (one numbered question, nothing on record, offered or asked before for
             # it): as _recorded and _open would do, written out (no loops, no calls of ours).
             results: list[Any] = [None]
             need: tuple[int, ...] = _FIRST_ONLY
             self.pending = (question,)
-            self.pending_keys = _ONE_KEY[len(self.answers)]  # (a shared tuple)
+            self.pending_keys = _ONE_KEY[self._replay]  # (a shared tuple)
             self.pending_timeout = delay = ttl  # (asked now: the whole timeout, which puts it in a lane)
             self.asked_at = time.time()
             loop = running_loop()
@@ -459,6 +459,8 @@ class _NotStarted:
 
 
 _NOT_STARTED = _NotStarted()
+_next_name = _NAMES.pop  # (one name: NAMES.pop, bound once)
+_INF = math.inf
 #: The :attr:`Run.scope` of a run that does not run: ``run.scope is NOT_STARTED`` is :attr:`Run.stopped`.
 NOT_STARTED = _NOT_STARTED
 _DONE = msgspec.Raw(b"null")
