@@ -346,7 +346,7 @@ async def _drive(
     finally:
         if ctx is not None:
             ctx.finished = True
-        run.ended()
+        run.context, run.scope = None, NOT_STARTED  # (Run.ended, written out: once per call)
         if not run.finished:  # (finish takes the run out of its parking)
             abandoned = Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned"))
             if run.serving is None:
