@@ -236,7 +236,9 @@ class Run:
                     sweep = self.parking._sweep
                     if sweep is None or sweep.loop is not loop:
                         sweep = self.parking.sweep_of(loop)
-                    sweep.add(self, delay, delay == ttl)
+                    # (a lane only for a run's first question: a later one may still have a stale place
+                    # in it, which would look live again and hold up the deadlines behind it)
+                    sweep.add(self, delay, delay == ttl and not self.answers)
                 try:
                     answered = await cell is not _TIMED_OUT
                 finally:

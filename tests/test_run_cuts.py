@@ -13,6 +13,7 @@ from minimcp import Accepted, Context, Limits, Server, ToolError
 from minimcp.asking import AskingCall
 from minimcp.deadlines import Deadlines
 from minimcp.outcome import ToolRun
+from minimcp.run_sweep import Sweep
 from minimcp.runs import Run
 from minimcp.state import StateSealer
 from minimcp.types import CallToolResult, TextContent
@@ -193,3 +194,100 @@ async def test_the_usual_round_opens_and_takes_its_question_in_the_run_itself(
                                    state=state)
                 assert text_of(complete(msg)) == "0 1"
                 assert (opens[0], takes[0]) == (1, 1)
+
+
+class _Cell:
+    def __init__(self) -> None:
+        self.result: Any = None
+
+    def done(self) -> bool:
+        return self.result is not None
+
+    def set_result(self, value: Any) -> None:
+        self.result = value
+
+
+class _Timer:
+    def cancel(self) -> None:
+        pass
+
+
+class _Loop:
+    """What a Sweep uses of its event loop, with a clock moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Any) -> _Timer:
+        return _Timer()
+
+
+class _ParkedRun:
+    __slots__ = ("_answer_cell", "deadline", "laned", "pending_timeout")
+
+    def __init__(self) -> None:
+        self.deadline, self.laned, self.pending_timeout = float("inf"), False, 10.0
+        self._answer_cell = _Cell()
+
+
+def test_a_run_asking_again_does_not_hold_up_the_runs_asked_after_its_first_question() -> None:
+    """A run answered away from the front of its lane leaves a stale place there; its next question is
+    timed in the heap (as ``Run.ask`` adds it: not laned), so that place stays stale and the runs asked
+    after its first question still fall due at their own deadlines."""
+    loop = _Loop()
+    sweep = Sweep(loop)
+    first, second, third = _ParkedRun(), _ParkedRun(), _ParkedRun()
+    sweep.add(first, 10.0, True)  # due at 10
+    loop.now = 1.0
+    sweep.add(second, 10.0, True)  # due at 11
+    loop.now = 2.0
+    sweep.let_go(second, 10.0)  # answered, behind ``first``: its place stays
+    loop.now = 3.0
+    sweep.add(third, 10.0, True)  # due at 13
+    loop.now = 4.0
+    sweep.add(second, 10.0, False)  # its next question (due at 14), as Run.ask adds it
+    loop.now = 5.0
+    sweep.let_go(first, 10.0)
+    loop.now = 13.5
+    sweep._due()
+    assert third._answer_cell.done() and not second._answer_cell.done()
+    loop.now = 14.5
+    sweep._due()
+    assert second._answer_cell.done()
+
+
+async def test_only_a_runs_first_question_is_timed_in_a_lane(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Run.ask`` puts a run's first question in a lane of the sweep and its later ones in the heap (see
+    above); trio times a parked run with its own cancel scope (no sweep)."""
+    server = Server("cuts", limits=Limits(elicitation_timeout=600))
+
+    @server.tool()
+    async def twice(ctx: Context) -> str:
+        first = await ctx.elicit("First?", Pick)
+        second = await ctx.elicit("Second?", Pick)
+        return f"{first.value.n} {second.value.n}" if isinstance(first, Accepted) and isinstance(
+            second, Accepted) else "?"
+
+    added: list[bool] = []
+    original = Sweep.add
+
+    def recorded(self: Sweep, run: Any, delay: float, laned: bool) -> None:
+        added.append(laned)
+        original(self, run, delay, laned)
+
+    monkeypatch.setattr(Sweep, "add", recorded)
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            for n in range(2):
+                requests, state = input_required(await m.call("twice"))
+                requests, state = input_required(
+                    await m.call("twice", responses={only(requests)[0]: accept(n=n)}, state=state))
+                msg = await m.call("twice", responses={only(requests)[0]: accept(n=n + 1)}, state=state)
+                assert text_of(complete(msg)) == f"{n} {n + 1}"
+    assert added == ([True, False, True, False] if anyio_backend == "asyncio" else [])
