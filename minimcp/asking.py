@@ -340,8 +340,9 @@ class AskingCall(Call):
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout
         # The await is inline (not in a helper coroutine): one frame less for every
-        # question that waits on a person.
-        self._started()
+        # question that waits on a person. (_started, written out: once per question)
+        self.connection.metrics.started(self.tool)
+        self._asked_at = time.monotonic()
         try:
             run = self.run
             if run is None:
@@ -357,8 +358,8 @@ class AskingCall(Call):
             self._outcome("failed")
             _raise_if_refused("elicitation/create")  # no local for the exception: frames stay as small
             raise
-        try:
-            result = self._typed("elicitation/create", answer, ElicitResult)
+        try:  # (on 2026-07-28 the answer is the ElicitResult it was converted to when kept: as _typed gives it)
+            result = answer if type(answer) is ElicitResult else self._typed("elicitation/create", answer, ElicitResult)
         except BaseException:
             self._outcome("failed")
             raise
@@ -406,13 +407,18 @@ class AskingCall(Call):
     def _form_answer(self, compiled: forms.Form[Any], result: ElicitResult) -> Accepted[Any] | Declined | Cancelled:
         """The answer to a form question, validated (and counted)."""
         if result.action == "accept":
-            content = result.content if not isinstance(result.content, UnsetType) else {}
+            content = result.content
+            if content is UNSET:
+                content = {}
             try:  # Form.build, in one call of ours: the answer checked (form_check), then made typed
                 value = compiled.make(validate_answer(compiled.fields, content))
             except FormValidationError:
                 self._outcome("invalid_answer")
                 raise
-            self._outcome("accepted")
+            info = self.client_info  # (_outcome("accepted"), written out: the usual answer)
+            self.connection.metrics.finished(
+                self.tool, "accepted", time.monotonic() - self._asked_at, info.name if info else None
+            )
             return Accepted(value)
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")

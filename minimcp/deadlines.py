@@ -24,6 +24,8 @@ MAX_LANES = 32
 #: Stale entries (finished requests) tolerated before a compaction, if they also outnumber live ones.
 COMPACT_AFTER = 1024
 
+_INF = math.inf
+
 
 class Timed(Protocol):
     """What an entry carries (the session's pending requests)."""
@@ -100,21 +102,35 @@ class Deadlines(Generic[E]):
         What the timer waits for is left as it was: at worst it wakes once for nothing, and
         :meth:`earliest` then finds the next live deadline.
         """
-        if entry.deadline == math.inf:
+        if entry.deadline == _INF:
             return
+        entry.deadline = _INF
         laned = entry.laned
-        entry.deadline = math.inf
-        entry.laned = False
-        self._stale += 1
         if laned:
+            entry.laned = False
             lane = self._lanes.get(timeout)  # type: ignore[arg-type]
-            if lane is not None:
+            if lane and lane[0] is entry:
+                # The usual answer: at its lane's front (answered about in the order asked). It goes,
+                # and the stale entries behind it (as below, without counting it stale first).
+                lane.popleft()
                 dropped = 0
                 while lane and not lane[0].laned:
                     lane.popleft()
                     dropped += 1
-                self._entries -= dropped
-                self._stale -= dropped
+                self._entries -= dropped + 1
+                if dropped:
+                    self._stale -= dropped
+                if self._stale > COMPACT_AFTER and self._stale * 2 > self._entries:
+                    self._compact()
+                return
+        self._stale += 1
+        if laned and lane is not None:
+            dropped = 0
+            while lane and not lane[0].laned:
+                lane.popleft()
+                dropped += 1
+            self._entries -= dropped
+            self._stale -= dropped
         if self._stale > COMPACT_AFTER and self._stale * 2 > self._entries:
             self._compact()
 

@@ -58,7 +58,7 @@ def question_form(
     ``as_written``: whether ``version`` sends a raw schema as written (``Feature.ELICITATION_ENUMS``),
     if the caller knows already (a connection works it out once).
     """
-    if type(form) is not dict and (isinstance(form, type) or not isinstance(form, Mapping)):  # a form type
+    if isinstance(form, type) or (type(form) is not dict and not isinstance(form, Mapping)):  # a form type
         return forms.compile_form(form, allow_sensitive=allow_sensitive), None
     split = _split(form)
     if as_written is None:

@@ -109,18 +109,20 @@ def fail(f: FormField, constraint: str, detail: str) -> FormValidationError:
 
 def check_value(f: FormField, value: object) -> Any:
     """Check one answer value against ``f``; return it normalized (``3.0`` -> ``3`` for integers)."""
-    if f.kind == "multiselect":
+    kind = f.kind
+    if kind == "multiselect":
         return _check_choices(f, value)
-    if f.kind == "boolean":
+    if kind == "boolean":
         if not isinstance(value, bool):
             raise fail(f, "type", f"expected boolean, got {json_type(value)}")
         return value
-    if f.kind in ("integer", "number"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise fail(f, "type", f"expected {f.kind}, got {json_type(value)}")
-        if isinstance(value, float) and not (math.isfinite(value) and (f.kind == "number" or value.is_integer())):
-            raise fail(f, "type", f"expected {f.kind}, got the number {value}")
-        value = int(value) if f.kind == "integer" else value
+    if kind in ("integer", "number"):
+        if type(value) is not int:  # (a plain int is an integer and a number as it is)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise fail(f, "type", f"expected {kind}, got {json_type(value)}")
+            if isinstance(value, float) and not (math.isfinite(value) and (kind == "number" or value.is_integer())):
+                raise fail(f, "type", f"expected {kind}, got the number {value}")
+            value = int(value) if kind == "integer" else value
         if f.minimum is not None and value < f.minimum:
             raise fail(f, "minimum", f"expected a value >= {f.minimum}, got {value}")
         if f.maximum is not None and value > f.maximum:
@@ -128,7 +130,7 @@ def check_value(f: FormField, value: object) -> Any:
         return value
     if not isinstance(value, str):
         raise fail(f, "type", f"expected string, got {json_type(value)}")
-    if f.kind == "select" and value not in (values := [v for v, _ in f.options]):
+    if kind == "select" and value not in (values := [v for v, _ in f.options]):
         raise fail(f, "enum", f"expected one of {', '.join(map(repr, values))}, got {short(value)}")
     if f.min_length is not None and len(value) < f.min_length:
         raise fail(f, "minLength", f"expected at least {f.min_length} characters, got {len(value)}")

@@ -283,15 +283,17 @@ def input_required_reply(
     """The response to request ``id_`` with :func:`input_required`'s result, byte for byte as
     ``jsonrpc.encode_result`` gives it, put together from prepared bytes: the questions' params as
     they are, ``_meta`` encoded once per server info, no tree of dicts per round."""
-    if len(questions) == 1 == len(keys):  # the usual round: one question, joined in one go
-        question = questions[0]
+    try:
+        (key,), (question,) = keys, questions  # the usual round: one question, joined in one go
+    except ValueError:
+        pass  # (several: below)
+    else:
         last = _last_meta  # (_meta_of's check, written out: once per round)
-        meta = last[2] if last is not None and last[0] is server_info and last[1] == server_info else (
-            _meta_of(server_info))
+        meta = last[1] if last[0] == server_info else _meta_of(server_info)
         method = question.method
         return b"".join((
             b'{"jsonrpc":"2.0","id":', _encode(id_),
-            b',"result":{"resultType":"input_required","inputRequests":{', _encode(keys[0]),
+            b',"result":{"resultType":"input_required","inputRequests":{', _encode(key),
             b':{"method":', _ELICIT_JSON if method == "elicitation/create" else _method_json(method),
             b',"params":', question.wire, b'}},"requestState":', _encode(state), b',"_meta":', meta, b"}}",
         ))
@@ -321,8 +323,7 @@ def complete_reply(id_: Any, result: Any, server_info: Implementation) -> bytes:
     dicts made of it, ``_meta`` encoded once per server info)."""
     if type(result) is CallToolResult and result.meta is None:
         last = _last_meta  # (_meta_of's check, written out: once per call)
-        meta = last[2] if last is not None and last[0] is server_info and last[1] == server_info else (
-            _meta_of(server_info))
+        meta = last[1] if last[0] == server_info else _meta_of(server_info)
         return b"".join((
             b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":', _encode(result)[:-1],
             b',"resultType":"complete","_meta":', meta, b"}}",
@@ -335,15 +336,16 @@ def _meta_of(server_info: Implementation) -> bytes:
     an info changed in place is encoded again)."""
     global _last_meta
     last = _last_meta
-    if last is not None and last[0] is server_info and last[1] == server_info:
-        return last[2]
+    if last[0] == server_info:
+        return last[1]
     meta = _encode({META_SERVER_INFO: _info_of(server_info)})
-    _last_meta = (server_info, msgspec.structs.replace(server_info), meta)
+    _last_meta = (msgspec.structs.replace(server_info), meta)
     return meta
 
 
-#: The last ``_meta`` of a result encoded: the server info, a copy of it as it was, and the bytes.
-_last_meta: tuple[Implementation, Implementation, bytes] | None = None
+#: The last ``_meta`` of a result encoded: a copy of the server info as it was (another info, or one
+#: changed in place, is encoded again) and the bytes (none yet: no info equals ``None``).
+_last_meta: tuple[Implementation | None, bytes] = (None, b"")
 
 
 def _info_of(server_info: Implementation) -> dict[str, Any]:
@@ -441,17 +443,18 @@ def take_answer(question: Question, answer: Any) -> tuple[Any, dict[str, Any]]:
         except msgspec.ValidationError:
             return answer, {}
         content = result.content
-        if result.action != "accept" or content is msgspec.UNSET:
+        if result.action != "accept" or content is _UNSET:
             kept: dict[str, Any] = {"action": result.action}
-            return (result if result.meta is msgspec.UNSET else kept), kept
+            return (result if result.meta is _UNSET else kept), kept
         if content.keys() <= question.names:  # (the usual answer: nothing to drop)
             kept = {"action": "accept", "content": dict(content)}
-            return (result if result.meta is msgspec.UNSET else kept), kept
+            return (result if result.meta is _UNSET else kept), kept
     given, kept_ = _cleaned(question, answer)
     return (answer, {}) if kept_ is None else (given, kept_)
 
 
 _convert = msgspec.convert
+_UNSET = msgspec.UNSET
 
 
 

@@ -51,10 +51,10 @@ from minimcp.jsonrpc import Request
 from minimcp.mrtr import Envelope
 from minimcp.outcome import ToolRun
 from minimcp.retry_state import parked_run
-from minimcp.runs import Asking, Outcome, Raised, Returned, Run
+from minimcp.runs import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
 from minimcp.state import StateTooLarge, digest
-from minimcp.tools import RegisteredTool, argument_error, error_result
-from minimcp.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
+from minimcp.tools import RegisteredTool, argument_error, error_result, to_result
+from minimcp.types import UNSET, CallToolResult, GetPromptParams, ServerCapabilities, UnsetType
 from minimcp.used_states import MemoryUsedStates, use_state
 from minimcp.versions import MODERN, SUPPORTED
 
@@ -299,22 +299,28 @@ async def _drive(
 ) -> None:
     """The run's own task: the tool's body, its outcome told to the request side, whatever ends it.
 
-    A bare task owned by the session (:meth:`_backend.Handlers.start_detached`); what it awaits
-    is the tool's own coroutine (a :class:`Deferred` is finished here, as the session's handler
-    tasks do: no wrapping coroutine frame while the call is parked). A call taken over by the read
-    loop (:func:`take_over`) gives ``tool`` and its ``kwargs`` instead: the tool's coroutine is made
-    here, in the task (one cancelled before its first step leaves no coroutine unawaited), and
-    the run answers the request it serves itself (:func:`_last_reply`).
+    A bare task of the session's awaiting the tool's own coroutine (a :class:`Deferred` finished here: no
+    wrapping frame while parked). A call taken over (:func:`take_over`) gives ``tool`` and its ``kwargs``
+    (its own dict) instead: the coroutine is made in the task, its result mapped as :class:`ToolRun`
+    maps it (no object of it per call), and the run answers its request itself (:func:`_last_reply`).
     """
     try:
         try:
             if tool is not None:
-                call = dict(kwargs or {})
+                assert kwargs is not None
                 if tool.context_param is not None:
-                    call[tool.context_param] = ctx
-                awaitable = ToolRun(run.conn, tool, run.tool, tool.fn(**call), ctx, True)
-                tool = kwargs = call = None  # type: ignore[assignment]
-            if isinstance(awaitable, Deferred):
+                    kwargs[tool.context_param] = ctx
+                coro = tool.fn(**kwargs)
+                kwargs = None  # (not held while parked)
+                try:
+                    value = await coro
+                except BaseException as exc:  # (a cancellation is raised again)
+                    result = ToolRun(run.conn, tool, run.tool, coro, ctx, True).finish(None, exc)
+                else:
+                    if ctx is not None:
+                        ctx.finished = True  # (ToolRun.finish, written out: the usual result)
+                    result = value if type(value) is CallToolResult else to_result(tool, value)
+            elif isinstance(awaitable, Deferred):
                 try:
                     value = await awaitable.awaitable
                 except BaseException as exc:
@@ -340,7 +346,7 @@ async def _drive(
     finally:
         if ctx is not None:
             ctx.finished = True
-        run.ended()
+        run.context, run.scope = None, NOT_STARTED  # (Run.ended, written out: once per call)
         if not run.finished:  # (finish takes the run out of its parking)
             abandoned = Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned"))
             if run.serving is None:
@@ -370,15 +376,14 @@ class ServingRun(Run):
         self.serving = self.binding = None
         session = conn.session
         try:
-            keys, questions = self.pending_keys, self.pending
-            sealed = _sealed_round(conn, self, binding or {})
+            sealed = _sealed_round(conn, self, binding or {})  # (its questions stay pending: read below)
             if isinstance(sealed, str):  # (the reply from prepared bytes: no tree of dicts per round)
-                reply = mrtr.input_required_reply(id_, keys, questions, sealed, conn.server.info)
+                reply = mrtr.input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.server.info)
             else:
                 reply = jsonrpc.encode_result(id_, sealed)
         except Exception as exc:  # the client's bound of parked calls (its run is stopped)
             reply = session.error_reply(id_, exc, "tools/call")
-        if self.stopped:  # (the seal or the park stopped it: this task is being cancelled)
+        if self.scope is NOT_STARTED:  # (stopped by the seal or the park: this task is being cancelled)
             session.reply_adopted_nowait(id_, reply)
         elif not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
             await session.reply_adopted(id_, reply)
@@ -395,18 +400,19 @@ def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
 
 def _last_reply(run: Run, outcome: Returned | Raised) -> tuple[Any, bytes]:
     """A serving run's call ended: the request it serves, and the reply its result (or error) answers with."""
-    conn = run.conn
-    id_, binding = _end_serving(run)
-    session = conn.session
+    conn, id_, binding = run.conn, run.serving, run.binding  # (_end_serving, written out: once per call)
+    run.serving = run.binding = None
+    run.parking.discard(run)
+    run.finished = True
     try:
         if isinstance(outcome, Returned):
             reply = mrtr.complete_reply(id_, outcome.value, conn.server.info)
         elif isinstance(outcome.error, UrlElicitationRequired):
             reply = jsonrpc.encode_result(id_, _url_steps_required(conn, outcome.error, binding or {}))
         else:
-            reply = session.error_reply(id_, outcome.error, "tools/call")
+            reply = conn.session.error_reply(id_, outcome.error, "tools/call")
     except Exception as exc:
-        reply = session.error_reply(id_, exc, "tools/call")
+        reply = conn.session.error_reply(id_, exc, "tools/call")
     return id_, reply
 
 
@@ -532,27 +538,23 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
     try:
         answers, extra = run.answers, server.workers.sealed
         if not answers and binding.keys() == _BINDING_KEYS and (not extra or extra.keys() == _WORKER_KEYS):
-            # The usual first question: the payload made in its sorted order, nothing nested to sort
-            # (no answers yet), sealed as it is (one dict; StateSealer.seal_sorted).
-            payload: dict[str, Any] = {
-                "a": binding["a"], "ans": answers, "at": run.asked_at, "c": run.call_id, "exp": None,
-                "h": run.handle, "ks": keys, "m": binding["m"], "n": None, "p": binding["p"],
-                "qs": [questions[0].digest] if len(questions) == 1 else [q.digest for q in questions],
-                "t": binding["t"], "to": run.pending_timeout,
-            }  # (one question, the usual round: no comprehension's frame)
+            # The usual first question: the payload but its handle and arguments' digest made in sorted order,
+            # nothing nested to sort (no answers yet), sealed as it is (one dict; StateSealer.seal_parts).
+            payload: dict[str, Any] = {  # (one question, the usual round: no comprehension's frame)
+                "ans": answers, "at": run.asked_at, "c": run.call_id, "ks": keys, "m": binding["m"], "n": None,
+                "p": binding["p"], "qs": [questions[0].digest] if len(questions) == 1 else [
+                    q.digest for q in questions], "t": binding["t"], "to": run.pending_timeout}
             if extra:
                 payload["w"] = extra["w"]
-            state = server.sealer.seal_sorted(payload, now=time.time(), ttl=server.state_ttl)
+            state = server.sealer.seal_parts(run.handle, binding["a"], payload, time.time() + server.state_ttl)
         else:
             payload = {**binding, "h": run.handle, "ks": keys, "qs": [q.digest for q in questions],
                        "at": run.asked_at, "to": run.pending_timeout, "ans": answers, "c": run.call_id, **extra}
             state = server.sealer.seal(payload, now=time.time(), ttl=server.state_ttl)
     except StateTooLarge as exc:
         run.stop()
-        text = (
-            f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
-            f"are too large ({exc.size} bytes sealed, limit {exc.limit})"
-        )
+        text = (f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
+                f"are too large ({exc.size} bytes sealed, limit {exc.limit})")
         server_logger.warning("%s", text)
         if binding["m"] != "tools/call":
             raise McpError(errors.INTERNAL_ERROR, text) from None

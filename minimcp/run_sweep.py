@@ -33,12 +33,14 @@ class Sweep:
     did (the timer is re-armed for whatever falls due next).
     """
 
-    __slots__ = ("_deadlines", "_timer", "loop")
+    __slots__ = ("_deadlines", "_timer", "let_go", "loop")
 
     def __init__(self, loop: Any) -> None:
         self.loop = loop
         self._deadlines: Deadlines[Run] = Deadlines()
         self._timer: Any = None
+        #: ``let_go(run, run.pending_timeout)``: :meth:`forget` as one call (the deadlines' own method).
+        self.let_go = self._deadlines.let_go
 
     def add(self, run: Run, delay: float, laned: bool) -> None:
         """Time ``run``'s open questions out ``delay`` seconds from now (``laned``: ``delay`` is the

@@ -101,12 +101,12 @@ class Run:
         # Unguessable names from a batch drawn at once (minimcp.run_names): no read of the system's
         # randomness and no base64 coding per run (a new call needs two names).
         try:
-            self.handle = _NAMES.pop()
+            self.handle = _next_name()
         except IndexError:
             self.handle = _more_names()
         if not call_id:
             try:
-                call_id = _NAMES.pop()
+                call_id = _next_name()
             except IndexError:
                 call_id = _more_names()
         #: Stable across every round and replay of this one call (carried in the sealed state).
@@ -144,7 +144,7 @@ class Run:
         self.arguments: bytes | None = None
         #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
         #: :class:`~minimcp.run_sweep.Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
-        self.deadline = math.inf
+        self.deadline = _INF
         self.laned = False
 
     # tool side
@@ -177,16 +177,6 @@ class Run:
         scope, self.scope = self.scope, _NOT_STARTED
         scope.cancel()
 
-    def ask(self, question: Question, ttl: float | None) -> Coroutine[Any, Any, dict[str, Any]]:
-        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one.
-
-        (The coroutine of :meth:`_round` itself: no frame of its own while the call is parked.)
-
-        Raises:
-            RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
-        """
-        return self._round([question], ttl, True)
-
     def ask_many(
         self, questions: list[Question], ttl: float | None
     ) -> Coroutine[Any, Any, list[dict[str, Any] | None]]:
@@ -197,28 +187,44 @@ class Run:
         Raises:
             ValueError: the tool used the same ``key`` for two questions of one call.
         """
-        return self._round(questions, ttl, False)
+        return self.ask(questions, ttl, False)
 
-    async def _round(self, questions: list[Question], ttl: float | None, one: bool) -> Any:
-        """:meth:`ask_many`; with ``one``, :meth:`ask` (the only answer, or ``RequestTimeout``).
+    async def ask(self, question: Any, ttl: float | None, one: bool = True) -> Any:
+        """Called by ``ctx.elicit`` & co. inside the tool: a recorded answer, or wait for one (with ``one``
+        false, :meth:`ask_many`: ``question`` is the list of questions).
 
         The steps before and after the wait are plain methods: this frame, held while the call
         is parked, keeps only what the wait needs.
+
+        Raises:
+            RequestTimeout: the answer came after ``ttl`` (as a timeout on the handshake era).
         """
         if (
-            len(questions) == 1 and questions[0].key is None and self._replay >= len(self.answers)
-            and not self.offered
-        ):
-            # The usual round (one numbered question, nothing on record or offered for it): as
-            # _recorded would find, without its loops.
+            one and question.key is None and _ONE_KEYS > self._replay >= len(self.answers)
+            and not self.offered and self._asked is None
+        ):  # (``_replay`` is never past the record's end: at it, it is the number of questions asked)
+            # The usual round (one numbered question, nothing on record, offered or asked before for
+            # it): as _recorded and _open would do, written out (no loops, no calls of ours).
             results: list[Any] = [None]
             need: tuple[int, ...] = _FIRST_ONLY
-        else:
-            results, need = self._recorded(questions)
-        if need:
+            self.pending = (question,)
+            self.pending_keys = _ONE_KEY[self._replay]  # (a shared tuple)
+            self.pending_timeout = delay = ttl  # (asked now: the whole timeout, which puts it in a lane)
+            self.asked_at = time.time()
             loop = running_loop()
             cell: Any = loop.create_future() if loop is not None else TrioCell()
-            delay = self._open(questions, need, ttl, cell)
+            self._answer_cell = cell
+            if self.serving is None:
+                self._emit(Asking(self.pending))
+        else:
+            questions: list[Question] = [question] if one else question
+            results, need = self._recorded(questions)
+            if need:
+                question = questions[0]  # (the one question of a round of one, as above)
+                loop = running_loop()
+                cell = loop.create_future() if loop is not None else TrioCell()
+                delay = self._open(questions, need, ttl, cell)
+        if need:
             if self.serving is not None:
                 await self.answer_asking()  # this task answers its request itself: no hand-over
             if loop is not None:
@@ -230,12 +236,14 @@ class Run:
                     sweep = self.parking._sweep
                     if sweep is None or sweep.loop is not loop:
                         sweep = self.parking.sweep_of(loop)
-                    sweep.add(self, delay, delay == ttl)
+                    # (a lane only for a run's first question: a later one may still have a stale place
+                    # in it, which would look live again and hold up the deadlines behind it)
+                    sweep.add(self, delay, delay == ttl and not self.answers)
                 try:
                     answered = await cell is not _TIMED_OUT
                 finally:
                     if sweep is not None:
-                        sweep.forget(self)
+                        sweep.let_go(self, self.pending_timeout)  # (Sweep.forget: one call)
             elif isinstance(self.scope, _NotStarted):  # pragma: no cover - a stopped run is being cancelled
                 with anyio.move_on_after(delay):
                     await cell.wait()
@@ -256,10 +264,20 @@ class Run:
                 self.parking.discard(self)
                 self.stop()
                 await anyio.lowlevel.checkpoint()
-            self._take_answers(questions, need, results)
+            if need is _FIRST_ONLY:  # one question (_take_answers' loop, written out)
+                answers = self._answers
+                kept: dict[str, Any] | None = None  # None: the answer came after the timeout
+                if answers is not None:
+                    results[0], kept = take_answer(question, answers[self.pending_keys[0]])
+                self.answers.append([question.digest, kept])
+                self._answers = None
+                self.pending, self.pending_keys = (), ()
+                self._replay = len(self.answers)
+            else:
+                self._take_answers(questions, need, results)
         if one:
             if results[0] is None:
-                raise errors.RequestTimeout(questions[0].method, ttl if ttl is not None else 0.0)
+                raise errors.RequestTimeout(question.method, ttl if ttl is not None else 0.0)
             return results[0]
         return results
 
@@ -326,17 +344,9 @@ class Run:
     def _take_answers(
         self, questions: list[Question], need: tuple[int, ...], results: list[dict[str, Any] | None]
     ) -> None:
-        """The open questions' answers (or their timeout) into ``results`` and the record."""
+        """The open questions' answers (or their timeout) into ``results`` and the record (several: one is
+        taken in :meth:`ask`)."""
         answers = self._answers
-        if need is _FIRST_ONLY:  # the usual round: one question (the loop below, written out)
-            kept: dict[str, Any] | None = None
-            if answers is not None:
-                results[0], kept = take_answer(questions[0], answers[self.pending_keys[0]])
-            self.answers.append([questions[0].digest, kept])
-            self._answers = None
-            self.pending, self.pending_keys = (), ()
-            self._replay = len(self.answers)
-            return
         for i, key in zip(need, self.pending_keys, strict=True):
             kept = None  # None: the answer came after the timeout
             if answers is not None:
@@ -401,18 +411,15 @@ class Run:
     def deliver(self, responses: Mapping[str, Any]) -> None:
         """The retry brought the answers to the pending questions (see :meth:`missing`)."""
         cell = self._answer_cell
-        if cell is None:  # pragma: no cover - a parked run always waits
-            return
         if type(cell) is TrioCell:
-            if cell.done:  # pragma: no cover - as above
-                return
-        elif cell.done():  # pragma: no cover - as above
+            if not cell.done:  # (else: as below)
+                self._answers = responses
+                cell.settle(_DONE, None)
+            return
+        if cell is None or cell.done():  # pragma: no cover - a parked run always waits
             return
         self._answers = responses  # (held until the tool wakes and takes its keys: no dict of them per retry)
-        if type(cell) is TrioCell:
-            cell.settle(_DONE, None)
-        else:
-            cell.set_result(_DONE)  # (as _settle, written out: once per retry)
+        cell.set_result(_DONE)  # (as _settle, written out: once per retry)
 
     def expire(self) -> None:
         """The retry came after the pending questions' timeout: they end as timed out."""
@@ -454,6 +461,10 @@ class _NotStarted:
 
 
 _NOT_STARTED = _NotStarted()
+_next_name = _NAMES.pop  # (one name: NAMES.pop, bound once)
+_INF = math.inf
+#: The :attr:`Run.scope` of a run that does not run: ``run.scope is NOT_STARTED`` is :attr:`Run.stopped`.
+NOT_STARTED = _NOT_STARTED
 _DONE = msgspec.Raw(b"null")
 #: The usual ``inputRequests`` keys, made once (not one string per parked call).
 _KEY_NAMES = tuple(f"q{n}" for n in range(1, 33))

@@ -123,6 +123,7 @@ _sha256 = hashlib.sha256
 
 # base64url without padding, through binascii directly (base64's wrappers cost more than the coding).
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_b2a = binascii.b2a_base64
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
@@ -306,8 +307,8 @@ class StateSealer:
         # The nonce: a prefix drawn once per sealer and a count, no read of the system's randomness
         # per seal. It only has to make tokens unique (the MAC protects them): 72 random bits per
         # sealer (process) and a count never repeating within it.
-        self._nonce_prefix = _b64(os.urandom(9))
-        self._count = itertools.count()
+        # (each nonce made in C: a count formatted after the prefix, one call per seal)
+        self._nonces = map((_b64(os.urandom(9)) + "{:x}").format, itertools.count())
 
     def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
         """A token for ``payload`` valid until ``now + ttl``, with a fresh nonce.
@@ -319,7 +320,7 @@ class StateSealer:
         if self.version == "v1":
             body = {**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)}
             return self._sealed(_encoder.encode(body))
-        body = {**payload, "n": f"{self._nonce_prefix}{next(self._count):x}"}
+        body = {**payload, "n": next(self._nonces)}
         return self._sealed2(body, _encoder.encode, now + ttl)
 
     def seal_sorted(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
@@ -335,9 +336,35 @@ class StateSealer:
             payload["n"] = _b64(os.urandom(9))  # (v1 as it was: 9 random bytes in base64url)
             payload["exp"] = round(now + ttl, 3)
             return self._sealed(_plain_encode(payload))
-        payload["n"] = f"{self._nonce_prefix}{next(self._count):x}"
+        payload["n"] = next(self._nonces)
         payload.pop("exp", None)
         return self._sealed2(payload, _plain_encode, now + ttl)
+
+    def seal_parts(self, handle: str, args: str, body: dict[str, Any], expires: float) -> str:
+        """:meth:`seal_sorted` of the payload ``body`` with ``"h": handle`` and ``"a": args``, valid until
+        ``expires``: ``body`` holds the payload's other members in sorted order, ``"n"`` in its place (set
+        here) and no ``"exp"``. The same token, for the usual round without the three members put in and
+        taken out again: ``handle`` and ``args`` (a run's name, an arguments' digest: base64url texts)
+        go straight into a v2 header (a text with a dot or not ASCII: sealed as ever, in the body).
+
+        Raises:
+            StateTooLarge: as :meth:`seal`.
+        """
+        head = f"v2.{handle}.{args}.{round(expires * 1000)}."
+        if self.version == "v1" or head.count(".") != 4 or not head.isascii():
+            return self.seal_sorted(
+                dict(sorted({**body, "a": args, "exp": None, "h": handle}.items())), now=expires, ttl=0.0
+            )
+        body["n"] = next(self._nonces)
+        # (as _sealed2, the header known: the size of the token is that of its signed part and the MAC)
+        signed = head.encode() + _b2a(_plain_encode(body), newline=False).replace(b"+", b"-").replace(
+            b"/", b"_").rstrip(b"=")
+        size = len(signed) + 44
+        if size > self.max_bytes:
+            raise StateTooLarge(size, self.max_bytes)
+        mac = self._seal2.copy()
+        mac.update(signed)
+        return (signed + b"." + _b2a(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")).decode()
 
     def _sealed(self, body: bytes) -> str:
         size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC

@@ -264,6 +264,8 @@ def unchecked_failure(tool: RegisteredTool, name: str) -> str:
 
 
 def to_result(tool: RegisteredTool, value: Any) -> CallToolResult:
+    if type(value) is str:  # (the usual value first: a text)
+        return CallToolResult(content=[TextContent(text=value)])
     if isinstance(value, CallToolResult):
         return value
     if value is None:
