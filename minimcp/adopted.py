@@ -45,8 +45,16 @@ class AdoptedRequests:
     def may_adopt(self, id_: RequestId) -> bool:
         """Whether request ``id_`` may be taken over: the checks a handler's start makes, in its order
         (the id not in flight already, room under ``max_inflight_inbound``, the session serving)."""
+        return self.adoption(id_) is not None
+
+    def adoption(self, id_: RequestId) -> dict[RequestId, Any] | None:
+        """:meth:`may_adopt`, and where to adopt it: the table of requests in flight, in which
+        ``table[id_] = handle`` is :meth:`adopt` (no call of its own: the read loop's fast path
+        takes two requests per 2026-07-28 round trip); ``None``: it may not be taken over."""
         inflight = self._inflight
-        return id_ not in inflight and len(inflight) < self.limits.max_inflight_inbound and self._handlers is not None
+        if id_ not in inflight and len(inflight) < self.limits.max_inflight_inbound and self._handlers is not None:
+            return inflight
+        return None
 
     def adopt(self, id_: RequestId, handle: Any) -> None:
         """Request ``id_`` is answered by a task of its own (``handle.cancel()`` cancels it): in flight
