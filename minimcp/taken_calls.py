@@ -69,8 +69,9 @@ _decode_params = msgspec.json.Decoder(_TakenParams).decode
 _MARK = b'"tools/call"'
 
 
-def take_call(conn: ServerConnection, data: bytes) -> bool:
-    """Whether the message ``data`` was a 2026-07-28 ``tools/call`` request the read loop took over."""
+def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> bool:
+    """Whether the message ``data`` was a 2026-07-28 ``tools/call`` request the read loop took over
+    (then entered in ``inflight``, the session's table of requests in flight)."""
     if _MARK not in data:
         return False
     try:
@@ -79,8 +80,10 @@ def take_call(conn: ServerConnection, data: bytes) -> bool:
         return False
     id_ = message.id
     session = conn.session
-    inflight = session.adoption(id_)  # (the checks of Session._start_handler, in its order)
-    if inflight is None or not take_params(conn, id_, message.params, inflight):
+    # The checks of Session._start_handler, in its order (the session serves: its read loop runs).
+    if id_ in inflight or len(inflight) >= session.limits.max_inflight_inbound:
+        return False
+    if not take_params(conn, id_, message.params, inflight):
         return False
     session.stats.requests_received += 1
     return True
@@ -151,8 +154,8 @@ def take_params(conn: ServerConnection, id_: Any, params: _TakenParams, inflight
     # checked over its text, and its expiry and arguments' digest are read from its header.
     run = parking.peek(token[3 : token.find(".", 3)]) if token.startswith("v2.") else None
     if (
-        run is not None and run.conn is conn and run.tool == name and run.arguments is not None
-        and isinstance(ctx := run.context, Context) and msgspec.Raw(run.arguments) == arguments
+        run is not None and run.conn is conn and run.tool == name and run.arguments == bytes(arguments)
+        and isinstance(ctx := run.context, Context)
         and ((held := ctx.envelope) is envelope or _client_of(held) == client)  # (the same _meta: the same envelope)
     ):
         try:
