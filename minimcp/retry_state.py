@@ -28,7 +28,7 @@ def parked_run(
     The state is opened (:meth:`~minimcp.state.StateSealer.open_bound`: its binding and handle only)
     and checked against the request. (The usual retry, whose v2 state names a run parked here that keeps
     its first call's argument bytes, is checked from the state's MAC and header alone, by
-    :func:`minimcp.taken_calls.take_params`, without coming here.)
+    :func:`minimcp.taken_calls.take_call`, without coming here.)
     """
     try:
         state = conn.server.sealer.open_bound(token, now=now)  # (only what is checked here is read)

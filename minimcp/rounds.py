@@ -418,7 +418,7 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
     cell. Anything else -- another method, a replay, a missing answer, a state or params that do
     not check out, a store of used states that must be awaited -- is not taken (False) and goes
     the usual way (:func:`serve` in a handler task), which answers it, errors included, as ever.
-    Nothing is changed before everything is checked (:func:`minimcp.taken_calls.take_params`).
+    Nothing is changed before everything is checked (:func:`minimcp.taken_calls.take_call`).
     """
     if request.method != "tools/call":
         return False

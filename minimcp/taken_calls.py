@@ -8,7 +8,7 @@ the types checked by the decoder (a ``"2.0"`` request with an integer or text id
 and then the params again. A request decoded the usual way comes through
 :func:`minimcp.rounds.take_over` to :func:`take_request`.
 
-:func:`take_params` takes the call over: a new call starts its
+:func:`take_call` takes the call over: a new call starts its
 :class:`~minimcp.rounds.ServingRun` at once; a retry whose run is parked here is handed its
 answers at once, its state checked and recorded as used. A v2 state naming a run parked on this
 connection that answered its first round itself, retried with that call's argument bytes, its
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from minimcp.connection import ServerConnection
     from minimcp.tools import RegisteredTool
 
-__all__ = ["take_call", "take_params", "take_request"]
+__all__ = ["take_call", "take_request"]
 
 
 class _TakenParams(msgspec.Struct, rename="camel"):
@@ -65,13 +65,25 @@ class _CallMessage(msgspec.Struct, gc=False):
 
 
 _decode = msgspec.json.Decoder(_CallMessage).decode
-_decode_params = msgspec.json.Decoder(_TakenParams).decode
+_encode = msgspec.json.encode
 _MARK = b'"tools/call"'
 
 
+def take_request(conn: ServerConnection, id_: Any, params: msgspec.Raw) -> bool:
+    """:func:`take_call` of a ``tools/call`` request decoded the usual way (its id and params' bytes)."""
+    inflight = conn.session.adoption(id_)
+    if not params or inflight is None:
+        return False
+    # (encoded again: a rare path -- an escaped method name, the request that locked the era -- and the
+    # one way in keeps every check in one place)
+    data = _encode({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params})
+    return take_call(conn, data, inflight)
+
+
 def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> bool:
-    """Whether the message ``data`` was a 2026-07-28 ``tools/call`` request the read loop took over
-    (then entered in ``inflight``, the session's table of requests in flight)."""
+    """Whether the message ``data`` was a 2026-07-28 ``tools/call`` request taken over (a new call, or a
+    retry of one parked here); if so it is entered in ``inflight``, the session's table of requests in
+    flight (the read loop counts it received)."""
     if _MARK not in data:
         return False
     try:
@@ -79,29 +91,10 @@ def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> 
     except Exception:  # (msgspec's errors, a RecursionError: told by the usual way)
         return False
     id_ = message.id
-    session = conn.session
     # The checks of Session._start_handler, in its order (the session serves: its read loop runs).
-    if id_ in inflight or len(inflight) >= session.limits.max_inflight_inbound:
+    if id_ in inflight or len(inflight) >= conn.session.limits.max_inflight_inbound:
         return False
-    if not take_params(conn, id_, message.params, inflight):
-        return False
-    session.stats.requests_received += 1
-    return True
-
-
-def take_request(conn: ServerConnection, id_: Any, params: msgspec.Raw) -> bool:
-    """:func:`take_params` of a ``tools/call`` request decoded the usual way (its params' bytes)."""
-    try:
-        taken = _decode_params(params or b"{}")
-    except Exception:  # (told by the usual way)
-        return False
-    inflight = conn.session.adoption(id_)
-    return inflight is not None and take_params(conn, id_, taken, inflight)
-
-
-def take_params(conn: ServerConnection, id_: Any, params: _TakenParams, inflight: dict[Any, Any]) -> bool:
-    """Take request ``id_`` over (a new call, or a retry of one parked here); True if taken, then
-    entered in ``inflight`` (the session's table, :meth:`~minimcp.adopted.AdoptedRequests.adoption`)."""
+    params = message.params
     try:
         envelope = mrtr.envelope_of(params.meta)
     except Exception:  # (told by the usual way)
@@ -152,16 +145,19 @@ def take_params(conn: ServerConnection, id_: Any, params: _TakenParams, inflight
     # and its client. Every state sealed for such a run is bound to its first call (each retry was
     # checked against that binding), so the binding is the run's own record; the state's MAC is
     # checked over its text, and its expiry and arguments' digest are read from its header.
-    run = parking.peek(token[3 : token.find(".", 3)]) if token.startswith("v2.") else None
-    if (
-        run is not None and run.conn is conn and run.tool == name and run.arguments == bytes(arguments)
-        and isinstance(ctx := run.context, Context)
-        and ((held := ctx.envelope) is envelope or _client_of(held) == client)  # (the same _meta: the same envelope)
-    ):
+    run = None
+    if token.startswith("v2."):
         try:
-            _handle, sealed, exp, state_id = server.sealer.open_header_id(token)
+            handle, sealed, exp, state_id = server.sealer.open_header_id(token)
         except InvalidState:
             return False  # (told by the usual way)
+        run = parking.peek(handle)
+    # (run.arguments: set by this module only, with run.context a Context or None)
+    if (
+        run is not None and run.conn is conn and run.tool == name and run.arguments == bytes(arguments)
+        and (ctx := run.context) is not None
+        and ((held := ctx.envelope) is envelope or _client_of(held) == client)  # (the same _meta: the same envelope)
+    ):
         if not sealed or exp < now:
             return False
     else:
