@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from minimcp import Accepted, Context, Limits, Server, errors, rounds, taken_calls
+from minimcp.adopted import AdoptedRequests
 from minimcp.state import StateSealer
 from tests.helpers import raw_client
 from tests.test_modern import NAME_FORM, Modern, accept, complete, error_of, input_required, only, text_of
@@ -294,3 +295,38 @@ def test_the_canonical_check_accepts_exactly_what_codes_back_the_same(size: int)
     for variant in variants:
         assert _canonical_unb64(variant) == reference(variant), variant
     assert _canonical_unb64(text) == _unb64(text)
+
+
+async def test_a_taken_over_round_trip_makes_no_helper_call_of_the_request_side(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request side of the usual round trip runs in ``taken_calls.take_call`` (issue 19): the retry's
+    state id comes with its header (no ``StateSealer.state_id``), its parked run is checked there (no
+    ``retry_state.parked_run``: that opens any other state), and the request is entered in flight
+    through the table the read loop hands over (no ``adoption``/``adopt`` call); the replay of a used
+    state is still refused."""
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, conn):
+            m = Modern(peer)
+            await first_round_trip(m)
+            ids = [0]
+            state_id = StateSealer.state_id
+
+            def named(token: str) -> str:
+                ids[0] += 1
+                return state_id(token)
+
+            monkeypatch.setattr(StateSealer, "state_id", staticmethod(named))  # (a static method)
+            with counting(monkeypatch, taken_calls, "parked_run") as opened, \
+                    counting(monkeypatch, AdoptedRequests, "adoption") as adoptions, \
+                    counting(monkeypatch, AdoptedRequests, "adopt") as adopts:
+                for n in range(ROUNDS):
+                    await round_trip(m, n)
+            assert (ids[0], opened[0], adoptions[0], adopts[0]) == (0, 0, 0, 0)
+            requests, state = input_required(await m.call("greet", {"a": 1}))
+            key, _ = only(requests)
+            await m.call("greet", {"a": 1}, responses={key: accept(name="Ada")}, state=state)
+            error_of(await m.call("greet", {"a": 1}, responses={key: accept(name="Eve")}, state=state),
+                     errors.INVALID_PARAMS)  # (used: refused the usual way)
+            assert not conn.session._inflight
