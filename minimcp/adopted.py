@@ -39,14 +39,22 @@ class AdoptedRequests:
     #: A role's fast path (:func:`minimcp.rounds.take_over`): True if it took a request over.
     #: Set on the instance only where needed (a class attribute: other sessions' dicts stay as they were).
     take_over: Callable[[Request], bool] | None = None
-    #: The same for a message's bytes, before the usual decoding (:func:`minimcp.taken_calls.take_call`).
-    take_call: Callable[[bytes], bool] | None = None
+    #: The same for a message's bytes, before the usual decoding (:func:`minimcp.taken_calls.take_call`),
+    #: called by the read loop with the message and the table of requests in flight: it checks, as a
+    #: handler's start does, that the id is not in it and that there is room under
+    #: ``max_inflight_inbound`` (the session is serving: its read loop runs), and enters a request
+    #: it takes there (``table[id_] = handle``, as :meth:`adopt` does).
+    take_call: Callable[[bytes, dict[RequestId, Any]], bool] | None = None
 
-    def may_adopt(self, id_: RequestId) -> bool:
-        """Whether request ``id_`` may be taken over: the checks a handler's start makes, in its order
-        (the id not in flight already, room under ``max_inflight_inbound``, the session serving)."""
+    def adoption(self, id_: RequestId) -> dict[RequestId, Any] | None:
+        """Whether request ``id_`` may be taken over -- the checks a handler's start makes, in its order
+        (the id not in flight already, room under ``max_inflight_inbound``, the session serving) -- and
+        where: the table of requests in flight, in which ``table[id_] = handle`` is :meth:`adopt` (no
+        call of its own on the fast path); ``None``: it may not be taken over."""
         inflight = self._inflight
-        return id_ not in inflight and len(inflight) < self.limits.max_inflight_inbound and self._handlers is not None
+        if id_ not in inflight and len(inflight) < self.limits.max_inflight_inbound and self._handlers is not None:
+            return inflight
+        return None
 
     def adopt(self, id_: RequestId, handle: Any) -> None:
         """Request ``id_`` is answered by a task of its own (``handle.cancel()`` cancels it): in flight

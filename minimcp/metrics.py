@@ -63,6 +63,10 @@ class ToolMetrics:
         return data
 
 
+#: The counters of :class:`ToolMetrics` summed as they are (the histogram's buckets are summed one by one).
+_SUMMED = tuple(f.name for f in dataclasses.fields(ToolMetrics) if f.name != "wait_buckets")
+
+
 class ElicitationMetrics:
     """All elicitation counters of one server.
 
@@ -74,56 +78,57 @@ class ElicitationMetrics:
 
     def __init__(self, fast_answer_threshold: float = 0.2) -> None:
         self.fast_answer_threshold = fast_answer_threshold
-        self.total = ToolMetrics()
         self.tools: dict[str, ToolMetrics] = {}
         #: client name -> [answers, implausibly fast answers]
         self.clients: dict[str, list[int]] = {}
 
-    def _both(self, tool: str) -> tuple[ToolMetrics, ToolMetrics]:
+    @property
+    def total(self) -> ToolMetrics:
+        """The whole server's counters: the sum of every tool's, made when read (a copy: it does not
+        change as the counters do). Only the tool's counters are written per question."""
+        total = ToolMetrics()
+        for per in self.tools.values():
+            for name in _SUMMED:
+                setattr(total, name, getattr(total, name) + getattr(per, name))
+            total.wait_buckets = [a + b for a, b in zip(total.wait_buckets, per.wait_buckets, strict=True)]
+        return total
+
+    def _tool(self, tool: str) -> ToolMetrics:
         per = self.tools.get(tool)
         if per is None:
             per = self.tools[tool] = ToolMetrics()
-        return self.total, per
+        return per
 
     def started(self, tool: str) -> None:
-        total, per = self.total, self.tools.get(tool)  # (as _both: one call less per question)
+        per = self.tools.get(tool)  # (as _tool: one call less per question)
         if per is None:
             per = self.tools[tool] = ToolMetrics()
-        total.started += 1
-        total.pending += 1
         per.started += 1
         per.pending += 1
 
     def unsupported(self, tool: str, mode: str) -> None:
         """The client could not be asked (``mode`` ``"form"`` or ``"url"``): a fallback."""
-        for m in self._both(tool):
-            if mode == "url":
-                m.unsupported_url += 1
-            else:
-                m.unsupported_form += 1
+        m = self._tool(tool)
+        if mode == "url":
+            m.unsupported_url += 1
+        else:
+            m.unsupported_form += 1
 
     def finished(self, tool: str, outcome: str, waited: float, client: str | None) -> None:
         """One question ended: ``outcome`` is one of accepted, declined, cancelled, timed_out,
         invalid_answer, failed (connection lost, parent cancelled)."""
-        if outcome not in _OUTCOMES:
-            raise ValueError(f"unknown outcome {outcome!r}")
-        slot = _bucket_of(BUCKETS, waited)
-        total, per = self.total, self.tools.get(tool)
+        per = self.tools.get(tool)
         if per is None:
             per = self.tools[tool] = ToolMetrics()
-        total.pending -= 1
-        per.pending -= 1
         if outcome == "accepted":  # the usual outcome, counted without getattr/setattr
-            total.accepted += 1
             per.accepted += 1
-        else:
-            setattr(total, outcome, getattr(total, outcome) + 1)
+        elif outcome in _OUTCOMES:
             setattr(per, outcome, getattr(per, outcome) + 1)
-        total.wait_buckets[slot] += 1
-        per.wait_buckets[slot] += 1
-        total.wait_sum += waited
+        else:
+            raise ValueError(f"unknown outcome {outcome!r}")
+        per.pending -= 1
+        per.wait_buckets[_bucket_of(BUCKETS, waited)] += 1
         per.wait_sum += waited
-        total.wait_count += 1
         per.wait_count += 1
         if client is not None and outcome in _ANSWERED:
             counts = self.clients.get(client)

@@ -50,12 +50,11 @@ from minimcp.errors import ConnectionClosed, McpError
 from minimcp.jsonrpc import Request
 from minimcp.mrtr import Envelope
 from minimcp.outcome import ToolRun
-from minimcp.retry_state import parked_run
 from minimcp.runs import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
 from minimcp.state import StateTooLarge, digest
 from minimcp.tools import RegisteredTool, argument_error, error_result, to_result
 from minimcp.types import UNSET, CallToolResult, GetPromptParams, ServerCapabilities, UnsetType
-from minimcp.used_states import MemoryUsedStates, use_state
+from minimcp.used_states import use_state
 from minimcp.versions import MODERN, SUPPORTED
 
 if TYPE_CHECKING:
@@ -425,96 +424,13 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
     cell. Anything else -- another method, a replay, a missing answer, a state or params that do
     not check out, a store of used states that must be awaited -- is not taken (False) and goes
     the usual way (:func:`serve` in a handler task), which answers it, errors included, as ever.
-    Nothing is changed before everything is checked.
+    Nothing is changed before everything is checked (:func:`minimcp.taken_calls.take_call`).
     """
     if request.method != "tools/call":
         return False
-    try:
-        params = _decode_call_params(request.params or b"{}")
-    except Exception:  # (told by the usual way)
-        return False
-    return take_params(conn, request.id, params)
+    from minimcp.taken_calls import take_request  # (it builds on this module)
 
-
-def take_params(conn: ServerConnection, id_: Any, params: _CallToolParams) -> bool:
-    """:func:`take_over` of a ``tools/call`` request ``id_`` whose params are decoded."""
-    try:
-        envelope = mrtr.envelope_of(params.meta)
-        name = params.name
-        tool = conn.registry.tools.get(name)
-        if tool is None:
-            return False
-        # A retry's arguments are those its state is bound to (checked below): they were checked
-        # on its first call, and a parked run has its own; only a new call needs them decoded.
-        token = params.request_state
-        responses = params.input_responses
-        if type(responses) is dict:
-            for value in responses.values():
-                if type(value) is not dict:
-                    return False
-            inputs: dict[str, Any] = responses
-        elif responses is UNSET:
-            inputs = {}
-        else:
-            return False
-        kwargs = None if type(token) is str else tool.arguments(params.arguments)
-    except Exception:  # (told by the usual way)
-        return False
-    server = conn.server
-    info = envelope.client_info
-    client = info.name if info is not None else None
-    if type(token) is str:
-        used = server.used_states
-        if type(used) is not MemoryUsedStates:
-            return False
-        now = time.time()
-        found = parked_run(conn, token, name, client, params.arguments, now, tool, _arguments_digest, envelope)
-        if found is None:
-            return False
-        run, sealed, exp = found
-        timeout = run.pending_timeout
-        late = timeout is not None and now > run.asked_at + timeout  # (as Run.resume decides)
-        if not late:  # (Run.missing: every value of inputs is an object, checked above)
-            for key in run.pending_keys:
-                if key not in inputs:
-                    return False
-        if not used.consume_now(server.sealer.state_id(token), exp):
-            return False  # (already used: told by the usual way)
-        server.parking.take(run.handle)
-        run.serving, run.binding = id_, {"m": "tools/call", "t": name, "a": sealed, "p": client}
-        ctx = run.context
-        assert ctx is not None  # (parked_run: a Context)
-        ctx.envelope = envelope  # capabilities, identity and log level from this request only
-        ctx.request_id = id_
-        conn.session.adopt(id_, run.scope)
-        if late:
-            run.expire()  # an answer after the question's timeout is no answer
-        else:
-            run.deliver(inputs)
-        return True
-    try:
-        binding = {"m": "tools/call", "t": name, "a": _arguments_digest(tool, params.arguments), "p": client}
-    except Exception:  # (told by the usual way)
-        return False
-    run = ServingRun(name, [], None, inputs, parking=server.parking)
-    run.conn, run.serving, run.binding = conn, id_, binding
-    run.arguments = bytes(params.arguments)  # (a copy: not the whole request's buffer)
-    ctx = None
-    if tool.context_param is not None:
-        rest = envelope.rest  # (all but the envelope's keys: they live on in the envelope)
-        ctx = run.context = Context(conn, id_, dict(rest) if rest else UNSET, envelope, run, tool=name)
-    session = conn.session
-    try:
-        run.scope = session.start_detached(_drive(run, None, ctx, tool, kwargs))
-    except ConnectionClosed:
-        return False
-    session.adopt(id_, run.scope)
-    return True
-
-
-def _arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
-    """The digest of a call's arguments a state is bound to (``"a"``), as :func:`_rounds` makes it."""
-    return digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
+    return take_request(conn, request.id, request.params)
 
 
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:

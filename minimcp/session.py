@@ -401,7 +401,8 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
                 continue
             if self._trace is not None:
                 self._trace.record(self.name, "receive", data, origin=self)
-            if self.take_call is not None and self.take_call(data):
+            if self.take_call is not None and self.take_call(data, self._inflight):
+                self.stats.requests_received += 1
                 continue  # (a 2026-07-28 tools/call decoded once and taken over: minimcp.taken_calls)
             try:
                 message = jsonrpc.decode(data)

@@ -97,12 +97,12 @@ class MemoryUsedStates:
 
     def consume_now(self, key: str, expires_at: float) -> bool:
         """:meth:`consume` without a coroutine (no await in it: one event loop runs it atomically)."""
-        now, order = self._clock(), self._order
-        if order and self._expiry[order[0]] < now:  # (_prune's first test: no call when nothing expired)
+        expiry, order = self._expiry, self._order
+        if order and expiry[order[0]] < (now := self._clock()):  # (_prune's first test: no call when nothing expired)
             self._prune(now)
-        if expires_at <= self.floor or key in self._expiry:
+        if expires_at <= self.floor or key in expiry:
             return False
-        if len(self._expiry) >= self.limit:
+        if len(expiry) >= self.limit:
             if self.floor == 0.0:
                 logger.warning(
                     "%d requestState records held (the limit): the oldest are forgotten, and the states "
@@ -110,8 +110,8 @@ class MemoryUsedStates:
                 )
             oldest = self._order.popleft()
             self.floor = max(self.floor, self._expiry.pop(oldest))
-        self._expiry[key] = expires_at
-        self._order.append(key)
+        expiry[key] = expires_at
+        order.append(key)
         return True
 
     def _prune(self, now: float) -> None:

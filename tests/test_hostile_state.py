@@ -26,6 +26,7 @@ import pytest
 
 import minimcp.rounds
 import minimcp.server
+import minimcp.taken_calls
 from minimcp import Accepted, Cancelled, Context, Elicit, Limits, Server
 from minimcp.state import StateSealer
 from minimcp.used_states import MemoryUsedStates
@@ -320,7 +321,9 @@ async def test_a_late_answer_to_a_parked_call_is_cancelled_and_books_nothing(mon
             requests, state = input_required(await m.call("book_table", FULL))
             key, _ = only(requests)
             assert len(app.server.parking) == 1
-            monkeypatch.setattr(minimcp.rounds, "time", types.SimpleNamespace(time=lambda: time.time() + 200))
+            later = types.SimpleNamespace(time=lambda: time.time() + 200)
+            monkeypatch.setattr(minimcp.rounds, "time", later)
+            monkeypatch.setattr(minimcp.taken_calls, "time", later)  # (the retry is taken over by the read loop)
             msg = await m.call("book_table", FULL, responses={key: accept(accept_alternative=True)}, state=state)
             assert status_of(msg) == "cancelled"
             assert len(app.server.parking) == 0

@@ -33,6 +33,7 @@ import pytest
 
 import minimcp.rounds
 import minimcp.server
+import minimcp.taken_calls
 from minimcp import (
     Accepted,
     Cancelled,
@@ -720,6 +721,7 @@ class FakeClock:
 async def test_sub_second_ttl_state_is_valid_right_away(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock(1_000_000_000.1)
     monkeypatch.setattr(minimcp.rounds, "time", types.SimpleNamespace(time=clock.time))
+    monkeypatch.setattr(minimcp.taken_calls, "time", types.SimpleNamespace(time=clock.time))  # (retries taken over)
     async with modern_peer(make_server(Probe(), state_ttl=0.5)) as (m, _):
         requests, state = input_required(await m.call("ask_once"))
         key, _ = only(requests)

@@ -1,6 +1,6 @@
 """What a 2026-07-28 round trip in memory computes per request (issue 19): counted, never timed.
 
-The read loop takes both requests of a round trip over (``minimcp.rounds.take_over``). The work
+The read loop takes both requests of a round trip over (``minimcp.taken_calls.take_call``). The work
 counted here is the revision's own per-message work: the arguments' digest a ``requestState``
 is bound to, what opening a retry's state decodes, the base64 codings of a state. Each count is
 pinned beside a check that the security property it touches holds as before (a retry with other
@@ -17,7 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp import Accepted, Context, Limits, Server, errors, rounds
+from minimcp import Accepted, Context, Limits, Server, errors, rounds, taken_calls
+from minimcp.adopted import AdoptedRequests
 from minimcp.state import StateSealer
 from tests.helpers import raw_client
 from tests.test_modern import NAME_FORM, Modern, accept, complete, error_of, input_required, only, text_of
@@ -67,13 +68,15 @@ async def test_a_retry_repeating_its_arguments_digests_them_once(
         async with raw_client(server) as (peer, _conn):
             m = Modern(peer)
             await first_round_trip(m)
-            with counting(monkeypatch, rounds, "digest") as digests:
+            with counting(monkeypatch, rounds, "digest") as usual, \
+                    counting(monkeypatch, taken_calls, "digest") as taken:
                 for n in range(ROUNDS):
                     requests, state = input_required(await m.call("greet", {"a": n, "b": 1}))
                     key, _ = only(requests)
                     msg = await m.call("greet", {"a": n, "b": 1}, responses={key: accept(name="Ada")}, state=state)
                     assert text_of(complete(msg)) == f"hello Ada {n + 1}"
-            assert digests[0] == ROUNDS, f"{digests[0]} argument digests for {ROUNDS} round trips"
+            digests = usual[0] + taken[0]
+            assert digests == ROUNDS, f"{digests} argument digests for {ROUNDS} round trips"
 
 
 async def test_a_retry_is_still_bound_to_its_arguments(anyio_backend: str) -> None:
@@ -99,7 +102,7 @@ async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
     """The read loop opens a retry's state (MAC, expiry) reading only its binding and handle: the
     payload's whole tree (recorded answers, questions) is not built per retry (it was, by ``open``).
     A v2 state whose call is parked here is not decoded at all: its MAC and header are checked
-    (``open_header``), the binding is the run's own."""
+    (``open_header_id``), the binding is the run's own."""
     server = ask_server()
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
@@ -107,7 +110,7 @@ async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
             await first_round_trip(m)
             with counting(monkeypatch, StateSealer, "open") as opened, \
                     counting(monkeypatch, StateSealer, "open_bound") as bound, \
-                    counting(monkeypatch, StateSealer, "open_header") as header:
+                    counting(monkeypatch, StateSealer, "open_header_id") as header:
                 for n in range(ROUNDS):
                     await round_trip(m, n)
             assert (opened[0], bound[0], header[0]) == (0, 0, ROUNDS)
@@ -292,3 +295,38 @@ def test_the_canonical_check_accepts_exactly_what_codes_back_the_same(size: int)
     for variant in variants:
         assert _canonical_unb64(variant) == reference(variant), variant
     assert _canonical_unb64(text) == _unb64(text)
+
+
+async def test_a_taken_over_round_trip_makes_no_helper_call_of_the_request_side(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request side of the usual round trip runs in ``taken_calls.take_call`` (issue 19): the retry's
+    state id comes with its header (no ``StateSealer.state_id``), its parked run is checked there (no
+    ``retry_state.parked_run``: that opens any other state), and the request is entered in flight
+    through the table the read loop hands over (no ``adoption``/``adopt`` call); the replay of a used
+    state is still refused."""
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, conn):
+            m = Modern(peer)
+            await first_round_trip(m)
+            ids = [0]
+            state_id = StateSealer.state_id
+
+            def named(token: str) -> str:
+                ids[0] += 1
+                return state_id(token)
+
+            monkeypatch.setattr(StateSealer, "state_id", staticmethod(named))  # (a static method)
+            with counting(monkeypatch, taken_calls, "parked_run") as opened, \
+                    counting(monkeypatch, AdoptedRequests, "adoption") as adoptions, \
+                    counting(monkeypatch, AdoptedRequests, "adopt") as adopts:
+                for n in range(ROUNDS):
+                    await round_trip(m, n)
+            assert (ids[0], opened[0], adoptions[0], adopts[0]) == (0, 0, 0, 0)
+            requests, state = input_required(await m.call("greet", {"a": 1}))
+            key, _ = only(requests)
+            await m.call("greet", {"a": 1}, responses={key: accept(name="Ada")}, state=state)
+            error_of(await m.call("greet", {"a": 1}, responses={key: accept(name="Eve")}, state=state),
+                     errors.INVALID_PARAMS)  # (used: refused the usual way)
+            assert not conn.session._inflight

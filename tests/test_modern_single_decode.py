@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
-from minimcp import errors, jsonrpc, rounds
+from minimcp import errors, jsonrpc, rounds, taken_calls
 from minimcp.adopted import AdoptedRequests
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, error_of, input_required, meta, only, text_of
@@ -105,4 +106,35 @@ async def test_a_reply_sent_at_once_makes_no_coroutine(anyio_backend: str, monke
                     msg = await m.call("greet", {"a": n}, responses={key: accept(name="Ada")}, state=state)
                     assert text_of(complete(msg)) == f"hello Ada {n}"
             assert waits[0] == 0
+            assert not conn.session._inflight
+
+
+async def test_a_call_decoded_the_usual_way_is_still_taken_over(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``tools/call`` whose method name is escaped (no literal ``"tools/call"`` in its bytes) is decoded
+    the usual way and still taken over (``rounds.take_over`` -> ``taken_calls.take_request``): its run
+    answers it, and its retry resumes that run; each request counted once."""
+    server = ask_server()
+    escaped = msgspec.json.encode  # (the method written "tools\/call": the same text once decoded)
+
+    def request(id_: int, params: dict[str, Any]) -> bytes:
+        body = escaped({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params})
+        return body.replace(b'"tools/call"', b'"tools\\/call"')
+
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, conn):
+            m = Modern(peer)
+            await first_round_trip(m)
+            received = conn.session.stats.requests_received
+            with counting(monkeypatch, taken_calls, "take_request") as taken:
+                await peer.send(request(50, {"name": "greet", "arguments": {"a": 7}, "_meta": meta()}))
+                requests, state = input_required(await peer.recv())
+                key, _ = only(requests)
+                await peer.send(request(51, {"name": "greet", "arguments": {"a": 7}, "_meta": meta(),
+                                             "inputResponses": {key: accept(name="Ada")}, "requestState": state}))
+                msg = await peer.recv()
+            assert msg["id"] == 51 and text_of(complete(msg)) == "hello Ada 7"
+            assert taken[0] == 2 and len(server.parking) == 0
+            assert conn.session.stats.requests_received == received + 2
             assert not conn.session._inflight

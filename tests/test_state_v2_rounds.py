@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp import Accepted, Context, Limits, Server, errors, rounds
+from minimcp import Accepted, Context, Limits, Server, errors, rounds, taken_calls
 from minimcp.state import StateSealer
 from minimcp.used_states import MemoryUsedStates
 from tests.helpers import raw_client
@@ -138,6 +138,7 @@ async def test_an_older_state_of_a_parked_call_is_refused_used_then_expired(
     it names is parked here under a later state that has not expired."""
     clock = [time.time()]
     monkeypatch.setattr(rounds, "time", types.SimpleNamespace(time=lambda: clock[0]))
+    monkeypatch.setattr(taken_calls, "time", types.SimpleNamespace(time=lambda: clock[0]))  # (retries taken over)
     server, started = ask_server(state_ttl=60.0, used_states=MemoryUsedStates(1000, clock=lambda: clock[0]))
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
@@ -222,7 +223,7 @@ async def test_key_rotation_through_the_server(
                 assert refused(msg) == "invalid_request_state"
             assert len(server.parking) == 1
             server.sealer = StateSealer(KEY, old_keys=(OLD,))
-            with counting(monkeypatch, StateSealer, "open_header") as header:
+            with counting(monkeypatch, StateSealer, "open_header_id") as header:
                 msg = await m.call("greet", {"a": 5}, responses={key: accept(name="Ada")}, state=state)
             assert text_of(complete(msg)) == "hello Ada 5"
             assert started[0] == 2  # resumed
