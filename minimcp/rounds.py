@@ -345,7 +345,9 @@ async def _drive(
     finally:
         if ctx is not None:
             ctx.finished = True
-        run.context, run.scope = None, NOT_STARTED  # (Run.ended, written out: once per call)
+        # The run and its context point at each other, and the task at the run: cut here, they go when
+        # their last reference does, not in a pass of the cyclic GC (which a call per round trip kept busy).
+        run.context, run.scope = None, NOT_STARTED
         if not run.finished:  # (finish takes the run out of its parking)
             abandoned = Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned"))
             if run.serving is None:

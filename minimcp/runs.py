@@ -161,17 +161,6 @@ class Run:
         """
         raise NotImplementedError
 
-    def ended(self) -> None:
-        """The run's task is ending: let go of the task and the context.
-
-        The run and its context point at each other, and the task at the run: cut here, they go
-        when their last reference does, not in a pass of the cyclic garbage collector (which a call
-        per round trip kept busy: about a tenth of a 2026-07-28 round trip's CPU). A finished run
-        may be held a while longer (a stale entry of the parked calls' sweep): it holds little.
-        """
-        self.context = None
-        self.scope = _NOT_STARTED
-
     def stop(self) -> None:
         """Cancel the run's task (once: a second ``cancel()`` would cut its clean-up short on asyncio)."""
         scope, self.scope = self.scope, _NOT_STARTED
