@@ -79,6 +79,11 @@ def _load_form_question() -> Callable[..., Question]:
     return form_question
 
 
+#: (form type, revision) -> its compiled form (asked without exemptions) and prepared schema bytes, once the
+#: form's question is made from them (:meth:`AskingCall._form_asked`); types are as few as the code defines.
+_ready_forms: dict[tuple[type, str], tuple[forms.Form[Any], tuple[bytes, bytes, frozenset[str]]]] = {}
+_READY_BOUND = 1024  # (past it, such a question is made the way that fills this table: as before it)
+
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
 #: What a call waits for while its question is open, by method (a URL step by its mode); roots/list waits on no one.
@@ -335,7 +340,12 @@ class AskingCall(Call):
                 (before sending).
             forms.FormValidationError: the client's answer breaks the schema.
         """
-        params, compiled = self._form_question(message, form, allow_sensitive)
+        run = self.run
+        if run is None:
+            asked: Any = self._form_question(message, form, allow_sensitive)  # (params, compiled)
+        else:
+            asked = self._form_asked(run, message, form, allow_sensitive, key)  # (question, compiled)
+        compiled = asked[1]
         del message, form  # a waiting call keeps only what checks the answer (the question is sent)
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout
@@ -344,12 +354,11 @@ class AskingCall(Call):
         self.connection.metrics.started(self.tool)
         self._asked_at = time.monotonic()
         try:
-            run = self.run
             if run is None:
-                pending = self._ask("elicitation/create", params, timeout, key)
+                pending = self._ask("elicitation/create", asked[0], timeout, key)
             else:
-                pending = run.ask(self._form_asked(run, params, compiled, key), timeout)
-            del params, run
+                pending = run.ask(asked[0], timeout)
+            del asked, run
             answer = await pending
         except errors.RequestTimeout:
             self._outcome("timed_out")
@@ -366,17 +375,27 @@ class AskingCall(Call):
         return self._form_answer(compiled, result)
 
     def _form_asked(
-        self, run: RunHandle, params: ElicitRequestParams, compiled: forms.Form[Any], key: str | None
-    ) -> Question:
-        """A form question of ``run`` (2026-07-28): made from the form's prepared bytes where the schema is
-        its own rendering (:func:`minimcp.mrtr.form_question`: the same wire and digest), else as any question."""
-        encoded = compiled.encoded_schema(self.protocol_version, params.requested_schema)
+        self, run: RunHandle, message: str, form: Any, allow_sensitive: Collection[str], key: str | None
+    ) -> tuple[Question, forms.Form[Any]]:
+        """A form question of ``run`` (2026-07-28) and its compiled form: made from the form's prepared bytes
+        where the schema is its own rendering (:func:`minimcp.mrtr.form_question`: the same wire and digest),
+        else as any question."""
+        envelope = self.envelope
+        if isinstance(form, type) and not allow_sensitive and envelope is not None and envelope.form_allowed:
+            ready = _ready_forms.get((form, envelope.version))
+            if ready is not None:  # a form type asked before on this revision: what the way below gives it
+                return _form_question_of(message, envelope.form_mode, ready[1], key), ready[0]  # type: ignore[misc]
+        params, compiled = self._form_question(message, form, allow_sensitive)
+        version = self.protocol_version
+        encoded = compiled.encoded_schema(version, params.requested_schema)
         if encoded is None:
-            return run.question("elicitation/create", params, key)
+            return run.question("elicitation/create", params, key), compiled
         make = _form_question_of
         if make is None:
             make = _load_form_question()
-        return make(params.message, params.mode, encoded, key)
+        if isinstance(form, type) and not allow_sensitive and len(_ready_forms) < _READY_BOUND:
+            _ready_forms[form, version] = (compiled, encoded)  # (its form and bytes never change)
+        return make(params.message, params.mode, encoded, key), compiled
 
     def _form_question(
         self, message: str, form: Any, allow_sensitive: Collection[str]
@@ -457,8 +476,8 @@ class AskingCall(Call):
         prepared: list[tuple[str, Question, Any]] = []
         for name, spec in questions.items():
             if isinstance(spec, Elicit):
-                params, compiled = self._form_question(spec.message, spec.form, spec.allow_sensitive)
-                prepared.append((name, self._form_asked(run, params, compiled, name), compiled))
+                question, compiled = self._form_asked(run, spec.message, spec.form, spec.allow_sensitive, name)
+                prepared.append((name, question, compiled))
             elif isinstance(spec, Sample):
                 params_s = self._sample_params(spec.messages, spec.max_tokens, None, None)
                 prepared.append((name, run.question("sampling/createMessage", params_s, name), None))
