@@ -255,7 +255,8 @@ def read_type(
             raise FormValidationError(None, "construct", message) from exc
 
     if is_dict or not all(
-        s.convert is _ident and s.attr == s.wire and (f.required or s.missing is _SKIP) for s, f in zip(slots, fields)
+        s.convert is _ident and s.attr == s.wire and (f.required or s.missing is _SKIP)
+        for s, f in zip(slots, fields, strict=True)
     ):
         return tuple(fields), make, exempt
 

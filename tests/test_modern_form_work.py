@@ -19,6 +19,7 @@ import msgspec
 import pytest
 
 from minimcp import Accepted, Context, Limits, Server, forms, mrtr
+from minimcp.asking import AskingCall
 from minimcp.types import ElicitRequestParams, UnsetType
 from minimcp.versions import MODERN
 from tests.helpers import raw_client
@@ -256,3 +257,80 @@ async def test_a_form_round_trip_makes_no_general_step(anyio_backend: str, monke
                     msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
                     assert text_of(complete(msg)) == str(n)
             assert (digests[0], cleans[0], metas[0]) == (0, 0, 0), f"{digests[0]}, {cleans[0]}, {metas[0]}"
+
+
+async def test_a_form_type_asked_before_skips_the_question_work(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a form type's question was made from its prepared bytes on a revision, later questions of it
+    are made from its ready form and bytes: no ``_form_question`` (params, form cache, schema lookup) and
+    no ``encoded_schema`` per question (each ran once per round trip); the wire stays the same."""
+    server = pick_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            asked = []
+            for n in range(2):  # (the form's first questions: made the general way)
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                asked.append(requests)
+                await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+            with counting(monkeypatch, AskingCall, "_form_question") as made, \
+                    counting(monkeypatch, forms.Form, "encoded_schema") as encoded:
+                for n in range(2, 2 + ROUNDS):
+                    requests, state = input_required(await m.call("ask", {"i": n}))
+                    asked.append(requests)
+                    msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                    assert text_of(complete(msg)) == str(n)
+            assert (made[0], encoded[0]) == (0, 0), f"{made[0]}, {encoded[0]}"
+            # every question alike but for its message: the same schema and mode as the general way made
+            shapes = [{k: v for k, v in only(r)[1]["params"].items() if k != "message"} for r in asked]
+            assert all(shape == shapes[0] for shape in shapes), shapes
+            assert [only(r)[1]["params"]["message"] for r in asked] == [f"q {n}" for n in range(2 + ROUNDS)]
+
+
+async def test_a_ready_form_type_is_still_refused_to_a_client_without_forms(anyio_backend: str) -> None:
+    """The ready shortcut is taken only where the request's client takes forms: a request declaring no
+    elicitation still gets -32021, after the same form type was asked (and made ready) on other requests."""
+    server = pick_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            for n in range(3):
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+            msg = await m.call("ask", {"i": 9}, caps={})
+            assert msg["error"]["code"] == -32021, msg
+            assert msg["error"]["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+            input_required(await m.call("ask", {"i": 10}))  # (and the session keeps working)
+
+
+def test_a_plain_struct_form_is_made_as_the_general_way_makes_it() -> None:
+    """A Struct whose fields take answers as they are is made by one constructor call: the same values as
+    before for full and partial answers, the same refusal by the type, and a key that is no field left out."""
+
+    class Plain(msgspec.Struct):
+        n: int
+        note: str = "none"
+        maybe: int | None = None
+
+    compiled = forms.compile_form(Plain)
+    assert compiled.build({"n": 1}) == Plain(1)
+    assert compiled.build({"n": 2, "note": "x", "maybe": 3, "extra": True}) == Plain(2, "x", 3)
+    assert compiled.make({"n": 4, "nope": 1}) == Plain(4)  # (make's caller may pass other keys: left out)
+    with pytest.raises(forms.FormValidationError):
+        compiled.build({"note": "x"})  # required n omitted
+
+    class Renamed(msgspec.Struct, rename="camel"):
+        first_name: str
+
+    assert forms.compile_form(Renamed).build({"firstName": "a"}) == Renamed("a")
+
+    class Refusing(msgspec.Struct):
+        n: int
+
+        def __post_init__(self) -> None:
+            if self.n < 0:
+                raise ValueError("negative")
+
+    with pytest.raises(forms.FormValidationError, match="refused by Refusing: negative"):
+        forms.compile_form(Refusing).build({"n": -1})
