@@ -66,21 +66,23 @@ def _load_forms() -> None:
 
     _forms_loaded = True
 
-#: :func:`minimcp.mrtr.form_question`, bound on a 2026-07-28 run's first form question (a handshake-era
-#: server does not import the revision's wire module).
-_form_question_of: Callable[..., Question] | None = None
+#: :func:`minimcp.mrtr.ready_question` and :func:`~minimcp.mrtr.form_parts`, bound on a 2026-07-28 run's
+#: first form question (a handshake-era server does not import the revision's wire module).
+_ready_question: Callable[..., Question] | None = None
+_form_parts: Callable[..., tuple[bytes, bytes, frozenset[str]]] | None = None
 
 
-def _load_form_question() -> Callable[..., Question]:
-    global _form_question_of
-    from minimcp.mrtr import form_question
+def _load_form_question() -> tuple[Callable[..., Question], Callable[..., tuple[bytes, bytes, frozenset[str]]]]:
+    global _ready_question, _form_parts
+    from minimcp.mrtr import form_parts, ready_question
 
-    _form_question_of = form_question
-    return form_question
+    _ready_question, _form_parts = ready_question, form_parts
+    return ready_question, form_parts
 
 
-#: (form type, revision) -> its compiled form (asked without exemptions) and prepared schema bytes, once the
-#: form's question is made from them (:meth:`AskingCall._form_asked`); types are as few as the code defines.
+#: (form type, revision) -> its compiled form (asked without exemptions) and its question's prepared bytes
+#: (:func:`minimcp.mrtr.form_parts`), once the form's question is made from them (:meth:`AskingCall._form_asked`);
+#: types are as few as the code defines.
 _ready_forms: dict[tuple[type, str], tuple[forms.Form[Any], tuple[bytes, bytes, frozenset[str]]]] = {}
 _READY_BOUND = 1024  # (past it, such a question is made the way that fills this table: as before it)
 
@@ -384,18 +386,19 @@ class AskingCall(Call):
         if isinstance(form, type) and not allow_sensitive and envelope is not None and envelope.form_allowed:
             ready = _ready_forms.get((form, envelope.version))
             if ready is not None:  # a form type asked before on this revision: what the way below gives it
-                return _form_question_of(message, envelope.form_mode, ready[1], key), ready[0]  # type: ignore[misc]
+                return _ready_question(message, ready[1], key), ready[0]  # type: ignore[misc]
         params, compiled = self._form_question(message, form, allow_sensitive)
         version = self.protocol_version
         encoded = compiled.encoded_schema(version, params.requested_schema)
         if encoded is None:
             return run.question("elicitation/create", params, key), compiled
-        make = _form_question_of
-        if make is None:
-            make = _load_form_question()
+        make, parts_of = _ready_question, _form_parts
+        if make is None or parts_of is None:
+            make, parts_of = _load_form_question()
+        parts = parts_of(params.mode, encoded)  # (mrtr.form_question, in its two steps)
         if isinstance(form, type) and not allow_sensitive and len(_ready_forms) < _READY_BOUND:
-            _ready_forms[form, version] = (compiled, encoded)  # (its form and bytes never change)
-        return make(params.message, params.mode, encoded, key), compiled
+            _ready_forms[form, version] = (compiled, parts)  # (its form and bytes never change; mode is the version's)
+        return make(params.message, parts, key), compiled
 
     def _form_question(
         self, message: str, form: Any, allow_sensitive: Collection[str]
