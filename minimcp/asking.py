@@ -47,7 +47,7 @@ from minimcp.types import (
 if TYPE_CHECKING:
     from minimcp import form_cache, forms
     from minimcp.callhost import RunHandle
-    from minimcp.form_check import validate_answer
+    from minimcp.form_check import validate_checked
     from minimcp.mrtr import Question
     from minimcp.waiting import Wait
 
@@ -60,9 +60,9 @@ _forms_loaded = False
 
 def _load_forms() -> None:
     """Import the form compiler and answer check into this module's namespace (first form question)."""
-    global _forms_loaded, form_cache, validate_answer
+    global _forms_loaded, form_cache, validate_checked
     from minimcp import form_cache
-    from minimcp.form_check import validate_answer
+    from minimcp.form_check import validate_checked
 
     _forms_loaded = True
 
@@ -433,7 +433,7 @@ class AskingCall(Call):
             if content is UNSET:
                 content = {}
             try:  # Form.build, in one call of ours: the answer checked (form_check), then made typed
-                value = compiled.make(validate_answer(compiled.fields, content))
+                value = compiled.make(validate_checked(compiled.checks, content))
             except FormValidationError:
                 self._outcome("invalid_answer")
                 raise

@@ -334,3 +334,53 @@ def test_a_plain_struct_form_is_made_as_the_general_way_makes_it() -> None:
 
     with pytest.raises(forms.FormValidationError, match="refused by Refusing: negative"):
         forms.compile_form(Refusing).build({"n": -1})
+
+
+PLAIN_FIELDS = [
+    forms.FormField("b", "boolean"),
+    forms.FormField("i", "integer"),
+    forms.FormField("x", "number"),
+    forms.FormField("s", "string"),
+    forms.FormField("lo", "integer", minimum=1),
+    forms.FormField("hi", "number", maximum=2),
+    forms.FormField("short", "string", max_length=2),
+    forms.FormField("mail", "string", format="email"),
+    forms.FormField("one", "select", options=(("a", "a"),)),
+]
+PLAIN_VALUES = [True, False, 0, 1, 5, -3, 2.0, 2.5, float("inf"), "", "abc", "a@b.c", "a", None, [], {}]
+
+
+@pytest.mark.parametrize("field", PLAIN_FIELDS, ids=lambda f: f.name)
+def test_an_answer_checked_by_its_prepared_checks_is_checked_as_check_value_checks_it(field: forms.FormField) -> None:
+    """A value of a field's plain type skips ``check_value`` only where that gives it back as it is: every
+    other value (a bool for a number, a float for an integer, bounds, formats, options) gets its error."""
+    from minimcp.form_check import answer_checks, check_value, validate_checked
+
+    checks = answer_checks((field,))
+    for value in PLAIN_VALUES:
+        try:
+            expected: Any = {field.name: check_value(field, value)}
+        except forms.FormValidationError as exc:
+            expected = (exc.constraint, str(exc))
+        try:
+            got: Any = validate_checked(checks, {field.name: value})
+        except forms.FormValidationError as exc:
+            got = (exc.constraint, str(exc))
+        assert got == expected, (value, got, expected)
+        if isinstance(got, dict):
+            assert type(got[field.name]) is type(expected[field.name]), value
+
+
+def test_a_plain_answer_is_checked_without_a_check_value_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pick's answer (a plain int) is taken as check_value would give it back, without calling it (it ran
+    once per field per answer); a bool or a float that is no integer still goes to it and is refused."""
+    from minimcp import form_check
+
+    compiled = forms.compile_form(Pick)
+    with counting(monkeypatch, form_check, "check_value") as checked:
+        assert compiled.build({"n": 7}) == Pick(7)
+        assert checked[0] == 0
+        for bad in (True, 1.5, "7"):
+            with pytest.raises(forms.FormValidationError, match="expected integer"):
+                compiled.build({"n": bad})
+        assert checked[0] == 3
