@@ -343,11 +343,11 @@ class AskingCall(Call):
             forms.FormValidationError: the client's answer breaks the schema.
         """
         run = self.run
+        asked: Any  # the question's params (handshake era), or the question of the run
         if run is None:
-            asked: Any = self._form_question(message, form, allow_sensitive)  # (params, compiled)
+            asked, compiled = self._form_question(message, form, allow_sensitive)
         else:
-            asked = self._form_asked(run, message, form, allow_sensitive, key)  # (question, compiled)
-        compiled = asked[1]
+            asked, compiled = self._form_asked(run, message, form, allow_sensitive, key)
         del message, form  # a waiting call keeps only what checks the answer (the question is sent)
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout
@@ -356,10 +356,7 @@ class AskingCall(Call):
         self.connection.metrics.started(self.tool)
         self._asked_at = time.monotonic()
         try:
-            if run is None:
-                pending = self._ask("elicitation/create", asked[0], timeout, key)
-            else:
-                pending = run.ask(asked[0], timeout)
+            pending = self._ask("elicitation/create", asked, timeout, key) if run is None else run.ask(asked, timeout)
             del asked, run
             answer = await pending
         except errors.RequestTimeout:
