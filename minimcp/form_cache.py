@@ -33,6 +33,7 @@ _shapes: dict[bytes, tuple[forms.Form[dict[str, Any]], bytes, dict[str, forms.Fo
 _encode = msgspec.json.Encoder(order="sorted").encode
 #: form type -> its compiled form without exemptions (as compile_form caches it; types are as few as the code's)
 _types: dict[Any, forms.Form[Any]] = {}
+MAX_TYPES = 1024  # (past it, a type's form is found through compile_form, as before this table)
 
 
 def _split(schema: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -65,7 +66,9 @@ def question_form(
             return forms.compile_form(form, allow_sensitive=allow_sensitive), None
         compiled = _types.get(form)  # (compile_form(form): its own cache, without making its key)
         if compiled is None:
-            compiled = _types[form] = forms.compile_form(form)
+            compiled = forms.compile_form(form)
+            if len(_types) < MAX_TYPES:
+                _types[form] = compiled
         return compiled, None
     split = _split(form)
     if as_written is None:

@@ -384,3 +384,42 @@ def test_a_plain_answer_is_checked_without_a_check_value_call(monkeypatch: pytes
             with pytest.raises(forms.FormValidationError, match="expected integer"):
                 compiled.build({"n": bad})
         assert checked[0] == 3
+
+
+def test_the_form_type_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its bound, form types are no longer added to ``question_form``'s table (a program making types
+    per call cannot grow it); such a type's form is still the one compile_form gives."""
+    from minimcp import form_cache
+
+    monkeypatch.setattr(form_cache, "MAX_TYPES", len(form_cache._types))
+    fresh = msgspec.defstruct("Fresh", [("n", int)])
+    compiled, given = form_cache.question_form(fresh, (), VERSION)
+    assert given is None and compiled is forms.compile_form(fresh)
+    assert fresh not in form_cache._types
+
+
+
+async def test_past_its_bound_a_form_type_is_asked_the_general_way(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the ready table full, a new form type's questions are made the general way (not added), and
+    asked and answered as before (asyncio and trio)."""
+    from minimcp import asking
+
+    monkeypatch.setattr(asking, "_READY_BOUND", len(asking._ready_forms))
+    fresh = msgspec.defstruct("Fresh", [("n", int)])
+    server = Server("form-bound", limits=Limits(elicitation_timeout=600))
+
+    @server.tool()
+    async def ask(ctx: Context, i: int) -> str:
+        answer = await ctx.elicit(f"q {i}", fresh)
+        return str(answer.value.n) if isinstance(answer, Accepted) else "?"
+
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            for n in range(4):
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                assert text_of(complete(msg)) == str(n)
+    assert all(key[0] is not fresh for key in asking._ready_forms)
