@@ -47,7 +47,7 @@ from minimcp.types import (
 if TYPE_CHECKING:
     from minimcp import form_cache, forms
     from minimcp.callhost import RunHandle
-    from minimcp.form_check import validate_answer
+    from minimcp.form_check import validate_checked
     from minimcp.mrtr import Question
     from minimcp.waiting import Wait
 
@@ -60,24 +60,31 @@ _forms_loaded = False
 
 def _load_forms() -> None:
     """Import the form compiler and answer check into this module's namespace (first form question)."""
-    global _forms_loaded, form_cache, validate_answer
+    global _forms_loaded, form_cache, validate_checked
     from minimcp import form_cache
-    from minimcp.form_check import validate_answer
+    from minimcp.form_check import validate_checked
 
     _forms_loaded = True
 
-#: :func:`minimcp.mrtr.form_question`, bound on a 2026-07-28 run's first form question (a handshake-era
-#: server does not import the revision's wire module).
-_form_question_of: Callable[..., Question] | None = None
+#: :func:`minimcp.mrtr.ready_question` and :func:`~minimcp.mrtr.form_parts`, bound on a 2026-07-28 run's
+#: first form question (a handshake-era server does not import the revision's wire module).
+_ready_question: Callable[..., Question] | None = None
+_form_parts: Callable[..., tuple[bytes, bytes, frozenset[str]]] | None = None
 
 
-def _load_form_question() -> Callable[..., Question]:
-    global _form_question_of
-    from minimcp.mrtr import form_question
+def _load_form_question() -> tuple[Callable[..., Question], Callable[..., tuple[bytes, bytes, frozenset[str]]]]:
+    global _ready_question, _form_parts
+    from minimcp.mrtr import form_parts, ready_question
 
-    _form_question_of = form_question
-    return form_question
+    _ready_question, _form_parts = ready_question, form_parts
+    return ready_question, form_parts
 
+
+#: (form type, revision) -> its compiled form (asked without exemptions) and its question's prepared bytes
+#: (:func:`minimcp.mrtr.form_parts`), once the form's question is made from them (:meth:`AskingCall._form_asked`);
+#: types are as few as the code defines.
+_ready_forms: dict[tuple[type, str], tuple[forms.Form[Any], tuple[bytes, bytes, frozenset[str]]]] = {}
+_READY_BOUND = 1024  # (past it, such a question is made the way that fills this table: as before it)
 
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
@@ -335,7 +342,12 @@ class AskingCall(Call):
                 (before sending).
             forms.FormValidationError: the client's answer breaks the schema.
         """
-        params, compiled = self._form_question(message, form, allow_sensitive)
+        run = self.run
+        asked: Any  # the question's params (handshake era), or the question of the run
+        if run is None:
+            asked, compiled = self._form_question(message, form, allow_sensitive)
+        else:
+            asked, compiled = self._form_asked(run, message, form, allow_sensitive, key)
         del message, form  # a waiting call keeps only what checks the answer (the question is sent)
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout
@@ -344,12 +356,8 @@ class AskingCall(Call):
         self.connection.metrics.started(self.tool)
         self._asked_at = time.monotonic()
         try:
-            run = self.run
-            if run is None:
-                pending = self._ask("elicitation/create", params, timeout, key)
-            else:
-                pending = run.ask(self._form_asked(run, params, compiled, key), timeout)
-            del params, run
+            pending = self._ask("elicitation/create", asked, timeout, key) if run is None else run.ask(asked, timeout)
+            del asked, run
             answer = await pending
         except errors.RequestTimeout:
             self._outcome("timed_out")
@@ -366,17 +374,28 @@ class AskingCall(Call):
         return self._form_answer(compiled, result)
 
     def _form_asked(
-        self, run: RunHandle, params: ElicitRequestParams, compiled: forms.Form[Any], key: str | None
-    ) -> Question:
-        """A form question of ``run`` (2026-07-28): made from the form's prepared bytes where the schema is
-        its own rendering (:func:`minimcp.mrtr.form_question`: the same wire and digest), else as any question."""
-        encoded = compiled.encoded_schema(self.protocol_version, params.requested_schema)
+        self, run: RunHandle, message: str, form: Any, allow_sensitive: Collection[str], key: str | None
+    ) -> tuple[Question, forms.Form[Any]]:
+        """A form question of ``run`` (2026-07-28) and its compiled form: made from the form's prepared bytes
+        where the schema is its own rendering (:func:`minimcp.mrtr.form_question`: the same wire and digest),
+        else as any question."""
+        envelope = self.envelope
+        if isinstance(form, type) and not allow_sensitive and envelope is not None and envelope.form_allowed:
+            ready = _ready_forms.get((form, envelope.version))
+            if ready is not None:  # a form type asked before on this revision: what the way below gives it
+                return _ready_question(message, ready[1], key), ready[0]  # type: ignore[misc]
+        params, compiled = self._form_question(message, form, allow_sensitive)
+        version = self.protocol_version
+        encoded = compiled.encoded_schema(version, params.requested_schema)
         if encoded is None:
-            return run.question("elicitation/create", params, key)
-        make = _form_question_of
-        if make is None:
-            make = _load_form_question()
-        return make(params.message, params.mode, encoded, key)
+            return run.question("elicitation/create", params, key), compiled
+        make, parts_of = _ready_question, _form_parts
+        if make is None or parts_of is None:
+            make, parts_of = _load_form_question()
+        parts = parts_of(params.mode, encoded)  # (mrtr.form_question, in its two steps)
+        if isinstance(form, type) and not allow_sensitive and len(_ready_forms) < _READY_BOUND:
+            _ready_forms[form, version] = (compiled, parts)  # (its form and bytes never change; mode is the version's)
+        return make(params.message, parts, key), compiled
 
     def _form_question(
         self, message: str, form: Any, allow_sensitive: Collection[str]
@@ -411,7 +430,7 @@ class AskingCall(Call):
             if content is UNSET:
                 content = {}
             try:  # Form.build, in one call of ours: the answer checked (form_check), then made typed
-                value = compiled.make(validate_answer(compiled.fields, content))
+                value = compiled.make(validate_checked(compiled.checks, content))
             except FormValidationError:
                 self._outcome("invalid_answer")
                 raise
@@ -457,8 +476,8 @@ class AskingCall(Call):
         prepared: list[tuple[str, Question, Any]] = []
         for name, spec in questions.items():
             if isinstance(spec, Elicit):
-                params, compiled = self._form_question(spec.message, spec.form, spec.allow_sensitive)
-                prepared.append((name, self._form_asked(run, params, compiled, name), compiled))
+                question, compiled = self._form_asked(run, spec.message, spec.form, spec.allow_sensitive, name)
+                prepared.append((name, question, compiled))
             elif isinstance(spec, Sample):
                 params_s = self._sample_params(spec.messages, spec.max_tokens, None, None)
                 prepared.append((name, run.question("sampling/createMessage", params_s, name), None))

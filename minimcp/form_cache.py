@@ -31,6 +31,9 @@ MAX_SHAPES = 256
 #: shape -> (its compiled form, the defaults it was compiled with, one-field checkers for other defaults)
 _shapes: dict[bytes, tuple[forms.Form[dict[str, Any]], bytes, dict[str, forms.Form[dict[str, Any]]]]] = {}
 _encode = msgspec.json.Encoder(order="sorted").encode
+#: form type -> its compiled form without exemptions (as compile_form caches it; types are as few as the code's)
+_types: dict[Any, forms.Form[Any]] = {}
+MAX_TYPES = 1024  # (past it, a type's form is found through compile_form, as before this table)
 
 
 def _split(schema: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -59,7 +62,14 @@ def question_form(
     if the caller knows already (a connection works it out once).
     """
     if isinstance(form, type) or (type(form) is not dict and not isinstance(form, Mapping)):  # a form type
-        return forms.compile_form(form, allow_sensitive=allow_sensitive), None
+        if allow_sensitive:
+            return forms.compile_form(form, allow_sensitive=allow_sensitive), None
+        compiled = _types.get(form)  # (compile_form(form): its own cache, without making its key)
+        if compiled is None:
+            compiled = forms.compile_form(form)
+            if len(_types) < MAX_TYPES:
+                _types[form] = compiled
+        return compiled, None
     split = _split(form)
     if as_written is None:
         as_written = supports(version, Feature.ELICITATION_ENUMS)

@@ -18,6 +18,7 @@ from typing import Any
 from minimcp.form_fields import NO_DEFAULT, FormField, FormValidationError, def_error
 
 __all__ = [
+    "answer_checks",
     "check_value",
     "checked_field",
     "fail",
@@ -26,6 +27,7 @@ __all__ = [
     "parse_datetime",
     "short",
     "validate_answer",
+    "validate_checked",
 ]
 
 _SHORT = 40  # characters of a value quoted in an error message
@@ -181,12 +183,41 @@ def checked_field(f: FormField) -> FormField:
 
 def validate_answer(fields: tuple[FormField, ...], content: object) -> dict[str, Any]:
     """Check the ``content`` of an accepted answer against ``fields`` (the body of :meth:`Form.validate`)."""
+    return validate_checked(answer_checks(fields), content)
+
+
+#: A field, its name, and the type whose values it takes as they are with no other check (or None).
+Check = tuple[FormField, str, "type | None"]
+
+
+def answer_checks(fields: tuple[FormField, ...]) -> tuple[Check, ...]:
+    """What :func:`validate_checked` needs of ``fields``: worked out once per form (``Form.checks``)."""
+    return tuple((f, f.name, _plain_type(f)) for f in fields)
+
+
+def _plain_type(f: FormField) -> type | None:
+    """The one type whose values (exactly that type) :func:`check_value` gives back as they are, for any
+    value of it: a boolean; an integer or number without bounds (a plain int); a string without bounds
+    or format. None for other fields (each value is checked by check_value)."""
+    if f.kind == "boolean":
+        return bool
+    if f.kind in ("integer", "number") and f.minimum is None and f.maximum is None:
+        return int
+    if f.kind == "string" and f.min_length is None and f.max_length is None and f.format is None:
+        return str
+    return None
+
+
+def validate_checked(checks: tuple[Check, ...], content: object) -> dict[str, Any]:
+    """:func:`validate_answer` from the fields' :func:`answer_checks`."""
     if type(content) is not dict and not isinstance(content, Mapping):  # (a decoded answer is a dict: no ABC check)
         raise FormValidationError(None, "type", f"the answer content must be an object, got {json_type(content)}")
     out: dict[str, Any] = {}
-    for f in fields:
-        if f.name in content:
-            out[f.name] = check_value(f, content[f.name])
+    for f, name, plain in checks:
+        if name in content:
+            value = content[name]
+            # (a value of the field's plain type is what check_value would give back: no call for it)
+            out[name] = value if type(value) is plain else check_value(f, value)
         elif f.required:
             raise fail(f, "required", "a value is required but the answer omits it")
     return out

@@ -254,4 +254,21 @@ def read_type(
             message = f"the answer was refused by {form_type.__name__}: {exc}"
             raise FormValidationError(None, "construct", message) from exc
 
-    return tuple(fields), make, exempt
+    if is_dict or not all(
+        s.convert is _ident and s.attr == s.wire and (f.required or s.missing is _SKIP)
+        for s, f in zip(slots, fields, strict=True)
+    ):
+        return tuple(fields), make, exempt
+
+    def make_plain(values: dict[str, Any]) -> Any:
+        """``make(values)`` for a class whose fields take their answers as they are, under their own names,
+        and need no ``None`` when omitted (a required field is never omitted from a validated answer)."""
+        try:
+            return form_type(**values)
+        except ValueError as exc:
+            message = f"the answer was refused by {form_type.__name__}: {exc}"
+            raise FormValidationError(None, "construct", message) from exc
+        except TypeError:  # a key that is no field (not from validate): make leaves it out
+            return make(values)
+
+    return tuple(fields), make_plain, exempt

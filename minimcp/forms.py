@@ -64,7 +64,7 @@ from typing import Any, Generic, TypeVar, overload
 
 import msgspec
 
-from minimcp.form_check import validate_answer
+from minimcp.form_check import answer_checks, validate_checked
 from minimcp.form_fields import (
     NO_DEFAULT,
     AllowSensitive,
@@ -144,7 +144,7 @@ class Form(Generic[T]):
         schema: The canonical 2025-11-25 ``requestedSchema`` (for :func:`parse_schema`: the schema as given).
     """
 
-    __slots__ = ("_encoded", "_given", "_rendered", "fields", "make", "schema")
+    __slots__ = ("_encoded", "_given", "_rendered", "checks", "fields", "make", "schema")
 
     def __init__(
         self, fields: tuple[FormField, ...], make: Callable[[dict[str, Any]], T], schema: dict[str, Any] | None = None
@@ -155,6 +155,8 @@ class Form(Generic[T]):
         :meth:`schema_for` sends to 2025-11-25 and later clients, word for word.
         """
         self.fields = fields
+        #: What checks an answer (:func:`minimcp.form_check.validate_checked`), worked out once from the fields.
+        self.checks = answer_checks(fields)
         self.make = make
         self._given = schema is not None
         self.schema = schema if schema is not None else render_schema(fields, CANONICAL)
@@ -222,7 +224,7 @@ class Form(Generic[T]):
         Raises:
             FormValidationError: The first problem found, in schema order.
         """
-        return validate_answer(self.fields, content)
+        return validate_checked(self.checks, content)
 
     def build(self, content: object) -> T:
         """Validate ``content``, then build the typed value.
@@ -237,7 +239,7 @@ class Form(Generic[T]):
         Raises:
             FormValidationError: The answer breaks the schema, or the form type's constructor refused it.
         """
-        return self.make(validate_answer(self.fields, content))
+        return self.make(validate_checked(self.checks, content))
 
     def fill_defaults(self, content: Mapping[str, Any]) -> dict[str, Any]:
         """Copy ``content`` and fill omitted fields from the schema defaults (client side).

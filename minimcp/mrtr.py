@@ -52,9 +52,11 @@ __all__ = [
     "asked",
     "clean_answer",
     "complete",
+    "form_parts",
     "form_question",
     "has_envelope",
     "read_envelope",
+    "ready_question",
     "required_capability",
     "take_answer",
 ]
@@ -235,17 +237,28 @@ def form_question(
     requested_schema=schema), key)``, the same wire and digest, from ``encoded``: the schema's JSON as
     sent and sorted, and its properties' names (``Form.encoded_schema``, made once per form). Only the
     message is encoded; the params and the sorted payload are joined from bytes."""
-    text = _encode(message)
+    return ready_question(message, form_parts(mode, encoded), key)
+
+
+def form_parts(
+    mode: Literal["form"] | UnsetType, encoded: tuple[bytes, bytes, frozenset[str]]
+) -> tuple[bytes, bytes, frozenset[str]]:
+    """What follows the message in a form question's params as sent and in its sorted payload, and its
+    fields' names: made once per form and revision (a revision has one ``mode``) for :func:`ready_question`."""
     wire_schema, sorted_schema, names = encoded
-    if mode == "form":
-        wire = b"".join((b'{"message":', text, b',"mode":"form","requestedSchema":', wire_schema, b"}"))
-        sorted_ = b"".join((_SORTED_FORM_HEAD, text, b',"mode":"form","requestedSchema":', sorted_schema, b"}}"))
-    else:
-        wire = b"".join((b'{"message":', text, b',"requestedSchema":', wire_schema, b"}"))
-        sorted_ = b"".join((_SORTED_FORM_HEAD, text, b',"requestedSchema":', sorted_schema, b"}}"))
+    middle = b',"mode":"form","requestedSchema":' if mode == "form" else b',"requestedSchema":'
+    return middle + wire_schema + b"}", middle + sorted_schema + b"}}", names
+
+
+def ready_question(message: str, parts: tuple[bytes, bytes, frozenset[str]], key: str | None) -> FormQuestion:
+    """:func:`form_question` from its :func:`form_parts`: the message encoded, and put between them."""
+    text = _encode(message)
+    wire_tail, sorted_tail, names = parts
     # (_digest_of, written out: once per question)
-    found = _b2a(_sha256(sorted_).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
-    return FormQuestion("elicitation/create", wire, found, key, names)
+    found = _b2a(_sha256(_SORTED_FORM_HEAD + text + sorted_tail).digest()[:12], newline=False).translate(
+        _TO_URLSAFE
+    ).decode()
+    return FormQuestion("elicitation/create", b'{"message":' + text + wire_tail, found, key, names)
 
 
 #: What :func:`form_question`'s sorted payload starts with: ``{"m": method, "p": params}`` sorted, up to the message.

@@ -19,6 +19,7 @@ import msgspec
 import pytest
 
 from minimcp import Accepted, Context, Limits, Server, forms, mrtr
+from minimcp.asking import AskingCall
 from minimcp.types import ElicitRequestParams, UnsetType
 from minimcp.versions import MODERN
 from tests.helpers import raw_client
@@ -256,3 +257,169 @@ async def test_a_form_round_trip_makes_no_general_step(anyio_backend: str, monke
                     msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
                     assert text_of(complete(msg)) == str(n)
             assert (digests[0], cleans[0], metas[0]) == (0, 0, 0), f"{digests[0]}, {cleans[0]}, {metas[0]}"
+
+
+async def test_a_form_type_asked_before_skips_the_question_work(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a form type's question was made from its prepared bytes on a revision, later questions of it
+    are made from its ready form and bytes: no ``_form_question`` (params, form cache, schema lookup) and
+    no ``encoded_schema`` per question (each ran once per round trip); the wire stays the same."""
+    server = pick_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            asked = []
+            for n in range(2):  # (the form's first questions: made the general way)
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                asked.append(requests)
+                await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+            with counting(monkeypatch, AskingCall, "_form_question") as made, \
+                    counting(monkeypatch, forms.Form, "encoded_schema") as encoded:
+                for n in range(2, 2 + ROUNDS):
+                    requests, state = input_required(await m.call("ask", {"i": n}))
+                    asked.append(requests)
+                    msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                    assert text_of(complete(msg)) == str(n)
+            assert (made[0], encoded[0]) == (0, 0), f"{made[0]}, {encoded[0]}"
+            # every question alike but for its message: the same schema and mode as the general way made
+            shapes = [{k: v for k, v in only(r)[1]["params"].items() if k != "message"} for r in asked]
+            assert all(shape == shapes[0] for shape in shapes), shapes
+            assert [only(r)[1]["params"]["message"] for r in asked] == [f"q {n}" for n in range(2 + ROUNDS)]
+
+
+async def test_a_ready_form_type_is_still_refused_to_a_client_without_forms(anyio_backend: str) -> None:
+    """The ready shortcut is taken only where the request's client takes forms: a request declaring no
+    elicitation still gets -32021, after the same form type was asked (and made ready) on other requests."""
+    server = pick_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            for n in range(3):
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+            msg = await m.call("ask", {"i": 9}, caps={})
+            assert msg["error"]["code"] == -32021, msg
+            assert msg["error"]["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+            input_required(await m.call("ask", {"i": 10}))  # (and the session keeps working)
+
+
+def test_a_plain_struct_form_is_made_as_the_general_way_makes_it() -> None:
+    """A Struct whose fields take answers as they are is made by one constructor call: the same values as
+    before for full and partial answers, the same refusal by the type, and a key that is no field left out."""
+
+    class Plain(msgspec.Struct):
+        n: int
+        note: str = "none"
+        maybe: int | None = None
+
+    compiled = forms.compile_form(Plain)
+    assert compiled.build({"n": 1}) == Plain(1)
+    assert compiled.build({"n": 2, "note": "x", "maybe": 3, "extra": True}) == Plain(2, "x", 3)
+    assert compiled.make({"n": 4, "nope": 1}) == Plain(4)  # (make's caller may pass other keys: left out)
+    with pytest.raises(forms.FormValidationError):
+        compiled.build({"note": "x"})  # required n omitted
+
+    class Renamed(msgspec.Struct, rename="camel"):
+        first_name: str
+
+    assert forms.compile_form(Renamed).build({"firstName": "a"}) == Renamed("a")
+
+    class Refusing(msgspec.Struct):
+        n: int
+
+        def __post_init__(self) -> None:
+            if self.n < 0:
+                raise ValueError("negative")
+
+    with pytest.raises(forms.FormValidationError, match="refused by Refusing: negative"):
+        forms.compile_form(Refusing).build({"n": -1})
+
+
+PLAIN_FIELDS = [
+    forms.FormField("b", "boolean"),
+    forms.FormField("i", "integer"),
+    forms.FormField("x", "number"),
+    forms.FormField("s", "string"),
+    forms.FormField("lo", "integer", minimum=1),
+    forms.FormField("hi", "number", maximum=2),
+    forms.FormField("short", "string", max_length=2),
+    forms.FormField("mail", "string", format="email"),
+    forms.FormField("one", "select", options=(("a", "a"),)),
+]
+PLAIN_VALUES = [True, False, 0, 1, 5, -3, 2.0, 2.5, float("inf"), "", "abc", "a@b.c", "a", None, [], {}]
+
+
+@pytest.mark.parametrize("field", PLAIN_FIELDS, ids=lambda f: f.name)
+def test_an_answer_checked_by_its_prepared_checks_is_checked_as_check_value_checks_it(field: forms.FormField) -> None:
+    """A value of a field's plain type skips ``check_value`` only where that gives it back as it is: every
+    other value (a bool for a number, a float for an integer, bounds, formats, options) gets its error."""
+    from minimcp.form_check import answer_checks, check_value, validate_checked
+
+    checks = answer_checks((field,))
+    for value in PLAIN_VALUES:
+        try:
+            expected: Any = {field.name: check_value(field, value)}
+        except forms.FormValidationError as exc:
+            expected = (exc.constraint, str(exc))
+        try:
+            got: Any = validate_checked(checks, {field.name: value})
+        except forms.FormValidationError as exc:
+            got = (exc.constraint, str(exc))
+        assert got == expected, (value, got, expected)
+        if isinstance(got, dict):
+            assert type(got[field.name]) is type(expected[field.name]), value
+
+
+def test_a_plain_answer_is_checked_without_a_check_value_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pick's answer (a plain int) is taken as check_value would give it back, without calling it (it ran
+    once per field per answer); a bool or a float that is no integer still goes to it and is refused."""
+    from minimcp import form_check
+
+    compiled = forms.compile_form(Pick)
+    with counting(monkeypatch, form_check, "check_value") as checked:
+        assert compiled.build({"n": 7}) == Pick(7)
+        assert checked[0] == 0
+        for bad in (True, 1.5, "7"):
+            with pytest.raises(forms.FormValidationError, match="expected integer"):
+                compiled.build({"n": bad})
+        assert checked[0] == 3
+
+
+def test_the_form_type_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its bound, form types are no longer added to ``question_form``'s table (a program making types
+    per call cannot grow it); such a type's form is still the one compile_form gives."""
+    from minimcp import form_cache
+
+    monkeypatch.setattr(form_cache, "MAX_TYPES", len(form_cache._types))
+    fresh = msgspec.defstruct("Fresh", [("n", int)])
+    compiled, given = form_cache.question_form(fresh, (), VERSION)
+    assert given is None and compiled is forms.compile_form(fresh)
+    assert fresh not in form_cache._types
+
+
+
+async def test_past_its_bound_a_form_type_is_asked_the_general_way(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the ready table full, a new form type's questions are made the general way (not added), and
+    asked and answered as before (asyncio and trio)."""
+    from minimcp import asking
+
+    monkeypatch.setattr(asking, "_READY_BOUND", len(asking._ready_forms))
+    fresh = msgspec.defstruct("Fresh", [("n", int)])
+    server = Server("form-bound", limits=Limits(elicitation_timeout=600))
+
+    @server.tool()
+    async def ask(ctx: Context, i: int) -> str:
+        answer = await ctx.elicit(f"q {i}", fresh)
+        return str(answer.value.n) if isinstance(answer, Accepted) else "?"
+
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, _conn):
+            m = Modern(peer)
+            for n in range(4):
+                requests, state = input_required(await m.call("ask", {"i": n}))
+                msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+                assert text_of(complete(msg)) == str(n)
+    assert all(key[0] is not fresh for key in asking._ready_forms)
