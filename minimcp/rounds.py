@@ -267,8 +267,8 @@ def _start_run(
     offered: dict[str, Any] | None = None,
     asked: tuple[list[str], float] | None = None,
 ) -> Run:
-    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
-    run.conn = conn  # (a later retry on this connection may be taken over by its read loop)
+    # (conn: a later retry on this connection may be taken over by its read loop)
+    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked, conn=conn)
     ctx: Context | None = None
     if wants_context:
         if isinstance(meta, dict):

@@ -89,6 +89,10 @@ class Run:
         *,
         parking: Parking,
         asked: tuple[list[str], float] | None = None,
+        conn: Any = None,
+        serving: Any = None,
+        binding: dict[str, Any] | None = None,
+        arguments: bytes | None = None,
     ) -> None:
         self.tool = tool
         #: Where this run waits between rounds (it leaves on its own when its question times out).
@@ -136,12 +140,13 @@ class Run:
         #: The id of the request this run answers itself while it runs (``None``: none, or the request
         #: side waits in :meth:`next_outcome`), what that request's state is bound to, and its
         #: connection (set by :mod:`minimcp.rounds` for a run answering its rounds, see :meth:`answer_asking`).
-        self.serving: Any = None
-        self.binding: dict[str, Any] | None = None
-        self.conn: Any = None
+        # (given to the constructor when known: one store each per call, not a default and then the value)
+        self.serving: Any = serving
+        self.binding: dict[str, Any] | None = binding
+        self.conn: Any = conn
         #: The call's arguments as its first request sent them (JSON bytes), for a run answering its
         #: rounds (:mod:`minimcp.rounds`): a retry repeating them has the digest its state is bound to.
-        self.arguments: bytes | None = None
+        self.arguments: bytes | None = arguments
         #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
         #: :class:`~minimcp.run_sweep.Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
         self.deadline = _INF
