@@ -137,16 +137,18 @@ class ElicitationMetrics:
             per = self.tools[tool] = ToolMetrics()
         if outcome == "accepted":  # the usual outcome, counted without getattr/setattr
             per.accepted += 1
+            answerer = client  # (as below: "accepted" is an answer)
         elif outcome in _OUTCOMES:
             setattr(per, outcome, getattr(per, outcome) + 1)
+            answerer = client if outcome in _ANSWERED else None  # (None: not counted per client)
         else:
             raise ValueError(f"unknown outcome {outcome!r}")
         per.wait_buckets[_bucket_of(BUCKETS, waited)] += 1  # (one pending less, one wait counted)
         per.wait_sum += waited
-        if client is not None and outcome in _ANSWERED:
-            counts = self.clients.get(client)
+        if answerer is not None:
+            counts = self.clients.get(answerer)
             if counts is None:
-                counts = self.clients[client] = [0, 0]
+                counts = self.clients[answerer] = [0, 0]
             counts[0] += 1
             if waited < self.fast_answer_threshold:
                 counts[1] += 1

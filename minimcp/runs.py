@@ -80,6 +80,15 @@ class Run:
         "serving", "tool",
     )
 
+    # Set by the run's first question (:meth:`ask`), not here: each is read only once the run has asked
+    # (to park it, seal its round or resume it), so a new call does not store a default before them.
+    #: The questions of the current round, and their ``inputRequests`` keys (``()`` between rounds).
+    pending: tuple[Question, ...]
+    pending_keys: tuple[str, ...]
+    #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
+    asked_at: float
+    pending_timeout: float | None
+
     def __init__(
         self,
         tool: str,
@@ -119,12 +128,7 @@ class Run:
         self.context: Context | None = None
         self.answers: list[list[Any]] = recorded
         self._replay = 0
-        #: The questions of the current round, and their ``inputRequests`` keys.
-        self.pending: tuple[Question, ...] = ()
-        self.pending_keys: tuple[str, ...] = ()
-        #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
-        self.asked_at = 0.0
-        self.pending_timeout: float | None = None
+        # (pending, pending_keys, asked_at and pending_timeout are set by the first question: see the class)
         # A replay asking the questions of the sealed round again keeps their first-asked time.
         self._asked = asked
         #: What stops the run's task (``.cancel()``): the task itself on asyncio, its trio cancel
