@@ -74,7 +74,7 @@ class Run:
 
     # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
     __slots__ = (
-        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers", "arguments",
+        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_replay", "answers", "arguments",
         "asked_at", "binding", "call_id", "conn", "context", "continued_elsewhere", "deadline", "finished",
         "handle", "laned", "offered", "parking", "pending", "pending_keys", "pending_timeout", "scope",
         "serving", "tool",
@@ -88,6 +88,7 @@ class Run:
     #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
     asked_at: float
     pending_timeout: float | None
+    _answer_cell: Any  # (an asyncio future, or a TrioCell; None once the wait is over)
 
     def __init__(
         self,
@@ -135,10 +136,10 @@ class Run:
         #: scope on trio; set when the task starts. Stop it with :meth:`stop`.
         self.scope: Any = _NOT_STARTED
         # One-shot cells (a plain future on asyncio, a TrioCell on trio), made only while someone
-        # waits: the request side for the next outcome, the tool side for the retry's answers.
-        self._outcome_cell: Any = None
-        self._outcome: Outcome | None = None
-        self._answer_cell: Any = None  # an asyncio future, or a TrioCell
+        # waits: the request side for the next outcome, the tool side for the retry's answers (in
+        # _answer_cell, set by the first question, see the class). One slot holds what the request side
+        # learns next: nothing (None), an outcome not taken yet, or the cell it waits on meanwhile.
+        self._outcome: Any = None
         self._answers: Mapping[str, Any] | None = None  # the retry's answers, by key (until the tool takes them)
         self.finished = False
         #: The id of the request this run answers itself while it runs (``None``: none, or the request
@@ -375,10 +376,9 @@ class Run:
         self._emit(outcome)
 
     def _emit(self, outcome: Outcome) -> None:
-        self._outcome = outcome
-        cell, self._outcome_cell = self._outcome_cell, None
-        if cell is not None:
-            _settle(cell, _DONE)
+        waiter, self._outcome = self._outcome, outcome
+        if waiter is not None and not isinstance(waiter, tuple):  # (a cell, not an outcome: someone waits)
+            _settle(waiter, _DONE)  # (it reads the latest outcome when it wakes)
 
     # request side
 
@@ -433,19 +433,21 @@ class Run:
             # The cell awaited as is on asyncio (a plain future: no coroutine of the backend's around it).
             loop = running_loop()
             if loop is not None:
-                self._outcome_cell = future = loop.create_future()
+                self._outcome = future = loop.create_future()
                 try:
                     await future
                 finally:
-                    self._outcome_cell = None
+                    if self._outcome is future:  # (no outcome came: given up on)
+                        self._outcome = None
             else:
-                self._outcome_cell = cell = TrioCell()
+                self._outcome = cell = TrioCell()
                 try:
                     await cell.wait()
                 finally:
-                    self._outcome_cell = None
-        outcome, self._outcome = self._outcome, None
-        assert outcome is not None
+                    if self._outcome is cell:
+                        self._outcome = None
+        outcome: Outcome = self._outcome  # (an Outcome: _emit put it there)
+        self._outcome = None
         return outcome
 
 
