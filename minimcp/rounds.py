@@ -405,7 +405,8 @@ def _last_reply(run: Run, result: Any, error: McpError | None) -> tuple[Any, byt
     :class:`Raised`): the request it serves, and the reply that answers it."""
     conn, id_, binding = run.conn, run.serving, run.binding  # (_end_serving, written out: once per call)
     run.serving = run.binding = None
-    run.parking.discard(run)
+    # (no parking.discard: a run serving a request is not parked -- it leaves its parking before it
+    # serves a retry, and parks only once it answered input_required, serving nothing)
     run.finished = True
     try:
         if error is None:

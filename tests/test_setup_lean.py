@@ -45,6 +45,7 @@ async def test_a_taken_call_makes_no_outcome_tuple(anyio_backend: str, monkeypat
                 requests, state = input_required(await m.call("ask", {"i": n}))
                 msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
                 assert text_of(complete(msg)) == str(n)
+            assert len(server.parking) == 0  # (each call ended out of its parking)
     assert made[0] == 0
 
 
