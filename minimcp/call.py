@@ -38,6 +38,8 @@ _NUDGE = 2.0**-20
 CALL_ID_BYTES = 12
 #: "Long ago" on the session clock: the first progress notification is never held back.
 _NEVER = -1e9
+#: No progress sent yet (and never held back): a call's progress record until its first report.
+_NO_PROGRESS: tuple[float | None, float] = (None, _NEVER)
 
 #: The log levels, least severe first (the order of the spec's ``LoggingLevel``).
 LOG_LEVELS: tuple[LoggingLevel, ...] = typing.get_args(LoggingLevel)
@@ -52,8 +54,7 @@ class Call:
 
     __slots__ = (
         "_call_id",
-        "_last_progress",
-        "_last_progress_at",
+        "_progress",
         "client_info",
         "connection",
         "envelope",
@@ -64,6 +65,11 @@ class Call:
         "run",
         "tool",
     )
+
+    # What the caller declared, read once in __init__ (plain attributes: asked for on every question):
+    # the request's own envelope on the modern revision, the handshake's otherwise.
+    protocol_version: str
+    client_info: Implementation | None
 
     def __init__(
         self,
@@ -85,10 +91,6 @@ class Call:
         self.envelope = envelope
         #: The multi round-trip run this call executes in (modern revision only).
         self.run = run
-        # What the caller declared, read once here (plain attributes: asked for on every question):
-        # the request's own envelope on the modern revision, the handshake's otherwise.
-        self.protocol_version: str
-        self.client_info: Implementation | None
         if envelope is not None:
             self.protocol_version = envelope.version
             self.client_info = envelope.client_info
@@ -99,8 +101,9 @@ class Call:
             self.client_info = connection.client_info
         self.finished = False
         self._call_id: str | None = None
-        self._last_progress: float | None = None
-        self._last_progress_at = _NEVER
+        # The last progress value sent (None: none yet) and when, on the session clock: one shared
+        # tuple until the first report (one slot and one store per call, not two).
+        self._progress: tuple[float | None, float] = _NO_PROGRESS
 
     @property
     def session(self) -> Session:
@@ -160,14 +163,14 @@ class Call:
         token = self.progress_token
         if token is None or self.finished:
             return False
-        if self._last_progress is not None and progress <= self._last_progress:
+        last, last_at = self._progress
+        if last is not None and progress <= last:
             return False
         now = self.session.now()
         final = total is not None and progress >= total
-        if not final and now - self._last_progress_at < self.connection.limits.progress_interval:
+        if not final and now - last_at < self.connection.limits.progress_interval:
             return False
-        self._last_progress = progress
-        self._last_progress_at = now
+        self._progress = (progress, now)
         await self.session.notify(
             "notifications/progress",
             ProgressParams(
@@ -207,12 +210,13 @@ class Call:
         if token is None or self.finished:
             return
         now = self.session.now()
-        if now - self._last_progress_at < interval / 2:
+        last, last_at = self._progress
+        if now - last_at < interval / 2:
             return  # another question of this call (ctx.gather) just sent one
-        last = self._last_progress if self._last_progress is not None else 0.0
+        if last is None:
+            last = 0.0
         progress = last + max(abs(last), 1.0) * _NUDGE
-        self._last_progress = progress
-        self._last_progress_at = now
+        self._progress = (progress, now)
         await self.session.notify(
             "notifications/progress",
             ProgressParams(progress_token=token, progress=progress, message=f"waiting for {what}"),

@@ -52,13 +52,29 @@ class ToolMetrics:
     failed: int = 0
     unsupported_form: int = 0
     unsupported_url: int = 0
-    pending: int = 0
     wait_buckets: list[int] = dataclasses.field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
     wait_sum: float = 0.0
-    wait_count: int = 0
+
+    # ``pending`` and ``wait_count`` are read from the counters, not kept beside them (two increments
+    # fewer per question): every question started is pending until it ends with one outcome, and
+    # every question that ended waited once, in one bucket.
+
+    @property
+    def pending(self) -> int:
+        """Questions started and not ended yet (a gauge)."""
+        return (
+            self.started - self.accepted - self.declined - self.cancelled - self.timed_out
+            - self.invalid_answer - self.failed
+        )
+
+    @property
+    def wait_count(self) -> int:
+        """Questions that ended (each waited once: the histogram's count)."""
+        return sum(self.wait_buckets)
 
     def as_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
+        data["pending"], data["wait_count"] = self.pending, self.wait_count
         data["wait_buckets"] = dict(zip([*map(str, BUCKETS), "+Inf"], self.wait_buckets, strict=True))
         return data
 
@@ -103,8 +119,7 @@ class ElicitationMetrics:
         per = self.tools.get(tool)  # (as _tool: one call less per question)
         if per is None:
             per = self.tools[tool] = ToolMetrics()
-        per.started += 1
-        per.pending += 1
+        per.started += 1  # (and so one more pending: ToolMetrics.pending)
 
     def unsupported(self, tool: str, mode: str) -> None:
         """The client could not be asked (``mode`` ``"form"`` or ``"url"``): a fallback."""
@@ -122,18 +137,18 @@ class ElicitationMetrics:
             per = self.tools[tool] = ToolMetrics()
         if outcome == "accepted":  # the usual outcome, counted without getattr/setattr
             per.accepted += 1
+            answerer = client  # (as below: "accepted" is an answer)
         elif outcome in _OUTCOMES:
             setattr(per, outcome, getattr(per, outcome) + 1)
+            answerer = client if outcome in _ANSWERED else None  # (None: not counted per client)
         else:
             raise ValueError(f"unknown outcome {outcome!r}")
-        per.pending -= 1
-        per.wait_buckets[_bucket_of(BUCKETS, waited)] += 1
+        per.wait_buckets[_bucket_of(BUCKETS, waited)] += 1  # (one pending less, one wait counted)
         per.wait_sum += waited
-        per.wait_count += 1
-        if client is not None and outcome in _ANSWERED:
-            counts = self.clients.get(client)
+        if answerer is not None:
+            counts = self.clients.get(answerer)
             if counts is None:
-                counts = self.clients[client] = [0, 0]
+                counts = self.clients[answerer] = [0, 0]
             counts[0] += 1
             if waited < self.fast_answer_threshold:
                 counts[1] += 1

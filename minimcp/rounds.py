@@ -53,7 +53,7 @@ from minimcp.outcome import ToolRun
 from minimcp.runs import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
 from minimcp.state import StateTooLarge, digest
 from minimcp.tools import RegisteredTool, argument_error, error_result, to_result
-from minimcp.types import UNSET, CallToolResult, GetPromptParams, ServerCapabilities, UnsetType
+from minimcp.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
 from minimcp.used_states import use_state
 from minimcp.versions import MODERN, SUPPORTED
 
@@ -267,8 +267,8 @@ def _start_run(
     offered: dict[str, Any] | None = None,
     asked: tuple[list[str], float] | None = None,
 ) -> Run:
-    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked)
-    run.conn = conn  # (a later retry on this connection may be taken over by its read loop)
+    # (conn: a later retry on this connection may be taken over by its read loop)
+    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked, conn=conn)
     ctx: Context | None = None
     if wants_context:
         if isinstance(meta, dict):
@@ -303,6 +303,7 @@ async def _drive(
     (its own dict) instead: the coroutine is made in the task, its result mapped as :class:`ToolRun`
     maps it (no object of it per call), and the run answers its request itself (:func:`_last_reply`).
     """
+    error: McpError | None
     try:
         try:
             if tool is not None:
@@ -318,7 +319,7 @@ async def _drive(
                 else:
                     if ctx is not None:
                         ctx.finished = True  # (ToolRun.finish, written out: the usual result)
-                    result = value if type(value) is CallToolResult else to_result(tool, value)
+                    result = to_result(tool, value)  # (a CallToolResult as it is)
             elif isinstance(awaitable, Deferred):
                 try:
                     value = await awaitable.awaitable
@@ -330,13 +331,13 @@ async def _drive(
                 assert awaitable is not None
                 result = await awaitable
         except McpError as exc:
-            outcome: Returned | Raised = Raised(exc)
+            result, error = None, exc
         else:
-            outcome = Returned(result)
+            error = None
         if run.serving is None:
-            run.finish(outcome)
+            run.finish(Returned(result) if error is None else Raised(error))
         else:
-            id_, reply = _last_reply(run, outcome)
+            id_, reply = _last_reply(run, result, error)  # (its outcome's parts: no Returned made per call)
             session = run.conn.session
             if not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
                 await session.reply_adopted(id_, reply)
@@ -399,19 +400,21 @@ def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
     return id_, binding
 
 
-def _last_reply(run: Run, outcome: Returned | Raised) -> tuple[Any, bytes]:
-    """A serving run's call ended: the request it serves, and the reply its result (or error) answers with."""
+def _last_reply(run: Run, result: Any, error: McpError | None) -> tuple[Any, bytes]:
+    """A serving run's call ended with ``result`` (``error`` None: a :class:`Returned`) or ``error`` (a
+    :class:`Raised`): the request it serves, and the reply that answers it."""
     conn, id_, binding = run.conn, run.serving, run.binding  # (_end_serving, written out: once per call)
     run.serving = run.binding = None
-    run.parking.discard(run)
+    # (no parking.discard: a run serving a request is not parked -- it leaves its parking before it
+    # serves a retry, and parks only once it answered input_required, serving nothing)
     run.finished = True
     try:
-        if isinstance(outcome, Returned):
-            reply = mrtr.complete_reply(id_, outcome.value, conn.server.info)
-        elif isinstance(outcome.error, UrlElicitationRequired):
-            reply = jsonrpc.encode_result(id_, _url_steps_required(conn, outcome.error, binding or {}))
+        if error is None:
+            reply = mrtr.complete_reply(id_, result, conn.server.info)
+        elif isinstance(error, UrlElicitationRequired):
+            reply = jsonrpc.encode_result(id_, _url_steps_required(conn, error, binding or {}))
         else:
-            reply = conn.session.error_reply(id_, outcome.error, "tools/call")
+            reply = conn.session.error_reply(id_, error, "tools/call")
     except Exception as exc:
         reply = conn.session.error_reply(id_, exc, "tools/call")
     return id_, reply

@@ -74,11 +74,21 @@ class Run:
 
     # Slots, and no per-run Event: a parked run is held per waiting call (issue 19: bytes per parked call).
     __slots__ = (
-        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_outcome_cell", "_replay", "answers", "arguments",
+        "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_replay", "answers", "arguments",
         "asked_at", "binding", "call_id", "conn", "context", "continued_elsewhere", "deadline", "finished",
         "handle", "laned", "offered", "parking", "pending", "pending_keys", "pending_timeout", "scope",
         "serving", "tool",
     )
+
+    # Set by the run's first question (:meth:`ask`), not here: each is read only once the run has asked
+    # (to park it, seal its round or resume it), so a new call does not store a default before them.
+    #: The questions of the current round, and their ``inputRequests`` keys (``()`` between rounds).
+    pending: tuple[Question, ...]
+    pending_keys: tuple[str, ...]
+    #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
+    asked_at: float
+    pending_timeout: float | None
+    _answer_cell: Any  # (an asyncio future, or a TrioCell; None once the wait is over)
 
     def __init__(
         self,
@@ -89,6 +99,10 @@ class Run:
         *,
         parking: Parking,
         asked: tuple[list[str], float] | None = None,
+        conn: Any = None,
+        serving: Any = None,
+        binding: dict[str, Any] | None = None,
+        arguments: bytes | None = None,
     ) -> None:
         self.tool = tool
         #: Where this run waits between rounds (it leaves on its own when its question times out).
@@ -115,33 +129,29 @@ class Run:
         self.context: Context | None = None
         self.answers: list[list[Any]] = recorded
         self._replay = 0
-        #: The questions of the current round, and their ``inputRequests`` keys.
-        self.pending: tuple[Question, ...] = ()
-        self.pending_keys: tuple[str, ...] = ()
-        #: When the current round's questions were first asked (wall clock; sealed), and their timeout.
-        self.asked_at = 0.0
-        self.pending_timeout: float | None = None
+        # (pending, pending_keys, asked_at and pending_timeout are set by the first question: see the class)
         # A replay asking the questions of the sealed round again keeps their first-asked time.
         self._asked = asked
         #: What stops the run's task (``.cancel()``): the task itself on asyncio, its trio cancel
         #: scope on trio; set when the task starts. Stop it with :meth:`stop`.
         self.scope: Any = _NOT_STARTED
         # One-shot cells (a plain future on asyncio, a TrioCell on trio), made only while someone
-        # waits: the request side for the next outcome, the tool side for the retry's answers.
-        self._outcome_cell: Any = None
-        self._outcome: Outcome | None = None
-        self._answer_cell: Any = None  # an asyncio future, or a TrioCell
+        # waits: the request side for the next outcome, the tool side for the retry's answers (in
+        # _answer_cell, set by the first question, see the class). One slot holds what the request side
+        # learns next: nothing (None), an outcome not taken yet, or the cell it waits on meanwhile.
+        self._outcome: Any = None
         self._answers: Mapping[str, Any] | None = None  # the retry's answers, by key (until the tool takes them)
         self.finished = False
         #: The id of the request this run answers itself while it runs (``None``: none, or the request
         #: side waits in :meth:`next_outcome`), what that request's state is bound to, and its
         #: connection (set by :mod:`minimcp.rounds` for a run answering its rounds, see :meth:`answer_asking`).
-        self.serving: Any = None
-        self.binding: dict[str, Any] | None = None
-        self.conn: Any = None
+        # (given to the constructor when known: one store each per call, not a default and then the value)
+        self.serving: Any = serving
+        self.binding: dict[str, Any] | None = binding
+        self.conn: Any = conn
         #: The call's arguments as its first request sent them (JSON bytes), for a run answering its
         #: rounds (:mod:`minimcp.rounds`): a retry repeating them has the digest its state is bound to.
-        self.arguments: bytes | None = None
+        self.arguments: bytes | None = arguments
         #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
         #: :class:`~minimcp.run_sweep.Sweep`; infinity: not timed), and whether that deadline sits in a FIFO lane.
         self.deadline = _INF
@@ -366,10 +376,9 @@ class Run:
         self._emit(outcome)
 
     def _emit(self, outcome: Outcome) -> None:
-        self._outcome = outcome
-        cell, self._outcome_cell = self._outcome_cell, None
-        if cell is not None:
-            _settle(cell, _DONE)
+        waiter, self._outcome = self._outcome, outcome
+        if waiter is not None and not isinstance(waiter, tuple):  # (a cell, not an outcome: someone waits)
+            _settle(waiter, _DONE)  # (it reads the latest outcome when it wakes)
 
     # request side
 
@@ -424,19 +433,21 @@ class Run:
             # The cell awaited as is on asyncio (a plain future: no coroutine of the backend's around it).
             loop = running_loop()
             if loop is not None:
-                self._outcome_cell = future = loop.create_future()
+                self._outcome = future = loop.create_future()
                 try:
                     await future
                 finally:
-                    self._outcome_cell = None
+                    if self._outcome is future:  # (no outcome came: given up on)
+                        self._outcome = None
             else:
-                self._outcome_cell = cell = TrioCell()
+                self._outcome = cell = TrioCell()
                 try:
                     await cell.wait()
                 finally:
-                    self._outcome_cell = None
-        outcome, self._outcome = self._outcome, None
-        assert outcome is not None
+                    if self._outcome is cell:
+                        self._outcome = None
+        outcome: Outcome = self._outcome  # (an Outcome: _emit put it there)
+        self._outcome = None
         return outcome
 
 

@@ -116,10 +116,11 @@ def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> 
             return False
         inputs = params.input_responses
         info = envelope.client_info
-        new = ServingRun(name, [], None, {} if inputs is UNSET else inputs, parking=server.parking)
-        new.conn, new.serving = conn, id_
-        new.binding = {"m": "tools/call", "t": name, "a": sealed, "p": info.name if info is not None else None}
-        new.arguments = bytes(arguments)  # (a copy: not the whole request's buffer)
+        new = ServingRun(
+            name, [], None, None if inputs is UNSET else inputs, parking=server.parking, conn=conn, serving=id_,
+            binding={"m": "tools/call", "t": name, "a": sealed, "p": info.name if info is not None else None},
+            arguments=bytes(arguments),  # (a copy: not the whole request's buffer)
+        )
         ctx = None
         if tool.context_param is not None:
             rest = envelope.rest  # (all but the envelope's keys: they live on in the envelope)

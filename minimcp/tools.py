@@ -89,9 +89,10 @@ class RegisteredTool:
         """
         if self._decoder is None:
             return {}
-        return msgspec.structs.asdict(self._decoder.decode(raw or b"{}"))  # its fields are the parameters
+        return _asdict(self._decoder.decode(raw or b"{}"))  # its fields are the parameters
 
 
+_asdict = msgspec.structs.asdict  # (bound once: a tool's arguments are read per call)
 _MISSING_FIELD = re.compile(r"Object missing required field `([^`]+)`")
 _UNKNOWN_FIELD = re.compile(r"Object contains unknown field `([^`]+)`")
 _AT_PATH = re.compile(r"^(.*) - at `\$\.?([^`]*)`$")
