@@ -4,7 +4,7 @@ to the way it replaces (the same token, the same result), and counted where it s
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -176,7 +176,7 @@ async def test_a_form_answer_kept_as_converted_is_not_typed_again(
 async def test_the_usual_round_opens_and_takes_its_question_in_the_run_itself(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The usual round (one numbered question, nothing on record) is opened and answered in ``Run._round``
+    """The usual round (one numbered question, nothing on record) is opened and answered in ``Run.ask``
     itself (no ``_open`` or ``_take_answers`` call); a round of two questions still goes through them."""
     server = pick_server()
     with anyio.fail_after(TIMEOUT):
@@ -239,7 +239,7 @@ def test_a_run_asking_again_does_not_hold_up_the_runs_asked_after_its_first_ques
     after its first question still fall due at their own deadlines."""
     loop = _Loop()
     sweep = Sweep(loop)
-    first, second, third = _ParkedRun(), _ParkedRun(), _ParkedRun()
+    first, second, third = (cast(Run, _ParkedRun()) for _ in range(3))  # (what a Sweep uses of a Run)
     sweep.add(first, 10.0, True)  # due at 10
     loop.now = 1.0
     sweep.add(second, 10.0, True)  # due at 11
