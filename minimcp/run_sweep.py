@@ -39,7 +39,8 @@ class Sweep:
         self.loop = loop
         self._deadlines: Deadlines[Run] = Deadlines()
         self._timer: Any = None
-        #: ``let_go(run, run.pending_timeout)``: :meth:`forget` as one call (the deadlines' own method).
+        #: ``let_go(run, run.pending_timeout)``: ``run``'s questions were answered (or it ended), it is not
+        #: timed any more; the answered runs at the front of its lane go at once (the deadlines' own method).
         self.let_go = self._deadlines.let_go
 
     def add(self, run: Run, delay: float, laned: bool) -> None:
@@ -51,14 +52,6 @@ class Sweep:
             if self._timer is not None:
                 self._timer.cancel()
             self._timer = self.loop.call_at(run.deadline, self._due)
-
-    def forget(self, run: Run) -> None:
-        """``run``'s questions were answered (or it ended): it is not timed any more.
-
-        The answered runs at the front of its lane go at once (``let_go`` drops them): a lane
-        does not hold on to runs answered in about the order they were asked.
-        """
-        self._deadlines.let_go(run, run.pending_timeout)  # (its lane's timeout: see add's ``laned``)
 
     def _due(self) -> None:
         self._timer = None

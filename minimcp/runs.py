@@ -242,7 +242,7 @@ class Run:
                     answered = await cell is not _TIMED_OUT
                 finally:
                     if sweep is not None:
-                        sweep.let_go(self, self.pending_timeout)  # (Sweep.forget: one call)
+                        sweep.let_go(self, self.pending_timeout)  # (answered or ended: not timed any more)
             elif isinstance(self.scope, _NotStarted):  # pragma: no cover - a stopped run is being cancelled
                 with anyio.move_on_after(delay):
                     await cell.wait()

@@ -111,7 +111,7 @@ def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> 
     if token is UNSET:  # a new call: its ServingRun started, answering request id_
         try:
             kwargs = tool.arguments(arguments)
-            sealed = digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
+            sealed = _arguments_digest(tool, arguments)
         except Exception:  # (told by the usual way)
             return False
         inputs = params.input_responses
