@@ -93,6 +93,14 @@ def test_only_the_forms_own_rendering_has_prepared_bytes() -> None:
                      frozenset({"once"}))
 
 
+async def ask_rounds(m: Modern, rounds: int) -> None:
+    """``rounds`` usual round trips of ``ask`` (:func:`pick_server`): call ``n`` asks, is answered ``n``, says ``n``."""
+    for n in range(rounds):
+        requests, state = input_required(await m.call("ask", {"i": n}))
+        msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
+        assert text_of(complete(msg)) == str(n)
+
+
 def pick_server() -> Server:
     server = Server("form-work", limits=Limits(elicitation_timeout=600))
 
@@ -194,10 +202,7 @@ async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: 
                 return convert(value, *args, **kwargs)
 
             monkeypatch.setattr(msgspec, "convert", counted)
-            for n in range(ROUNDS):
-                requests, state = input_required(await m.call("ask", {"i": n}))
-                msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
-                assert text_of(complete(msg)) == str(n)
+            await ask_rounds(m, ROUNDS)
             assert converts[0] == 0, f"{converts[0]} conversions in the tool's context for {ROUNDS} answers"
             for answer, text in (({"action": "accept", "content": {"n": 4, "x": 1}}, "4"),
                                  ({"action": "accept", "content": {"n": 5}, "_meta": {"k": 1}}, "5"),
@@ -252,10 +257,7 @@ async def test_a_form_round_trip_makes_no_general_step(anyio_backend: str, monke
             with counting(monkeypatch, mrtr, "_digest_of") as digests, \
                     counting(monkeypatch, mrtr, "_cleaned") as cleans, \
                     counting(monkeypatch, mrtr, "_meta_of") as metas:
-                for n in range(ROUNDS):
-                    requests, state = input_required(await m.call("ask", {"i": n}))
-                    msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
-                    assert text_of(complete(msg)) == str(n)
+                await ask_rounds(m, ROUNDS)
             assert (digests[0], cleans[0], metas[0]) == (0, 0, 0), f"{digests[0]}, {cleans[0]}, {metas[0]}"
 
 

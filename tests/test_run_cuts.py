@@ -19,7 +19,7 @@ from minimcp.state import StateSealer
 from minimcp.types import CallToolResult, TextContent
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, input_required, only, text_of
-from tests.test_modern_form_work import Pick, pick_server
+from tests.test_modern_form_work import Pick, ask_rounds, pick_server
 from tests.test_modern_round_work import counting
 
 TIMEOUT = 30
@@ -58,12 +58,8 @@ def test_seal_parts_seals_what_seal_sorted_seals(version: str, handle: str, args
 
 
 def tools_server() -> Server:
-    server = Server("cuts", limits=Limits(elicitation_timeout=600))
-
-    @server.tool()
-    async def ask(ctx: Context, i: int) -> str:
-        answer = await ctx.elicit(f"q {i}", Pick)
-        return str(answer.value.n) if isinstance(answer, Accepted) else "?"
+    """:func:`pick_server`'s tools, one that fails after its answer and one that builds its own result."""
+    server = pick_server()
 
     @server.tool()
     async def fails(ctx: Context, i: int) -> str:
@@ -90,10 +86,7 @@ async def test_a_taken_over_call_maps_its_result_without_a_tool_run(
             requests, state = input_required(await m.call("ask", {"i": 0}))  # (locks the era: the usual way)
             await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
             with counting(monkeypatch, ToolRun, "finish") as finishes:
-                for n in range(ROUNDS):
-                    requests, state = input_required(await m.call("ask", {"i": n}))
-                    msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
-                    assert text_of(complete(msg)) == str(n)
+                await ask_rounds(m, ROUNDS)
                 assert finishes[0] == 0
                 requests, state = input_required(await m.call("built"))
                 msg = await m.call("built", responses={only(requests)[0]: accept(n=1)}, state=state)
@@ -164,10 +157,7 @@ async def test_a_form_answer_kept_as_converted_is_not_typed_again(
                 return original(method, answer, result_type)
 
             monkeypatch.setattr(AskingCall, "_typed", staticmethod(counted))
-            for n in range(ROUNDS):
-                requests, state = input_required(await m.call("ask", {"i": n}))
-                msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
-                assert text_of(complete(msg)) == str(n)
+            await ask_rounds(m, ROUNDS)
             assert typed[0] == 0
     ask = server.metrics.snapshot()["tools"]["ask"]
     assert (ask["started"], ask["accepted"], ask["pending"]) == (ROUNDS, ROUNDS, 0), ask

@@ -13,8 +13,8 @@ import pytest
 from minimcp.deadlines import Deadlines
 from minimcp.runs import Parking, Run
 from tests.helpers import raw_client
-from tests.test_modern import Modern, accept, complete, input_required, only, text_of
-from tests.test_modern_form_work import pick_server
+from tests.test_modern import Modern, accept, complete, input_required, text_of
+from tests.test_modern_form_work import ask_rounds, pick_server
 from tests.test_modern_round_work import counting
 
 TIMEOUT = 30
@@ -31,10 +31,7 @@ async def test_the_usual_round_takes_the_short_way(anyio_backend: str, monkeypat
                     counting(monkeypatch, Deadlines, "forget") as forgets, \
                     counting(monkeypatch, Deadlines, "let_go") as let_go, \
                     counting(monkeypatch, Parking, "_disown") as disowns:
-                for n in range(ROUNDS):
-                    requests, state = input_required(await m.call("ask", {"i": n}))
-                    msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
-                    assert text_of(complete(msg)) == str(n)
+                await ask_rounds(m, ROUNDS)
             counts = (recorded[0], earliest[0], forgets[0], disowns[0])
             assert counts == (0, 0, 0, 0), counts
             # asyncio times parked runs out in the sweep: one let_go per answered round (trio: its cancel scope)

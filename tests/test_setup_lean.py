@@ -19,8 +19,8 @@ from minimcp.call import Call
 from minimcp.metrics import ElicitationMetrics, ToolMetrics
 from minimcp.runs import Parking, Run
 from tests.helpers import raw_client
-from tests.test_modern import Modern, accept, complete, input_required, only, text_of
-from tests.test_modern_form_work import pick_server
+from tests.test_modern import Modern
+from tests.test_modern_form_work import ask_rounds, pick_server
 
 TIMEOUT = 30
 ROUNDS = 5
@@ -41,10 +41,7 @@ async def test_a_taken_call_makes_no_outcome_tuple(anyio_backend: str, monkeypat
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
             m = Modern(peer)
-            for n in range(ROUNDS):
-                requests, state = input_required(await m.call("ask", {"i": n}))
-                msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
-                assert text_of(complete(msg)) == str(n)
+            await ask_rounds(m, ROUNDS)
             assert len(server.parking) == 0  # (each call ended out of its parking)
     assert made[0] == 0
 
