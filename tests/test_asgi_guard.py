@@ -74,7 +74,8 @@ async def serving(
         yield f"http://127.0.0.1:{box['port']}/mcp", app
     finally:
         if "stop" in box:
-            box["stop"]()
+            with contextlib.suppress(RuntimeError):  # its loop already ended: its own error is raised below
+                box["stop"]()
         await anyio.to_thread.run_sync(thread.join, 30)
     if "error" in box:
         raise box["error"]
