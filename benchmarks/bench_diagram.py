@@ -26,9 +26,9 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, Client, Context, ElicitationRequest, Limits, Server, memory_pair
-from minimcp.diagram import read_trace, render_text
-from minimcp.diagram_svg import render_html, render_svg
-from minimcp.trace import WireTrace
+from minimcp.core.trace import WireTrace
+from minimcp.diagram.layout import read_trace, render_text
+from minimcp.diagram.svg import render_html, render_svg
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

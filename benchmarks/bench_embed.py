@@ -78,8 +78,8 @@ FLOOR_PROBES = {
     "floor: import anyio, msgspec, asyncio": "import anyio, msgspec, asyncio",
 }
 # what a stdio server must not load (lazy until used)
-NOT_FOR_STDIO = ("minimcp.client", "minimcp.transports.http", "minimcp.transports.websocket", "minimcp.cli",
-                 "minimcp.diagram", "uvicorn", "websockets", "hypercorn", "httpx")
+NOT_FOR_STDIO = ("minimcp.client.client", "minimcp.transports.http", "minimcp.transports.websocket", "minimcp.cli",
+                 "minimcp.diagram.layout", "uvicorn", "websockets", "hypercorn", "httpx")
 
 
 def timed(code: str, tree: Path | None) -> float:

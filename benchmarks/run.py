@@ -249,7 +249,7 @@ def run_job(job: Job) -> dict[str, Any] | None:
 def import_times(repeats: int) -> dict[str, Any]:
     """Seconds to import each stack in a fresh interpreter (median), above a bare interpreter's start."""
     probes = {
-        "minimcp": "import minimcp, minimcp.server",
+        "minimcp": "import minimcp, minimcp.server.server",
         "official": "import mcp.server.mcpserver",
         "floor": "import asyncio, msgspec",
     }

@@ -64,7 +64,7 @@ from minimcp import (
     Server,
     memory_pair,
 )
-from minimcp.jsonrpc import RequestId
+from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["KINDS", "Plan", "Report", "SoakConfig", "run_round", "run_soak"]
 

@@ -28,7 +28,7 @@ import anyio
 
 from minimcp import Accepted, Client, ElicitationRequest
 from minimcp.transports.http import http_client
-from minimcp.versions import is_modern
+from minimcp.wire.versions import is_modern
 
 log = logging.getLogger("conformance.client")
 

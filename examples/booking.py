@@ -53,12 +53,12 @@ from minimcp import (
     UrlElicitationRequired,
     tool_result,
 )
-from minimcp.interrupt import run_until_stopped
-from minimcp.server import ServerConnection
-from minimcp.state import ENV_STATE_KEYS, state_keys_from_env
+from minimcp.hosting.interrupt import run_until_stopped
+from minimcp.server.mrtr.state import ENV_STATE_KEYS, state_keys_from_env
+from minimcp.server.server import ServerConnection
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp
 from minimcp.transports.http._headers import host_origin_problem
-from minimcp.types import CallToolResult
+from minimcp.wire.types import CallToolResult
 
 if str(pathlib.Path(__file__).resolve().parent) not in sys.path:  # also when loaded by file path
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # booking_store.py sits beside this file
@@ -587,10 +587,10 @@ def shared_options(redis_url: str | None) -> dict[str, Any]:
     """The store and the server options for ``--redis``: shared bookings, used states and bus."""
     if redis_url is None:
         return {}
-    from minimcp.used_states import RedisUsedStates
+    from minimcp.server.mrtr.used_states import RedisUsedStates
 
     options: dict[str, Any] = {"store": RedisStore(redis_url), "used_states": RedisUsedStates(redis_url)}
-    from minimcp.bus import RedisBus
+    from minimcp.scaleout.bus import RedisBus
 
     options["bus"] = RedisBus(redis_url)  # URL completions reach the worker holding the client's session
     return options

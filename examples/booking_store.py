@@ -2,7 +2,7 @@
 
 :class:`MemoryStore` holds bookings, deposit pages and calendar authorizations in dicts of one
 process, as the example always did. :class:`RedisStore` keeps the same records in Redis through
-``coredis`` (the client library of :class:`minimcp.bus.RedisBus`; extra ``minimcp[redis]``), so
+``coredis`` (the client library of :class:`minimcp.scaleout.bus.RedisBus`; extra ``minimcp[redis]``), so
 that every worker of a service sees the same bookings: a booking made on one worker is found and
 confirmed on another, a deposit page paid on any worker completes it, and a replayed round of a
 2026-07-28 call finds the booking its first run made, wherever that ran.
@@ -30,7 +30,7 @@ import anyio
 import anyio.abc
 
 from minimcp import ToolError
-from minimcp.redis_client import RedisClient, safe_url
+from minimcp.scaleout._redis import RedisClient, safe_url
 
 log = logging.getLogger("booking.store")
 

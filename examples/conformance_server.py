@@ -33,8 +33,8 @@ import anyio
 import msgspec
 
 from minimcp import Accepted, Cancelled, Context, Declined, Server, ToolError
-from minimcp.context import Elicit, ListRoots, Sample
-from minimcp.types import (
+from minimcp.server.context import Elicit, ListRoots, Sample
+from minimcp.wire.types import (
     AudioContent,
     CreateMessageResult,
     EmbeddedResource,

@@ -36,8 +36,8 @@ from minimcp import (
     open_in_browser,
 )
 from minimcp.cli.diagram import write_diagram
+from minimcp.core.trace import WireTrace
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
-from minimcp.trace import WireTrace
 from minimcp.transports.stdio import stdio_client
 from minimcp.transports.trace import TracedTransport
 

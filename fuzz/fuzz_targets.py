@@ -69,13 +69,15 @@ if HAVE_ATHERIS and os.environ.get("MINIMCP_FUZZ_WORKER"):  # pragma: no cover -
     with atheris.instrument_imports(include=["minimcp"]):
         import msgspec
 
-        from minimcp import errors, forms, jsonrpc, types
-        from minimcp.framing import LineFramer, Oversized
+        from minimcp import forms
+        from minimcp.wire import errors, jsonrpc, types
+        from minimcp.wire.framing import LineFramer, Oversized
 else:
     import msgspec
 
-    from minimcp import errors, forms, jsonrpc, types
-    from minimcp.framing import LineFramer, Oversized
+    from minimcp import forms
+    from minimcp.wire import errors, jsonrpc, types
+    from minimcp.wire.framing import LineFramer, Oversized
 
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MESSAGE_TYPES = (jsonrpc.Request, jsonrpc.Notification, jsonrpc.Response, jsonrpc.ErrorResponse)

@@ -10,58 +10,58 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from minimcp.config import Limits as Limits
-from minimcp.context import Context as Context
-from minimcp.context import Elicit as Elicit
-from minimcp.context import ListRoots as ListRoots
-from minimcp.context import Sample as Sample
-from minimcp.elicitation import Accepted as Accepted
-from minimcp.elicitation import Cancelled as Cancelled
-from minimcp.elicitation import Declined as Declined
-from minimcp.elicitation import ElicitationUnsupported as ElicitationUnsupported
-from minimcp.elicitation import QuestionFailed as QuestionFailed
-from minimcp.elicitation import UrlElicitation as UrlElicitation
-from minimcp.elicitation import UrlElicitationRequired as UrlElicitationRequired
-from minimcp.errors import ConnectionClosed as ConnectionClosed
-from minimcp.errors import McpError as McpError
-from minimcp.errors import MinimcpError as MinimcpError
-from minimcp.errors import RequestTimeout as RequestTimeout
-from minimcp.errors import TooManyPending as TooManyPending
-from minimcp.errors import UnsupportedVersion as UnsupportedVersion
-from minimcp.server import Server as Server
-from minimcp.server import ToolError as ToolError
-from minimcp.server import tool_result as tool_result
+from minimcp.core.config import Limits as Limits
+from minimcp.server.context import Context as Context
+from minimcp.server.context import Elicit as Elicit
+from minimcp.server.context import ListRoots as ListRoots
+from minimcp.server.context import Sample as Sample
+from minimcp.server.server import Server as Server
+from minimcp.server.server import ToolError as ToolError
+from minimcp.server.server import tool_result as tool_result
+from minimcp.wire.elicitation import Accepted as Accepted
+from minimcp.wire.elicitation import Cancelled as Cancelled
+from minimcp.wire.elicitation import Declined as Declined
+from minimcp.wire.elicitation import ElicitationUnsupported as ElicitationUnsupported
+from minimcp.wire.elicitation import QuestionFailed as QuestionFailed
+from minimcp.wire.elicitation import UrlElicitation as UrlElicitation
+from minimcp.wire.elicitation import UrlElicitationRequired as UrlElicitationRequired
+from minimcp.wire.errors import ConnectionClosed as ConnectionClosed
+from minimcp.wire.errors import McpError as McpError
+from minimcp.wire.errors import MinimcpError as MinimcpError
+from minimcp.wire.errors import RequestTimeout as RequestTimeout
+from minimcp.wire.errors import TooManyPending as TooManyPending
+from minimcp.wire.errors import UnsupportedVersion as UnsupportedVersion
 
 if TYPE_CHECKING:
-    from minimcp.client import Client as Client
-    from minimcp.client import ElicitationRequest as ElicitationRequest
-    from minimcp.client import UrlElicitationRequest as UrlElicitationRequest
-    from minimcp.client import connect_stdio as connect_stdio
-    from minimcp.client import open_in_browser as open_in_browser
+    from minimcp.client.client import Client as Client
+    from minimcp.client.client import ElicitationRequest as ElicitationRequest
+    from minimcp.client.client import UrlElicitationRequest as UrlElicitationRequest
+    from minimcp.client.client import connect_stdio as connect_stdio
+    from minimcp.client.client import open_in_browser as open_in_browser
+    from minimcp.core.trace import WireTrace as WireTrace
     from minimcp.forms import AllowSensitive as AllowSensitive
     from minimcp.forms import FormDefinitionError as FormDefinitionError
     from minimcp.forms import FormValidationError as FormValidationError
     from minimcp.forms import Titled as Titled
     from minimcp.forms import check_form as check_form
     from minimcp.forms import compile_form as compile_form
-    from minimcp.state import state_keys_from_env as state_keys_from_env
-    from minimcp.trace import WireTrace as WireTrace
+    from minimcp.server.mrtr.state import state_keys_from_env as state_keys_from_env
     from minimcp.transports.http import connect_http as connect_http
     from minimcp.transports.http import serve_http as serve_http
     from minimcp.transports.memory import memory_pair as memory_pair
     from minimcp.transports.websocket import connect_websocket as connect_websocket
     from minimcp.transports.websocket import serve_websocket as serve_websocket
-    from minimcp.urls import InvalidElicitationUrl as InvalidElicitationUrl
+    from minimcp.wire.urls import InvalidElicitationUrl as InvalidElicitationUrl
 
 __version__ = "0.1.0"
 
 # Public names loaded on first access (module ``__getattr__``): name -> module.
 _LAZY: dict[str, str] = {
-    "Client": "minimcp.client",  # the client side: a server never loads it
-    "ElicitationRequest": "minimcp.client",
-    "UrlElicitationRequest": "minimcp.client",
-    "connect_stdio": "minimcp.client",
-    "open_in_browser": "minimcp.client",
+    "Client": "minimcp.client.client",  # the client side: a server never loads it
+    "ElicitationRequest": "minimcp.client.client",
+    "UrlElicitationRequest": "minimcp.client.client",
+    "connect_stdio": "minimcp.client.client",
+    "open_in_browser": "minimcp.client.client",
     "memory_pair": "minimcp.transports.memory",
     "AllowSensitive": "minimcp.forms",
     "Titled": "minimcp.forms",
@@ -69,13 +69,14 @@ _LAZY: dict[str, str] = {
     "FormValidationError": "minimcp.forms",
     "check_form": "minimcp.forms",
     "compile_form": "minimcp.forms",
-    "WireTrace": "minimcp.trace",
+    "WireTrace": "minimcp.core.trace",
     "connect_http": "minimcp.transports.http",
     "serve_http": "minimcp.transports.http",
     "connect_websocket": "minimcp.transports.websocket",
     "serve_websocket": "minimcp.transports.websocket",
-    "state_keys_from_env": "minimcp.state",  # the sealed state of 2026-07-28: a handshake-era server never loads it
-    "InvalidElicitationUrl": "minimcp.urls",  # the URL rules load with the first URL step
+    # the sealed state of 2026-07-28: a handshake-era server never loads it
+    "state_keys_from_env": "minimcp.server.mrtr.state",
+    "InvalidElicitationUrl": "minimcp.wire.urls",  # the URL rules load with the first URL step
 }
 
 

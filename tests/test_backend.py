@@ -12,13 +12,13 @@ import anyio.lowlevel
 import msgspec
 import pytest
 
-from minimcp import _backend
-from minimcp.config import Limits
-from minimcp.errors import ConnectionClosed, McpError
-from minimcp.jsonrpc import Notification, Request
-from minimcp.session import Session
+from minimcp.core import _backend
+from minimcp.core.config import Limits
+from minimcp.core.session import Session
 from minimcp.transports.memory import memory_pair
 from minimcp.transports.stdio import StdioTransport, stdio_client
+from minimcp.wire.errors import ConnectionClosed, McpError
+from minimcp.wire.jsonrpc import Notification, Request
 from tests.helpers import RawPeer
 from tests.test_stdio import GatedSink, Silent
 

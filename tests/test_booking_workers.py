@@ -147,7 +147,7 @@ async def test_a_calendar_authorization_completed_on_another_worker_authorizes_t
 async def test_a_deposit_paid_on_another_worker_reaches_the_asked_client_once(redis: RedisProcess) -> None:
     """With the server's bus (a RedisBus on the same Redis, as ``--redis`` sets up): the completion
     notice for a page paid on B goes to the client on A that was asked, once."""
-    from minimcp.bus import RedisBus
+    from minimcp.scaleout.bus import RedisBus
 
     with anyio.fail_after(WAIT):
         async with contextlib.AsyncExitStack() as stack:

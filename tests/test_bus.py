@@ -1,4 +1,4 @@
-"""The bus between workers (minimcp/bus.py): in memory, and on a real Redis server.
+"""The bus between workers (minimcp/scaleout/bus.py): in memory, and on a real Redis server.
 
 The Redis tests start Debian's ``redis-server`` on a free loopback port as a tracked
 subprocess (installed on first use when missing and we are root), and stop it in teardown.
@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 import pytest
 
-from minimcp.bus import InMemoryBus, Notice, RedisBus
+from minimcp.scaleout.bus import InMemoryBus, Notice, RedisBus
 from tests import redis_server
 from tests.redis_server import RedisProcess, free_port
 

@@ -1,11 +1,11 @@
-"""minimcp.capabilities: what a client may be asked, from the capabilities it declared and the revision."""
+"""minimcp.wire.capabilities: what a client may be asked, from the capabilities it declared and the revision."""
 
 from __future__ import annotations
 
 import pytest
 
-from minimcp.capabilities import can_elicit_form, can_elicit_url, can_list_roots, can_sample
-from minimcp.types import ClientCapabilities
+from minimcp.wire.capabilities import can_elicit_form, can_elicit_url, can_list_roots, can_sample
+from minimcp.wire.types import ClientCapabilities
 
 NONE = ClientCapabilities()
 EMPTY = ClientCapabilities(elicitation={})

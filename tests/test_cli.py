@@ -32,10 +32,10 @@ from minimcp.cli.args import CliError, parse_arguments, parse_pairs, parse_targe
 from minimcp.cli.questions import OMIT, AnswerError, Questions, Scripted, describe_url, parse_field_answer
 from minimcp.cli.render import format_progress, format_trace
 from minimcp.cli.terminal import Console, LineReader, Style
-from minimcp.client import ElicitationRequest, UrlElicitationRequest
+from minimcp.client.client import ElicitationRequest, UrlElicitationRequest
 from minimcp.forms import parse_schema
-from minimcp.types import ProgressParams, Tool
-from minimcp.urls import inspect_url
+from minimcp.wire.types import ProgressParams, Tool
+from minimcp.wire.urls import inspect_url
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -888,7 +888,7 @@ def test_connect_ends_with_2_when_the_server_goes_away() -> None:
     # could fire during initialize, which the CLI reports differently).
     dying_script = (
         "import os, runpy, threading\n"
-        "import minimcp.server as s\n"
+        "import minimcp.server.server as s\n"
         "plain = s.ServerConnection.handle_notification\n"
         "def handle(self, session, note):\n"
         "    plain(self, session, note)\n"

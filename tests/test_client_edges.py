@@ -14,9 +14,9 @@ import msgspec
 import pytest
 
 from minimcp import Accepted, Client, Context, ElicitationRequest, McpError, Server, connect_stdio
-from minimcp.client import ERAS
+from minimcp.client.client import ERAS
 from minimcp.transports.memory import memory_pair
-from minimcp.types import (
+from minimcp.wire.types import (
     CallToolResult,
     Completion,
     GetPromptResult,
@@ -32,7 +32,7 @@ from minimcp.types import (
     Tool,
     ToolAnnotations,
 )
-from minimcp.versions import Era
+from minimcp.wire.versions import Era
 from tests.helpers import RawPeer, connected, raw_client
 
 # --- 1. era ------------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """The client decides which tools it may call and which ``Mcp-Param-*`` headers a request carries
-(``minimcp.client_headers``); the HTTP client transport only asks, per request (issue #17).
+(``minimcp.client.headers``); the HTTP client transport only asks, per request (issue #17).
 
 Over 2026-07-28 HTTP, ``Client.list_tools`` leaves out a tool whose ``x-mcp-header`` declarations
 break the rules and remembers the others'; each ``tools/call`` then mirrors the declared arguments.
 A :class:`~minimcp.transports.trace.TracedTransport` in between (the CLI's ``--trace``) changes
 nothing. Requests sent past the Client are not filtered; over memory (and stdio) no tool is left
-out. The transport's own era is a :class:`~minimcp.versions.Era`.
+out. The transport's own era is a :class:`~minimcp.wire.versions.Era`.
 
 Every async test runs on asyncio and on trio; servers bind 127.0.0.1.
 """
@@ -19,13 +19,13 @@ import msgspec
 import pytest
 
 from minimcp import Client, Server
-from minimcp.client_headers import ToolHeaders, headered
+from minimcp.client.headers import ToolHeaders, headered
 from minimcp.transports.http import StreamableHTTPClientTransport, connect_http, http_client
 from minimcp.transports.http import _headers as mcp_headers
 from minimcp.transports.memory import memory_pair
 from minimcp.transports.trace import TracedTransport
-from minimcp.types import ListToolsResult
-from minimcp.versions import Era
+from minimcp.wire.types import ListToolsResult
+from minimcp.wire.versions import Era
 from tests.helpers import connected
 from tests.test_http import serving
 from tests.test_http_modern import recorded

@@ -1,11 +1,11 @@
-"""minimcp.config: Limits is one immutable bag of bounds with a documented default for each."""
+"""minimcp.core.config: Limits is one immutable bag of bounds with a documented default for each."""
 
 from __future__ import annotations
 
 import msgspec
 import pytest
 
-from minimcp.config import Limits
+from minimcp.core.config import Limits
 
 
 def test_defaults() -> None:

@@ -1,8 +1,9 @@
 """The tool context and the server's modules: one job per module, and no reach into another's private state.
 
-``Context`` is built in two layers, one module each (:mod:`minimcp.call`: identity, progress, logging;
-:mod:`minimcp.asking`: the questions), under the facade :mod:`minimcp.context`. The server's modules use
-one another through public members only: the keep-alive timer of :mod:`minimcp.waiting` calls
+``Context`` is built in two layers, one module each (:mod:`minimcp.server.context.call`: identity, progress, logging;
+:mod:`minimcp.server.context.asking`: the questions), under the facade :mod:`minimcp.server.context`.
+The server's modules use
+one another through public members only: the keep-alive timer of :mod:`minimcp.server.context.keepalive` calls
 ``Call.keep_alive``, not a private method of the context.
 """
 
@@ -14,27 +15,27 @@ import pathlib
 import pytest
 
 import minimcp
-from minimcp.asking import AskingCall
-from minimcp.call import Call
-from minimcp.context import CALL_ID_BYTES, LOG_LEVELS, Context, Elicit, ListRoots, Sample
+from minimcp.server.context import CALL_ID_BYTES, LOG_LEVELS, Context, Elicit, ListRoots, Sample
+from minimcp.server.context.asking import AskingCall
+from minimcp.server.context.call import Call
 
 PACKAGE = pathlib.Path(minimcp.__file__).resolve().parent
 
 #: The context's layers and the server-side modules around them.
 MODULES = [
-    "context.py",
-    "call.py",
-    "asking.py",
-    "waiting.py",
-    "callhost.py",
-    "connection.py",
-    "server.py",
-    "handlers.py",
-    "rounds.py",
-    "outcome.py",
-    "registry.py",
-    "workers.py",
-    "era_probe.py",
+    "server/context/__init__.py",
+    "server/context/call.py",
+    "server/context/asking.py",
+    "server/context/keepalive.py",
+    "server/context/ports.py",
+    "server/connection.py",
+    "server/server.py",
+    "server/handlers.py",
+    "server/mrtr/rounds.py",
+    "server/outcome.py",
+    "server/registry.py",
+    "scaleout/workers.py",
+    "wire/era_probe.py",
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from minimcp.deadlines import Deadlines
+from minimcp.core.deadlines import Deadlines
 
 
 class Entry:

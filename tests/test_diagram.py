@@ -1,4 +1,4 @@
-"""Sequence diagrams of wire traces (minimcp/diagram.py, diagram_svg.py, cli/diagram.py).
+"""Sequence diagrams of wire traces (minimcp/diagram/layout.py, diagram_svg.py, cli/diagram.py).
 
 The layout is checked on small hand-written traces (nesting, interleaved calls, notifications
 with and without a request, errors, unknown ids, both eras, bad lines, both sides); the
@@ -19,9 +19,9 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, Context, ElicitationRequest, Server
-from minimcp.diagram import Diagram, read_trace, render_text, summary
-from minimcp.diagram_svg import render_html, render_svg
-from minimcp.trace import WireTrace
+from minimcp.core.trace import WireTrace
+from minimcp.diagram.layout import Diagram, read_trace, render_text, summary
+from minimcp.diagram.svg import render_html, render_svg
 from tests.helpers import connected
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

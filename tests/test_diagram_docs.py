@@ -30,9 +30,9 @@ import anyio
 import pytest
 
 from minimcp import Accepted, Client, ElicitationRequest, UrlElicitationRequest, connect_stdio
-from minimcp.diagram import Diagram, read_trace
-from minimcp.diagram_svg import render_svg
-from minimcp.trace import WireTrace
+from minimcp.core.trace import WireTrace
+from minimcp.diagram.layout import Diagram, read_trace
+from minimcp.diagram.svg import render_svg
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DIAGRAMS = ROOT / "docs" / "diagrams"

@@ -1,4 +1,4 @@
-"""minimcp.diagram_svg: a Diagram drawn as a standalone SVG, and as an HTML page that links each arrow to its message.
+"""minimcp.diagram.svg: a Diagram drawn as a standalone SVG, and as an HTML page that links each arrow to its message.
 
 test_diagram.py checks what the drawings show for whole scenarios; this file checks the renderers' own contract.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 import html
 import xml.etree.ElementTree as ET
 
-from minimcp.diagram import Diagram, read_trace
-from minimcp.diagram_svg import render_html, render_svg
+from minimcp.diagram.layout import Diagram, read_trace
+from minimcp.diagram.svg import render_html, render_svg
 from tests.test_diagram import err, nested_trace, note, rec, req
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -8,9 +8,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from minimcp.dispatch import Deferred, answer, error_reply
-from minimcp.errors import McpError
-from minimcp.jsonrpc import Request
+from minimcp.core.dispatch import Deferred, answer, error_reply
+from minimcp.wire.errors import McpError
+from minimcp.wire.jsonrpc import Request
 
 
 def request(method: str = "m", id_: int = 3) -> Request:

@@ -22,14 +22,14 @@ from minimcp import Accepted, ElicitationRequest, connect_stdio
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 NOT_FOR_A_STDIO_SERVER = (
-    "minimcp.client",
+    "minimcp.client.client",
     "minimcp.transports.http",
     "minimcp.transports.websocket",
     "minimcp.transports.asgi_server",
     "minimcp.cli",
     "minimcp.cli_render",
-    "minimcp.diagram",
-    "minimcp.diagram_svg",
+    "minimcp.diagram.layout",
+    "minimcp.diagram.svg",
     "uvicorn",
     "hypercorn",
     "websockets",
@@ -41,17 +41,17 @@ NOT_FOR_A_STDIO_SERVER = (
 #: server on the handshake era (no bus, no shared store, no prompt, no resource, no URL step) loads none
 #: of it (each loads on first use: the era lock, ``Server(bus=...)``, the first URL step, ...).
 NOT_ON_THE_HANDSHAKE_ERA = (
-    "minimcp.state",
-    "minimcp.mrtr",
-    "minimcp.modern",
-    "minimcp.rounds",
-    "minimcp.used_states",
-    "minimcp.redis_client",
-    "minimcp.bus",
-    "minimcp.workers",
-    "minimcp.urls",
-    "minimcp.prompts",
-    "minimcp.resources",
+    "minimcp.server.mrtr.state",
+    "minimcp.wire.mrtr",
+    "minimcp.server.mrtr.modern",
+    "minimcp.server.mrtr.rounds",
+    "minimcp.server.mrtr.used_states",
+    "minimcp.scaleout._redis",
+    "minimcp.scaleout.bus",
+    "minimcp.scaleout.workers",
+    "minimcp.wire.urls",
+    "minimcp.server.prompts",
+    "minimcp.server.resources",
     "hashlib",
     "hmac",
     "secrets",
@@ -62,11 +62,11 @@ NOT_ON_THE_HANDSHAKE_ERA = (
 #: The forms machinery: loaded by the first form compiled or asked, not by serving, not by a failing tool.
 NOT_UNTIL_A_FORM = (
     "minimcp.forms",
-    "minimcp.form_cache",
-    "minimcp.form_check",
-    "minimcp.form_fields",
-    "minimcp.form_schema",
-    "minimcp.form_types",
+    "minimcp.forms.cache",
+    "minimcp.forms.check",
+    "minimcp.forms.fields",
+    "minimcp.forms.schema",
+    "minimcp.forms.types",
 )
 
 
@@ -115,7 +115,7 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
             loaded_after_a_form = set(json.loads((await client.call_tool("modules")).text)[0])
     assert failed.is_error and "internal error" in failed.text
     loaded = set(loaded_now)
-    assert "minimcp.server" in loaded and "minimcp.transports.stdio" in loaded  # the probe sees the server
+    assert "minimcp.server.server" in loaded and "minimcp.transports.stdio" in loaded  # the probe sees the server
     unwanted = sorted(m for m in loaded if m in NOT_FOR_A_STDIO_SERVER or m.split(".")[0] in NOT_FOR_A_STDIO_SERVER)
     assert unwanted == [], f"a stdio server loaded {unwanted}"
     unused = sorted(m for m in loaded - set(backend_loads) if m in NOT_ON_THE_HANDSHAKE_ERA)
@@ -124,16 +124,16 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
     assert early_forms == [], f"a stdio server loaded the forms machinery before any form: {early_forms}"
     # the first form question loads it
     assert answer.text == "Accepted(value={'n': 2})"
-    assert set(NOT_UNTIL_A_FORM) - {"minimcp.form_types"} <= loaded_after_a_form
+    assert set(NOT_UNTIL_A_FORM) - {"minimcp.forms.types"} <= loaded_after_a_form
 
 
 def test_the_client_names_still_import_from_minimcp() -> None:
     import minimcp
     from minimcp import Client, ElicitationRequest, UrlElicitationRequest, connect_stdio, memory_pair, open_in_browser
-    from minimcp.client import Client as DirectClient
+    from minimcp.client.client import Client as DirectClient
     from minimcp.transports.memory import memory_pair as direct_pair
 
     assert Client is DirectClient and memory_pair is direct_pair
     for name, value in [("ElicitationRequest", ElicitationRequest), ("UrlElicitationRequest", UrlElicitationRequest),
                         ("connect_stdio", connect_stdio), ("open_in_browser", open_in_browser)]:
-        assert getattr(minimcp.client, name) is value
+        assert getattr(minimcp.client.client, name) is value

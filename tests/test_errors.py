@@ -1,6 +1,6 @@
 """One error tree: every exception class of minimcp derives from MinimcpError, and errors.py draws them all.
 
-The tree in ``minimcp.errors``'s docstring is checked against the classes: each
+The tree in ``minimcp.wire.errors``'s docstring is checked against the classes: each
 class defined in any minimcp module appears in it once, under its real parent,
 with the module it lives in; the errors that carry a JSON-RPC code (``McpError``
 and below) stand apart from the local ones.
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import minimcp
-from minimcp import errors
-from minimcp.errors import McpError, MinimcpError
+from minimcp.wire import errors
+from minimcp.wire.errors import McpError, MinimcpError
 
 PACKAGE = Path(minimcp.__file__).resolve().parent
 LOCAL = "local errors"
@@ -97,7 +97,7 @@ def test_the_docstring_draws_every_class_under_its_real_parent() -> None:
         else:
             assert classes[parent] in cls.__bases__, f"{name} is drawn under {parent}"
         module = re.match(r"\[([\w.]+)\]", note)
-        expected = f"minimcp.{module[1]}" if module else "minimcp.errors"
+        expected = f"minimcp.{module[1]}" if module else "minimcp.wire.errors"
         assert cls.__module__ == expected, f"{name} is drawn as living in {expected}"
     for name in ("TooManyPending", "RequestTimeout", "ConnectionClosed", "QuestionFailed", "UrlElicitationRequired"):
         assert tree[name][0] == "McpError"

@@ -13,8 +13,8 @@ import msgspec
 import pytest
 
 from minimcp import Client, Context, Limits, McpError, RequestTimeout, Server
-from minimcp.server import ServerConnection
-from minimcp.types import (
+from minimcp.server.server import ServerConnection
+from minimcp.wire.types import (
     AudioContent,
     CreateMessageParams,
     CreateMessageResult,

@@ -87,7 +87,7 @@ async def test_waiting_calls_share_one_compiled_form_and_each_question_keeps_its
 
 
 def test_one_shape_one_compiled_form_whatever_its_default() -> None:
-    from minimcp import form_cache
+    from minimcp.forms import cache as form_cache
 
     a, schema_a = form_cache.question_form(question("2030-01-01"), (), "2025-11-25")
     b, schema_b = form_cache.question_form(question("2031-05-06"), (), "2025-11-25")
@@ -99,7 +99,7 @@ def test_one_shape_one_compiled_form_whatever_its_default() -> None:
 
 
 def test_a_bad_default_is_refused_on_a_cached_shape_too() -> None:
-    from minimcp import form_cache
+    from minimcp.forms import cache as form_cache
 
     form_cache.question_form(question("2030-01-01"), (), "2025-11-25")
     with pytest.raises(forms.FormDefinitionError, match="date"):
@@ -120,7 +120,8 @@ async def test_a_bad_default_ends_the_call_with_a_tool_error_and_the_session_goe
 
 
 def test_the_shapes_kept_are_bounded() -> None:
-    from minimcp import Limits, form_cache
+    from minimcp import Limits
+    from minimcp.forms import cache as form_cache
 
     assert Limits().max_form_shapes == form_cache.MAX_SHAPES
     for n in range(form_cache.MAX_SHAPES + 20):
@@ -136,7 +137,7 @@ def test_the_shapes_kept_are_bounded() -> None:
 
 
 def test_older_revisions_and_types_render_as_before() -> None:
-    from minimcp import form_cache
+    from minimcp.forms import cache as form_cache
 
     form, schema = form_cache.question_form(question("2030-01-01"), (), "2025-06-18")
     assert schema is None  # 2025-06-18 gets the schema rendered for it (no default on the string)

@@ -1,4 +1,4 @@
-"""minimcp/form_check.py: checking answer values against fields (kinds, formats, bounds, field consistency)."""
+"""minimcp/forms/check.py: checking answer values against fields (kinds, formats, bounds, field consistency)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from minimcp.form_check import (
+from minimcp.forms.check import (
     check_value,
     checked_field,
     json_type,
@@ -15,7 +15,7 @@ from minimcp.form_check import (
     short,
     validate_answer,
 )
-from minimcp.form_fields import NO_DEFAULT, FormDefinitionError, FormField, FormValidationError
+from minimcp.forms.fields import NO_DEFAULT, FormDefinitionError, FormField, FormValidationError
 from tests.test_layers import PACKAGE, forbidden_imports, transitive_imports
 
 AGE = FormField("age", "integer", minimum=0, maximum=120)
@@ -24,8 +24,8 @@ EXTRAS = FormField("extras", "multiselect", options=(("a", "a"), ("b", "b")), ma
 
 
 def test_the_module_is_pure() -> None:
-    assert forbidden_imports((PACKAGE / "form_check.py").read_text(encoding="utf-8")) == set()
-    assert transitive_imports("minimcp.form_check") == "clean"
+    assert forbidden_imports((PACKAGE / "forms/check.py").read_text(encoding="utf-8")) == set()
+    assert transitive_imports("minimcp.forms.check") == "clean"
 
 
 def test_values_are_normalized_or_refused_with_the_broken_rule() -> None:

@@ -1,4 +1,5 @@
-"""minimcp/form_fields.py: the vocabulary of forms (FormField, markers, errors), pure and shared by the form modules."""
+"""minimcp/forms/fields.py: the vocabulary of forms (FormField, markers, errors), pure and shared by the form
+modules."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import enum
 
 import pytest
 
-from minimcp import errors
-from minimcp.form_fields import (
+from minimcp.forms.fields import (
     FORMATS,
     NO_DEFAULT,
     AllowSensitive,
@@ -19,12 +19,13 @@ from minimcp.form_fields import (
     Titled,
     def_error,
 )
+from minimcp.wire import errors
 from tests.test_layers import PACKAGE, forbidden_imports, transitive_imports
 
 
 def test_the_module_is_pure() -> None:
-    assert forbidden_imports((PACKAGE / "form_fields.py").read_text(encoding="utf-8")) == set()
-    assert transitive_imports("minimcp.form_fields") == "clean"
+    assert forbidden_imports((PACKAGE / "forms/fields.py").read_text(encoding="utf-8")) == set()
+    assert transitive_imports("minimcp.forms.fields") == "clean"
 
 
 def test_forms_reexports_the_same_objects() -> None:

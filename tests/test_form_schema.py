@@ -1,11 +1,12 @@
-"""minimcp/form_schema.py: fields <-> the restricted requestedSchema, rendered per revision and parsed from the wire."""
+"""minimcp/forms/schema.py: fields <-> the restricted requestedSchema, rendered per revision and parsed from the
+wire."""
 
 from __future__ import annotations
 
 import pytest
 
-from minimcp.form_fields import FormDefinitionError, FormField
-from minimcp.form_schema import CANONICAL, parse_fields, render_schema
+from minimcp.forms.fields import FormDefinitionError, FormField
+from minimcp.forms.schema import CANONICAL, parse_fields, render_schema
 from tests.test_layers import PACKAGE, forbidden_imports, transitive_imports
 
 SIZE = FormField("size", "select", options=(("s", "Small"), ("l", "Large")), titled=True, default="s")
@@ -14,8 +15,8 @@ NAME = FormField("name", "string", min_length=1, default="Ann")
 
 
 def test_the_module_is_pure() -> None:
-    assert forbidden_imports((PACKAGE / "form_schema.py").read_text(encoding="utf-8")) == set()
-    assert transitive_imports("minimcp.form_schema") == "clean"
+    assert forbidden_imports((PACKAGE / "forms/schema.py").read_text(encoding="utf-8")) == set()
+    assert transitive_imports("minimcp.forms.schema") == "clean"
 
 
 def test_canonical_rendering() -> None:

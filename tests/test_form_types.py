@@ -1,4 +1,4 @@
-"""minimcp/form_types.py: Python form types -> fields, the builder of typed answers, and secret-guard exemptions."""
+"""minimcp/forms/types.py: Python form types -> fields, the builder of typed answers, and secret-guard exemptions."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 import msgspec
 import pytest
 
-from minimcp.form_fields import NO_DEFAULT, AllowSensitive, FormDefinitionError, FormValidationError
-from minimcp.form_types import read_type
+from minimcp.forms.fields import NO_DEFAULT, AllowSensitive, FormDefinitionError, FormValidationError
+from minimcp.forms.types import read_type
 from tests.test_layers import PACKAGE, forbidden_imports, transitive_imports
 
 NO_NAMES: frozenset[str] = frozenset()
@@ -31,8 +31,8 @@ class Booking(msgspec.Struct):
 
 
 def test_the_module_is_pure() -> None:
-    assert forbidden_imports((PACKAGE / "form_types.py").read_text(encoding="utf-8")) == set()
-    assert transitive_imports("minimcp.form_types") == "clean"
+    assert forbidden_imports((PACKAGE / "forms/types.py").read_text(encoding="utf-8")) == set()
+    assert transitive_imports("minimcp.forms.types") == "clean"
 
 
 def test_a_struct_becomes_fields_and_a_builder() -> None:

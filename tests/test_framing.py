@@ -1,4 +1,4 @@
-"""Tests for minimcp.framing.LineFramer: newline framing with a bound on buffered bytes."""
+"""Tests for minimcp.wire.framing.LineFramer: newline framing with a bound on buffered bytes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minimcp.framing import OVERSIZED, LineFramer, Oversized
+from minimcp.wire.framing import OVERSIZED, LineFramer, Oversized
 
 Item = bytes | Oversized
 

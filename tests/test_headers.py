@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from minimcp.mrtr import META_VERSION
 from minimcp.transports.http._headers import (
     ParamHeader,
     decode_value,
@@ -19,6 +18,7 @@ from minimcp.transports.http._headers import (
     param_headers,
     request_headers,
 )
+from minimcp.wire.mrtr import META_VERSION
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -43,21 +43,15 @@ from minimcp import (
     Server,
     TooManyPending,
     forms,
-    jsonrpc,
     memory_pair,
 )
-from minimcp.framing import LineFramer, Oversized
-from minimcp.server import ServerConnection
-from minimcp.session import Session
+from minimcp.core.session import Session
+from minimcp.server.server import ServerConnection
 from minimcp.transports.memory import MemoryTransport
 from minimcp.transports.stdio import StdioTransport
-from minimcp.types import (
-    CallToolParams,
-    CancelledParams,
-    ElicitResult,
-    InitializeParams,
-    ProgressParams,
-)
+from minimcp.wire import jsonrpc
+from minimcp.wire.framing import LineFramer, Oversized
+from minimcp.wire.types import CallToolParams, CancelledParams, ElicitResult, InitializeParams, ProgressParams
 from tests.helpers import RawPeer
 
 MiB = 1024 * 1024
@@ -1284,7 +1278,7 @@ def test_guards_against_secrets_in_forms_and_unsafe_urls_exist() -> None:
 
     with pytest.raises(forms.SensitiveFieldError):
         forms.compile_form(Login)
-    from minimcp.urls import InvalidElicitationUrl, check_elicitation_url
+    from minimcp.wire.urls import InvalidElicitationUrl, check_elicitation_url
 
     for url in ("javascript:alert(1)", "http://evil.example/", "https://user:pw@bank.example/", "file:///etc/passwd"):
         with pytest.raises(InvalidElicitationUrl):

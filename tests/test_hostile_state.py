@@ -6,7 +6,7 @@ over the in-memory transport and over Streamable HTTP, on asyncio and trio:
 
 1. single use -- a used state is refused with ``-32602``; of concurrent retries with one state
    exactly one continues; another connection that resumes the parked call uses the state up; the
-   store behind it (:mod:`minimcp.used_states`) is a seam a shared store can fill;
+   store behind it (:mod:`minimcp.server.mrtr.used_states`) is a seam a shared store can fill;
 2. what a state carries -- only the usable part of each answer; a call whose own answers are too
    large to carry ends with a tool error, not with a state the server would refuse;
 3. late answers -- the booking ends ``cancelled`` (nothing booked) whether the late retry finds the
@@ -24,12 +24,12 @@ from typing import Any
 import anyio
 import pytest
 
-import minimcp.rounds
-import minimcp.server
-import minimcp.taken_calls
+import minimcp.server.mrtr.rounds
+import minimcp.server.mrtr.takeover
+import minimcp.server.server
 from minimcp import Accepted, Cancelled, Context, Elicit, Limits, Server
-from minimcp.state import StateSealer
-from minimcp.used_states import MemoryUsedStates
+from minimcp.server.mrtr.state import StateSealer
+from minimcp.server.mrtr.used_states import MemoryUsedStates
 from tests.helpers import raw_client
 from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_modern import (
@@ -322,8 +322,9 @@ async def test_a_late_answer_to_a_parked_call_is_cancelled_and_books_nothing(mon
             key, _ = only(requests)
             assert len(app.server.parking) == 1
             later = types.SimpleNamespace(time=lambda: time.time() + 200)
-            monkeypatch.setattr(minimcp.rounds, "time", later)
-            monkeypatch.setattr(minimcp.taken_calls, "time", later)  # (the retry is taken over by the read loop)
+            monkeypatch.setattr(minimcp.server.mrtr.rounds, "time", later)
+            # (the retry is taken over by the read loop)
+            monkeypatch.setattr(minimcp.server.mrtr.takeover, "time", later)
             msg = await m.call("book_table", FULL, responses={key: accept(accept_alternative=True)}, state=state)
             assert status_of(msg) == "cancelled"
             assert len(app.server.parking) == 0

@@ -14,11 +14,11 @@ from typing import Any
 import anyio
 import msgspec
 
-from minimcp._backend import AsyncioCell, Handlers, TrioCell, cell_factory, running_loop
-from minimcp.jsonrpc import Notification, Request
-from minimcp.session import Session
-from minimcp.trace import WireTrace
+from minimcp.core._backend import AsyncioCell, Handlers, TrioCell, cell_factory, running_loop
+from minimcp.core.session import Session
+from minimcp.core.trace import WireTrace
 from minimcp.transports.memory import memory_pair
+from minimcp.wire.jsonrpc import Notification, Request
 from tests.helpers import RawPeer
 
 
@@ -60,7 +60,7 @@ async def test_a_detached_task_schedules_no_done_callback_and_ended_ones_are_let
     """A 2026-07-28 run's task (``start_detached``) gets no done callback (the loop ran one more step per
     call for it); the tasks that ended are let go by sweeps, so the set holding them stays within about
     twice the tasks still running plus ``_FIRST_SWEEP``."""
-    from minimcp import _backend
+    from minimcp.core import _backend
 
     ended = [0]
     release = anyio.Event()
@@ -137,7 +137,7 @@ def test_the_asyncio_stdio_read_loop_waits_on_the_transports_future_not_a_corout
     import os
     import socket
 
-    from minimcp.config import Limits
+    from minimcp.core.config import Limits
     from minimcp.transports._stdio_asyncio import LoopStdio
 
     async def main() -> None:
@@ -171,8 +171,8 @@ async def test_a_request_that_waited_for_room_leaves_the_table_when_its_awaiter_
     """After waiting for room, the requester awaits the cell itself, as on the fast path: its
     cancellation takes the entry out at once (asyncio: within ``task.cancel()``), so a response
     in the same turn is an unknown one and never meets a finished cell; the peer is told."""
-    from minimcp.jsonrpc import Response
-    from minimcp.session import Session as _Session
+    from minimcp.core.session import Session as _Session
+    from minimcp.wire.jsonrpc import Response
 
     a, b = memory_pair(buffer=1)
     session = _Session(a, _Echo())

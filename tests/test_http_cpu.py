@@ -149,8 +149,8 @@ async def test_serve_http_tunes_the_gc_only_when_asked_and_undoes_it_when_it_end
     default (the GC is the whole process's), and both undone when ``serve_http`` ends."""
     import gc
 
+    from minimcp.hosting.http import TUNED_GC_THRESHOLD
     from minimcp.transports.http import serve_http
-    from minimcp.transports.http.serve import TUNED_GC_THRESHOLD
 
     before = gc.get_threshold()
     assert gc.get_freeze_count() == 0
@@ -172,7 +172,7 @@ async def test_serve_http_tunes_the_gc_only_when_asked_and_undoes_it_when_it_end
 def test_server_run_http_tunes_the_gc_unless_told_not_to(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``Server.run("http")`` runs its own loop until the server stops: it passes ``tune_gc=True`` to
     ``serve_http`` unless told ``tune_gc=False``; WebSocket gets no such option."""
-    import minimcp.serve as serving
+    import minimcp.hosting.run as serving
 
     seen: list[tuple[str, object]] = []
 
@@ -269,7 +269,7 @@ async def test_a_finished_response_ends_its_wait_without_a_checkpoint_on_asyncio
     the wait's own future: no cancellation, so no race to wait out): the handler that wrote it takes no
     extra turn of the loop (before: one ``checkpoint`` per finished response). On trio, whose wait ends by a
     cancellation, the handler still lets the ASGI server's own wake come first (at most one per response)."""
-    from minimcp._backend import checkpoint as real
+    from minimcp.core._backend import checkpoint as real
 
     turns = [0]
 
@@ -277,7 +277,7 @@ async def test_a_finished_response_ends_its_wait_without_a_checkpoint_on_asyncio
         turns[0] += 1
         await real()
 
-    monkeypatch.setattr("minimcp.transports.http._reader.checkpoint", counted)
+    monkeypatch.setattr("minimcp.transports.http._response.checkpoint", counted)
     n = 10
     async with app_with_session() as (app, tg, sid):
         turns[0] = 0

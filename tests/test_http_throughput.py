@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 import minimcp.transports.http._streams as streams_module
-from minimcp.config import Limits
+from minimcp.core.config import Limits
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._streams import Reader, SessionTransport, Stream

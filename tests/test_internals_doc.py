@@ -5,7 +5,7 @@ The doc is the source of truth for the expected messages: its fenced blocks
 (revision 2026-07-28) hold one message per line, ``-->`` for client to server
 (what the server reads on stdin) and ``<--`` for server to client (what it
 writes on stdout). The test spawns ``examples/booking.py`` over stdio with a
-client-side :class:`~minimcp.trace.WireTrace`, books 2025-12-25 for two, accepts
+client-side :class:`~minimcp.core.trace.WireTrace`, books 2025-12-25 for two, accepts
 the alternative date, and checks against the doc:
 
 * the sequence of (direction, method or ``result``/``error``);
@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, ElicitationRequest, connect_stdio
-from minimcp.trace import WireTrace
+from minimcp.core.trace import WireTrace
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "internals.md"

@@ -1,4 +1,4 @@
-"""Tests for minimcp.jsonrpc: decoding, validating and encoding single JSON-RPC messages."""
+"""Tests for minimcp.wire.jsonrpc: decoding, validating and encoding single JSON-RPC messages."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minimcp import errors
-from minimcp.errors import McpError
-from minimcp.jsonrpc import (
+from minimcp.wire import errors
+from minimcp.wire.errors import McpError
+from minimcp.wire.jsonrpc import (
     ErrorResponse,
     InvalidMessage,
     Notification,
@@ -28,7 +28,7 @@ from minimcp.jsonrpc import (
     encode_result,
     is_batch,
 )
-from minimcp.types import CallToolParams, PaginatedParams
+from minimcp.wire.types import CallToolParams, PaginatedParams
 
 MESSAGE_TYPES = (Request, Notification, Response, ErrorResponse)
 

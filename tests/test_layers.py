@@ -9,40 +9,39 @@ from pathlib import Path
 
 import pytest
 
-from minimcp.versions import LATEST, SUPPORTED, Feature, is_supported, negotiate, supports
+from minimcp.wire.versions import LATEST, SUPPORTED, Feature, is_supported, negotiate, supports
 
 PACKAGE = Path(__file__).resolve().parent.parent / "minimcp"
 
 #: Sans-I/O modules: bytes and values in, bytes and values out.
 PURE_MODULES = [
-    "jsonrpc.py",
-    "types.py",
-    "errors.py",
-    "versions.py",
-    "framing.py",
-    "forms.py",
-    "form_fields.py",
-    "form_check.py",
-    "form_schema.py",
-    "form_types.py",
-    "form_cache.py",
-    "pending.py",
-    "era_probe.py",
-    "config.py",
-    "elicitation.py",
-    "capabilities.py",
-    "state.py",
-    "urls.py",
-    "tools.py",
-    "resources.py",
-    "prompts.py",
-    "deadlines.py",
-    "diagram.py",
-    "diagram_svg.py",
-    "metrics.py",
-    "mrtr.py",
-    "registry.py",
-    "callhost.py",
+    "wire/jsonrpc.py",
+    "wire/types.py",
+    "wire/errors.py",
+    "wire/versions.py",
+    "wire/framing.py",
+    "forms/__init__.py",
+    "forms/fields.py",
+    "forms/check.py",
+    "forms/schema.py",
+    "forms/types.py",
+    "forms/cache.py",
+    "core/pending.py",
+    "wire/era_probe.py",
+    "core/config.py",
+    "wire/elicitation.py",
+    "wire/capabilities.py",
+    "server/mrtr/state.py",
+    "wire/urls.py",
+    "server/tools.py",
+    "server/resources.py",
+    "server/prompts.py",
+    "core/deadlines.py",
+    "diagram/layout.py",
+    "diagram/svg.py",
+    "server/metrics.py",
+    "wire/mrtr.py",
+    "server/registry.py",
     "transports/http/_sse.py",
     "transports/http/_headers.py",
 ]
@@ -141,7 +140,7 @@ class Refuse:
             raise ImportError(f"{name} is blocked while importing a pure module")
         return None
 
-for package in ("minimcp", "minimcp.transports", "minimcp.transports.http"):
+for package in ("minimcp", "minimcp.core.transport", "minimcp.transports.http"):
     stand_in = types.ModuleType(package)
     stand_in.__path__ = [package_dir + package[len("minimcp"):].replace(".", "/")]
     sys.modules[package] = stand_in
@@ -181,29 +180,29 @@ def test_pure_module_pulls_in_no_io_transitively(filename: str) -> None:
 
 def test_transitive_probe_names_the_chain() -> None:
     """The probe catches an indirect import and names each module on the way to it."""
-    assert transitive_imports("minimcp.errors") == "clean"
+    assert transitive_imports("minimcp.wire.errors") == "clean"
     # modern.py (parking, and the old names of revision 2026-07-28) is not pure; logging brings threading.
-    assert transitive_imports("minimcp.modern") == "minimcp.modern -> logging -> threading"
+    assert transitive_imports("minimcp.server.mrtr.modern") == "minimcp.server.mrtr.modern -> logging -> threading"
     # It re-exports the runs of runs.py, which use anyio.
-    assert transitive_imports("minimcp.modern", ("anyio",)) == "minimcp.modern -> minimcp.runs -> anyio"
-    assert transitive_imports("minimcp.runs", ("anyio",)) == "minimcp.runs -> anyio"
+    assert transitive_imports("minimcp.server.mrtr.modern", ("anyio",)) == "minimcp.server.mrtr.modern -> minimcp.server.mrtr.run -> anyio"  # noqa: E501
+    assert transitive_imports("minimcp.server.mrtr.run", ("anyio",)) == "minimcp.server.mrtr.run -> anyio"
     # Reached only through another module: diagram_svg.py imports diagram.py, which imports json.
-    assert transitive_imports("minimcp.diagram_svg", ("json",)) == "minimcp.diagram_svg -> minimcp.diagram -> json"
+    assert transitive_imports("minimcp.diagram.svg", ("json",)) == "minimcp.diagram.svg -> minimcp.diagram.layout -> json"  # noqa: E501
 
 
 # --- layers point one way: the transports import no role ------------------------------------
 
 #: The roles: a transport module must not import them, not even for typing.
 ROLES = (
-    "minimcp.server", "minimcp.connection", "minimcp.handlers", "minimcp.rounds", "minimcp.outcome",
-    "minimcp.context", "minimcp.client", "minimcp.client_answers", "minimcp.client_rounds", "minimcp.client_headers",
+    "minimcp.server.server", "minimcp.server.connection", "minimcp.server.handlers", "minimcp.server.mrtr.rounds", "minimcp.server.outcome",  # noqa: E501
+    "minimcp.server.context", "minimcp.client.client", "minimcp.client.answers", "minimcp.client.rounds", "minimcp.client.headers",  # noqa: E501
 )
 #: The role-level modules under ``transports/``: where a Server or a Client meets a transport.
-ROLE_LEVEL = {"transports/http/serve.py", "transports/websocket_serve.py"}
+ROLE_LEVEL = {"hosting/http.py", "hosting/websocket.py"}
 #: Transport modules that re-export the role-level names under their historical paths.
 REEXPORTS = {
-    "transports/http/__init__.py": "minimcp.transports.http.serve",
-    "transports/websocket.py": "minimcp.transports.websocket_serve",
+    "transports/http/__init__.py": "minimcp.hosting.http",
+    "transports/websocket.py": "minimcp.hosting.websocket",
 }
 TRANSPORT_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "transports").rglob("*.py"))
 
@@ -218,7 +217,7 @@ def role_imports(source: str) -> set[str]:
 
 @pytest.mark.parametrize("filename", [f for f in TRANSPORT_MODULES if f not in ROLE_LEVEL])
 def test_transport_module_imports_no_role(filename: str) -> None:
-    """Transports sit below the roles: no transport module imports minimcp.server, .context or .client.
+    """Transports sit below the roles: no transport module imports minimcp.server.server, .context or .client.
 
     The role-level serve modules (``ROLE_LEVEL``) are imported only where a historical
     path re-exports their names (``REEXPORTS``).
@@ -232,12 +231,12 @@ def test_transport_module_imports_no_role(filename: str) -> None:
 
 def test_role_level_transport_modules_exist() -> None:
     """The role-level list names real files, and the checker sees a typing-only role import."""
-    assert set(TRANSPORT_MODULES) >= ROLE_LEVEL
-    assert role_imports("if TYPE_CHECKING:\n    from minimcp.server import Server\n") == {
-        "minimcp.server",
-        "minimcp.server.Server",
+    assert all((PACKAGE / name).is_file() for name in ROLE_LEVEL)
+    assert role_imports("if TYPE_CHECKING:\n    from minimcp.server.server import Server\n") == {
+        "minimcp.server.server",
+        "minimcp.server.server.Server",
     }
-    assert role_imports("from minimcp import client") == {"minimcp.client"}
+    assert role_imports("from minimcp.client import client") == {"minimcp.client.client"}
 
 
 # --- no import cycles among the package's modules ------------------------------------------------
@@ -336,8 +335,8 @@ def test_no_import_cycles_among_the_modules() -> None:
     """No module of the package imports, at load time, a module that imports it back (directly or not):
     the server's modules (server -> connection -> rounds -> handlers -> outcome -> context) point one way."""
     graph = import_graph()
-    assert {"minimcp.server", "minimcp.context", "minimcp.connection", "minimcp.handlers"} <= set(graph)
-    assert "minimcp.server" not in graph["minimcp.context"]
+    assert {"minimcp.server.server", "minimcp.server.context", "minimcp.server.connection", "minimcp.server.handlers"} <= set(graph)  # noqa: E501
+    assert "minimcp.server.server" not in graph["minimcp.server.context"]
     assert cycles(graph) == []
 
 
@@ -404,12 +403,12 @@ def test_every_feature_is_answerable_on_every_revision() -> None:
 
 #: The only modules that import asyncio or trio directly: the session layer's backend module, and two
 #: transport adapters that are asyncio by nature (the loop's own pipe transports, uvicorn's protocol).
-BACKEND_MODULES = {"_backend.py", "transports/_stdio_asyncio.py", "transports/_uvicorn_guard.py"}
+BACKEND_MODULES = {"core/_backend.py", "transports/_stdio_asyncio.py", "transports/_uvicorn_guard.py"}
 
 
 def test_only_the_backend_module_imports_asyncio_or_trio() -> None:
     """Everything else is anyio code: the one-shot cells, handler spawning and "which backend am I on"
-    live in ``_backend.py``."""
+    live in ``core/_backend.py``."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         name = path.relative_to(PACKAGE).as_posix()

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from minimcp import Limits, RequestTimeout
-from minimcp.session import Session
+from minimcp.core.session import Session
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.memory import memory_pair
 from tests.test_http_lean import V, ask_server

@@ -1,4 +1,4 @@
-"""minimcp.metrics: elicitation counters per tool, the wait histogram, and their Prometheus text."""
+"""minimcp.server.metrics: elicitation counters per tool, the wait histogram, and their Prometheus text."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from minimcp import Server
-from minimcp.metrics import (
+from minimcp.server.metrics import (
     BUCKETS,
     CONTENT_TYPE,
     ElicitationMetrics,

@@ -31,9 +31,9 @@ import anyio
 import msgspec
 import pytest
 
-import minimcp.rounds
-import minimcp.server
-import minimcp.taken_calls
+import minimcp.server.mrtr.rounds
+import minimcp.server.mrtr.takeover
+import minimcp.server.server
 from minimcp import (
     Accepted,
     Cancelled,
@@ -47,10 +47,10 @@ from minimcp import (
     connect_stdio,
     memory_pair,
 )
-from minimcp.state import StateSealer
+from minimcp.server.mrtr.state import StateSealer
 from minimcp.transports.memory import MemoryTransport
 from minimcp.transports.trace import TracedTransport
-from minimcp.types import CreateMessageParams, CreateMessageResult, Root, TextContent
+from minimcp.wire.types import CreateMessageParams, CreateMessageResult, Root, TextContent
 from tests.helpers import RawPeer, connected, raw_client
 from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_url_mode import asgi_call
@@ -720,8 +720,9 @@ class FakeClock:
 
 async def test_sub_second_ttl_state_is_valid_right_away(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock(1_000_000_000.1)
-    monkeypatch.setattr(minimcp.rounds, "time", types.SimpleNamespace(time=clock.time))
-    monkeypatch.setattr(minimcp.taken_calls, "time", types.SimpleNamespace(time=clock.time))  # (retries taken over)
+    monkeypatch.setattr(minimcp.server.mrtr.rounds, "time", types.SimpleNamespace(time=clock.time))
+    # (retries taken over)
+    monkeypatch.setattr(minimcp.server.mrtr.takeover, "time", types.SimpleNamespace(time=clock.time))
     async with modern_peer(make_server(Probe(), state_ttl=0.5)) as (m, _):
         requests, state = input_required(await m.call("ask_once"))
         key, _ = only(requests)
@@ -1719,16 +1720,16 @@ async def test_official_client_modern_books_not_booked_after_three_questions() -
 
 async def test_named_question_key_and_first_round_answer() -> None:
     """``ctx.elicit(..., key=...)`` names the input request; a first call may answer it by that key."""
-    app = minimcp.server.Server("named")
+    app = minimcp.server.server.Server("named")
 
     @app.tool()
-    async def greet(ctx: minimcp.server.Context) -> str:
+    async def greet(ctx: minimcp.server.server.Context) -> str:
         answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}},
                                   key="user_name")
         return f"hello {answer.value['name']}" if isinstance(answer, Accepted) else "no"
 
     @app.tool()
-    async def twice(ctx: minimcp.server.Context) -> str:
+    async def twice(ctx: minimcp.server.server.Context) -> str:
         schema = {"type": "object", "properties": {"x": {"type": "string"}}}
         await ctx.elicit("a", schema, key="same")
         await ctx.elicit("b", schema, key="same")
@@ -1780,11 +1781,11 @@ async def test_modern_client_retries_once_with_a_shared_revision_on_32022() -> N
 
 async def test_a_prompt_can_ask_on_both_eras() -> None:
     """A prompt taking a Context asks with the same ctx.elicit: nested on legacy, input_required on modern."""
-    app = minimcp.server.Server("prompts")
+    app = minimcp.server.server.Server("prompts")
     schema = {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}
 
     @app.prompt()
-    async def essay(ctx: minimcp.server.Context, tone: str = "plain") -> str:
+    async def essay(ctx: minimcp.server.server.Context, tone: str = "plain") -> str:
         answer = await ctx.elicit("Which topic?", schema)
         topic = answer.value["topic"] if isinstance(answer, Accepted) else "nothing"
         return f"Write a {tone} essay about {topic}."
@@ -1804,14 +1805,14 @@ async def test_a_prompt_can_ask_on_both_eras() -> None:
 async def test_gather_asks_several_things_in_one_round_on_both_eras() -> None:
     """``ctx.gather``: one input_required round with every question (modern); concurrent nested requests (legacy)."""
     from minimcp import Elicit, ListRoots, Sample
-    from minimcp.types import Root
+    from minimcp.wire.types import Root
 
-    app = minimcp.server.Server("gather")
+    app = minimcp.server.server.Server("gather")
     form = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     starts: list[int] = []
 
     @app.tool()
-    async def welcome(ctx: minimcp.server.Context) -> str:
+    async def welcome(ctx: minimcp.server.server.Context) -> str:
         starts.append(1)
         got = await ctx.gather(
             user_name=Elicit("Name?", form), greeting=Sample("Greet", max_tokens=5), where=ListRoots()

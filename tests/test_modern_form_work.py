@@ -18,10 +18,11 @@ import anyio
 import msgspec
 import pytest
 
-from minimcp import Accepted, Context, Limits, Server, forms, mrtr
-from minimcp.asking import AskingCall
-from minimcp.types import ElicitRequestParams, UnsetType
-from minimcp.versions import MODERN
+from minimcp import Accepted, Context, Limits, Server, forms
+from minimcp.server.context.asking import AskingCall
+from minimcp.wire import mrtr
+from minimcp.wire.types import ElicitRequestParams, UnsetType
+from minimcp.wire.versions import MODERN
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, input_required, only, text_of
 from tests.test_modern_round_work import counting
@@ -158,8 +159,8 @@ def test_a_one_question_reply_is_the_encoded_result() -> None:
     """The ``input_required`` reply of one question (joined in one go) is byte for byte
     ``jsonrpc.encode_result`` of :func:`mrtr.input_required`, whatever the id, key, method and server
     info; a server info changed in place is encoded again, in this reply and the final one."""
-    from minimcp import jsonrpc
-    from minimcp.types import CallToolResult, Implementation, TextContent
+    from minimcp.wire import jsonrpc
+    from minimcp.wire.types import CallToolResult, Implementation, TextContent
 
     questions = [
         mrtr.form_question('n\u00e9 "x"', "form", forms.compile_form(Booking).encoded_schema(
@@ -187,7 +188,7 @@ async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: 
     """A kept form answer with nothing to drop reaches ``ctx.elicit`` as the ``ElicitResult`` it was
     converted to when kept (it was converted a second time from the kept values); one with extras, a
     ``_meta`` or a decline still reaches the tool with the form's values only."""
-    from minimcp import asking
+    from minimcp.server.context import asking
 
     server = pick_server()
     with anyio.fail_after(TIMEOUT):
@@ -356,7 +357,7 @@ PLAIN_VALUES = [True, False, 0, 1, 5, -3, 2.0, 2.5, float("inf"), "", "abc", "a@
 def test_an_answer_checked_by_its_prepared_checks_is_checked_as_check_value_checks_it(field: forms.FormField) -> None:
     """A value of a field's plain type skips ``check_value`` only where that gives it back as it is: every
     other value (a bool for a number, a float for an integer, bounds, formats, options) gets its error."""
-    from minimcp.form_check import answer_checks, check_value, validate_checked
+    from minimcp.forms.check import answer_checks, check_value, validate_checked
 
     checks = answer_checks((field,))
     for value in PLAIN_VALUES:
@@ -376,7 +377,7 @@ def test_an_answer_checked_by_its_prepared_checks_is_checked_as_check_value_chec
 def test_a_plain_answer_is_checked_without_a_check_value_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pick's answer (a plain int) is taken as check_value would give it back, without calling it (it ran
     once per field per answer); a bool or a float that is no integer still goes to it and is refused."""
-    from minimcp import form_check
+    from minimcp.forms import check as form_check
 
     compiled = forms.compile_form(Pick)
     with counting(monkeypatch, form_check, "check_value") as checked:
@@ -391,7 +392,7 @@ def test_a_plain_answer_is_checked_without_a_check_value_call(monkeypatch: pytes
 def test_the_form_type_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past its bound, form types are no longer added to ``question_form``'s table (a program making types
     per call cannot grow it); such a type's form is still the one compile_form gives."""
-    from minimcp import form_cache
+    from minimcp.forms import cache as form_cache
 
     monkeypatch.setattr(form_cache, "MAX_TYPES", len(form_cache._types))
     fresh: Any = msgspec.defstruct("Fresh", [("n", int)])  # (a form type made at run time: not one mypy knows)
@@ -406,7 +407,7 @@ async def test_past_its_bound_a_form_type_is_asked_the_general_way(
 ) -> None:
     """With the ready table full, a new form type's questions are made the general way (not added), and
     asked and answered as before (asyncio and trio)."""
-    from minimcp import asking
+    from minimcp.server.context import asking
 
     monkeypatch.setattr(asking, "_READY_BOUND", len(asking._ready_forms))
     fresh: Any = msgspec.defstruct("Fresh", [("n", int)])  # (a form type made at run time: not one mypy knows)

@@ -1,6 +1,6 @@
 """What a 2026-07-28 round trip in memory computes per request (issue 19): counted, never timed.
 
-The read loop takes both requests of a round trip over (``minimcp.taken_calls.take_call``). The work
+The read loop takes both requests of a round trip over (``minimcp.server.mrtr.takeover.take_call``). The work
 counted here is the revision's own per-message work: the arguments' digest a ``requestState``
 is bound to, what opening a retry's state decodes, the base64 codings of a state. Each count is
 pinned beside a check that the security property it touches holds as before (a retry with other
@@ -17,9 +17,12 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp import Accepted, Context, Limits, Server, errors, rounds, taken_calls
-from minimcp.adopted import AdoptedRequests
-from minimcp.state import StateSealer
+from minimcp import Accepted, Context, Limits, Server
+from minimcp.core._takeover import AdoptedRequests
+from minimcp.server.mrtr import rounds
+from minimcp.server.mrtr import takeover as taken_calls
+from minimcp.server.mrtr.state import StateSealer
+from minimcp.wire import errors
 from tests.helpers import raw_client
 from tests.test_modern import NAME_FORM, Modern, accept, complete, error_of, input_required, only, text_of
 
@@ -149,7 +152,7 @@ async def round_trip(m: Modern, n: int) -> None:
 def test_open_bound_checks_the_token_as_open_does(version: str) -> None:
     """``open_bound`` refuses what ``open`` refuses (tampered, another key, expired, not an object) and
     reads the binding and handle ``open`` gives."""
-    from minimcp.state import InvalidState, b64url
+    from minimcp.server.mrtr.state import InvalidState, b64url
 
     sealer = StateSealer(b"k" * 32, version=version)
     payload = {"m": "tools/call", "t": "greet", "a": "digest", "p": None, "h": "handle", "ans": [["d", {}]]}
@@ -174,8 +177,8 @@ def test_the_input_required_reply_from_prepared_bytes_is_the_encoded_result() ->
     """The run's ``input_required`` reply, put together from prepared bytes, is byte for byte the
     response ``jsonrpc.encode_result`` makes of :func:`mrtr.input_required` (ids, keys needing escapes,
     several questions, another server info)."""
-    from minimcp import jsonrpc, mrtr
-    from minimcp.types import Implementation
+    from minimcp.wire import jsonrpc, mrtr
+    from minimcp.wire.types import Implementation
 
     form = mrtr.Question.create("elicitation/create", {"message": "Naam \u00e9 \"x\"", "requestedSchema": {
         "type": "object", "properties": {"z": {"type": "string"}, "a": {"type": "integer"}}}})
@@ -187,7 +190,7 @@ def test_the_input_required_reply_from_prepared_bytes_is_the_encoded_result() ->
 
 
 def _sealed_body(token: str) -> bytes:
-    from minimcp.state import _unb64
+    from minimcp.server.mrtr.state import _unb64
 
     return _unb64(token.split(".")[-2])
 
@@ -241,8 +244,8 @@ def test_the_complete_reply_is_the_encoded_complete_result() -> None:
     """The run's final reply (``mrtr.complete_reply``: the tool result's encoding with ``resultType`` and
     ``_meta`` put after it) is byte for byte ``jsonrpc.encode_result`` of :func:`mrtr.complete`, for
     results with and without their own ``_meta`` and results of other shapes."""
-    from minimcp import jsonrpc, mrtr
-    from minimcp.types import CallToolResult, Implementation, TextContent
+    from minimcp.wire import jsonrpc, mrtr
+    from minimcp.wire.types import CallToolResult, Implementation, TextContent
 
     results: list[Any] = [
         CallToolResult(content=[TextContent(text="hi \u00e9")]),
@@ -261,7 +264,7 @@ def test_the_complete_reply_is_the_encoded_complete_result() -> None:
 def test_a_state_body_is_checked_canonical_without_coding_it_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """Opening a state codes only its MAC to base64 (to compare it): the body's text is checked
     canonical as it is decoded (it was coded again to compare)."""
-    from minimcp import state as state_module
+    from minimcp.server.mrtr import state as state_module
 
     sealer = StateSealer(b"k" * 32, version="v1")  # (v2 has no canonical check: its MAC covers the text)
     token = sealer.seal({"m": "tools/call", "h": "handle"}, now=1000.0, ttl=60)
@@ -278,7 +281,7 @@ def test_the_canonical_check_accepts_exactly_what_codes_back_the_same(size: int)
     whitespace, a length base64 cannot have, other characters."""
     import os
 
-    from minimcp.state import _b64, _canonical_unb64, _unb64
+    from minimcp.server.mrtr.state import _b64, _canonical_unb64, _unb64
 
     def reference(text: str) -> bytes | None:
         try:

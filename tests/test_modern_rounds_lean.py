@@ -1,6 +1,6 @@
 """A 2026-07-28 round trip in memory costs the server one task: the run answers the requests it serves (issue 19).
 
-The read loop takes a ``tools/call`` over (``minimcp.rounds.take_over``): a new call starts its
+The read loop takes a ``tools/call`` over (``minimcp.server.mrtr.rounds.take_over``): a new call starts its
 run, a retry hands its parked run the answers; the run's own task sends ``input_required`` and
 the final result. No handler task per request waits on the run's outcome. Counted, not timed:
 the tasks the server starts per round trip (call, ``input_required``, retry, result), and on
@@ -21,8 +21,8 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, Context, Limits, Server
-from minimcp.runs import Run
-from minimcp.state import StateSealer, _Mac, _unb64, b64url
+from minimcp.server.mrtr.run import Run
+from minimcp.server.mrtr.state import StateSealer, _Mac, _unb64, b64url
 from tests.helpers import raw_client
 from tests.test_modern import NAME_FORM, Modern, accept, complete, input_required, only, text_of, wait_until
 

@@ -1,6 +1,6 @@
 """A 2026-07-28 ``tools/call`` is decoded once by the read loop (issue 19): counted, never timed.
 
-The read loop hands a message naming ``tools/call`` to ``minimcp.taken_calls.take_call``, which
+The read loop hands a message naming ``tools/call`` to ``minimcp.server.mrtr.takeover.take_call``, which
 decodes its envelope and typed params in one pass and takes the request over. What it does not
 take goes the usual way (decoded again, raw params), which answers it as before: the same
 errors for the same bad requests, a request id in use refused, the same counts.
@@ -14,8 +14,10 @@ import anyio
 import msgspec
 import pytest
 
-from minimcp import errors, jsonrpc, rounds, taken_calls
-from minimcp.adopted import AdoptedRequests
+from minimcp.core._takeover import AdoptedRequests
+from minimcp.server.mrtr import rounds
+from minimcp.server.mrtr import takeover as taken_calls
+from minimcp.wire import errors, jsonrpc
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, error_of, input_required, meta, only, text_of
 from tests.test_modern_round_work import ROUNDS, ask_server, counting, first_round_trip

@@ -1,6 +1,7 @@
-"""minimcp.mrtr: the pure half of revision 2026-07-28 (the request envelope, result shape, questions and answers).
+"""minimcp.wire.mrtr: the pure half of revision 2026-07-28 (the request envelope, result shape, questions and answers).
 
-The runs and their parking (minimcp.modern) are tested through the wire in test_modern.py and test_http_modern.py.
+The runs and their parking (minimcp.server.mrtr.run) are tested through the wire
+in test_modern.py and test_http_modern.py.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from minimcp.errors import INVALID_PARAMS, McpError
-from minimcp.mrtr import (
+from minimcp.wire.errors import INVALID_PARAMS, McpError
+from minimcp.wire.mrtr import (
     META_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
@@ -28,7 +29,7 @@ from minimcp.mrtr import (
     required_capability,
     take_answer,
 )
-from minimcp.types import ClientCapabilities, ElicitResult, Implementation, ListToolsResult
+from minimcp.wire.types import ClientCapabilities, ElicitResult, Implementation, ListToolsResult
 
 META = {META_VERSION: "2026-07-28", META_CAPABILITIES: {"elicitation": {}}}
 FORM = Question.create(

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 
 from minimcp import Accepted, Cancelled, Client, Context, Declined, Limits, Server, memory_pair
-from minimcp.metrics import BUCKETS, ElicitationMetrics, MetricsRoute, prometheus_text
-from minimcp.trace import WireTrace
+from minimcp.core.trace import WireTrace
+from minimcp.server.metrics import BUCKETS, ElicitationMetrics, MetricsRoute, prometheus_text
 from tests.helpers import raw_client
 
 

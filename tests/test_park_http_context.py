@@ -18,7 +18,8 @@ from typing import Any
 
 import anyio
 
-from minimcp import Accepted, Context, Limits, Server, modern
+from minimcp import Accepted, Context, Limits, Server
+from minimcp.server.mrtr import modern
 from minimcp.transports.http import StreamableHTTPApp
 from tests.test_http_modern_leg import call_scope
 from tests.test_parked_footprint import _bench_modern

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from minimcp.jsonrpc import RequestId
-from minimcp.pending import PendingBudget, PendingTable, ProgressWatch
+from minimcp.core.pending import PendingBudget, PendingTable, ProgressWatch
+from minimcp.wire.jsonrpc import RequestId
 
 
 class Entry:

@@ -1,11 +1,11 @@
-"""minimcp.prompts: a prompt's arguments from its signature, and its value turned into a prompts/get result."""
+"""minimcp.server.prompts: a prompt's arguments from its signature, and its value turned into a prompts/get result."""
 
 from __future__ import annotations
 
 import pytest
 
-from minimcp.prompts import build_prompt, to_prompt_result
-from minimcp.types import GetPromptResult, ImageContent, PromptArgument, PromptMessage, TextContent
+from minimcp.server.prompts import build_prompt, to_prompt_result
+from minimcp.wire.types import GetPromptResult, ImageContent, PromptArgument, PromptMessage, TextContent
 
 
 class Ctx:

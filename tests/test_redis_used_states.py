@@ -18,8 +18,8 @@ import anyio
 import pytest
 
 from minimcp import Server
+from minimcp.server.mrtr.used_states import RedisUsedStates, StoreUnavailable
 from minimcp.transports.http import StreamableHTTPApp
-from minimcp.used_states import RedisUsedStates, StoreUnavailable
 from tests import redis_server
 from tests.redis_server import RedisProcess, free_port
 from tests.test_modern import accept, complete, error_of, input_required, modern_peer, only

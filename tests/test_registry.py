@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from minimcp import errors
-from minimcp.errors import McpError
-from minimcp.prompts import build_prompt
-from minimcp.registry import Registry, described, page
-from minimcp.tools import build_tool
-from minimcp.types import UNSET
+from minimcp.server.prompts import build_prompt
+from minimcp.server.registry import Registry, described, page
+from minimcp.server.tools import build_tool
+from minimcp.wire import errors
+from minimcp.wire.errors import McpError
+from minimcp.wire.types import UNSET
 
 
 async def _tool(x: int) -> int:

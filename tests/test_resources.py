@@ -1,11 +1,11 @@
-"""minimcp.resources: URI templates, template readers, and a reader's value turned into contents."""
+"""minimcp.server.resources: URI templates, template readers, and a reader's value turned into contents."""
 
 from __future__ import annotations
 
 import pytest
 
-from minimcp.resources import RegisteredTemplate, UriTemplate, to_contents
-from minimcp.types import ResourceContents, ResourceTemplate
+from minimcp.server.resources import RegisteredTemplate, UriTemplate, to_contents
+from minimcp.wire.types import ResourceContents, ResourceTemplate
 
 
 def test_a_simple_variable_matches_one_path_segment() -> None:

@@ -10,13 +10,13 @@ import anyio
 import pytest
 
 from minimcp import Accepted, Context, Limits, Server, ToolError
-from minimcp.asking import AskingCall
-from minimcp.deadlines import Deadlines
-from minimcp.outcome import ToolRun
-from minimcp.run_sweep import Sweep
-from minimcp.runs import Run
-from minimcp.state import StateSealer
-from minimcp.types import CallToolResult, TextContent
+from minimcp.core.deadlines import Deadlines
+from minimcp.server.context.asking import AskingCall
+from minimcp.server.mrtr.run import Run
+from minimcp.server.mrtr.run_sweep import Sweep
+from minimcp.server.mrtr.state import StateSealer
+from minimcp.server.outcome import ToolRun
+from minimcp.wire.types import CallToolResult, TextContent
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, input_required, only, text_of
 from tests.test_modern_form_work import Pick, ask_rounds, pick_server

@@ -10,8 +10,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from minimcp.deadlines import Deadlines
-from minimcp.runs import Parking, Run
+from minimcp.core.deadlines import Deadlines
+from minimcp.server.mrtr.run import Parking, Run
 from tests.helpers import raw_client
 from tests.test_modern import Modern, accept, complete, input_required, text_of
 from tests.test_modern_form_work import ask_rounds, pick_server

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from minimcp import run_names
-from minimcp.runs import Parking, Run
+from minimcp.server.mrtr import run_names
+from minimcp.server.mrtr.run import Parking, Run
 from tests.helpers import counted_urandom
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from minimcp import Accepted, Client, Context, Limits, McpError, Server, ToolError, UnsupportedVersion
 from minimcp.transports.memory import memory_pair
-from minimcp.types import CallToolResult, ImageContent, TextContent
-from minimcp.versions import SUPPORTED
+from minimcp.wire.types import CallToolResult, ImageContent, TextContent
+from minimcp.wire.versions import SUPPORTED
 from tests.helpers import RawPeer, connected, raw_client
 
 

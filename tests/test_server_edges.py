@@ -102,7 +102,7 @@ async def test_a_tool_may_catch_the_clients_refusal() -> None:
     async with connected(app, elicitation_handler=refuse) as (client, _):
         result = await client.call_tool("ask", {})
         assert result.text == "handled"
-    from minimcp.elicitation import QuestionFailed
+    from minimcp.wire.elicitation import QuestionFailed
 
     (exc,) = seen
     assert isinstance(exc, QuestionFailed)

@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp import rounds
-from minimcp.call import Call
-from minimcp.metrics import ElicitationMetrics, ToolMetrics
-from minimcp.runs import Parking, Run
+from minimcp.server.context.call import Call
+from minimcp.server.metrics import ElicitationMetrics, ToolMetrics
+from minimcp.server.mrtr import rounds
+from minimcp.server.mrtr.run import Parking, Run
 from tests.helpers import raw_client
 from tests.test_modern import Modern
 from tests.test_modern_form_work import ask_rounds, pick_server

@@ -1,4 +1,4 @@
-"""minimcp.state: sealing and opening requestState tokens (the key parsing is in test_state_keys.py)."""
+"""minimcp.server.mrtr.state: sealing and opening requestState tokens (the key parsing is in test_state_keys.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from minimcp.errors import MinimcpError
-from minimcp.state import InvalidState, StateSealer, StateTooLarge, digest
+from minimcp.server.mrtr.state import InvalidState, StateSealer, StateTooLarge, digest
+from minimcp.wire.errors import MinimcpError
 
 KEY = b"k" * 32
 OTHER = b"o" * 32

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from minimcp import Context, Server
-from minimcp.state import StateSealer, parse_state_keys, state_keys_from_env
+from minimcp.server.mrtr.state import StateSealer, parse_state_keys, state_keys_from_env
 from minimcp.transports.http import StreamableHTTPApp
 from tests.test_modern import (
     INVALID_STATE,

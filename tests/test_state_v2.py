@@ -1,4 +1,4 @@
-"""minimcp.state, the v2 token: ``v2.<handle>.<arguments digest>.<expiry ms>.<body>.<MAC>``.
+"""minimcp.server.mrtr.state, the v2 token: ``v2.<handle>.<arguments digest>.<expiry ms>.<body>.<MAC>``.
 
 The MAC is keyed BLAKE2b-256 over the token's text up to its last dot, under a key derived from
 each sealing key; v1 tokens (HMAC-SHA256 over the decoded body) still open. The checks through
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from minimcp import state as state_module
-from minimcp.state import InvalidState, StateSealer, digest
+from minimcp.server.mrtr import state as state_module
+from minimcp.server.mrtr.state import InvalidState, StateSealer, digest
 from tests.helpers import counted_urandom
 
 KEY = b"k" * 32

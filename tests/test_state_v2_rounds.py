@@ -15,9 +15,12 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp import Accepted, Context, Limits, Server, errors, rounds, taken_calls
-from minimcp.state import StateSealer
-from minimcp.used_states import MemoryUsedStates
+from minimcp import Accepted, Context, Limits, Server
+from minimcp.server.mrtr import rounds
+from minimcp.server.mrtr import takeover as taken_calls
+from minimcp.server.mrtr.state import StateSealer
+from minimcp.server.mrtr.used_states import MemoryUsedStates
+from minimcp.wire import errors
 from tests.helpers import raw_client
 from tests.test_modern import (
     INVALID_STATE,

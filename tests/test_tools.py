@@ -1,4 +1,4 @@
-"""minimcp.tools: a tool's schema and argument decoding from its signature, and its value back to a result."""
+"""minimcp.server.tools: a tool's schema and argument decoding from its signature, and its value back to a result."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import msgspec
 import pytest
 
-from minimcp.tools import (
+from minimcp.server.tools import (
     RegisteredTool,
     ToolError,
     argument_error,
@@ -19,7 +19,7 @@ from minimcp.tools import (
     tool_result,
     unchecked_failure,
 )
-from minimcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from minimcp.wire.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
 
 class Ctx:
@@ -165,6 +165,6 @@ def test_tool_result_and_error_result() -> None:
 
 
 def test_tool_error_is_a_minimcp_error() -> None:
-    from minimcp.errors import MinimcpError
+    from minimcp.wire.errors import MinimcpError
 
     assert issubclass(ToolError, MinimcpError)

@@ -1,6 +1,6 @@
 """Outgoing descriptions: the session tells a transport that asks what each message is.
 
-- :func:`minimcp.transports.describe` reads a description back from bytes (the fallback);
+- :func:`minimcp.core.transport.describe` reads a description back from bytes (the fallback);
 - a transport declaring ``wants_outgoing`` gets a description of every message a session
   sends (requests, notifications, results, errors, pongs, cancellation notices), equal to
   what reading the bytes would give, and only through ``send``;
@@ -24,12 +24,13 @@ import msgspec
 import pytest
 
 import minimcp
-from minimcp import Accepted, Context, Limits, McpError, RequestTimeout, Server, jsonrpc
-from minimcp.jsonrpc import Notification, Request, RequestId
-from minimcp.session import Session
-from minimcp.transports import DescribedTransport, MessageKind, Outgoing, describe
+from minimcp import Accepted, Context, Limits, McpError, RequestTimeout, Server
+from minimcp.core.session import Session
+from minimcp.core.transport import DescribedTransport, MessageKind, Outgoing, describe
 from minimcp.transports.memory import MemoryTransport, memory_pair
 from minimcp.transports.trace import TracedTransport
+from minimcp.wire import jsonrpc
+from minimcp.wire.jsonrpc import Notification, Request, RequestId
 from tests.helpers import RawPeer
 
 TIMEOUT = 30
@@ -225,7 +226,7 @@ from tests.test_http import serving  # noqa: E402
 #: The client's side of HTTP: where reading an outgoing message back would happen.
 CLIENT_FILES = tuple(
     str(pathlib.Path(minimcp.__file__).parent / name)
-    for name in ("transports/__init__.py", "transports/http/client.py", "transports/http/client_stateless.py")
+    for name in ("core/transport.py", "transports/http/client.py", "transports/http/client_stateless.py")
 )
 
 

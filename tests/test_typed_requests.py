@@ -12,11 +12,12 @@ import msgspec
 import pytest
 
 import minimcp
-from minimcp import McpError, Server, errors
-from minimcp.jsonrpc import Notification, Request
-from minimcp.session import Session
+from minimcp import McpError, Server
+from minimcp.core.session import Session
 from minimcp.transports.memory import memory_pair
-from minimcp.types import (
+from minimcp.wire import errors
+from minimcp.wire.jsonrpc import Notification, Request
+from minimcp.wire.types import (
     CallToolParams,
     CallToolResult,
     CompleteParams,
@@ -175,8 +176,8 @@ def test_mypy_infers_the_result_type_from_the_params(tmp_path: pathlib.Path, mon
             """
             from typing import assert_type
 
-            from minimcp.session import Session
-            from minimcp.types import CallToolParams, CallToolResult, ListToolsParams, ListToolsResult
+            from minimcp.core.session import Session
+            from minimcp.wire.types import CallToolParams, CallToolResult, ListToolsParams, ListToolsResult
 
 
             async def typed(session: Session) -> None:

@@ -1,4 +1,4 @@
-"""minimcp.types: MCP messages as Structs, and their exact wire shape (camelCase, ``_meta``, absent vs null)."""
+"""minimcp.wire.types: MCP messages as Structs, and their exact wire shape (camelCase, ``_meta``, absent vs null)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from minimcp.types import (
+from minimcp.wire.types import (
     UNSET,
     AudioContent,
     CallToolParams,

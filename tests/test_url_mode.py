@@ -25,7 +25,7 @@ from minimcp import (
     UrlElicitationRequired,
     memory_pair,
 )
-from minimcp.urls import InvalidElicitationUrl, check_elicitation_url, inspect_url
+from minimcp.wire.urls import InvalidElicitationUrl, check_elicitation_url, inspect_url
 from tests.helpers import raw_client
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -1,11 +1,11 @@
-"""minimcp.urls: which URLs a server may send in a URL elicitation, and what a person is shown of one."""
+"""minimcp.wire.urls: which URLs a server may send in a URL elicitation, and what a person is shown of one."""
 
 from __future__ import annotations
 
 import pytest
 
-from minimcp.errors import MinimcpError
-from minimcp.urls import InvalidElicitationUrl, UrlInfo, check_elicitation_url, inspect_url
+from minimcp.wire.errors import MinimcpError
+from minimcp.wire.urls import InvalidElicitationUrl, UrlInfo, check_elicitation_url, inspect_url
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,11 @@
-"""minimcp.versions: which revisions we speak, and what each one allows (the handshake-era table is in test_layers)."""
+"""minimcp.wire.versions: which revisions we speak, and what each one allows (the handshake-era table is in
+test_layers)."""
 
 from __future__ import annotations
 
 import pytest
 
-from minimcp.versions import (
+from minimcp.wire.versions import (
     LATEST,
     LATEST_MODERN,
     MODERN,

@@ -8,9 +8,9 @@ import anyio
 import pytest
 
 from minimcp import Server
-from minimcp.client import ERAS, Client
+from minimcp.client.client import ERAS, Client
 from minimcp.transports.memory import memory_pair
-from minimcp.versions import MODERN, SUPPORTED, Era, era_of
+from minimcp.wire.versions import MODERN, SUPPORTED, Era, era_of
 from tests.helpers import connected
 
 

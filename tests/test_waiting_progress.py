@@ -1,4 +1,5 @@
-"""Keep-alive progress while a tool waits on a person (minimcp/waiting.py), in memory and against the TypeScript SDK."""
+"""Keep-alive progress while a tool waits on a person (minimcp/server/context/keepalive.py), in memory and against the
+TypeScript SDK."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, Context, ElicitationRequest, Limits, Server, UrlElicitationRequest
-from minimcp.types import CreateMessageParams, CreateMessageResult, ProgressParams, TextContent
+from minimcp.wire.types import CreateMessageParams, CreateMessageResult, ProgressParams, TextContent
 from tests.helpers import connected, raw_client
 from tests.npm_peer import NPM_PEERS, sdk_node
 

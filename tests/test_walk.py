@@ -16,10 +16,11 @@ import anyio
 import msgspec
 import pytest
 
-from minimcp import Accepted, Client, Context, Server, jsonrpc
-from minimcp.call import Call
+from minimcp import Accepted, Client, Context, Server
+from minimcp.server.context.call import Call
 from minimcp.transports.memory import memory_pair
-from minimcp.types import UNSET
+from minimcp.wire import jsonrpc
+from minimcp.wire.types import UNSET
 
 
 def test_a_calls_revision_and_client_are_plain_attributes() -> None:

@@ -19,7 +19,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from minimcp import Context, Server, errors, modern, mrtr, runs
+from minimcp import Context, Server
+from minimcp.server.mrtr import modern
+from minimcp.server.mrtr import run as runs
+from minimcp.wire import errors, mrtr
 from tests.test_modern import K_CAPS, K_VERSION, V, accept, complete, error_of, input_required, meta, modern_peer, only
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -33,7 +33,7 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from minimcp import Accepted, Cancelled, Client, ConnectionClosed, Context, Declined, ElicitationRequest, Limits, Server
-from minimcp.server import ServerConnection
+from minimcp.server.server import ServerConnection
 from minimcp.transports.websocket import (
     WebSocketHandshakeError,
     WebSocketTransport,

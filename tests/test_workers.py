@@ -1,7 +1,7 @@
 """Several workers of one service (issue 18): session ids that name their worker, and the bus between workers.
 
 Two :class:`~minimcp.Server` objects in one process stand for two workers; they share an
-:class:`~minimcp.bus.InMemoryBus` (and, in the last tests, a :class:`~minimcp.bus.RedisBus` on a
+:class:`~minimcp.scaleout.bus.InMemoryBus` (and, in the last tests, a :class:`~minimcp.scaleout.bus.RedisBus` on a
 real ``redis-server``, see ``tests/redis_server.py``). Each checks one thing the bus carries:
 a URL completion reaching the worker that holds the client's session (once; a forged or repeated
 notice does nothing), list and resource notices reaching every worker's sessions (once each), and
@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from minimcp import Context, Server, UrlElicitationRequired
-from minimcp.bus import Bus, InMemoryBus, Notice, RedisBus
+from minimcp.scaleout.bus import Bus, InMemoryBus, Notice, RedisBus
 from minimcp.transports.http import StreamableHTTPApp
 from tests import redis_server
 from tests.helpers import RawPeer, raw_client
@@ -260,7 +260,7 @@ class BrokenBus:
     """A bus whose every publish raises and whose subscriber dies at once."""
 
     def __init__(self) -> None:
-        from minimcp.bus import BusStats
+        from minimcp.scaleout.bus import BusStats
 
         self.stats = BusStats()
         self.runs = 0
@@ -350,7 +350,7 @@ async def test_a_stdio_server_listens_on_its_bus(redis: RedisProcess, tmp_path: 
         import sys
         sys.path.insert(0, {str(root)!r})
         from minimcp import Server
-        from minimcp.bus import RedisBus
+        from minimcp.scaleout.bus import RedisBus
         app = Server("stdio-worker", bus=RedisBus({redis.url!r}, channel="test:stdio"), worker_id="s1")
 
         @app.tool()

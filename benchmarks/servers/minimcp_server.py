@@ -74,10 +74,10 @@ async def main(args: argparse.Namespace) -> None:
         import logging
 
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # in the run's worker log
-        logging.getLogger("minimcp.transports._session_table").setLevel(logging.INFO)  # sessions ended by a bound
+        logging.getLogger("minimcp.core.transport._session_table").setLevel(logging.INFO)  # sessions ended by a bound
     options: dict[str, Any] = {}
     if args.redis:
-        from minimcp.bus import RedisBus
+        from minimcp.scaleout.bus import RedisBus
 
         options["bus"] = RedisBus(args.redis)
     app = build(limits, **options)
@@ -97,7 +97,7 @@ async def main(args: argparse.Namespace) -> None:
             if args.tune_gc:
                 app_options["tune_gc"] = True
             if args.backlog:  # a burst of connects can overflow serve_http's listen backlog
-                import minimcp.transports.http.serve as serve_module
+                import minimcp.hosting.http as serve_module
 
                 bind = serve_module.bind
 

@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from minimcp import __version__
 from minimcp.cli.questions import Scripted
-from minimcp.errors import MinimcpError
-from minimcp.types import LoggingLevel, Tool
+from minimcp.wire.errors import MinimcpError
+from minimcp.wire.types import LoggingLevel, Tool
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Exit statuses (see the epilog); 130, interrupted, is :data:`minimcp.interrupt.EXIT_INTERRUPTED`.
+#: Exit statuses (see the epilog); 130, interrupted, is :data:`minimcp.hosting.interrupt.EXIT_INTERRUPTED`.
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
 EXIT_FAILURE = 2

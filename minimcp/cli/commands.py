@@ -23,10 +23,10 @@ from minimcp.cli.connecting import connect
 from minimcp.cli.questions import Questions
 from minimcp.cli.render import Progress, describe_tool, format_result, result_json, server_banner
 from minimcp.cli.terminal import Console, LineReader, note_interrupts
-from minimcp.client import Client
-from minimcp.elicitation import UrlElicitationRequired
-from minimcp.errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedVersion
-from minimcp.types import CallToolResult, Tool, UnsetType
+from minimcp.client.client import Client
+from minimcp.wire.elicitation import UrlElicitationRequired
+from minimcp.wire.errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedVersion
+from minimcp.wire.types import CallToolResult, Tool, UnsetType
 
 __all__ = ["CONNECT_HELP", "call_tool", "cmd_call", "cmd_connect", "cmd_tools", "describe_error", "print_result", "run"]
 

@@ -14,12 +14,12 @@ from minimcp.cli.questions import Questions
 from minimcp.cli.render import format_log, format_trace
 from minimcp.cli.server_stderr import StderrRelay, relaying
 from minimcp.cli.terminal import Console
-from minimcp.client import Client
-from minimcp.config import Limits
-from minimcp.trace import WireTrace
-from minimcp.transports import Transport
+from minimcp.client.client import Client
+from minimcp.core.config import Limits
+from minimcp.core.trace import WireTrace
+from minimcp.core.transport import Transport
 from minimcp.transports.trace import TracedTransport
-from minimcp.types import LoggingLevel, LoggingMessageParams, UnsetType
+from minimcp.wire.types import LoggingLevel, LoggingMessageParams, UnsetType
 
 __all__ = ["connect", "open_transport"]
 
@@ -130,7 +130,7 @@ def _draw(options: Options, console: Console) -> None:
 
     assert options.diagram is not None
     if options.diagram == "-":
-        from minimcp.diagram import read_trace, render_text
+        from minimcp.diagram.layout import read_trace, render_text
 
         console.note(render_text(read_trace(options.wire)).rstrip("\n"))
         return

@@ -13,8 +13,8 @@ import shutil
 import sys
 from collections.abc import Iterable, Sequence
 
-from minimcp.diagram import Diagram, read_trace, render_text
-from minimcp.diagram_svg import render_html, render_svg
+from minimcp.diagram.layout import Diagram, read_trace, render_text
+from minimcp.diagram.svg import render_html, render_svg
 
 __all__ = ["main", "write_diagram"]
 

@@ -22,11 +22,11 @@ from typing import Any, Final
 import anyio
 
 from minimcp.cli.terminal import Console, LineReader, Style
-from minimcp.client import ElicitationRequest, UrlElicitationRequest, open_in_browser
-from minimcp.elicitation import Accepted, Cancelled, Declined
-from minimcp.errors import MinimcpError
-from minimcp.form_check import check_value
+from minimcp.client.client import ElicitationRequest, UrlElicitationRequest, open_in_browser
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
+from minimcp.forms.check import check_value
+from minimcp.wire.elicitation import Accepted, Cancelled, Declined
+from minimcp.wire.errors import MinimcpError
 
 __all__ = [
     "CANCEL_KEYS",

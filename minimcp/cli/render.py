@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from minimcp.cli.terminal import Console, Style
-from minimcp.types import (
+from minimcp.wire.types import (
     AudioContent,
     CallToolResult,
     EmbeddedResource,

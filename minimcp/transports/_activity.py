@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from minimcp.transports._hosting import Connection
+    from minimcp.transports._ports import Connection
 
 __all__ = ["SessionActivity", "is_utf8"]
 

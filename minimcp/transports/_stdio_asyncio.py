@@ -9,9 +9,9 @@ import stat
 
 import anyio
 
-from minimcp.config import Limits
-from minimcp.jsonrpc import RequestId
+from minimcp.core.config import Limits
 from minimcp.transports.stdio import _Reader
+from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["LoopStdio", "kind"]
 

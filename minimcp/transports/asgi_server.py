@@ -11,7 +11,7 @@ when it asked for port 0, and connections made before the server accepts wait
 in the backlog. Used by the Streamable HTTP transport and by the example's
 pages.
 
-Both servers get the same bounds from :class:`~minimcp.config.Limits`: a
+Both servers get the same bounds from :class:`~minimcp.core.config.Limits`: a
 request's headers must arrive within ``http_header_timeout`` (uvicorn has no
 such timeout of its own: see :mod:`minimcp.transports._uvicorn_guard`;
 hypercorn closes a connection that stays without a request for its
@@ -32,7 +32,7 @@ from typing import Any, Literal, cast
 import anyio
 import anyio.abc
 
-from minimcp.config import Limits
+from minimcp.core.config import Limits
 
 __all__ = ["AsgiServer", "bind", "run_asgi", "run_hypercorn", "run_uvicorn", "running_backend", "serve_asgi"]
 

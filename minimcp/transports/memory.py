@@ -9,9 +9,9 @@ from __future__ import annotations
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from minimcp.config import Limits
-from minimcp.jsonrpc import RequestId
-from minimcp.transports import MessageTooLarge
+from minimcp.core.config import Limits
+from minimcp.core.transport import MessageTooLarge
+from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["MemoryTransport", "memory_pair"]
 

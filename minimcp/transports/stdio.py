@@ -29,11 +29,11 @@ from collections.abc import AsyncIterator, Sequence
 import anyio
 import anyio.abc
 
-from minimcp._backend import backend_name, start_owned, threadsafe_caller
-from minimcp.config import Limits
-from minimcp.framing import LineFramer, Oversized
-from minimcp.jsonrpc import RequestId
-from minimcp.transports import MessageTooLarge, Transport
+from minimcp.core._backend import backend_name, start_owned, threadsafe_caller
+from minimcp.core.config import Limits
+from minimcp.core.transport import MessageTooLarge, Transport
+from minimcp.wire.framing import LineFramer, Oversized
+from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["StdioTransport", "stdio_client", "stdio_server"]
 
@@ -106,7 +106,7 @@ class StdioTransport:
         # Senders never write themselves, so cancelling one never cuts, strands or holds up
         # anyone's bytes. The writer runs in the opener's task group (stdio_client and
         # stdio_server hold one); without one, in a task this transport owns (see
-        # minimcp._backend.start_owned), which aclose() ends and awaits.
+        # minimcp.core._backend.start_owned), which aclose() ends and awaits.
         self._tg = task_group
         self._queue: list[bytes] = []
         self._queued = 0

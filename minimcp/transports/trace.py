@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, cast
 
-from minimcp.jsonrpc import RequestId
-from minimcp.transports import DescribedTransport, Outgoing, Transport
+from minimcp.core.transport import DescribedTransport, Outgoing, Transport
+from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["TracedTransport"]
 
@@ -17,7 +17,7 @@ class TracedTransport:
     """Wraps a transport and calls ``on_message(direction, data)`` for each message.
 
     It asks for the session's descriptions of outgoing messages when the transport it wraps
-    does (see :class:`~minimcp.transports.DescribedTransport`), and passes them on.
+    does (see :class:`~minimcp.core.transport.DescribedTransport`), and passes them on.
     """
 
     def __init__(self, inner: Transport, on_message: Callable[[Direction, bytes], None]) -> None:

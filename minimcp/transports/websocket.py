@@ -23,7 +23,7 @@ The connection behaviour, documented as the spec asks:
   to stop, large uploads and downloads at once would deadlock); it fails the
   connection (1008) once another bound's worth of answers to the server's own
   frames piles up.
-* Liveness (all in :class:`~minimcp.config.Limits`): both sides send a keepalive
+* Liveness (all in :class:`~minimcp.core.config.Limits`): both sides send a keepalive
   ping every ``ping_interval`` and drop the connection (1011) when it is not
   answered within ``ping_timeout``. A server closes a connection that sends no
   request within ``initialize_timeout`` (1008), and one that stays idle for
@@ -41,7 +41,7 @@ streams, so one code path runs on asyncio and on trio. Install it with
 
 This module is the transport and imports no role; :func:`serve_websocket` and
 :func:`connect_websocket` (a ``Server`` served, a ``Client`` connected) live in
-:mod:`minimcp.transports.websocket_serve` and are found here too.
+:mod:`minimcp.hosting.websocket` and are found here too.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
-from minimcp.config import Limits
-from minimcp.errors import MinimcpError
-from minimcp.jsonrpc import RequestId
+from minimcp.core.config import Limits
 from minimcp.transports._activity import SessionActivity, is_utf8
+from minimcp.wire.errors import MinimcpError
+from minimcp.wire.jsonrpc import RequestId
 
 try:
     from websockets.client import ClientProtocol
@@ -74,7 +74,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the WebSocket transport needs the 'websockets' package: pip install 'minimcp[ws]'") from exc
 
 if TYPE_CHECKING:
-    from minimcp.transports.websocket_serve import connect_websocket, serve_websocket
+    from minimcp.hosting.websocket import connect_websocket, serve_websocket
 
 __all__ = [
     "SUBPROTOCOL",
@@ -549,9 +549,9 @@ async def websocket_client(
 
 def __getattr__(name: str) -> object:
     # serve_websocket and connect_websocket need the roles: they live in the role-level
-    # minimcp.transports.websocket_serve and are found here too, loaded on first use.
+    # minimcp.hosting.websocket and are found here too, loaded on first use.
     if name in ("serve_websocket", "connect_websocket"):
-        from minimcp.transports import websocket_serve
+        from minimcp.hosting import websocket as websocket_serve
 
         return getattr(websocket_serve, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

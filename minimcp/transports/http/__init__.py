@@ -75,7 +75,7 @@ envelope, is served *statelessly*.
 * **A disconnect is a cancel** (the 2026-07-28 rule): closing the response
   stream cancels the request's handler, and so the tool round it drives.
 * **Parked calls outlive their POST.** Every modern request is handled by
-  one long-lived connection of the app (a :class:`~minimcp.server.ServerConnection`
+  one long-lived connection of the app (a :class:`~minimcp.server.server.ServerConnection`
   over an inert transport, started with the app), whose task group hosts the
   tool runs: a tool waiting for ``inputResponses`` stays parked between
   POSTs, and the retry -- on any connection -- resumes it (one client address
@@ -84,7 +84,7 @@ envelope, is served *statelessly*.
 
 Client: :func:`http_client`
 ---------------------------
-A :class:`~minimcp.transports.Transport` for :class:`minimcp.Client`. Each
+A :class:`~minimcp.core.transport.Transport` for :class:`minimcp.Client`. Each
 message is one POST. A request's answer is read in a task of its own (JSON or
 SSE), feeding every message into :meth:`~StreamableHTTPClientTransport.receive`;
 a stream that ends before the response is resumed with GET +
@@ -104,7 +104,7 @@ closes its POST instead of sending ``notifications/cancelled``. The
 :class:`minimcp.Client`, which decides which tools may be called (it leaves out
 of ``tools/list`` a tool whose annotations break the rules, as the revision
 requires of HTTP clients) and is asked per request
-(:mod:`minimcp.client_headers`); the transport reads no result. For the era
+(:mod:`minimcp.client.headers`); the transport reads no result. For the era
 probe (a first ``server/discover``), ``401`` / ``403`` / ``5xx`` are not
 evidence of a handshake-era server: they end the connection instead of
 failing the probe.
@@ -130,9 +130,22 @@ The package, one job per module
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from minimcp.transports.http._asgi import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
 from minimcp.transports.http.client import StreamableHTTPClientTransport, http_client
-from minimcp.transports.http.serve import StreamableHTTPApp, connect_http, serve_http
+
+if TYPE_CHECKING:
+    from minimcp.hosting.http import StreamableHTTPApp, connect_http, serve_http
+
+
+def __getattr__(name: str) -> Any:
+    # The role-level names live in minimcp.hosting.http (loaded on first use: no cycle).
+    if name in ("StreamableHTTPApp", "connect_http", "serve_http"):
+        from minimcp.hosting import http
+
+        return getattr(http, name)
+    raise AttributeError(f"module 'minimcp.transports.http' has no attribute {name!r}")
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",

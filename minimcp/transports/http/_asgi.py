@@ -6,10 +6,10 @@ import functools
 from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
 from typing import Any
 
-from minimcp import errors, jsonrpc
-from minimcp.jsonrpc import RequestId
 from minimcp.transports.http._wire import JSON, SSE, is_uint
-from minimcp.versions import Feature, supports
+from minimcp.wire import errors, jsonrpc
+from minimcp.wire.jsonrpc import RequestId
+from minimcp.wire.versions import Feature, supports
 
 __all__ = [
     "ASSUMED_VERSION",

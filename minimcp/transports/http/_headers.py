@@ -35,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from minimcp.mrtr import HEADER_MISMATCH, META_VERSION
+from minimcp.wire.mrtr import HEADER_MISMATCH, META_VERSION
 
 __all__ = [
     "HEADER_MISMATCH",

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import anyio
 import msgspec
 
-from minimcp._backend import BareTaskCancelled, Cell, Handlers, new_cell, running_loop
-from minimcp.errors import MinimcpError
-from minimcp.jsonrpc import RequestId
+from minimcp.core._backend import BareTaskCancelled, Cell, Handlers, new_cell, running_loop
 from minimcp.transports.http._asgi import ASSUMED_VERSION
+from minimcp.wire.errors import MinimcpError
+from minimcp.wire.jsonrpc import RequestId
 
 if TYPE_CHECKING:
-    from minimcp.transports._hosting import Connection
+    from minimcp.transports._ports import Connection
     from minimcp.transports.http._streams import SessionTransport
 
 __all__ = ["HTTPSession", "SessionTable", "SessionTasks", "TableFull", "client_key"]
@@ -233,7 +233,7 @@ def _idlest(sessions: OrderedDict[str, S]) -> S | None:
 class SessionTasks:
     """The task of each session (its server connection's), owned by whoever enters this (the app's ``run``).
 
-    One bare task per session (:class:`minimcp._backend.Handlers`): an idle session keeps its
+    One bare task per session (:class:`minimcp.core._backend.Handlers`): an idle session keeps its
     task for as long as it lives, and an anyio task costs about 4.5 KB (its ``TaskHandle``,
     cancel scope and event; tracemalloc, anyio 4.16) against 1 KB for a bare one. On exit
     every session task still running is cancelled and awaited.

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from minimcp._backend import NativeEvent, checkpoint, native_clock, native_event_class
-from minimcp.jsonrpc import RequestId
-from minimcp.transports import MessageKind, Outgoing
-from minimcp.transports.http._reader import Reader
+from minimcp.core._backend import NativeEvent, checkpoint, native_clock, native_event_class
+from minimcp.core.transport import MessageKind, Outgoing
+from minimcp.transports.http._response import Reader
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import is_response, is_uint, same_id
+from minimcp.wire.jsonrpc import RequestId
 
 if TYPE_CHECKING:
     from minimcp.transports.http._asgi import Send
@@ -174,7 +174,7 @@ class SessionTransport:
 
     # Transport protocol (the session's side)
 
-    #: The session says what each message is (:class:`~minimcp.transports.DescribedTransport`): a
+    #: The session says what each message is (:class:`~minimcp.core.transport.DescribedTransport`): a
     #: response ends its stream, and nothing sent is read back to find that out.
     wants_outgoing = True
 

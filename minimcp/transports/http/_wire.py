@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from minimcp.jsonrpc import RequestId
+from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["JSON", "SSE", "initialize_version", "is_response", "is_uint", "media_type", "same_id"]
 

@@ -14,11 +14,10 @@ import anyio.abc
 import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
-from minimcp import errors, jsonrpc
-from minimcp._backend import backend_name
-from minimcp.config import Limits
-from minimcp.jsonrpc import Notification, Request
-from minimcp.transports._hosting import Connection, Servable
+from minimcp.core._backend import backend_name
+from minimcp.core.config import Limits
+from minimcp.scaleout.workers import check_worker_id
+from minimcp.transports._ports import Connection, Servable
 from minimcp.transports.http._asgi import (
     ASSUMED_VERSION,
     DEFAULT_ALLOWED_HOSTS,
@@ -39,13 +38,14 @@ from minimcp.transports.http._sse import encode_event
 from minimcp.transports.http._streams import Reader, SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
 from minimcp.transports.http.app_stateless import StatelessLeg, claims_modern, wants_modern
-from minimcp.types import CancelledParams
-from minimcp.versions import Feature, is_supported, negotiate, supports
-from minimcp.workers import check_worker_id
+from minimcp.wire import errors, jsonrpc
+from minimcp.wire.jsonrpc import Notification, Request
+from minimcp.wire.types import CancelledParams
+from minimcp.wire.versions import Feature, is_supported, negotiate, supports
 
 if TYPE_CHECKING:
-    from minimcp.session import Dispatcher, Session
-    from minimcp.transports import Transport
+    from minimcp.core.session import Dispatcher, Session
+    from minimcp.core.transport import Transport
 
 __all__ = ["StreamableHTTPAppBase"]
 
@@ -71,7 +71,7 @@ _UNCHECKED = "?"
 class StreamableHTTPAppBase(Generic[S]):
     """An MCP server as an ASGI 3 application (Streamable HTTP, one endpoint).
 
-    This class imports no role: it serves any :class:`~minimcp.transports._hosting.Servable`.
+    This class imports no role: it serves any :class:`~minimcp.transports._ports.Servable`.
     :class:`minimcp.transports.http.StreamableHTTPApp` is this app bound to a
     :class:`minimcp.Server` (it supplies :meth:`_stateless_connection`).
 
@@ -213,7 +213,7 @@ class StreamableHTTPAppBase(Generic[S]):
         """End every session now (their open streams finish; their work is cancelled).
 
         Tool calls of revision 2026-07-28 parked between rounds end too (their
-        retries replay, see :mod:`minimcp.modern`).
+        retries replay, see :mod:`minimcp.server.mrtr.modern`).
         """
         for sess in self._sessions.values():
             self._end(sess)
@@ -344,7 +344,7 @@ class StreamableHTTPAppBase(Generic[S]):
             if method != "GET":
                 await respond_error(send, 405, "the metrics route answers GET only")
                 return
-            from minimcp.metrics import CONTENT_TYPE, server_metrics_text
+            from minimcp.server.metrics import CONTENT_TYPE, server_metrics_text
 
             await respond(send, 200, server_metrics_text(self.server), content_type=CONTENT_TYPE)
             return

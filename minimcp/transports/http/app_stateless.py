@@ -14,20 +14,21 @@ import anyio.abc
 import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
-from minimcp import errors, jsonrpc, modern
-from minimcp.dispatch import answer
-from minimcp.jsonrpc import Notification, Request, RequestId
+from minimcp.core.dispatch import answer
+from minimcp.server.mrtr import modern
 from minimcp.transports.http._asgi import SSE_HEADERS, Receive, Scope, Send, read_body, respond
 from minimcp.transports.http._session_table import client_key
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import JSON
-from minimcp.versions import is_modern, is_supported
+from minimcp.wire import errors, jsonrpc
+from minimcp.wire.jsonrpc import Notification, Request, RequestId
+from minimcp.wire.versions import is_modern, is_supported
 
 if TYPE_CHECKING:
-    from minimcp.session import Dispatcher, Session
-    from minimcp.transports import Transport
-    from minimcp.transports._hosting import Servable
-    from minimcp.types import Tool
+    from minimcp.core.session import Dispatcher, Session
+    from minimcp.core.transport import Transport
+    from minimcp.transports._ports import Servable
+    from minimcp.wire.types import Tool
 
 __all__ = ["StatelessConnector", "StatelessLeg", "claims_modern", "dispatch", "wants_modern"]
 
@@ -97,7 +98,7 @@ async def dispatch(
 ) -> tuple[int, bytes]:
     """Answer one 2026-07-28 request: its HTTP status and its reply, under the client's id ``reply_id``.
 
-    The reply is :func:`minimcp.dispatch.answer`'s (the one McpError / Exception -> JSON-RPC
+    The reply is :func:`minimcp.core.dispatch.answer`'s (the one McpError / Exception -> JSON-RPC
     mapping, shared with the session); this leg adds only the HTTP status of an error
     (:func:`modern_status`).
     """
@@ -268,7 +269,7 @@ class StatelessLeg:
         self._host = _ModernHost(conn, session, transport)
 
     def close(self) -> None:
-        """End the connection: parked tool calls end (their retries replay, see :mod:`minimcp.modern`)."""
+        """End the connection: parked tool calls end (their retries replay, see :mod:`minimcp.server.mrtr.modern`)."""
         if self._host is not None:
             self._host.session.close()
 

@@ -11,11 +11,8 @@ import anyio
 import anyio.abc
 
 import minimcp.transports.http._headers as mcp_headers
-from minimcp import errors, jsonrpc, mrtr
-from minimcp.config import Limits
-from minimcp.errors import ConnectionClosed
-from minimcp.jsonrpc import ErrorResponse, RequestId, Response
-from minimcp.transports import CANCELLED, MessageKind, MessageTooLarge, Outgoing, describe
+from minimcp.core.config import Limits
+from minimcp.core.transport import CANCELLED, MessageKind, MessageTooLarge, Outgoing, describe
 from minimcp.transports.http._sse import SSEDecoder
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type, same_id
 from minimcp.transports.http.client_stateless import (
@@ -26,7 +23,10 @@ from minimcp.transports.http.client_stateless import (
     read_bounded,
     request_params,
 )
-from minimcp.versions import LATEST_MODERN, Era
+from minimcp.wire import errors, jsonrpc, mrtr
+from minimcp.wire.errors import ConnectionClosed
+from minimcp.wire.jsonrpc import ErrorResponse, RequestId, Response
+from minimcp.wire.versions import LATEST_MODERN, Era
 
 if TYPE_CHECKING:
     import httpx
@@ -58,13 +58,13 @@ class StreamableHTTPClientTransport(StatelessExchanges):
         url: The MCP endpoint.
         session_id: ``MCP-Session-Id`` the server issued, once known.
         protocol_version: The negotiated revision, once the initialize result passed through.
-        era: :attr:`Era.MODERN <minimcp.versions.Era.MODERN>` once a request with the 2026-07-28
-            envelope went out, :attr:`Era.LEGACY <minimcp.versions.Era.LEGACY>` once ``initialize``
+        era: :attr:`Era.MODERN <minimcp.wire.versions.Era.MODERN>` once a request with the 2026-07-28
+            envelope went out, :attr:`Era.LEGACY <minimcp.wire.versions.Era.LEGACY>` once ``initialize``
             did; ``None`` before either.
-        request_headers: The headers of one 2026-07-28 request (see :mod:`minimcp.client_headers`).
+        request_headers: The headers of one 2026-07-28 request (see :mod:`minimcp.client.headers`).
     """
 
-    #: A session describes each message it sends (:class:`~minimcp.transports.DescribedTransport`),
+    #: A session describes each message it sends (:class:`~minimcp.core.transport.DescribedTransport`),
     #: so :meth:`send` routes without reading it.
     wants_outgoing = True
 
@@ -99,7 +99,7 @@ class StreamableHTTPClientTransport(StatelessExchanges):
         self._modern_version = LATEST_MODERN
         #: The headers of one 2026-07-28 request, from its method and raw params: by default what the
         #: body says (version, method, name); a :class:`minimcp.Client` puts its own here, which adds the
-        #: ``Mcp-Param-*`` headers of the tools it listed (:mod:`minimcp.client_headers`).
+        #: ``Mcp-Param-*`` headers of the tools it listed (:mod:`minimcp.client.headers`).
         self.request_headers: Callable[[str, bytes], dict[str, str]] = mcp_headers.request_headers
 
     # --- Transport protocol --------------------------------------------------------------------

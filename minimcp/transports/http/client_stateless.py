@@ -10,11 +10,11 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 
-from minimcp import errors, jsonrpc
-from minimcp.jsonrpc import ErrorResponse, RequestId
-from minimcp.transports import MessageTooLarge
+from minimcp.core.transport import MessageTooLarge
 from minimcp.transports.http._wire import JSON, SSE, media_type
-from minimcp.versions import Era
+from minimcp.wire import errors, jsonrpc
+from minimcp.wire.jsonrpc import ErrorResponse, RequestId
+from minimcp.wire.versions import Era
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,0 +1,145 @@
+"""Limits and defaults, in one place.
+
+Every buffer, queue and table in minimcp has a bound, and every bound is a
+field here. A :class:`Limits` is immutable; make a changed copy with
+:meth:`Limits.replace`.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import msgspec.structs
+
+__all__ = ["Limits"]
+
+
+class Limits(msgspec.Struct, frozen=True):
+    """Bounds and default timeouts of a session.
+
+    A frozen :class:`msgspec.Struct` (a dataclass would cost ~2 ms to define at import):
+    keyword or positional construction, equality and hashing by value, no other
+    attributes; :func:`msgspec.structs.fields` lists the fields.
+
+    Attributes:
+        max_message_bytes: Largest accepted message (a stdio line, an HTTP body,
+            a WebSocket frame). Larger ones get a JSON-RPC error and are dropped
+            without being buffered whole.
+        max_pending_outbound: Requests we sent and still await, per session
+            (``tools/call`` on a client; ``elicitation/create`` and friends on a
+            server). One more raises :class:`~minimcp.wire.errors.TooManyPending`.
+        max_pending_total: Pending outbound requests across all sessions of one
+            server. One more raises :class:`~minimcp.wire.errors.TooManyPending`.
+        max_inflight_inbound: Requests from the peer being handled at once, per
+            session. One more is answered at once with a ``-32003`` error.
+        request_timeout: Default seconds to wait for a response to a request we
+            sent; ``None`` waits forever (not recommended).
+        elicitation_timeout: Default seconds a question to a person may wait.
+        max_request_time: Hard cap, in seconds, on how long a request may wait
+            while its clock is paused for a person answering a question.
+        max_used_states: ``requestState`` tokens a server remembers as used
+            (revision 2026-07-28), each until it expires; a used one is refused
+            with ``-32602``. At the limit the oldest records are forgotten and the
+            states they named (and any older) are refused too.
+        shutdown_timeout: Seconds the stdio client waits for a server to exit at
+            each step of close stdin -> terminate -> kill.
+        page_size: Items per page of ``tools/list`` and the other list methods.
+        max_subscriptions: Resource subscriptions per session.
+        max_sessions_per_client: HTTP sessions one client address (an IPv6
+            ``/64``) may hold; one more ends that client's least recently used
+            session without pending work (``503`` when all have work).
+            ``None``: no per-client bound (behind a proxy every client shares
+            the proxy's address).
+        max_parked_per_client: Tool calls of revision 2026-07-28 that one
+            client address may have parked waiting for answers; a new call
+            that would park one more is refused with ``-32003``.
+        http_header_timeout: Seconds a client of the HTTP server (uvicorn or
+            hypercorn, as run by minimcp) has to send a request's headers,
+            counted from the connection or the end of its previous request;
+            then the connection is closed.
+        max_http_connections: Requests the HTTP server serves at once (open
+            SSE streams included); beyond, ``503``. uvicorn also closes
+            connections beyond it as soon as they are accepted.
+        max_http_head_bytes: Bytes of a request's head (request line and
+            headers) the HTTP server accepts; beyond, the request is refused
+            (``431``, or ``400`` from h11) and its connection closed.
+        progress_interval: Minimum seconds between two progress notifications of
+            one request (extra ones are dropped; the final one is always sent).
+        waiting_progress_interval: Seconds between the progress notifications sent
+            while a tool waits on a person (a form, a URL step, sampling), to calls
+            that carried a ``progressToken``; a host that restarts its request clock
+            on progress then does not give up on the call. ``None``: never sent.
+        stream_buffer_bytes: Bytes a byte-stream transport (stdio) holds in each
+            direction: read-ahead waiting to be handled (reading pauses above
+            it) and written messages the pipe has not taken yet (senders wait
+            above it). WebSocket: output the socket has not taken yet (pongs,
+            close frames and messages); above it senders wait and a server stops
+            reading (a client fails the connection, 1008, when pongs it owes a
+            server that does not read pass this much again).
+        initialize_timeout: Seconds a new client has to get going: a WebSocket
+            connection, once upgraded, to send its first request (``initialize``,
+            or any request of 2026-07-28; else it is closed with 1008), and an
+            HTTP session to send anything after ``initialize`` (else it is
+            ended). ``None``: no deadline.
+        idle_timeout: Seconds a WebSocket connection may stay idle: nothing
+            received from the client and no work pending on either side (no
+            question waiting on a person, no handler running, no subscription,
+            no URL step open); then it is closed with 1000. Checked at keepalive
+            ticks, so it may take up to one ``ping_interval`` longer. ``None``: never.
+        ping_interval: Seconds between keepalive pings on a WebSocket connection
+            (both sides); ``None``: no pings.
+        ping_timeout: Seconds the peer has to answer a keepalive ping (it is
+            queued behind unsent output, so a peer that stops reading fails it
+            too); then the connection is dropped (1011). ``None``: no deadline.
+        notice_timeout: Seconds a ``notifications/cancelled`` the session sends on
+            its own (a request of ours that timed out or was given up) may take to
+            be handed to the transport; past it the notice is dropped (the peer's
+            output is stuck). Generous on purpose: on a loaded machine one turn of
+            the event loop can take seconds, and a dropped notice leaves the
+            peer's work running. While the output is stuck, a requester that gave
+            up (or whose request timed out) hears of it up to this much later.
+        max_form_shapes: Shapes of raw form schemas (dicts a tool passes to
+            ``ctx.elicit``) kept compiled, so that questions of one shape share one
+            compiled form whatever their defaults (:mod:`minimcp.forms.cache`; one
+            cache per process, bounded by the limits of the server whose tool
+            asks). Beyond, the oldest shape is dropped; ``0`` compiles every question.
+        stream_write_timeout: Seconds one write to an HTTP response stream (an
+            SSE event of a request's stream, written by the task that sends it,
+            usually the request's own handler) may wait for a client that does
+            not read; then that client is treated as gone: the stream's events
+            stay in its replay buffer for a resumption, and the handler goes on.
+        max_http_inbox: Messages (POST bodies) one HTTP session holds for its
+            handlers to read; beyond, a POST waits in line (keeping its
+            connection): each message the session reads lets the first one in.
+    """
+
+    max_message_bytes: int = 4 * 1024 * 1024
+    max_pending_outbound: int = 200_000
+    max_pending_total: int = 1_000_000
+    max_inflight_inbound: int = 200_000
+    request_timeout: float | None = 60.0
+    elicitation_timeout: float | None = 300.0
+    max_request_time: float = 3600.0
+    max_used_states: int = 500_000
+    shutdown_timeout: float = 2.0
+    page_size: int = 100
+    max_subscriptions: int = 10_000
+    max_sessions_per_client: int | None = 2000
+    max_parked_per_client: int = 1000
+    http_header_timeout: float = 10.0
+    max_http_connections: int = 10_000
+    progress_interval: float = 0.05
+    waiting_progress_interval: float | None = 15.0
+    stream_buffer_bytes: int = 1024 * 1024
+    initialize_timeout: float | None = 30.0
+    idle_timeout: float | None = 1800.0
+    ping_interval: float | None = 20.0
+    ping_timeout: float | None = 20.0
+    notice_timeout: float = 10.0
+    max_form_shapes: int = 256
+    max_http_head_bytes: int = 16 * 1024
+    stream_write_timeout: float = 30.0
+    max_http_inbox: int = 1024
+
+    def replace(self, **changes: object) -> Limits:
+        """A copy with the given fields changed."""
+        return msgspec.structs.replace(self, **changes)

@@ -1,0 +1,589 @@
+"""The question-asking half of a tool's context: form and URL elicitation, sampling, roots, several at once.
+
+:class:`AskingCall` adds to a :class:`~minimcp.server.context.call.Call` the ways a tool asks the
+client something mid-call and waits for the answer. On the handshake era a question
+is a nested request through the connection (:class:`~minimcp.server.context.ports.CallHost`); on
+revision 2026-07-28 it is a question of the call's run
+(:class:`~minimcp.server.context.ports.RunHandle`), answered in a later round. Both interfaces are
+narrow, and this module uses only the public members of :class:`~minimcp.server.context.call.Call`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+import anyio
+import msgspec
+
+from minimcp.core.session import DEFAULT, Timeout, decode_result
+from minimcp.server.context.call import Call
+from minimcp.wire import capabilities, errors
+from minimcp.wire.elicitation import (
+    Accepted,
+    Cancelled,
+    Declined,
+    ElicitationUnsupported,
+    QuestionFailed,
+    UrlElicitation,
+)
+from minimcp.wire.errors import FormValidationError, McpError
+from minimcp.wire.types import (
+    UNSET,
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    ListRootsResult,
+    Root,
+    SamplingMessage,
+    TextContent,
+    UnsetType,
+)
+
+if TYPE_CHECKING:
+    from minimcp import forms
+    from minimcp.forms import cache as form_cache
+    from minimcp.forms.check import validate_checked
+    from minimcp.server.context.keepalive import Wait
+    from minimcp.server.context.ports import RunHandle
+    from minimcp.wire.mrtr import Question
+
+__all__ = ["URL_ID_BYTES", "AskingCall", "Elicit", "ListRoots", "Sample"]
+
+# The forms machinery (about 5 ms of import) loads with the first form question, so a server
+# whose tools never ask one does not pay for it: _form_question calls _load_forms once.
+_forms_loaded = False
+
+
+def _load_forms() -> None:
+    """Import the form compiler and answer check into this module's namespace (first form question)."""
+    global _forms_loaded, form_cache, validate_checked
+    from minimcp.forms import cache as form_cache
+    from minimcp.forms.check import validate_checked
+
+    _forms_loaded = True
+
+#: :func:`minimcp.wire.mrtr.ready_question` and :func:`~minimcp.wire.mrtr.form_parts`, bound on a 2026-07-28 run's
+#: first form question (a handshake-era server does not import the revision's wire module).
+_ready_question: Callable[..., Question] | None = None
+_form_parts: Callable[..., tuple[bytes, bytes, frozenset[str]]] | None = None
+
+
+def _load_form_question() -> tuple[Callable[..., Question], Callable[..., tuple[bytes, bytes, frozenset[str]]]]:
+    global _ready_question, _form_parts
+    from minimcp.wire.mrtr import form_parts, ready_question
+
+    _ready_question, _form_parts = ready_question, form_parts
+    return ready_question, form_parts
+
+
+#: (form type, revision) -> its compiled form (asked without exemptions) and its question's prepared bytes
+#: (:func:`minimcp.wire.mrtr.form_parts`), once the form's question is made from them (:meth:`AskingCall._form_asked`);
+#: types are as few as the code defines.
+_ready_forms: dict[tuple[type, str], tuple[forms.Form[Any], tuple[bytes, bytes, frozenset[str]]]] = {}
+_READY_BOUND = 1024  # (past it, such a question is made the way that fills this table: as before it)
+
+T = TypeVar("T")
+logger = logging.getLogger("minimcp.context")
+#: What a call waits for while its question is open, by method (a URL step by its mode); roots/list waits on no one.
+_WAITING_FOR = {
+    "elicitation/create": "the person to answer a question",
+    "url": "the person to finish a step in their browser",
+    "sampling/createMessage": "the client to answer a sampling request",
+}
+#: Random bytes in a URL elicitation's id (144 bits).
+URL_ID_BYTES = 18
+
+# The three question specs are frozen msgspec Structs, not dataclasses: the same constructor, equality and
+# repr, for about 1/50 of a dataclass's class-creation cost at import (0.7 ms each here).
+
+
+class Elicit(msgspec.Struct, frozen=True):
+    """A form question for :meth:`Context.gather` (like ``ctx.elicit(message, form)``)."""
+
+    message: str
+    form: Any
+    allow_sensitive: Collection[str] = ()
+
+
+class Sample(msgspec.Struct, frozen=True):
+    """A model completion for :meth:`Context.gather` (like ``ctx.sample(...)``)."""
+
+    messages: list[SamplingMessage] | str
+    max_tokens: int
+
+
+class ListRoots(msgspec.Struct, frozen=True):
+    """The client's roots, for :meth:`Context.gather` (like ``ctx.list_roots()``)."""
+
+
+def _checked_url_step(url: str, elicitation_id: str | None) -> str:
+    """Check a URL step's ``url`` and give its elicitation id (``elicitation_id``, or a new unguessable one).
+
+    The URL rules and the random ids load on the first URL step (a server that asks none never loads them).
+    """
+    import secrets
+
+    from minimcp.wire.urls import check_elicitation_url
+
+    check_elicitation_url(url)
+    return elicitation_id or secrets.token_urlsafe(URL_ID_BYTES)
+
+
+def _raise_if_refused(method: str) -> None:
+    """In an ``except`` block: when the client answered our question with an error response (a plain
+    :class:`McpError`; ours are subclasses), raise :class:`QuestionFailed` instead (it reaches the tool)."""
+    error = sys.exc_info()[1]
+    if type(error) is McpError:
+        logger.info("the client answered %s with error %d: %s", method, error.code, error.message)
+        raise QuestionFailed(method, error) from None
+
+
+class AskingCall(Call):
+    """A tool call that can ask the client things: a person (forms, URL steps), its model, its roots.
+
+    The metrics clock of the call's questions (:meth:`_started`, :meth:`_outcome`) is its own state.
+    """
+
+    __slots__ = ("_asked_at",)
+
+    def can_elicit_form(self) -> bool:
+        """Whether the person can be asked a form question on this call.
+
+        On the modern revision, while a replay hands back recorded answers: yes (the question
+        was asked in an earlier round, whatever this retry declares; as when the call is parked).
+        """
+        if self.envelope is None:
+            return self.connection.form_allowed  # worked out once per connection, by its handshake
+        return self.envelope.form_allowed or self._replaying()  # (worked out once per envelope)
+
+    def can_elicit_url(self) -> bool:
+        """Whether the person can be sent to a URL (URL mode) on this call (replays: as :meth:`can_elicit_form`)."""
+        return self._replaying() or capabilities.can_elicit_url(self.protocol_version, self.client_capabilities)
+
+    def _replaying(self, method: str | None = None, params: Any = None) -> bool:
+        """Whether the next question (this one, if given) is answered from the sealed record."""
+        run = self.run
+        if run is None:
+            return False
+        return run.replays(None if method is None else run.question(method, params).digest)
+
+    def _ask(self, method: str, params: Any, timeout: Timeout, key: str | None = None) -> Awaitable[Any]:
+        """Send one question to the client: a nested request, or an input request (modern).
+
+        What it gives is the raw answer, for :meth:`_typed`: on the handshake era the pending
+        request itself (from :meth:`Session.start_request <minimcp.core.session.Session.start_request>`),
+        awaited without a coroutine of its own while the person answers --
+        unless the call asked for progress: then the wait for a person (a form, a URL step,
+        sampling) is kept alive with progress (:mod:`minimcp.server.context.keepalive`).
+        """
+        if self.run is None:
+            # A request nested in this call, straight to the session (as the call's notifications go).
+            pending = self.connection.session.start_request(method, params, timeout=timeout, related=self.request_id)
+            if self.meta is not UNSET and method in _WAITING_FOR and self.progress_token is not None:
+                # A person (or their model) answers, and the call asked for progress: keep it alive
+                # meanwhile (on 2026-07-28 no request stays open while the person answers).
+                url = getattr(params, "mode", None) == "url"
+                wait = self.connection.begin_wait(self, _WAITING_FOR["url" if url else method])
+                if wait is not None:
+                    return self._kept_alive(pending, wait)
+            return pending
+        return self._ask_modern(self.run, method, params, timeout, key)
+
+    async def _kept_alive(self, pending: Awaitable[Any], wait: Wait) -> Any:
+        try:
+            return await pending
+        finally:
+            self.connection.end_wait(wait)
+
+    def _ask_modern(
+        self, run: RunHandle, method: str, params: Any, timeout: Timeout, key: str | None
+    ) -> Awaitable[Any]:
+        if timeout is DEFAULT:
+            timeout = self.connection.limits.elicitation_timeout  # how long the call stays parked
+        return run.ask(run.question(method, params, key), timeout)  # its coroutine: no frame here
+
+    async def _ask_typed(
+        self, method: str, params: Any, result_type: type[T], timeout: Timeout, key: str | None
+    ) -> T:
+        try:
+            answer = await self._ask(method, params, timeout, key)
+        except McpError:
+            _raise_if_refused(method)
+            raise
+        return self._typed(method, answer, result_type)
+
+    @staticmethod
+    def _typed(method: str, answer: Any, result_type: type[T]) -> T:
+        """An answer from :meth:`_ask` as ``result_type`` (``-32602`` if it has the wrong shape)."""
+        if isinstance(answer, msgspec.Raw):
+            return decode_result(method, answer, result_type)
+        if type(answer) is result_type:  # (2026-07-28: a form answer converted as it was kept)
+            return answer
+        try:
+            return msgspec.convert(answer, result_type)
+        except msgspec.ValidationError as exc:
+            raise McpError(errors.INVALID_PARAMS, f"invalid input response for {method}: {exc}") from None
+
+    def _unsupported(self, kind: str, what: str) -> ElicitationUnsupported:
+        from minimcp.wire.mrtr import required_capability  # an error path: the 2026-07-28 wire module on demand
+
+        who = self.client_info.name if self.client_info else "the client"
+        return ElicitationUnsupported(
+            f"{who} cannot {what} on protocol {self.protocol_version}", required=required_capability(kind)
+        )
+
+    async def sample(
+        self,
+        messages: list[SamplingMessage] | str,
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        timeout: Timeout = DEFAULT,
+        key: str | None = None,
+    ) -> CreateMessageResult:
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        Raises:
+            ElicitationUnsupported: the client did not declare ``sampling`` (before sending).
+            McpError: the client refused or failed.
+        """
+        params = self._sample_params(messages, max_tokens, system_prompt, temperature)
+        return await self._ask_typed("sampling/createMessage", params, CreateMessageResult, timeout, key)
+
+    def _sample_params(
+        self,
+        messages: list[SamplingMessage] | str,
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+    ) -> CreateMessageParams:
+        if not capabilities.can_sample(self.client_capabilities):
+            raise self._unsupported("sampling", "be asked for a model completion (it did not declare sampling)")
+        if isinstance(messages, str):
+            messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
+        return CreateMessageParams(
+            messages=messages,
+            max_tokens=max_tokens,
+            system_prompt=system_prompt if system_prompt is not None else UNSET,
+            temperature=temperature if temperature is not None else UNSET,
+        )
+
+    def _require_roots(self) -> None:
+        if not capabilities.can_list_roots(self.client_capabilities):
+            raise self._unsupported("roots", "list its roots (it did not declare roots)")
+
+    async def list_roots(self, *, timeout: Timeout = DEFAULT, key: str | None = None) -> list[Root]:
+        """The client's roots (``roots/list``).
+
+        Raises:
+            ElicitationUnsupported: the client did not declare ``roots`` (before sending).
+        """
+        self._require_roots()
+        result = await self._ask_typed("roots/list", msgspec.UNSET, ListRootsResult, timeout, key)
+        return result.roots
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
+        form: type[T],
+        *,
+        timeout: float | None = ...,
+        allow_sensitive: Collection[str] = ...,
+        key: str | None = ...,
+    ) -> Accepted[T] | Declined | Cancelled: ...
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
+        form: Mapping[str, Any],
+        *,
+        timeout: float | None = ...,
+        allow_sensitive: Collection[str] = ...,
+        key: str | None = ...,
+    ) -> Accepted[dict[str, Any]] | Declined | Cancelled: ...
+
+    async def elicit(
+        self,
+        message: str,
+        form: Any,
+        *,
+        timeout: Timeout = DEFAULT,
+        allow_sensitive: Collection[str] = (),
+        key: str | None = None,
+    ) -> Accepted[Any] | Declined | Cancelled:
+        """Ask the person a question through the client (form mode) and wait for the answer.
+
+        Args:
+            message: The question, shown to the person.
+            form: A msgspec Struct, dataclass or TypedDict of flat primitive
+                fields, or a raw restricted JSON schema dict.
+            timeout: Seconds to wait (default ``limits.elicitation_timeout``).
+                On timeout the client is sent ``notifications/cancelled`` and
+                the answer is ``Cancelled("timeout")``.
+            allow_sensitive: Field names exempt from the secret-name guard.
+            key: On revision 2026-07-28, the ``inputRequests`` key of this question
+                (default ``q1``, ``q2``, ...); unique within one call. A client may
+                then answer it by that key even in its first request.
+
+        Returns:
+            ``Accepted(value)`` with the validated, typed value; ``Declined()``;
+            or ``Cancelled(reason)``.
+
+        Raises:
+            forms.FormDefinitionError: the form cannot be expressed (before sending).
+            ElicitationUnsupported: the client did not declare form elicitation
+                (before sending).
+            forms.FormValidationError: the client's answer breaks the schema.
+        """
+        run = self.run
+        asked: Any  # the question's params (handshake era), or the question of the run
+        if run is None:
+            asked, compiled = self._form_question(message, form, allow_sensitive)
+        else:
+            asked, compiled = self._form_asked(run, message, form, allow_sensitive, key)
+        del message, form  # a waiting call keeps only what checks the answer (the question is sent)
+        if timeout is DEFAULT:
+            timeout = self.connection.limits.elicitation_timeout
+        # The await is inline (not in a helper coroutine): one frame less for every
+        # question that waits on a person. (_started, written out: once per question)
+        self.connection.metrics.started(self.tool)
+        self._asked_at = time.monotonic()
+        try:
+            pending = self._ask("elicitation/create", asked, timeout, key) if run is None else run.ask(asked, timeout)
+            del asked, run
+            answer = await pending
+        except errors.RequestTimeout:
+            self._outcome("timed_out")
+            return Cancelled("timeout")
+        except BaseException:
+            self._outcome("failed")
+            _raise_if_refused("elicitation/create")  # no local for the exception: frames stay as small
+            raise
+        try:  # (on 2026-07-28 the answer is the ElicitResult it was converted to when kept: as _typed gives it)
+            result = answer if type(answer) is ElicitResult else self._typed("elicitation/create", answer, ElicitResult)
+        except BaseException:
+            self._outcome("failed")
+            raise
+        return self._form_answer(compiled, result)
+
+    def _form_asked(
+        self, run: RunHandle, message: str, form: Any, allow_sensitive: Collection[str], key: str | None
+    ) -> tuple[Question, forms.Form[Any]]:
+        """A form question of ``run`` (2026-07-28) and its compiled form: made from the form's prepared bytes
+        where the schema is its own rendering (:func:`minimcp.wire.mrtr.form_question`: the same wire and digest),
+        else as any question."""
+        envelope = self.envelope
+        if isinstance(form, type) and not allow_sensitive and envelope is not None and envelope.form_allowed:
+            ready = _ready_forms.get((form, envelope.version))
+            if ready is not None:  # a form type asked before on this revision: what the way below gives it
+                return _ready_question(message, ready[1], key), ready[0]  # type: ignore[misc]
+        params, compiled = self._form_question(message, form, allow_sensitive)
+        version = self.protocol_version
+        encoded = compiled.encoded_schema(version, params.requested_schema)
+        if encoded is None:
+            return run.question("elicitation/create", params, key), compiled
+        make, parts_of = _ready_question, _form_parts
+        if make is None or parts_of is None:
+            make, parts_of = _load_form_question()
+        parts = parts_of(params.mode, encoded)  # (mrtr.form_question, in its two steps)
+        if isinstance(form, type) and not allow_sensitive and len(_ready_forms) < _READY_BOUND:
+            _ready_forms[form, version] = (compiled, parts)  # (its form and bytes never change; mode is the version's)
+        return make(params.message, parts, key), compiled
+
+    def _form_question(
+        self, message: str, form: Any, allow_sensitive: Collection[str]
+    ) -> tuple[ElicitRequestParams, forms.Form[Any]]:
+        """The ``elicitation/create`` params of a form question (checks first, nothing sent)."""
+        if not _forms_loaded:
+            _load_forms()
+        version = self.protocol_version
+        conn = self.connection
+        mode: Literal["form"] | UnsetType
+        # What the handshake allows, worked out once per connection; on 2026-07-28, once per envelope.
+        allows = conn if self.envelope is None else self.envelope
+        allowed, mode, as_written = allows.form_allowed, allows.form_mode, allows.raw_forms_as_written
+        compiled, given = form_cache.question_form(
+            form, allow_sensitive, version, conn.limits.max_form_shapes, as_written=as_written
+        )
+        if not allowed and not (self.run is not None and self._replaying("elicitation/create", ElicitRequestParams(
+            message=message, mode=mode, requested_schema=compiled.schema_for(version) if given is None else given
+        ))):
+            self.connection.metrics.unsupported(self.tool, "form")
+            raise self._unsupported(
+                "form", f"answer questions (it did not declare form elicitation); cannot ask: {message}"
+            )
+        schema = compiled.schema_for(version) if given is None else given
+        params = ElicitRequestParams(message=message, mode=mode, requested_schema=schema)
+        return params, compiled
+
+    def _form_answer(self, compiled: forms.Form[Any], result: ElicitResult) -> Accepted[Any] | Declined | Cancelled:
+        """The answer to a form question, validated (and counted)."""
+        if result.action == "accept":
+            content = result.content
+            if content is UNSET:
+                content = {}
+            try:  # Form.build, in one call of ours: the answer checked (form_check), then made typed
+                value = compiled.make(validate_checked(compiled.checks, content))
+            except FormValidationError:
+                self._outcome("invalid_answer")
+                raise
+            info = self.client_info  # (_outcome("accepted"), written out: the usual answer)
+            self.connection.metrics.finished(
+                self.tool, "accepted", time.monotonic() - self._asked_at, info.name if info else None
+            )
+            return Accepted(value)
+        self._outcome("declined" if result.action == "decline" else "cancelled")
+        return Declined() if result.action == "decline" else Cancelled("user")
+
+    async def gather(
+        self, *, timeout: Timeout = DEFAULT, **questions: Elicit | Sample | ListRoots
+    ) -> dict[str, Any]:
+        """Ask several things at once: ``await ctx.gather(name=Elicit(...), greeting=Sample(...))``.
+
+        On revision 2026-07-28 they travel in ONE ``input_required`` round (the
+        keyword names are the ``inputRequests`` keys); on the handshake era they
+        are nested requests sent concurrently. Returns the answers by name: an
+        :class:`Elicit` gives ``Accepted`` / ``Declined`` / ``Cancelled``, a
+        :class:`Sample` a ``CreateMessageResult``, :class:`ListRoots` a list of roots.
+        """
+        if timeout is DEFAULT:
+            timeout = self.connection.limits.elicitation_timeout
+        answers: dict[str, Any] = {}
+        run = self.run
+        if run is None:
+
+            async def one(name: str, spec: Elicit | Sample | ListRoots) -> None:
+                if isinstance(spec, Elicit):
+                    answers[name] = await self.elicit(
+                        spec.message, spec.form, timeout=timeout, allow_sensitive=spec.allow_sensitive
+                    )
+                elif isinstance(spec, Sample):
+                    answers[name] = await self.sample(spec.messages, max_tokens=spec.max_tokens, timeout=timeout)
+                else:
+                    answers[name] = await self.list_roots(timeout=timeout)
+
+            async with anyio.create_task_group() as tg:
+                for name, spec in questions.items():
+                    tg.start_soon(one, name, spec)
+            return {name: answers[name] for name in questions}
+        prepared: list[tuple[str, Question, Any]] = []
+        for name, spec in questions.items():
+            if isinstance(spec, Elicit):
+                question, compiled = self._form_asked(run, spec.message, spec.form, spec.allow_sensitive, name)
+                prepared.append((name, question, compiled))
+            elif isinstance(spec, Sample):
+                params_s = self._sample_params(spec.messages, spec.max_tokens, None, None)
+                prepared.append((name, run.question("sampling/createMessage", params_s, name), None))
+            else:
+                self._require_roots()
+                prepared.append((name, run.question("roots/list", msgspec.UNSET, name), None))
+        self._started()
+        raw = await run.ask_many([q for _, q, _ in prepared], timeout)
+        try:
+            for (name, question, compiled), answer in zip(prepared, raw, strict=True):
+                if answer is None:  # it came after the timeout: as a timeout on the handshake era
+                    if question.method != "elicitation/create":
+                        raise errors.RequestTimeout(question.method, timeout if timeout is not None else 0.0)
+                    self._outcome("timed_out")
+                    answers[name] = Cancelled("timeout")
+                elif question.method == "elicitation/create":
+                    answers[name] = self._form_answer(compiled, msgspec.convert(answer, ElicitResult))
+                elif question.method == "sampling/createMessage":
+                    answers[name] = msgspec.convert(answer, CreateMessageResult)
+                else:
+                    answers[name] = msgspec.convert(answer, ListRootsResult).roots
+        except msgspec.ValidationError as exc:
+            raise McpError(errors.INVALID_PARAMS, f"invalid input response: {exc}") from None
+        return answers
+
+    def _started(self) -> None:
+        self.connection.metrics.started(self.tool)
+        self._asked_at = time.monotonic()
+
+    def _outcome(self, outcome: str) -> None:
+        info = self.client_info
+        self.connection.metrics.finished(
+            self.tool, outcome, time.monotonic() - self._asked_at, info.name if info else None
+        )
+
+    def url_elicitation(self, message: str, url: str, *, elicitation_id: str | None = None) -> UrlElicitation:
+        """Prepare a URL step for ``raise UrlElicitationRequired([...])`` (the ``-32042`` path).
+
+        Checks the URL, mints an unguessable id (unless given) and binds it to
+        this session, so a later :meth:`Server.complete_url_elicitation` reaches
+        this client only.
+        """
+        self._require_url_mode(message)
+        eid = _checked_url_step(url, elicitation_id)
+        if not self.modern:
+            self.connection.register_url_elicitation(eid)
+        return UrlElicitation(message, url, eid)
+
+    def _require_url_mode(self, message: str, url: str | None = None) -> None:
+        if not capabilities.can_elicit_url(self.protocol_version, self.client_capabilities) and not (
+            url is not None and self._replaying("elicitation/create", ElicitRequestParams(message=message, mode="url",
+                                                                                          url=url))
+        ):
+            self.connection.metrics.unsupported(self.tool, "url")
+            raise self._unsupported(
+                "url", f"open links (it did not declare URL-mode elicitation); cannot ask: {message}"
+            )
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        timeout: Timeout = DEFAULT,
+        key: str | None = None,
+    ) -> Accepted[str] | Declined | Cancelled:
+        """Ask the person to open ``url`` in their browser (URL mode) -- for anything sensitive.
+
+        Payments, third-party sign-in and secrets happen on that page; nothing of
+        it crosses MCP. ``Accepted(elicitation_id)`` means only that the person
+        agreed to open the page, not that they finished there: learn that from
+        your own page or provider, then call :meth:`Server.complete_url_elicitation`.
+
+        Raises:
+            ElicitationUnsupported: the client did not declare URL mode (before sending).
+            InvalidElicitationUrl: not absolute http(s), has user info, or plain http
+                to a non-loopback host (before sending).
+        """
+        self._require_url_mode(message, url if self.modern else None)
+        eid = _checked_url_step(url, elicitation_id)
+        conn = self.connection
+        if timeout is DEFAULT:
+            timeout = conn.limits.elicitation_timeout
+        if self.modern:
+            # 2026-07-28: no elicitationId on the wire and no completion notice; the id
+            # stays the application's own handle for the step.
+            params = ElicitRequestParams(message=message, mode="url", url=url)
+        else:
+            conn.register_url_elicitation(eid)
+            params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
+        self._started()
+        try:
+            result = await self._ask_typed("elicitation/create", params, ElicitResult, timeout, key)
+        except errors.RequestTimeout:
+            conn.forget_url_elicitation(eid)
+            self._outcome("timed_out")
+            return Cancelled("timeout")
+        except BaseException:
+            conn.forget_url_elicitation(eid)
+            self._outcome("failed")
+            raise
+        if result.action == "accept":
+            self._outcome("accepted")
+            return Accepted(eid)
+        conn.forget_url_elicitation(eid)
+        self._outcome("declined" if result.action == "decline" else "cancelled")
+        return Declined() if result.action == "decline" else Cancelled("user")

@@ -1,0 +1,230 @@
+"""The server's request handlers: tools, resources, prompts and completion, each given what it reads.
+
+Each handler takes the :class:`~minimcp.server.registry.Registry` (and, where a call
+runs user code with a :class:`~minimcp.server.context.Context`, the connection as a
+:class:`~minimcp.server.context.ports.CallHost`) explicitly, decodes its params, and returns
+the result (or raises :class:`~minimcp.wire.errors.McpError`). Both eras use them:
+:mod:`minimcp.server.connection` dispatches the handshake era to them, and
+:mod:`minimcp.server.mrtr.rounds` wraps them in the 2026-07-28 result shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from minimcp.core.session import Deferred
+from minimcp.server.context import Context
+from minimcp.server.outcome import ToolRun, missing_capability, ready
+from minimcp.server.registry import Registry, page
+from minimcp.server.tools import argument_error, error_result
+from minimcp.wire import errors, jsonrpc
+from minimcp.wire.elicitation import ElicitationUnsupported
+from minimcp.wire.errors import McpError
+from minimcp.wire.jsonrpc import Request
+from minimcp.wire.types import (
+    UNSET,
+    CallToolResult,
+    CompleteParams,
+    CompleteResult,
+    Completion,
+    GetPromptParams,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedParams,
+    ReadResourceResult,
+    ResourceParams,
+    UnsetType,
+)
+
+if TYPE_CHECKING:
+    from minimcp.server.context.ports import CallHost
+    from minimcp.server.prompts import RegisteredPrompt
+
+__all__ = [
+    "EMPTY",
+    "LISTS",
+    "RESOURCE_NOT_FOUND",
+    "CallToolWire",
+    "call_tool",
+    "complete",
+    "get_prompt",
+    "prompt_and_arguments",
+    "prompt_result",
+    "read_resource",
+    "subscribe",
+    "unsubscribe",
+]
+
+#: The empty result (``ping``, ``resources/subscribe``, ``logging/setLevel``).
+EMPTY: dict[str, Any] = {}
+
+#: "Resource not found" in the handshake-era revisions (2026-07-28 says -32602 instead).
+RESOURCE_NOT_FOUND = -32002
+
+#: The spec caps one completion answer at this many values.
+MAX_COMPLETION_VALUES = 100
+
+
+class CallToolWire(msgspec.Struct, rename="camel"):
+    """``tools/call`` params, with the arguments kept raw (the tool's own type decodes them)."""
+
+    name: str
+    arguments: msgspec.Raw = jsonrpc.NO_PARAMS
+    meta: dict[str, Any] | UnsetType = msgspec.field(default=UNSET, name="_meta")
+    # 2026-07-28 multi round-trip requests
+    input_responses: dict[str, Any] | UnsetType | None = UNSET
+    request_state: str | UnsetType = UNSET
+
+
+# --- tools ---------------------------------------------------------------------------------------
+
+
+def call_tool(host: CallHost, registry: Registry, request: Request) -> Awaitable[CallToolResult] | Deferred:
+    """``tools/call`` on the handshake era: the tool's coroutine, for the session to await and finish."""
+    params = jsonrpc.decode_params(request.params, CallToolWire)
+    tool = registry.tools.get(params.name)
+    if tool is None:
+        raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
+    try:
+        kwargs = tool.arguments(params.arguments)
+    except msgspec.DecodeError as exc:  # a validation error, or bytes that are not valid UTF-8
+        return ready(error_result(argument_error(params.name, exc)))
+    ctx: Context | None = None
+    if tool.context_param is not None:
+        ctx = kwargs[tool.context_param] = Context(host, request.id, params.meta, tool=params.name)
+    # The tool's coroutine is made here, so the arguments dict is not kept alive beside it.
+    return ToolRun(host, tool, params.name, tool.fn(**kwargs), ctx, False)
+
+
+async def list_tools(registry: Registry, page_size: int, request: Request) -> ListToolsResult:
+    params = jsonrpc.decode_params(request.params, PaginatedParams)
+    tools, cursor = page(registry.tool_list, params.cursor, page_size)
+    return ListToolsResult(tools=tools, next_cursor=cursor)
+
+
+# --- resources -----------------------------------------------------------------------------------
+
+
+async def list_resources(registry: Registry, page_size: int, request: Request) -> ListResourcesResult:
+    params = jsonrpc.decode_params(request.params, PaginatedParams)
+    items = [r.definition for r in registry.resources.values()]
+    found, cursor = page(items, params.cursor, page_size)
+    return ListResourcesResult(resources=found, next_cursor=cursor)
+
+
+async def list_templates(registry: Registry, page_size: int, request: Request) -> ListResourceTemplatesResult:
+    params = jsonrpc.decode_params(request.params, PaginatedParams)
+    items = [t.definition for t in registry.templates]
+    found, cursor = page(items, params.cursor, page_size)
+    return ListResourceTemplatesResult(resource_templates=found, next_cursor=cursor)
+
+
+async def read_resource(registry: Registry, request: Request) -> ReadResourceResult:
+    uri = jsonrpc.decode_params(request.params, ResourceParams).uri
+    reader = registry.reader_for(uri)
+    if reader is None:
+        raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+    read, mime = reader
+    from minimcp.server.resources import to_contents  # loaded with the first resource registered
+
+    return ReadResourceResult(contents=to_contents(uri, mime, await read))
+
+
+async def subscribe(subscriptions: set[str], limit: int, request: Request) -> dict[str, Any]:
+    uri = jsonrpc.decode_params(request.params, ResourceParams).uri
+    if len(subscriptions) >= limit and uri not in subscriptions:
+        raise McpError(errors.SERVER_BUSY, "too many resource subscriptions on this session")
+    subscriptions.add(uri)
+    return EMPTY
+
+
+async def unsubscribe(subscriptions: set[str], request: Request) -> dict[str, Any]:
+    subscriptions.discard(jsonrpc.decode_params(request.params, ResourceParams).uri)
+    return EMPTY
+
+
+# --- prompts -------------------------------------------------------------------------------------
+
+
+async def list_prompts(registry: Registry, page_size: int, request: Request) -> ListPromptsResult:
+    params = jsonrpc.decode_params(request.params, PaginatedParams)
+    items = [p.definition for p in registry.prompts.values()]
+    found, cursor = page(items, params.cursor, page_size)
+    return ListPromptsResult(prompts=found, next_cursor=cursor)
+
+
+def prompt_and_arguments(registry: Registry, params: GetPromptParams) -> tuple[RegisteredPrompt, dict[str, str]]:
+    """The prompt ``params`` name and its arguments, checked against what it declares."""
+    prompt = registry.prompts.get(params.name)
+    if prompt is None:
+        raise McpError(errors.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+    arguments = params.arguments if not isinstance(params.arguments, UnsetType) else {}
+    missing = sorted(prompt.required - arguments.keys())
+    if missing:
+        raise McpError(errors.INVALID_PARAMS, f"prompt {params.name!r} needs argument(s): {', '.join(missing)}")
+    unknown = sorted(arguments.keys() - prompt.names)
+    if unknown:
+        raise McpError(errors.INVALID_PARAMS, f"prompt {params.name!r} has no argument(s): {', '.join(unknown)}")
+    return prompt, arguments
+
+
+async def get_prompt(host: CallHost, registry: Registry, request: Request) -> GetPromptResult:
+    params = jsonrpc.decode_params(request.params, GetPromptParams)
+    prompt, arguments = prompt_and_arguments(registry, params)
+    ctx = Context(host, request.id, params.meta, tool=params.name) if prompt.context_param else None
+    return await prompt_result(prompt, arguments, ctx)
+
+
+async def prompt_result(prompt: RegisteredPrompt, arguments: dict[str, str], ctx: Context | None) -> GetPromptResult:
+    """Run the prompt's function (with its context, if it takes one) and shape its result."""
+    kwargs: dict[str, Any] = dict(arguments)
+    if prompt.context_param is not None:
+        kwargs[prompt.context_param] = ctx
+    try:
+        value = await prompt.fn(**kwargs)
+    except ElicitationUnsupported as exc:
+        if ctx is not None and ctx.modern and exc.required is not None:
+            raise missing_capability(exc, exc.required) from None
+        raise McpError(errors.INVALID_PARAMS, str(exc)) from None
+    finally:
+        if ctx is not None:
+            ctx.finished = True
+    description = prompt.definition.description
+    from minimcp.server.prompts import to_prompt_result  # loaded with the first prompt registered
+
+    return to_prompt_result(value, description if isinstance(description, str) else None)
+
+
+# --- completion ----------------------------------------------------------------------------------
+
+
+async def complete(registry: Registry, request: Request) -> CompleteResult:
+    params = jsonrpc.decode_params(request.params, CompleteParams)
+    handler = registry.completion
+    values: list[str] = []
+    if handler is not None:
+        context = params.context.get("arguments", {}) if isinstance(params.context, dict) else {}
+        values = list(await handler(params.ref, params.argument.name, params.argument.value, dict(context)))
+    return CompleteResult(
+        completion=Completion(
+            values=values[:MAX_COMPLETION_VALUES],
+            total=len(values),
+            has_more=len(values) > MAX_COMPLETION_VALUES,
+        )
+    )
+
+
+#: The methods that page through what the registry holds: (registry, page size, request) -> result.
+#: Their answers on 2026-07-28 may be cached by the client.
+LISTS: dict[str, Callable[[Registry, int, Request], Awaitable[Any]]] = {
+    "tools/list": list_tools,
+    "resources/list": list_resources,
+    "resources/templates/list": list_templates,
+    "prompts/list": list_prompts,
+}

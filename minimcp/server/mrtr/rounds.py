@@ -1,0 +1,522 @@
+"""Revision 2026-07-28 on the server: serving one round of a call that spans rounds.
+
+The call itself is :mod:`minimcp.server.mrtr.run`.
+
+On 2026-07-28 there is no handshake: every request carries its protocol
+version, the client's capabilities and (usually) its identity in
+``params._meta``, and a server may not send the client requests of its own.
+A question to the person becomes an ``input_required`` result; the client
+answers by calling again with ``inputResponses`` and the ``requestState`` we
+gave it.
+
+minimcp keeps the tool author's ``await ctx.elicit(...)`` unchanged, anywhere
+in a tool body. The tool runs in a task of its own (a :class:`Run`); when it
+asks, the request being served answers ``input_required`` and the run stays
+suspended -- *parked* (:class:`~minimcp.server.mrtr.modern.Parking`) under a handle sealed
+into ``requestState``. The retry finds the handle and delivers the answer: the
+same coroutine goes on, exactly as on the handshake era.
+
+When the handle is not here (the process restarted, the retry reached another
+worker, the park was dropped to make room), the tool is *replayed*: it runs
+again from the top and each ``ctx.elicit`` returns the answer recorded in the
+sealed state, in order, until the first unanswered question. So code that runs
+before a question may run more than once; a tool that must not be replayed is
+registered with ``replayable=False`` and its retries then fail cleanly.
+
+What is recorded is only what the tool can use of each answer
+(:func:`~minimcp.wire.mrtr.clean_answer`), and when the open questions were asked: an
+answer arriving after the question's timeout is no answer, and ``ctx.elicit``
+gives ``Cancelled("timeout")`` as on the handshake era, parked or replayed. A
+parked call is dropped when that timeout passes.
+
+The pure half of this revision (envelope, meta keys, codes, result shape,
+questions and answers) is :mod:`minimcp.wire.mrtr`; :func:`serve` is the entry from
+:class:`~minimcp.server.connection.ServerConnection`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from minimcp.core._backend import BareTaskCancelled
+from minimcp.core.dispatch import Deferred
+from minimcp.server import handlers
+from minimcp.server.context import Context
+from minimcp.server.mrtr.run import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
+from minimcp.server.mrtr.state import StateTooLarge, digest
+from minimcp.server.mrtr.used_states import use_state
+from minimcp.server.outcome import ToolRun
+from minimcp.server.tools import RegisteredTool, argument_error, error_result, to_result
+from minimcp.wire import errors, jsonrpc, mrtr
+from minimcp.wire.elicitation import UrlElicitationRequired
+from minimcp.wire.errors import ConnectionClosed, McpError
+from minimcp.wire.jsonrpc import Request
+from minimcp.wire.mrtr import Envelope
+from minimcp.wire.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
+from minimcp.wire.versions import MODERN, SUPPORTED
+
+if TYPE_CHECKING:
+    from minimcp.server.connection import ServerConnection
+
+# (Asking, Outcome, Raised, Returned and Run live in minimcp.server.mrtr.run; their names here keep working.)
+__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "ServingRun", "serve", "take_over", "use_state"]
+
+logger = logging.getLogger("minimcp.modern")
+server_logger = logging.getLogger("minimcp.server")
+
+_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
+
+
+# --- serving one round ---------------------------------------------------------------------
+
+async def serve(conn: ServerConnection, request: Request) -> Any:
+    """Answer one request of a connection locked to 2026-07-28 (every result in the revision's shape)."""
+    method = request.method
+    if method == "initialize" and not mrtr.has_envelope(request.params):
+        raise McpError(
+            mrtr.UNSUPPORTED_VERSION,
+            "this connection speaks protocol 2026-07-28 (no initialize); open a new connection to use "
+            "the handshake",
+            {"supported": list(MODERN), "requested": _requested_version(request.params)},
+        )
+    if method == "tools/call":
+        return await _call_tool(conn, request)  # its params and envelope in one decoding
+    envelope = mrtr.read_envelope(request.params)
+    server, registry = conn.server, conn.registry
+    info = server.info
+    if method == "server/discover":
+        result: dict[str, Any] = {
+            "supportedVersions": [*MODERN, *reversed(SUPPORTED)],
+            "capabilities": msgspec.to_builtins(_modern_capabilities(server.capabilities())),
+        }
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return mrtr.complete(result, info, cacheable=True)
+    lister = handlers.LISTS.get(method)
+    if lister is not None:
+        return mrtr.complete(await lister(registry, conn.limits.page_size, request), info, cacheable=True)
+    if method == "resources/read":
+        try:
+            value = await handlers.read_resource(registry, request)
+        except McpError as exc:
+            if exc.code == handlers.RESOURCE_NOT_FOUND:  # resource-not-found is -32602 from 2026-07-28 on
+                raise McpError(errors.INVALID_PARAMS, exc.message, exc.data) from None
+            raise
+        return mrtr.complete(value, info, cacheable=True)
+    if method == "prompts/get":
+        return await _get_prompt(conn, request, envelope)
+    if method == "completion/complete":
+        return mrtr.complete(await handlers.complete(registry, request), info)
+    raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+class _CallToolParams(msgspec.Struct, rename="camel"):
+    """``tools/call`` params on 2026-07-28: :class:`~minimcp.server.handlers.CallToolWire` with ``_meta`` as bytes
+    (the envelope is read from them, and a parked call's context keeps what it needs of them)."""
+
+    name: str
+    arguments: msgspec.Raw = jsonrpc.NO_PARAMS
+    meta: msgspec.Raw = msgspec.field(default=mrtr.NO_META, name="_meta")
+    input_responses: dict[str, Any] | UnsetType | None = UNSET
+    request_state: str | UnsetType = UNSET
+
+
+_decode_call_params = msgspec.json.Decoder(_CallToolParams).decode
+
+
+async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]:
+    try:
+        params = _decode_call_params(request.params or b"{}")
+    except msgspec.DecodeError as exc:  # (a ValidationError too)
+        mrtr.read_envelope(request.params)  # a bad envelope is told first, as for every other method
+        raise McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
+    envelope = mrtr.envelope_of(params.meta)
+    tool = conn.registry.tools.get(params.name)
+    if tool is None:
+        raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
+    try:
+        kwargs = tool.arguments(params.arguments)
+    except msgspec.DecodeError as exc:
+        return mrtr.complete(error_result(argument_error(params.name, exc)), conn.server.info)
+    arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
+    name, context_param = params.name, tool.context_param
+
+    def body(ctx: Context | None) -> Awaitable[Any]:
+        call = dict(kwargs)
+        if context_param is not None:
+            call[context_param] = ctx
+        return ToolRun(conn, tool, name, tool.fn(**call), ctx, True)
+
+    wants_context = context_param is not None
+    meta = dict(envelope.rest) if envelope.rest else UNSET  # (read once per _meta with the envelope)
+    return await _rounds(conn, request, envelope, "tools/call", name, arguments, params, meta, wants_context, body)
+
+
+async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
+    params = jsonrpc.decode_params(request.params, GetPromptParams)
+    prompt, arguments = handlers.prompt_and_arguments(conn.registry, params)
+    return await _rounds(
+        conn,
+        request,
+        envelope,
+        "prompts/get",
+        params.name,
+        arguments,
+        params,
+        params.meta,
+        prompt.context_param is not None,
+        lambda ctx: handlers.prompt_result(prompt, arguments, ctx),
+    )
+
+
+async def _rounds(
+    conn: ServerConnection,
+    request: Request,
+    envelope: Envelope,
+    method: str,
+    name: str,
+    arguments: Any,
+    params: Any,
+    meta: dict[str, Any] | UnsetType,
+    wants_context: bool,
+    body: Callable[[Context | None], Awaitable[Any]],
+) -> dict[str, Any]:
+    """Serve one round of a multi round-trip request (tools/call, prompts/get).
+
+    A new call starts ``body`` in a :class:`Run`; a retry resumes the parked run
+    named in its ``requestState``, or replays ``body`` with the recorded answers.
+    """
+    server = conn.server
+    binding = {
+        "m": method,
+        "t": name,
+        "a": digest(arguments),
+        "p": envelope.client_info.name if envelope.client_info else None,
+    }
+    responses = params.input_responses
+    if responses is None or (not isinstance(responses, UnsetType) and not all(
+        isinstance(v, dict) for v in responses.values()
+    )):
+        raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
+    inputs: dict[str, Any] = responses if isinstance(responses, dict) else {}
+    if isinstance(params.request_state, str):
+        now = time.time()
+        state = await use_state(server.sealer, server.used_states, params.request_state, now=now, binding=binding)
+        run = server.parking.take(str(state.get("h")))
+        if run is not None:
+            if run.context is not None:
+                # Capabilities, identity and log level come from this request only.
+                run.context.envelope = envelope
+                run.context.request_id = request.id
+            if not run.resume(inputs, now):
+                # A needed answer is missing: ask the same questions again, still parked.
+                return _input_required(conn, run, binding)
+        else:
+            keys = [str(k) for k in state.get("ks", [])]
+            digests, asked_at, timeout = mrtr.asked(state)
+            # An answer after the question's timeout is no answer: the call goes on as timed out.
+            late = asked_at is not None and timeout is not None and now > asked_at + timeout
+            if method == "tools/call" and name in conn.registry.not_replayable:
+                raise McpError(
+                    errors.INVALID_PARAMS,
+                    f"this call of {name!r} cannot be resumed here (its state is gone and the tool is "
+                    "not replayable); call the tool again",
+                )
+            server.workers.continued_here(state)  # parked on another worker: it drops its copy
+            recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
+            if late:
+                recorded.extend([d, None] for d in digests)
+            elif keys and all(isinstance(inputs.get(k), dict) for k in keys):
+                recorded.extend([d, inputs[k]] for k, d in zip(keys, digests, strict=False))
+            call_id = state.get("c")
+            run = _start_run(
+                conn, name, envelope, request, meta, wants_context, body, recorded,
+                call_id if isinstance(call_id, str) else None,
+                asked=(digests, asked_at) if asked_at is not None else None,
+            )
+    else:
+        # A first call may carry answers to questions asked by name (key=...).
+        run = _start_run(conn, name, envelope, request, meta, wants_context, body, [], offered=inputs)
+    try:
+        outcome = await run.next_outcome()
+    except BaseException:
+        run.stop()  # the client gave up on this round: stop the call
+        raise
+    if isinstance(outcome, Asking):
+        return _input_required(conn, run, binding)
+    if isinstance(outcome, Raised):
+        if isinstance(outcome.error, UrlElicitationRequired):
+            return _url_steps_required(conn, outcome.error, binding)
+        raise outcome.error
+    return mrtr.complete(outcome.value, server.info)
+
+
+def _start_run(
+    conn: ServerConnection,
+    name: str,
+    envelope: Envelope,
+    request: Request,
+    meta: dict[str, Any] | UnsetType,
+    wants_context: bool,
+    body: Callable[[Context | None], Awaitable[Any]],
+    recorded: list[list[Any]],
+    call_id: str | None = None,
+    *,
+    offered: dict[str, Any] | None = None,
+    asked: tuple[list[str], float] | None = None,
+) -> Run:
+    # (conn: a later retry on this connection may be taken over by its read loop)
+    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked, conn=conn)
+    ctx: Context | None = None
+    if wants_context:
+        if isinstance(meta, dict):
+            # The envelope's keys live on in ``envelope`` (renewed each round); the context keeps the
+            # rest (a progress token): a parked call need not hold a second copy of the envelope.
+            meta = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or UNSET
+        ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name)
+    # The body is made here (a coroutine, not run yet): the parked task keeps only it, not the
+    # closure that makes it.
+    awaitable = body(ctx)
+    try:
+        run.scope = conn.session.start_detached(_drive(run, awaitable, ctx))
+    except ConnectionClosed:
+        inner = awaitable.awaitable if isinstance(awaitable, Deferred) else awaitable
+        if isinstance(inner, Coroutine):
+            inner.close()  # never to run: no "never awaited" warning
+        raise
+    return run
+
+
+async def _drive(
+    run: Run,
+    awaitable: Awaitable[Any] | Deferred | None,
+    ctx: Context | None,
+    tool: RegisteredTool | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> None:
+    """The run's own task: the tool's body, its outcome told to the request side, whatever ends it.
+
+    A bare task of the session's awaiting the tool's own coroutine (a :class:`Deferred` finished here: no
+    wrapping frame while parked). A call taken over (:func:`take_over`) gives ``tool`` and its ``kwargs``
+    (its own dict) instead: the coroutine is made in the task, its result mapped as :class:`ToolRun`
+    maps it (no object of it per call), and the run answers its request itself (:func:`_last_reply`).
+    """
+    error: McpError | None
+    try:
+        try:
+            if tool is not None:
+                assert kwargs is not None
+                if tool.context_param is not None:
+                    kwargs[tool.context_param] = ctx
+                coro = tool.fn(**kwargs)
+                kwargs = None  # (not held while parked)
+                try:
+                    value = await coro
+                except BaseException as exc:  # (a cancellation is raised again)
+                    result = ToolRun(run.conn, tool, run.tool, coro, ctx, True).finish(None, exc)
+                else:
+                    if ctx is not None:
+                        ctx.finished = True  # (ToolRun.finish, written out: the usual result)
+                    result = to_result(tool, value)  # (a CallToolResult as it is)
+            elif isinstance(awaitable, Deferred):
+                try:
+                    value = await awaitable.awaitable
+                except BaseException as exc:
+                    result = awaitable.finish(None, exc)  # a cancellation is raised again
+                else:
+                    result = awaitable.finish(value, None)
+            else:
+                assert awaitable is not None
+                result = await awaitable
+        except McpError as exc:
+            result, error = None, exc
+        else:
+            error = None
+        if run.serving is None:
+            run.finish(Returned(result) if error is None else Raised(error))
+        else:
+            id_, reply = _last_reply(run, result, error)  # (its outcome's parts: no Returned made per call)
+            session = run.conn.session
+            if not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
+                await session.reply_adopted(id_, reply)
+    except BareTaskCancelled:
+        pass  # asyncio: the call was stopped (dropped, timed out, given up on, or the session ended)
+    finally:
+        if ctx is not None:
+            ctx.finished = True
+        # The run and its context point at each other, and the task at the run: cut here, they go when
+        # their last reference does, not in a pass of the cyclic GC (which a call per round trip kept busy).
+        run.context, run.scope = None, NOT_STARTED
+        if not run.finished:  # (finish takes the run out of its parking)
+            abandoned = Raised(McpError(errors.INTERNAL_ERROR, f"the call of {run.tool!r} was abandoned"))
+            if run.serving is None:
+                run.finish(abandoned)
+            else:  # (no reply if that request was cancelled: the usual way a serving run ends early)
+                id_, _ = _end_serving(run)
+                session = run.conn.session
+                session.reply_adopted_nowait(id_, session.error_reply(id_, abandoned.error, "tools/call"))
+
+
+# --- the read loop's fast path: a run answering the requests it serves ---------------------------
+
+
+class ServingRun(Run):
+    """A :class:`Run` that answers the requests it serves itself (taken over by :func:`take_over`).
+
+    Its task sends ``input_required`` when the tool asks (:meth:`answer_asking`) and the call's
+    result when it ends (:func:`_last_reply`), for the request in :attr:`serving`: no handler
+    task waits on its outcome. Between rounds (``serving`` is ``None``) it is a parked run like
+    any other, and a retry served the usual way (:func:`_rounds`) waits on it as on any run.
+    """
+
+    __slots__ = ()
+
+    async def answer_asking(self) -> None:
+        conn, id_, binding = self.conn, self.serving, self.binding
+        self.serving = self.binding = None
+        session = conn.session
+        try:
+            sealed = _sealed_round(conn, self, binding or {})  # (its questions stay pending: read below)
+            if isinstance(sealed, str):  # (the reply from prepared bytes: no tree of dicts per round)
+                reply = mrtr.input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.server.info)
+            else:
+                reply = jsonrpc.encode_result(id_, sealed)
+        except Exception as exc:  # the client's bound of parked calls (its run is stopped)
+            reply = session.error_reply(id_, exc, "tools/call")
+        if self.scope is NOT_STARTED:  # (stopped by the seal or the park: this task is being cancelled)
+            session.reply_adopted_nowait(id_, reply)
+        elif not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
+            await session.reply_adopted(id_, reply)
+
+
+def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
+    """A serving run's call is over: out of its parking, finished; the request it served and its binding."""
+    id_, binding = run.serving, run.binding
+    run.serving = run.binding = None
+    run.parking.discard(run)
+    run.finished = True
+    return id_, binding
+
+
+def _last_reply(run: Run, result: Any, error: McpError | None) -> tuple[Any, bytes]:
+    """A serving run's call ended with ``result`` (``error`` None: a :class:`Returned`) or ``error`` (a
+    :class:`Raised`): the request it serves, and the reply that answers it."""
+    conn, id_, binding = run.conn, run.serving, run.binding  # (_end_serving, written out: once per call)
+    run.serving = run.binding = None
+    # (no parking.discard: a run serving a request is not parked -- it leaves its parking before it
+    # serves a retry, and parks only once it answered input_required, serving nothing)
+    run.finished = True
+    try:
+        if error is None:
+            reply = mrtr.complete_reply(id_, result, conn.server.info)
+        elif isinstance(error, UrlElicitationRequired):
+            reply = jsonrpc.encode_result(id_, _url_steps_required(conn, error, binding or {}))
+        else:
+            reply = conn.session.error_reply(id_, error, "tools/call")
+    except Exception as exc:
+        reply = conn.session.error_reply(id_, exc, "tools/call")
+    return id_, reply
+
+
+def take_over(conn: ServerConnection, request: Request) -> bool:
+    """The read loop's fast path for a 2026-07-28 ``tools/call`` (``Session.take_over``): True if taken.
+
+    A new call starts its :class:`ServingRun` at once; a retry whose run is parked here is handed
+    its answers at once (its state opened and recorded as used, as :func:`_rounds` does). Either
+    way the run's task answers the request: no handler task, no hand-over through an outcome
+    cell. Anything else -- another method, a replay, a missing answer, a state or params that do
+    not check out, a store of used states that must be awaited -- is not taken (False) and goes
+    the usual way (:func:`serve` in a handler task), which answers it, errors included, as ever.
+    Nothing is changed before everything is checked (:func:`minimcp.server.mrtr.takeover.take_call`).
+    """
+    if request.method != "tools/call":
+        return False
+    from minimcp.server.mrtr.takeover import take_request  # (it builds on this module)
+
+    return take_request(conn, request.id, request.params)
+
+
+def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
+    """Park ``run`` and answer ``input_required`` with its open questions (and a fresh state)."""
+    keys, questions = run.pending_keys, run.pending
+    sealed = _sealed_round(conn, run, binding)
+    if not isinstance(sealed, str):
+        return sealed
+    return mrtr.input_required(keys, questions, sealed, conn.server.info)
+
+
+_BINDING_KEYS = frozenset(("m", "t", "a", "p"))
+_WORKER_KEYS = frozenset(("w",))
+
+
+def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> str | dict[str, Any]:
+    """Seal ``run``'s round and park it: the state for its ``input_required``, or the result ending a
+    ``tools/call`` whose state would be too large."""
+    server = conn.server
+    keys, questions = run.pending_keys, run.pending
+    try:
+        answers, extra = run.answers, server.workers.sealed
+        if not answers and binding.keys() == _BINDING_KEYS and (not extra or extra.keys() == _WORKER_KEYS):
+            # The usual first question: the payload but its handle and arguments' digest made in sorted order,
+            # nothing nested to sort (no answers yet), sealed as it is (one dict; StateSealer.seal_parts).
+            payload: dict[str, Any] = {  # (one question, the usual round: no comprehension's frame)
+                "ans": answers, "at": run.asked_at, "c": run.call_id, "ks": keys, "m": binding["m"], "n": None,
+                "p": binding["p"], "qs": [questions[0].digest] if len(questions) == 1 else [
+                    q.digest for q in questions], "t": binding["t"], "to": run.pending_timeout}
+            if extra:
+                payload["w"] = extra["w"]
+            state = server.sealer.seal_parts(run.handle, binding["a"], payload, time.time() + server.state_ttl)
+        else:
+            payload = {**binding, "h": run.handle, "ks": keys, "qs": [q.digest for q in questions],
+                       "at": run.asked_at, "to": run.pending_timeout, "ans": answers, "c": run.call_id, **extra}
+            state = server.sealer.seal(payload, now=time.time(), ttl=server.state_ttl)
+    except StateTooLarge as exc:
+        run.stop()
+        text = (f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
+                f"are too large ({exc.size} bytes sealed, limit {exc.limit})")
+        server_logger.warning("%s", text)
+        if binding["m"] != "tools/call":
+            raise McpError(errors.INTERNAL_ERROR, text) from None
+        return mrtr.complete(error_result(text), server.info)
+    if server.replay_every_retry:
+        run.stop()  # dropped at once, as on a full park table: the retry replays
+    else:
+        server.parking.park(run)
+    return state
+
+
+def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, binding: dict[str, Any]) -> dict[str, Any]:
+    # -32042 does not exist on 2026-07-28: the steps become URL input requests, and the
+    # retry simply runs the tool again (it checks for itself whether the steps are done).
+    server = conn.server
+    requests = {
+        f"url{i + 1}": {"method": "elicitation/create",
+                        "params": {"mode": "url", "message": item.message, "url": item.url}}
+        for i, item in enumerate(exc.elicitations)
+    }
+    state = server.sealer.seal({**binding, "h": None, "ks": [], "ans": []}, now=time.time(), ttl=server.state_ttl)
+    result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
+    return mrtr.complete(result, server.info)
+
+
+def _requested_version(params: msgspec.Raw) -> Any:
+    try:
+        return msgspec.json.decode(params or b"{}").get("protocolVersion")
+    except (msgspec.DecodeError, AttributeError):
+        return None
+
+
+def _modern_capabilities(caps: ServerCapabilities) -> ServerCapabilities:
+    # 2026-07-28 removed logging/setLevel and resources/subscribe, and list changes travel only
+    # through subscriptions/listen, which we do not offer: so no subscribe / listChanged either.
+    def plain(value: dict[str, Any] | UnsetType) -> dict[str, Any] | UnsetType:
+        return {} if isinstance(value, dict) else value
+
+    return msgspec.structs.replace(
+        caps, logging=UNSET, resources=plain(caps.resources), prompts=plain(caps.prompts), tools=plain(caps.tools)
+    )

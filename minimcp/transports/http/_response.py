@@ -1,0 +1,423 @@
+"""One live HTTP response reading a request's SSE stream: its writes, and its wait for the end (no task of its own)."""
+
+from __future__ import annotations
+
+import logging
+import types
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from minimcp.core._backend import FutureWaker, checkpoint, end_wait, running_loop, trio_cancel_scope
+
+if TYPE_CHECKING:
+    from minimcp.transports.http._asgi import ASGIMessage, Receive, Send
+    from minimcp.transports.http._streams import Stream
+
+__all__ = ["Reader"]
+
+logger = logging.getLogger("minimcp.http")
+
+
+class Reader:
+    """One live HTTP response reading a request's stream, with no task of its own.
+
+    Whoever pushes an event (the request's handler, mostly) writes it through
+    :meth:`flush` (on asyncio the question and the result, through :meth:`flush_nowait`:
+    a write that has to wait is finished by the response); the response's own coroutine only waits in ``receive()`` for
+    the end (:meth:`respond`): the ASGI server says ``http.disconnect`` when the
+    client leaves, and when the response is complete (a server that does not is
+    woken by the last write). One writer at a time: a push that finds a write
+    under way leaves its event to that writer, which loops until nothing is left.
+    The last event goes out with the end of the response (one write).
+    """
+
+    __slots__ = (
+        "clock",
+        "cursor",
+        "ending",
+        "finished",
+        "head",
+        "hold",
+        "idle",
+        "last_write",
+        "rest",
+        "scope",
+        "send",
+        "stream",
+        "waiting",
+        "write_timeout",
+        "writing",
+    )
+
+    def __init__(
+        self,
+        stream: Stream,
+        send: Send,
+        cursor: int,
+        head: bytes,
+        write_timeout: float,
+        clock: Callable[[], float] = anyio.current_time,
+    ) -> None:
+        self.stream = stream
+        self.send = send
+        self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
+        self.cursor = cursor  # the seq of the last event written
+        self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
+        self.hold = False  # the head alone waits: it goes out with the first event (or when let go)
+        self.writing = True  # the response head is not out yet: pushes only buffer
+        self.finished = False  # the end of the response is written
+        self.ending = False  # asked to end (session closed, request cancelled, another reader took over)
+        self.waiting = False  # its coroutine waits in receive()
+        self.scope: Any = None  # what ends that wait (end_wait): asyncio, a future; trio, a cancel scope
+        # A write begun by flush_nowait that has to wait for the client: (its steps, what it waits on, the
+        # seq it writes up to, whether it is the last), for the response's own coroutine to finish.
+        self.rest: tuple[Generator[Any, Any, Any], Any, int, bool] | None = None
+        self.idle: anyio.Event | None = None  # set when the write under way ends (made only when awaited)
+        self.clock = clock  # the backend's (SessionTransport.clock)
+        self.last_write = clock()
+
+    async def flush(self) -> None:
+        """Write what the stream holds beyond :attr:`cursor` (no-op while another write is under way)."""
+        if self.writing or self.finished:
+            return
+        self.writing = True
+        try:
+            await self.write_all()
+        finally:
+            self.release()
+        if self.finished and self.waiting:
+            if isinstance(self.scope, FutureWaker):
+                # asyncio: the wait ends by completing a future of its own (race-free, no cancellation), so
+                # at once; when the ASGI server has woken receive() already, the response just reads its end.
+                self._interrupt()
+            else:
+                await self._wake_waiter()
+
+    def flush_nowait(self) -> None:
+        """:meth:`flush` for a caller that does not wait (``SessionTransport.send_nowait_described``, asyncio):
+        the writes the ASGI server takes at once are made here; one that has to wait for the client is
+        finished, with what follows, by the response's own coroutine (:meth:`respond`), woken for it."""
+        if self.writing or self.finished:
+            return
+        self.writing = True
+        stream = self.stream
+        try:
+            while stream.owner is self:
+                due = self._due()
+                if due is None:
+                    break
+                message, after, last = due
+                steps = self.send(message).__await__()
+                try:
+                    waits_on = steps.send(None)
+                except StopIteration:
+                    self._wrote(after, last)
+                    if last:
+                        break
+                    continue
+                self.rest = (steps, waits_on, after, last)  # ``writing`` stays held for the response's coroutine
+                self._interrupt()
+                return
+        except Exception as exc:  # as in write_all
+            logger.debug("SSE stream %d: could not write (%r): the client went away", stream.key, exc)
+            self.gone()
+        self.release()
+        if self.finished:
+            self._interrupt()
+
+    def _due(self) -> tuple[ASGIMessage, int, bool] | None:
+        """The next write: its message, the seq it reaches and whether it ends the response (the held
+        head goes with it); None while nothing is due (or a priming head is held for what follows)."""
+        stream = self.stream
+        batch, after = stream.since(self.cursor)
+        last = stream.done and after >= stream.next_seq - 1
+        head = self.head
+        if not batch and not last and (not head or self.hold):
+            return None
+        self.head = b""
+        body = head + b"".join(batch) if batch else head
+        return {"type": "http.response.body", "body": body, "more_body": not last}, after, last
+
+    def _wrote(self, after: int, last: bool) -> None:
+        """A write up to seq ``after`` went out (``last``: with the end of the response)."""
+        self.last_write = self.clock()
+        self.cursor = after
+        stream = self.stream
+        if after > stream.delivered:
+            stream.delivered = after
+        if last:
+            self.finished = True
+
+    async def _write_rest(self) -> None:
+        """Finish the write :meth:`flush_nowait` began (bounded by :attr:`write_timeout`), then write what
+        follows; the response's own coroutine does this."""
+        rest = self.rest
+        assert rest is not None
+        self.rest = None
+        steps, waits_on, after, last = rest
+        del rest
+        try:
+            with anyio.move_on_after(self.write_timeout) as scope:
+                await _Resumed(steps, waits_on)
+            del steps, waits_on
+            if scope.cancelled_caught:
+                self.stalled()
+            else:
+                self._wrote(after, last)
+                await self.write_all()
+        except Exception as exc:  # as in write_all
+            logger.debug("SSE stream %d: could not write (%r): the client went away", self.stream.key, exc)
+            self.gone()
+        finally:
+            self.release()
+
+    async def write_all(self) -> bool:
+        """The writing loop; the caller holds :attr:`writing`. Never raises for a client that has gone.
+
+        False when the client has gone (or stalled, see :attr:`write_timeout`) during it.
+        """
+        stream = self.stream
+        try:
+            while stream.owner is self:
+                due = self._due()
+                if due is None:
+                    return True
+                message, after, last = due
+                if not await self._write(message):
+                    self.stalled()
+                    return False
+                self._wrote(after, last)
+                if last:
+                    return True
+        except Exception as exc:
+            # OSError: the client is gone (ASGI 2.4); some servers raise other errors after a disconnect.
+            logger.debug("SSE stream %d: could not write (%r): the client went away", stream.key, exc)
+            self.gone()
+            return False
+        return True
+
+    async def _write(self, message: ASGIMessage) -> bool:
+        """One ``send``; False when it waited :attr:`write_timeout` for a client that does not read.
+
+        The deadline costs nothing when ``send`` returns without waiting (the ASGI server took
+        the bytes): its first step runs here, and only a ``send`` that has to wait finishes under
+        a deadline. A cancel scope around every write would cost 6 to 10 us on asyncio, a few
+        per cent of an HTTP round trip.
+        """
+        steps = self.send(message).__await__()
+        try:
+            waits_on = next(steps)
+        except StopIteration:
+            return True
+        with anyio.move_on_after(self.write_timeout) as scope:
+            await _Resumed(steps, waits_on)
+        return not scope.cancelled_caught
+
+    def release(self) -> None:
+        """The write under way has ended."""
+        self.writing = False
+        idle = self.idle
+        if idle is not None:
+            self.idle = None
+            idle.set()
+
+    async def finish(self) -> None:
+        """After :meth:`end`: wait for a write under way, write what is left, then the end of the response."""
+        while self.writing:
+            idle = self.idle = self.idle or anyio.Event()
+            await idle.wait()
+        if self.finished:
+            return
+        self.writing = True
+        try:
+            if await self.write_all() and not self.finished:
+                if await self._write({"type": "http.response.body", "body": b"", "more_body": False}):
+                    self.finished = True
+                else:
+                    self.stalled()
+        except Exception as exc:
+            logger.debug("SSE stream %d: could not end the response (%r)", self.stream.key, exc)
+            self.gone()
+        finally:
+            self.release()
+
+    async def ping(self, ping: bytes) -> None:
+        """A keep-alive comment (with anything pushed meanwhile)."""
+        if self.writing or self.finished:
+            return
+        self.head += ping
+        await self.flush()
+
+    def end(self) -> None:
+        """End the response soon (its coroutine writes what is left, then the end)."""
+        self.ending = True
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        """End the wait in ``receive()``, if one is under way (it sees :attr:`ending` or :attr:`finished`)."""
+        scope = self.scope
+        if scope is not None and self.waiting:
+            end_wait(scope)
+
+    def stalled(self) -> None:
+        """A write waited :attr:`write_timeout` for a client that does not read: it is treated as gone."""
+        logger.info(
+            "SSE stream %d: the client read nothing for %g s; treated as gone (its events stay for a resumption)",
+            self.stream.key,
+            self.write_timeout,
+        )
+        self.gone()
+
+    def gone(self) -> None:
+        """The client left: later events only go to the replay buffer."""
+        if self.stream.owner is self:
+            self.stream.owner = None
+
+    async def _wake_waiter(self) -> None:
+        # trio: the ASGI servers we know end a pending receive() with http.disconnect once the response is
+        # complete, which wakes the waiter by the time it runs (no cancellation); any other is woken here.
+        try:
+            await checkpoint()
+        finally:
+            self._interrupt()
+
+    def _relay(self, _: object) -> None:
+        """asyncio: the future ``receive()`` waits on is done: wake the response's wait (a callback of that future)."""
+        wake = self.scope
+        if wake is not None and self.waiting:
+            end_wait(wake)
+
+    @types.coroutine
+    def respond(
+        self,
+        receive: Receive,
+        start: ASGIMessage,
+        hold: Callable[[Reader], None] | None,
+        ended: Callable[[Reader, Any], None],
+        owner: Any,
+    ) -> Generator[Any, Any, None]:
+        """The whole response, in one frame: ``start`` (its head), what the stream holds, then the wait in
+        ``receive()`` until it is complete, the client leaves, or :meth:`end`; ``ended(self, owner)`` last.
+
+        ``hold`` (the pacer's) holds a lone priming event back a moment. The wait is ended with no
+        cancellation: on asyncio the task waits on a future of its own, which the future ``receive()``
+        waits on completes (a done-callback) as :meth:`end` does; ``receive()`` is driven step by step
+        here and, when woken, closed where it waits. On trio a native cancel scope ends it (trio's
+        cancellation is level-triggered: a wake that comes as ``receive()`` returns is simply unused).
+        """
+        try:
+            try:
+                yield from self.send(start).__await__()
+                if hold is not None:
+                    hold(self)
+                del start, hold  # not held while the response stays open (bytes per pending call)
+                yield from self.write_all().__await__()
+            finally:
+                self.release()
+            disconnected = False
+            loop = running_loop()
+            if loop is None:  # trio
+                scope = self.scope = trio_cancel_scope()
+                self.waiting = True
+                try:
+                    with scope:
+                        while not (self.finished or self.ending):
+                            if (yield from receive().__await__())["type"] == "http.disconnect":
+                                disconnected = True
+                                break
+                finally:
+                    self.waiting = False
+                    self.scope = None
+            while loop is not None:  # asyncio: one receive() each
+                if self.rest is not None:  # a write flush_nowait began waits for the client: finish it here
+                    yield from self._write_rest().__await__()
+                if self.finished or self.ending:
+                    break
+                waiting = receive()  # its own steps when a coroutine (no wrapper per wait)
+                steps: Any = waiting if type(waiting) is types.CoroutineType else waiting.__await__()
+                del waiting
+                throw: BaseException | None = None
+                message: Any = None
+                while True:
+                    try:
+                        inner = steps.send(None) if throw is None else steps.throw(throw)
+                    except StopIteration as done:
+                        message = done.value
+                        break
+                    throw = None
+                    if inner is None:  # a bare yield (one turn of the loop)
+                        try:
+                            yield None
+                        except GeneratorExit:
+                            steps.close()
+                            raise
+                        except BaseException as exc:
+                            throw = exc
+                        continue
+                    if self.finished or self.ending or self.rest is not None:  # not waited on: see above
+                        steps.close()
+                        break
+                    while not inner.done():  # wait on ``wake``: set when ``inner`` is done, or by end()
+                        wake = self.scope = loop.create_future()
+                        wake._asyncio_future_blocking = True
+                        inner.add_done_callback(self._relay)
+                        self.waiting = True
+                        try:
+                            yield wake
+                        except GeneratorExit:
+                            steps.close()
+                            raise
+                        except BaseException as exc:  # the task itself is cancelled: receive() sees it
+                            throw = exc
+                            inner.cancel()
+                            break
+                        finally:
+                            self.waiting = False
+                            self.scope = None
+                            inner.remove_done_callback(self._relay)
+                        if self.finished or self.ending or self.rest is not None:
+                            break
+                    if throw is None and not inner.done():  # woken by end(), the last write or flush_nowait
+                        steps.close()
+                        break
+                if message is not None and message["type"] == "http.disconnect":
+                    disconnected = True
+                    break
+            if self.rest is not None:  # the client left meanwhile: the write ends (bounded) all the same
+                yield from self._write_rest().__await__()
+            if disconnected and not self.finished:
+                self.gone()
+            if self.ending and not self.finished:
+                yield from self.finish().__await__()
+        except OSError:  # the ASGI server could not write: the client is gone
+            logger.debug("SSE stream %d: client went away", self.stream.key)
+        finally:
+            ended(self, owner)
+
+
+class _Resumed:
+    """The rest of an awaitable whose first step has run (it waits on ``waits_on``), to await."""
+
+    __slots__ = ("steps", "waits_on")
+
+    def __init__(self, steps: Generator[Any, Any, Any], waits_on: Any) -> None:
+        self.steps = steps
+        self.waits_on = waits_on
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        steps, waits_on = self.steps, self.waits_on
+        while True:  # what ``yield from`` does, from the second step on
+            try:
+                sent = yield waits_on
+            except BaseException as exc:  # a cancellation (or close): the awaitable handles it
+                try:
+                    waits_on = steps.throw(exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    waits_on = steps.send(sent)
+                except StopIteration:
+                    return
