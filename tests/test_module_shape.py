@@ -83,8 +83,6 @@ SUBCLASSES = {
         "minimcp.transports.http.client",
         "StreamableHTTPClientTransport",
     ): "minimcp.transports.http.client_stateless.StatelessExchanges",
-    # To be merged into Session (part 2 of the "run" task).
-    ("minimcp.core.session", "Session"): "minimcp.core.deadline_timer.DeadlineTimer",
     # To be settled by part 6 of the "run" task (Context and Client: merged, or private mixins).
     ("minimcp.server.context", "Context"): "minimcp.server.context.asking.AskingCall",
     ("minimcp.server.context.asking", "AskingCall"): "minimcp.server.context.call.Call",
@@ -129,6 +127,8 @@ def test_a_mixin_is_private_and_beside_its_class() -> None:
         beside = package == module.rpartition(".")[0]
         if not (leaf.startswith("_") and beside):
             wrong.append(f"{module}.{class_name} <- {where}")
+        elif "composition" not in (inspect.getdoc(importlib.import_module(base.__module__)) or ""):
+            wrong.append(f"{base.__module__}: its docstring says what composition would cost")
     assert wrong == []
 
 

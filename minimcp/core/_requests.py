@@ -7,6 +7,11 @@ cell (from :mod:`minimcp.core._backend`) the requester awaits. An entry ends exa
 response (:meth:`Requests._resolve`), its deadline (:meth:`Requests._expire`, served by the
 session's timer), its requester giving up (:meth:`Requests._abandon`: the peer is
 sent ``notifications/cancelled``), or the end of the connection (the session's close).
+
+A private mixin beside its class, not an object the session holds: composition would cost an attribute
+load per request and per response (``self._requests`` on the session's side, and the session's pending
+table, clock, transport and timer read through a back-reference on this side), on the path every
+request takes.
 """
 
 from __future__ import annotations
@@ -93,7 +98,7 @@ class Requests:
     _describes: bool
     transport: Transport
     _trace: WireTrace | None
-    #: The session's timer (minimcp.core.deadline_timer): a deadline came or moved sooner.
+    #: The session's deadline timer (``Session._arm_timer``): a deadline came or moved sooner.
     _arm_timer: Callable[[], None]
 
     # What the session provides (its own methods replace these).
