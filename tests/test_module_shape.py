@@ -175,9 +175,6 @@ ALLOWED_REACHES = {
     "transports/websocket.py": ["transport._write_loop", "transport._keep_watch"],
     # The "wire" engineer's: the HTTP response trampoline (asyncio's future protocol), to go behind _backend.
     "transports/http/_response.py": ["wake._asyncio_future_blocking"],
-    # To go with the split of run.py into run.py and parking.py (part 3 of the "run" task).
-    "server/mrtr/run.py": ["self.parking._sweep"],
-    "server/mrtr/run_sweep.py": ["run._answer_cell"],
 }
 
 

@@ -1,7 +1,7 @@
 """Revision 2026-07-28 on the server: the names this revision always had, kept working (re-exports).
 
 A call that spans rounds is a :class:`~minimcp.server.mrtr.run.Run`, parked between rounds in a
-:class:`~minimcp.server.mrtr.run.Parking`; how one round is served is
+:class:`~minimcp.server.mrtr.parking.Parking`; how one round is served is
 :mod:`minimcp.server.mrtr.rounds`; the pure wire of the revision (envelope, meta keys, codes,
 result shape, questions and answers) is :mod:`minimcp.wire.mrtr`. Runs and the wire are
 re-exported here, so the names this module always had (``modern.Run``, ``modern.complete``,
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 
-from minimcp.server.mrtr.run import PARK_OWNER as PARK_OWNER
-from minimcp.server.mrtr.run import Parking as Parking
+from minimcp.server.mrtr.parking import PARK_OWNER as PARK_OWNER
+from minimcp.server.mrtr.parking import Parking as Parking
 from minimcp.server.mrtr.run import Run as Run
 from minimcp.server.mrtr.used_states import use_state as use_state
 
-# Re-exported so that every ``modern.X`` keeps working: the pure wire (mrtr.py) and the runs (runs.py).
+# Re-exported so that every ``modern.X`` keeps working: the pure wire (mrtr.py) and the runs (run.py, parking.py).
 from minimcp.wire.mrtr import HEADER_MISMATCH as HEADER_MISMATCH
 from minimcp.wire.mrtr import META_CAPABILITIES as META_CAPABILITIES
 from minimcp.wire.mrtr import META_CLIENT_INFO as META_CLIENT_INFO
