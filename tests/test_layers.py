@@ -183,8 +183,8 @@ def test_transitive_probe_names_the_chain() -> None:
     assert transitive_imports("minimcp.wire.errors") == "clean"
     # modern.py (parking, and the old names of revision 2026-07-28) is not pure; logging brings threading.
     assert transitive_imports("minimcp.server.mrtr.modern") == "minimcp.server.mrtr.modern -> logging -> threading"
-    # It re-exports the runs of runs.py, which use anyio.
-    assert transitive_imports("minimcp.server.mrtr.modern", ("anyio",)) == "minimcp.server.mrtr.modern -> minimcp.server.mrtr.run -> anyio"  # noqa: E501
+    # It re-exports the parking of runs, whose loop helpers (core/_backend.py) use anyio.
+    assert transitive_imports("minimcp.server.mrtr.modern", ("anyio",)) == "minimcp.server.mrtr.modern -> minimcp.server.mrtr.parking -> minimcp.core._backend -> anyio"  # noqa: E501
     assert transitive_imports("minimcp.server.mrtr.run", ("anyio",)) == "minimcp.server.mrtr.run -> anyio"
     # Reached only through another module: diagram_svg.py imports diagram.py, which imports json.
     assert transitive_imports("minimcp.diagram.svg", ("json",)) == "minimcp.diagram.svg -> minimcp.diagram.layout -> json"  # noqa: E501

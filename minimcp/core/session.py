@@ -201,10 +201,9 @@ class Session(Requests, AdoptedRequests):
         on_end: Callable[[], object] | None = None,
     ) -> None:
         """Serve the connection until it ends or :meth:`close` is called; then call ``on_end``, if given."""
-        self._loop = loop = _backend.running_loop()
-        self._new_cell = _backend.cell_factory(loop)
-        if loop is not None:
-            self.now = loop.time
+        self._loop, self._new_cell, clock = _backend.running_backend()
+        if clock is not None:
+            self.now = clock
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -330,7 +329,7 @@ class Session(Requests, AdoptedRequests):
             if handle.when() <= at:
                 return
             handle.cancel()
-        self._timer = None if at == math.inf else loop.call_at(at, self._on_timer)
+        self._timer = None if at == math.inf else _backend.call_at(loop, at, self._on_timer)
 
     def _on_timer(self) -> None:
         """asyncio: the earliest deadline has come (a callback of the loop: no task, no scope)."""

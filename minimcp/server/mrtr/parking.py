@@ -14,6 +14,7 @@ import math
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from minimcp.core._backend import call_at, loop_clock, loop_closed, loop_of
 from minimcp.core.deadlines import Deadlines
 from minimcp.wire import errors
 from minimcp.wire.errors import McpError
@@ -77,9 +78,10 @@ class Parking:
             logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
             oldest.stop()
 
-    def time_out(self, run: Run, loop: Any, delay: float, laned: bool) -> Sweep:
-        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see
-        :class:`Sweep`); the sweep to tell when they are answered (its ``let_go``)."""
+    def time_out(self, run: Run, waiter: Any, delay: float, laned: bool) -> Sweep:
+        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see :class:`Sweep`), while it
+        waits on ``waiter`` (a future of its loop); the sweep to tell when they are answered (its ``let_go``)."""
+        loop = loop_of(waiter)
         sweep = self._sweep
         if sweep is None or sweep.loop is not loop:
             sweep = self.sweep_of(loop)
@@ -89,7 +91,7 @@ class Parking:
     def sweep_of(self, loop: Any) -> Sweep:
         """asyncio: the sweep of ``loop``'s parked runs (made with the first), now the last one used."""
         # (the sweeps of closed loops go: their runs ended with them)
-        self._sweeps = sweeps = [s for s in self._sweeps if not s.loop.is_closed()]
+        self._sweeps = sweeps = [s for s in self._sweeps if not loop_closed(s.loop)]
         sweep = next((s for s in sweeps if s.loop is loop), None)
         if sweep is None:
             sweep = Sweep(loop)
@@ -133,10 +135,11 @@ class Sweep:
     did (the timer is re-armed for whatever falls due next).
     """
 
-    __slots__ = ("_deadlines", "_timer", "let_go", "loop")
+    __slots__ = ("_deadlines", "_timer", "let_go", "loop", "now")
 
     def __init__(self, loop: Any) -> None:
         self.loop = loop
+        self.now = loop_clock(loop)
         self._deadlines: Deadlines[Run] = Deadlines()
         self._timer: Any = None
         #: ``let_go(run, run.pending_timeout)``: ``run``'s questions were answered (or it ended), it is not
@@ -146,18 +149,18 @@ class Sweep:
     def add(self, run: Run, delay: float, laned: bool) -> None:
         """Time ``run``'s open questions out ``delay`` seconds from now (``laned``: ``delay`` is the
         questions' whole timeout, so the run falls due after every earlier one asked with it)."""
-        now = self.loop.time()
+        now = self.now()
         deadlines = self._deadlines
         if deadlines.add(run, now, delay) if laned else deadlines.move(run, now + delay):
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = self.loop.call_at(run.deadline, self._due)
+            self._timer = call_at(self.loop, run.deadline, self._due)
 
     def _due(self) -> None:
         self._timer = None
         deadlines = self._deadlines
-        for run in deadlines.due(self.loop.time()):
+        for run in deadlines.due(self.now()):
             run.out_of_time()
         earliest = deadlines.earliest()
         if earliest != math.inf:
-            self._timer = self.loop.call_at(earliest, self._due)
+            self._timer = call_at(self.loop, earliest, self._due)

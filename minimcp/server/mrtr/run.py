@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import anyio
 import msgspec
 
-from minimcp.core._backend import TrioCell, running_loop, trio_deadline_in
+from minimcp.core._backend import TrioCell, one_shot, trio_deadline_in
 from minimcp.server.context.call import CALL_ID_BYTES
 from minimcp.wire import errors
 from minimcp.wire.errors import McpError
@@ -240,9 +240,7 @@ class Run:
             self.pending_keys = _ONE_KEY[self._replay]  # (a shared tuple)
             self.pending_timeout = delay = ttl  # (asked now: the whole timeout, which puts it in a lane)
             self.asked_at = time.time()
-            loop = running_loop()
-            cell: Any = loop.create_future() if loop is not None else TrioCell()
-            self._answer_cell = cell
+            self._answer_cell = cell = one_shot()
             if self.serving is None:
                 self._emit(Asking(self.pending))
         else:
@@ -250,13 +248,12 @@ class Run:
             results, need = self._recorded(questions)
             if need:
                 question = questions[0]  # (the one question of a round of one, as above)
-                loop = running_loop()
-                cell = loop.create_future() if loop is not None else TrioCell()
+                cell = one_shot()
                 delay = self._open(questions, need, ttl, cell)
         if need:
             if self.serving is not None:
                 await self.answer_asking()  # this task answers its request itself: no hand-over
-            if loop is not None:
+            if type(cell) is not TrioCell:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
                 # the parking's one sweep settles it as timed out (no timer or cancel scope per park).
                 if delay is None:
@@ -264,7 +261,7 @@ class Run:
                 else:
                     # (a lane only for a run's first question: a later one may still have a stale place
                     # in it, which would look live again and hold up the deadlines behind it)
-                    sweep = self.parking.time_out(self, loop, delay, delay == ttl and not self.answers)
+                    sweep = self.parking.time_out(self, cell, delay, delay == ttl and not self.answers)
                 try:
                     answered = await cell is not TIMED_OUT
                 finally:
@@ -464,22 +461,15 @@ class Run:
     async def next_outcome(self) -> Outcome:
         """Wait until the tool asks its next question or ends."""
         if self._outcome is None:
-            # The cell awaited as is on asyncio (a plain future: no coroutine of the backend's around it).
-            loop = running_loop()
-            if loop is not None:
-                self._outcome = future = loop.create_future()
-                try:
-                    await future
-                finally:
-                    if self._outcome is future:  # (no outcome came: given up on)
-                        self._outcome = None
-            else:
-                self._outcome = cell = TrioCell()
-                try:
+            self._outcome = cell = one_shot()
+            try:
+                if type(cell) is TrioCell:
                     await cell.wait()
-                finally:
-                    if self._outcome is cell:
-                        self._outcome = None
+                else:
+                    await cell  # (a plain future, awaited as is: no coroutine of the backend's around it)
+            finally:
+                if self._outcome is cell:  # (no outcome came: given up on)
+                    self._outcome = None
         outcome: Outcome = self._outcome  # (an Outcome: _emit put it there)
         self._outcome = None
         return outcome
