@@ -233,7 +233,10 @@ class Run:
             and not self.offered and self._asked is None
         ):  # (``_replay`` is never past the record's end: at it, it is the number of questions asked)
             # The usual round (one numbered question, nothing on record, offered or asked before for
-            # it): as _recorded and _open would do, written out (no loops, no calls of ours).
+            # it): as _recorded and _open would do, written out (no loops, no calls of ours), with
+            # _take_answers' loop below: folded back, a round trip took 1.2-1.9 % more instructions
+            # (benchmarks/instr_modern.py). Held equal by tests/test_run_cuts.py
+            # (test_run_ask_written_out_usual_round_equals_recorded_open_and_take_answers).
             results: list[Any] = [None]
             need: tuple[int, ...] = _FIRST_ONLY
             self.pending = (question,)
