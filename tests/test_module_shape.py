@@ -86,8 +86,6 @@ SUBCLASSES = {
     # To be settled by part 6 of the "run" task (Context and Client: merged, or private mixins).
     ("minimcp.server.context", "Context"): "minimcp.server.context.asking.AskingCall",
     ("minimcp.server.context.asking", "AskingCall"): "minimcp.server.context.call.Call",
-    ("minimcp.client.client", "Client"): "minimcp.client.rounds.Rounds",
-    ("minimcp.client.rounds", "Rounds"): "minimcp.client.answers.Answers",
 }
 
 
