@@ -5,6 +5,6 @@ JSON-RPC 2.0 messages and their codes (``jsonrpc``), the MCP message structs (``
 ``capabilities``), elicitation outcomes (``elicitation``), URL rules (``urls``) and the per-request
 envelope of revision 2026-07-28 (``mrtr``, ``era_probe``).
 
-No module here does I/O or imports anyio, asyncio or trio (``tests/test_layers.py`` checks it).
+No module here does I/O or imports anyio, asyncio or trio (``tests/docs/test_layers.py`` checks it).
 Read ``jsonrpc`` first; the rest may be read as the code that uses it points at them.
 """
