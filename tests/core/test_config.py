@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import msgspec
 import pytest
 
@@ -48,8 +50,9 @@ def test_limits_compare_and_hash_by_value() -> None:
 
 def test_every_limit_is_documented() -> None:
     """Each field has an entry in the class docstring's Attributes section."""
-    doc = Limits.__doc__ or ""
-    missing = [f.name for f in msgspec.structs.fields(Limits) if f"        {f.name}: " not in doc]
+    # cleandoc: Python 3.13 strips a docstring's common indentation at compile time, 3.11 keeps it.
+    doc = inspect.cleandoc(Limits.__doc__ or "")
+    missing = [f.name for f in msgspec.structs.fields(Limits) if f"\n    {f.name}: " not in doc]
     assert missing == []
 
 

@@ -22,6 +22,9 @@ def test_runs_draw_their_names_in_batches_and_never_share_one(monkeypatch: pytes
     assert drawn[0] <= 3000 // run_names.NAMES_PER_DRAW + 1  # one read per batch, not one per run
 
 
+# Python 3.12+ warns on any fork() while this process runs other tests' leftover threads; the child
+# below takes no lock such a thread could hold (os.urandom, a list, a pipe, os._exit).
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_forked_worker_draws_its_own_names() -> None:
     if not run_names.NAMES:
         run_names.NAMES.append(run_names.more_names())
