@@ -17,7 +17,11 @@ the alternative date, and checks against the doc:
 * the key facts of the story, on both sides: the question names 2025-12-25
   and offers 2025-12-26, the answer carries that date, the call ends booked.
 
-It also checks that every ``minimcp.…`` name the doc points at still exists.
+It also checks that every ``minimcp.…`` name and every file the doc (and the README's
+"Layers" map) cites is defined exactly where it says (by ``__module__`` and ``__qualname__``:
+a name reached through a re-export or a base class fails, and the failure says where the thing
+is really defined), and that the reading order at the top of the page names files that exist,
+with their line counts right to within 15 %.
 
 To regenerate the blocks after a deliberate change::
 
@@ -26,11 +30,15 @@ To regenerate the blocks after a deliberate change::
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
+import inspect
 import json
 import pathlib
 import re
 import sys
+import types
 from typing import Any
 
 import anyio
@@ -259,34 +267,324 @@ async def test_the_modern_round_trip_matches_the_doc(anyio_backend: str) -> None
     assert live[1][1]["result"]["requestState"] == live[2][1]["params"]["requestState"]  # echoed byte for byte
 
 
-def _resolves(dotted: str) -> bool:
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attr in parts[cut:]:
-            if not hasattr(obj, attr):
-                return False
-            obj = getattr(obj, attr)
-        return True
+# --- every file and name the doc cites is where it says ------------------------------------
+#
+# A dotted name must be DEFINED where it is written: ``minimcp.core.session.Session.run`` is
+# accepted only when ``Session.run.__module__ == "minimcp.core.session"`` and its ``__qualname__``
+# is ``"Session.run"``, each class on the way likewise, and each step found in the very
+# namespace written (``vars()``), not through a re-export, an import or a base class. A name
+# without ``__qualname__`` (a constant) must be bound by an assignment in that module's or
+# class's own source. A failure says where the thing really is defined.
+
+PACKAGE = ROOT / "minimcp"
+README = ROOT / "README.md"
+NAME = re.compile(r"`(minimcp(?:\.\w+)+)(?:\(\))?`")
+# a file (``core/session.py``) or a folder (``server/mrtr/``), relative to minimcp/ unless it
+# starts with one of the repository's own top-level folders
+PATH = re.compile(r"`((?:[\w.-]+/)*[\w.-]+(?:\.py|/))`")
+TOP_FOLDERS = ("minimcp", "examples", "benchmarks", "tests", "docs", "conformance", "fuzz")
+
+
+def cited_path(path: str) -> pathlib.Path:
+    return ROOT / path if path.split("/", 1)[0] in TOP_FOLDERS else PACKAGE / path
+
+
+def missing_files(text: str) -> list[str]:
+    out = []
+    for path in sorted(set(PATH.findall(text))):
+        where = cited_path(path)
+        if not (where.is_dir() if path.endswith("/") else where.is_file()):
+            out.append(f"`{path}`: no such {'folder' if path.endswith('/') else 'file'} ({where.relative_to(ROOT)})")
+    return out
+
+
+def _bound_in(body: list[ast.stmt], name: str) -> bool:
+    """Whether these statements (a module's or a class's own) define or assign ``name``."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+        if isinstance(node, (ast.If, ast.Try)) and _bound_in(
+            [*node.body, *node.orelse, *getattr(node, "finalbody", [])], name
+        ):
+            return True
     return False
 
 
-def test_the_doc_points_at_code_that_exists() -> None:
+def _definitions() -> dict[str, list[str]]:
+    """Every definition in minimcp/, read from the source: last name -> ["module:Qual.name", ...]."""
+    found: dict[str, list[str]] = {}
+
+    def walk(body: list[ast.stmt], module: str, prefix: str) -> None:
+        for node in body:
+            names: list[str] = []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            for name in names:
+                found.setdefault(name, []).append(f"{module}:{prefix}{name}")
+            if isinstance(node, ast.ClassDef):
+                walk(node.body, module, f"{prefix}{node.name}.")
+
+    for file in sorted(PACKAGE.rglob("*.py")):
+        parts = file.relative_to(ROOT).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        walk(ast.parse(file.read_text(encoding="utf-8")).body, module, "")
+    return found
+
+
+DEFINITIONS: dict[str, list[str]] = {}
+
+
+def defined_at(qualname: str) -> str:
+    """Where minimcp/'s source defines ``qualname`` (or, failing that, its last part)."""
+    if not DEFINITIONS:
+        DEFINITIONS.update(_definitions())
+    last = qualname.rsplit(".", 1)[-1]
+    sites = DEFINITIONS.get(last, [])
+    exact = [s for s in sites if (s.split(":", 1)[1] + ".").endswith(qualname + ".")]
+    if exact:
+        return "defined at " + ", ".join(map(_dotted, exact))
+    if sites:
+        return f"no {qualname} anywhere; {last} is defined at " + ", ".join(map(_dotted, sites))
+    return f"nothing named {last} is defined in minimcp/"
+
+
+def _dotted(site: str) -> str:
+    module, qualname = site.split(":", 1)
+    return f"{module}.{qualname}"
+
+
+def _module_of(dotted: str) -> tuple[types.ModuleType, list[str]]:
+    """The longest importable module prefix of ``dotted``, and the rest of the name."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        name = ".".join(parts[:cut])
+        try:
+            return importlib.import_module(name), parts[cut:]
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (name + ".").startswith(exc.name + "."):
+                raise  # an import inside the module failed: not a question of the doc
+    raise AssertionError(f"{dotted}: minimcp itself does not import")
+
+
+def _unwrapped(obj: Any) -> Any:
+    if isinstance(obj, (staticmethod, classmethod)):
+        return obj.__func__
+    if isinstance(obj, property) and obj.fget is not None:
+        return obj.fget
+    if isinstance(obj, functools.cached_property):
+        return obj.func
+    return obj
+
+
+def _is_definition(obj: Any) -> bool:
+    """A class or function (it knows its own module and qualname); a bound method or a constant
+    assigned to a name is checked by its assignment instead."""
+    if isinstance(obj, types.MethodType) or (
+        isinstance(obj, types.BuiltinMethodType) and not isinstance(obj.__self__, (types.ModuleType, type(None)))
+    ):
+        return False
+    return isinstance(getattr(obj, "__module__", None), str) and hasattr(obj, "__qualname__")
+
+
+def misplaced(dotted: str) -> str | None:
+    """None when ``dotted`` is defined exactly where it says; otherwise what is wrong, and where it is."""
+    module, rest = _module_of(dotted)
+    modname = module.__name__
+    obj: Any = module
+    source: list[ast.stmt] = ast.parse(inspect.getsource(module)).body
+    for depth, attr in enumerate(rest):
+        qualname = ".".join(rest[: depth + 1])
+        here = ".".join([modname, *rest[:depth]])
+        if attr not in vars(obj):
+            if obj is module and hasattr(module, "__path__"):
+                return f"{dotted}: no module {modname}.{attr}; {defined_at('.'.join(rest[1:]) or attr)}"
+            owner = next((c for c in getattr(obj, "__mro__", ()) if attr in vars(c)), None)
+            if owner is not None:
+                origin = f"{owner.__module__}.{owner.__qualname__}.{attr}"
+                return f"{dotted}: {attr} is inherited by {here}, defined at {origin}"
+            return f"{dotted}: {attr} is not defined in {here}; {defined_at(qualname)}"
+        obj = _unwrapped(vars(obj)[attr])
+        if isinstance(obj, types.ModuleType):
+            return f"{dotted}: {here}.{attr} is the module {obj.__name__}, imported there; cite it by that name"
+        if _is_definition(obj):
+            if (obj.__module__, obj.__qualname__) != (modname, qualname):
+                how = "imported into" if depth == 0 else "an alias in"
+                return f"{dotted}: {attr} is {how} {here}, defined at {obj.__module__}.{obj.__qualname__}"
+            if isinstance(obj, type):
+                source = next(
+                    (
+                        n.body
+                        for n in ast.walk(ast.Module(body=source, type_ignores=[]))
+                        if isinstance(n, ast.ClassDef) and n.name == attr
+                    ),
+                    [],
+                )
+        elif not _bound_in(source, attr):
+            return f"{dotted}: {attr} is imported into {here}, not assigned there; {defined_at(qualname)}"
+    return None
+
+
+def misplaced_names(text: str) -> list[str]:
+    return [problem for name in sorted(set(NAME.findall(text))) if (problem := misplaced(name))]
+
+
+# --- the reading order: its files exist and their sizes are told truly ------------------------
+
+TOLERANCE = 0.15  # a count may be off by 15 % (or 25 lines) before the doc must say it anew
+SIZED = re.compile(r"`((?:[\w.-]+/)*[\w.-]+(?:\.py|/))` \(([\d,]+) lines\)")
+ITEM = re.compile(r"^\d+\. `([\w/.-]+\.py)` \(", re.MULTILINE)
+TOTAL = re.compile(r"(\d+) (?:more )?files, about ([\d,]+) lines")
+IN_ALL = re.compile(r"(\d+) files in all, about ([\d,]+) lines")
+
+
+def lines_of(path: str) -> int:
+    where = cited_path(path)
+    files = sorted(where.rglob("*.py")) if where.is_dir() else [where]
+    return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files)
+
+
+def near(said: int, real: int) -> bool:
+    return abs(said - real) <= max(25, TOLERANCE * real)
+
+
+def reading_order(text: str) -> dict[str, str]:
+    """The doc's "Reading order" section, by subsection title."""
+    section = text.split("\n## Reading order\n", 1)[1].split("\n## ", 1)[0]
+    parts = re.split(r"^### (.+)$", section, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def size_problems(text: str) -> list[str]:
+    """Every "`path` (N lines)" on the page, and each reading step's total, against the tree."""
+    out = []
+    for path, said in SIZED.findall(text):
+        if cited_path(path).exists() and not near(int(said.replace(",", "")), real := lines_of(path)):
+            out.append(f"`{path}` ({said} lines): it has {real} lines")
+    steps = [ITEM.findall(body) for body in reading_order(text).values()]
+    cumulative: list[str] = []
+    for body, files in zip(reading_order(text).values(), steps, strict=True):
+        cumulative += files
+        for pattern, counted in ((TOTAL, files), (IN_ALL, cumulative)):
+            for number, said in pattern.findall(body):
+                real = sum(lines_of(f) for f in counted if cited_path(f).is_file())
+                if int(number) != len(counted) or not near(int(said.replace(",", "")), real):
+                    out.append(f"'{number} files, about {said} lines': the list has {len(counted)} files, {real} lines")
+    return out
+
+
+def test_the_reading_order_names_the_core_then_the_call_then_what_to_skip() -> None:
     text = DOC.read_text(encoding="utf-8")
-    names = set(re.findall(r"`(minimcp(?:\.\w+)+)(?:\(\))?`", text))
+    assert text.index("## Reading order") < text.index("## One booking call"), "the page opens with the reading order"
+    steps = reading_order(text)
+    titles = list(steps)
+    assert len(titles) == 3 and "core" in titles[0] and "elicitation" in titles[1] and "Skip" in titles[2], titles
+    core, call, skip = steps.values()
+    core_files = ITEM.findall(core)
+    assert core_files == [
+        "wire/jsonrpc.py",
+        "core/transport.py",
+        "transports/memory.py",
+        "core/pending.py",
+        "core/session.py",
+        "core/_requests.py",
+        "core/dispatch.py",
+    ]
+    call_files = ITEM.findall(call)
+    assert 12 <= len(core_files) + len(call_files) <= 18, "about 15 files for one nested elicitation"
+    for needed in ("server/server.py", "server/connection.py", "server/context/asking.py", "client/answers.py"):
+        assert needed in call_files, needed
+    skipped = re.findall(r"^\* `([\w/.-]+)` \(", skip, flags=re.MULTILINE)
+    assert skipped == [
+        "core/_takeover.py",
+        "server/mrtr/",
+        "transports/http/",
+        "scaleout/",
+        "hosting/",
+        "cli/",
+        "diagram/",
+    ]
+    assert TOTAL.search(core) and TOTAL.search(call) and IN_ALL.search(call), "each step says its files and lines"
+    problems = missing_files(text.split("## One booking call", 1)[0]) + size_problems(text)
+    assert problems == [], "docs/internals.md's reading order is stale:\n" + "\n".join(problems)
+
+
+def layers_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    assert "\n## Layers\n" in text, "README.md has no Layers section"
+    return text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_layers_map_names_every_package_where_it_is() -> None:
+    section = layers_section()
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    mapped = set(re.findall(r"^- `minimcp/(\w+)/`:", section, flags=re.MULTILINE))
+    assert mapped == packages, f"the map names {sorted(mapped)}, minimcp/ holds {sorted(packages)}"
+    assert "docs/internals.md" in section, "the map points at the reading order"
+    problems = misplaced_names(section) + missing_files(section)
+    assert problems == [], "README.md's Layers section cites what is not there:\n" + "\n".join(problems)
+
+
+def test_the_size_check_can_fail() -> None:
+    real = lines_of("core/pending.py")
+    assert size_problems(f"`core/pending.py` ({real} lines)" + SECTION_STUB) == []
+    assert size_problems(f"`core/pending.py` ({real * 2} lines)" + SECTION_STUB) == [
+        f"`core/pending.py` ({real * 2} lines): it has {real} lines"
+    ]
+    listed = f"### A\n1. `core/pending.py` (x\n\n1 files, about {real * 3} lines.\n"
+    wrong_total = SECTION_STUB.replace("### A\n", listed)
+    assert size_problems(wrong_total) == [f"'1 files, about {real * 3} lines': the list has 1 files, {real} lines"]
+
+
+SECTION_STUB = "\n## Reading order\n\n### A\n\n## Next\n"
+
+
+def test_the_doc_points_at_code_that_exists_where_it_says() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    names = set(NAME.findall(text))
     assert len(names) >= 40, "the walk-through should name the functions that handle each step"
-    assert sorted(n for n in names if not _resolves(n)) == []
-    files = set(re.findall(r"`((?:minimcp|examples)/[\w/]+\.py)`", text))
-    assert files, "the doc should name the example and the modules"
-    assert sorted(f for f in files if not (ROOT / f).is_file()) == []
+    problems = misplaced_names(text) + missing_files(text)
+    assert problems == [], "docs/internals.md cites what is not there:\n" + "\n".join(problems)
+
+
+def test_the_checker_refuses_a_re_export_an_inherited_method_and_a_missing_name() -> None:
+    """What the doc test relies on: it fails for each kind of stale citation."""
+    assert misplaced("minimcp.core.session.Session.run") is None
+    assert misplaced("minimcp.core.pending.PendingTable.resolve") is None
+    assert misplaced("minimcp.wire.jsonrpc.decode") is None
+    # a name imported into a module that does not define it
+    assert misplaced("minimcp.server.handlers.Registry") == (
+        "minimcp.server.handlers.Registry: Registry is imported into minimcp.server.handlers, "
+        "defined at minimcp.server.registry.Registry"
+    )
+    # a method a class inherits from a base written in another module
+    assert misplaced("minimcp.server.outcome.ToolRun.__await__") == (
+        "minimcp.server.outcome.ToolRun.__await__: __await__ is inherited by minimcp.server.outcome.ToolRun, "
+        "defined at minimcp.core.dispatch.Deferred.__await__"
+    )
+    # a module that does not exist
+    gone = misplaced("minimcp.wire.no_such_module.decode")
+    assert gone is not None and "no module minimcp.wire.no_such_module" in gone
+    assert "minimcp.wire.jsonrpc.decode" in gone
+    # a file that does not exist
+    assert missing_files("`core/no_such.py` and `core/session.py`") == [
+        "`core/no_such.py`: no such file (minimcp/core/no_such.py)"
+    ]
 
 
 def walk_table_files(text: str) -> set[str]:
     """The library files named in the doc's table of the walk (section "The walk in numbers")."""
-    section = text.split("## The walk in numbers", 1)[1].split("\n## ", 1)[0]
+    section = text.split("### The walk in numbers", 1)[1].split("\n#", 1)[0]
     table = section.split("| steps | files, in order |", 1)[1].split("\n\n", 1)[0]
     return set(re.findall(r"`([\w/]+\.py)`", table))
 
@@ -298,7 +596,10 @@ def test_the_walk_table_names_the_files_the_call_really_passes_through() -> None
 
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "walk.py"), "--tree", str(ROOT)],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
     )
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     documented = walk_table_files(DOC.read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""Shared by several test files: what tests/test_http_modern.py sets up and others reuse."""
+"""Shared by several test files: what tests/transports/http/test_http_modern.py sets up and others reuse."""
 
 from __future__ import annotations
 

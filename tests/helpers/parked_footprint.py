@@ -1,4 +1,4 @@
-"""Shared by several test files: what tests/test_parked_footprint.py sets up and others reuse."""
+"""Shared by several test files: what tests/guards/test_parked_footprint.py sets up and others reuse."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared by several test files: what tests/test_state_keys.py sets up and others reuse."""
+"""Shared by several test files: what tests/server/mrtr/test_state_keys.py sets up and others reuse."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared by several test files: what tests/test_url_browser.py sets up and others reuse."""
+"""Shared by several test files: what tests/peers/test_url_browser.py sets up and others reuse."""
 
 from __future__ import annotations
 
