@@ -590,12 +590,12 @@ def walk_table_files(text: str) -> set[str]:
 
 
 def test_the_walk_table_names_the_files_the_call_really_passes_through() -> None:
-    """benchmarks/walk.py records, with a profiler in the server, the library files one booking
+    """benchmarks/tools/walk.py records, with a profiler in the server, the library files one booking
     call enters (asyncio): the doc's table of the walk names exactly those."""
     import subprocess
 
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "walk.py"), "--tree", str(ROOT)],
+        [sys.executable, str(ROOT / "benchmarks" / "tools" / "walk.py"), "--tree", str(ROOT)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,6 +1,6 @@
 """The walk of one elicitating call stays short: what a call or a connection knows for good is read once.
 
-``benchmarks/walk.py`` counts the library files one booking call passes through (and
+``benchmarks/tools/walk.py`` counts the library files one booking call passes through (and
 ``tests/docs/test_internals_doc.py`` checks the doc's table of them against a real run). These
 tests pin the pieces that keep that walk short: a call's revision and client are plain
 attributes, the handshake works out the form facts once per connection, and the shared

@@ -1,6 +1,6 @@
 """The walk of one elicitating call on revision 2026-07-28 stays short (issue 17).
 
-``benchmarks/walk.py --era modern`` counts the library files one booking call passes through
+``benchmarks/tools/walk.py --era modern`` counts the library files one booking call passes through
 on 2026-07-28. Before the redesign into one job per module it was 90 file entries across 15
 files; these tests keep it under that, and pin the pieces that keep it there: what an envelope
 allows a form question is worked out once per envelope (as a handshake works it out once per
@@ -97,7 +97,7 @@ async def test_a_tool_call_with_bad_params_names_the_envelope_first_then_the_par
 
 def test_the_modern_walk_is_shorter_than_before_the_redesign() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "walk.py"), "--tree", str(ROOT), "--era", "modern"],
+        [sys.executable, str(ROOT / "benchmarks" / "tools" / "walk.py"), "--tree", str(ROOT), "--era", "modern"],
         capture_output=True, text=True, timeout=300, check=True,
     )
     measured = json.loads(done.stdout.strip().splitlines()[-1])

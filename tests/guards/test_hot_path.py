@@ -1,6 +1,6 @@
 """What a session chooses once so that each request and message enters less Python code (issue #17's walk).
 
-``benchmarks/walk.py`` counts the file entries of one elicitating call; these tests pin the
+``benchmarks/tools/walk.py`` counts the file entries of one elicitating call; these tests pin the
 choices that keep three of them off it: a handler task starts through the loop's own
 ``create_task``, a pending request's cell comes from a factory that is the cell class itself,
 and a message handed to the transport goes straight to its ``send_nowait`` while the session

@@ -112,7 +112,8 @@ def test_let_go_keeps_the_counts_of_lanes_answered_in_any_order(seed: int) -> No
     """``Deadlines.let_go``'s short way (the answered entry at its lane's front) counts as the long way did:
     whatever the order of the answers, what falls due is exactly the live entries, and once every entry
     is let go nothing is held (no entry or stale count left behind). (Each entry is added once: an entry
-    added again while a stale place of it waits in its lane is another matter, see benchmarks/README.md.)"""
+    added again while a stale place of it waits in its lane is another matter: a run's later questions go
+    to the sweep's heap, only its first takes a lane.)"""
     rng = random.Random(seed)
     deadlines: Deadlines[_Entry] = Deadlines()
     live: dict[_Entry, float] = {}

@@ -1,6 +1,6 @@
 """Two checkouts of minimcp side by side: the same benchmarks, interleaved, medians.
 
-    python benchmarks/compare_trees.py BEFORE_DIR AFTER_DIR [--repeats 3] [--out FILE]
+    python benchmarks/tools/compare_trees.py BEFORE_DIR AFTER_DIR [--repeats 3] [--out FILE]
 
 Each checkout runs its own ``benchmarks/driver.py`` and ``benchmarks/inmemory.py`` (so each
 measures its own library), jobs alternate between the two (A B, A B, ...) so that a busy spell

@@ -4,7 +4,7 @@ Counts the whole process (raw client + server, asyncio, C = 100) running
 ``bench_modern.server_round_trips`` once with 200 calls and once with 1,200; the
 difference over 1,000 is one round trip. Needs valgrind (``apt-get install valgrind``).
 
-    python benchmarks/instr_modern.py [TREE ...]   # default: this checkout
+    python benchmarks/tools/instr_modern.py [TREE ...]   # default: this checkout
 
 Figures are printed, never asserted.
 """

@@ -1,8 +1,8 @@
 """Run a benchmark server under cProfile (for machines without py-spy), as the driver's server prefix.
 
-    BENCH_SERVER_PREFIX="python benchmarks/cprof.py prof.out" \\
+    BENCH_SERVER_PREFIX="python benchmarks/tools/cprof.py prof.out" \\
         python benchmarks/driver.py roundtrip --server minimcp --wire http -c 100 --seconds 5
-    python benchmarks/prof_summary.py prof.out --per-rt-us <CPU per round trip of an unprofiled run>
+    python benchmarks/tools/prof_summary.py prof.out --per-rt-us <CPU per round trip of an unprofiled run>
 
 The driver appends the server's own command (``python script args...``); the interpreter
 is dropped and the script runs here, in this process, profiled. On SIGINT (what the driver

@@ -1,6 +1,6 @@
 """Streamable HTTP, two checkouts of minimcp side by side with the floor and the official SDK (JSON lines).
 
-    python benchmarks/http_before_after.py --before /path/to/old/checkout --after . --repeats 3 \\
+    python benchmarks/tools/http_before_after.py --before /path/to/old/checkout --after . --repeats 3 \\
         [--what rt100,rt1000,sessions,idle] [--variants before,after,floor,official] > rows.jsonl
 
 Each figure runs for every variant back to back, and the whole set ``--repeats`` times, so

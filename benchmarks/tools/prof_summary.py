@@ -2,9 +2,9 @@
 
     BENCH_SERVER_PREFIX="py-spy record -r 500 -f raw -o prof.txt --" \\
         python benchmarks/driver.py roundtrip --server minimcp --wire http -c 100 --seconds 5
-    python benchmarks/prof_summary.py prof.txt [--per-rt-us 950] [--top 15]
+    python benchmarks/tools/prof_summary.py prof.txt [--per-rt-us 950] [--top 15]
 
-Without py-spy: ``BENCH_SERVER_PREFIX="python benchmarks/cprof.py prof.out"`` (see cprof.py),
+Without py-spy: ``BENCH_SERVER_PREFIX="python benchmarks/tools/cprof.py prof.out"`` (see cprof.py),
 then the same command on ``prof.out`` (read with pstats: own time per function instead of
 own samples, cumulative time instead of inclusive samples; "samples" are then microseconds).
 

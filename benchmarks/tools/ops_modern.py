@@ -7,9 +7,9 @@ interpreter runs, per Python function, so the two eras' Python paths (and the ra
 of N calls and one of 2N after a warm-up, the difference over N. Deterministic, so a change of a
 few bytecodes shows; the tracer's own cost is not counted.
 
-    python benchmarks/ops_modern.py                    # minimcp, both eras: totals by file, minimcp's functions
-    python benchmarks/ops_modern.py --floor            # the raw floor instead
-    python benchmarks/ops_modern.py --era modern --top 60 --all   # every function, not only minimcp's
+    python benchmarks/tools/ops_modern.py                    # minimcp, both eras: totals by file, minimcp's functions
+    python benchmarks/tools/ops_modern.py --floor            # the raw floor instead
+    python benchmarks/tools/ops_modern.py --era modern --top 60 --all   # every function, not only minimcp's
 
 Figures are printed, never asserted.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # tools/, benchmarks/
 import bench_modern
 import floor_modern
 

@@ -15,8 +15,8 @@ shows apart from minimcp's:
   (MAC checked, payload decoded, binding and expiry checked), the parked tool handed its answer,
   the result out (``resultType`` and ``_meta.serverInfo``, as the revision says results carry).
 
-    python benchmarks/floor_modern.py              # CPU per round trip, floor and minimcp, eras alternated
-    python benchmarks/floor_modern.py --instr      # instructions per round trip (valgrind), floor and minimcp
+    python benchmarks/tools/floor_modern.py              # CPU per round trip, floor and minimcp, eras alternated
+    python benchmarks/tools/floor_modern.py --instr      # instructions per round trip (valgrind), floor and minimcp
 
 Figures are printed, never asserted.
 """
@@ -38,7 +38,7 @@ from typing import Any
 import anyio
 import msgspec
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # tools/, benchmarks/
 import bench_modern
 import instr_modern
 from raw_client import RawClient
@@ -216,7 +216,7 @@ SERVERS = {"floor": "floor_modern.floor_round_trips", "minimcp": "bench_modern.s
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--instr", action="store_true", help="instructions per round trip (valgrind) instead of CPU")
-    parser.add_argument("--tree", default=str(Path(__file__).resolve().parent.parent), help="minimcp's checkout")
+    parser.add_argument("--tree", default=str(Path(__file__).resolve().parents[2]), help="minimcp's checkout")
     parser.add_argument("--runs", type=int, default=5, help="CPU: runs per server and era (alternated)")
     parser.add_argument("--calls", type=int, default=3000, help="CPU: calls per run")
     parser.add_argument("--only", choices=list(SERVERS), help="one server only")

@@ -1,6 +1,6 @@
 """The walk of one elicitating call: which library files the server passes through, in order.
 
-    python benchmarks/walk.py [--tree DIR] [--backend asyncio|trio] [--era legacy|modern] [--show]
+    python benchmarks/tools/walk.py [--tree DIR] [--backend asyncio|trio] [--era legacy|modern] [--show]
 
 The booking example (``examples/booking.py``) runs over stdio with a profiler installed in the
 server process: every Python call into a file of the ``minimcp/`` package from
@@ -93,7 +93,7 @@ def run(tree: Path, backend: str, era: str) -> tuple[list[tuple[float, str, str]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[2])
     parser.add_argument("--backend", default="asyncio")
     parser.add_argument("--era", default="legacy")
     parser.add_argument("--show", action="store_true")
