@@ -42,7 +42,8 @@ NOT_FOR_A_STDIO_SERVER = (
 #: of it (each loads on first use: the era lock, ``Server(bus=...)``, the first URL step, ...).
 NOT_ON_THE_HANDSHAKE_ERA = (
     "minimcp.server.mrtr.state",
-    "minimcp.wire.mrtr",
+    "minimcp.wire.envelope",
+    "minimcp.wire.input_required",
     "minimcp.server.mrtr.modern",
     "minimcp.server.mrtr.rounds",
     "minimcp.server.mrtr.used_states",

@@ -1,4 +1,4 @@
-"""minimcp.wire.mrtr: the pure half of revision 2026-07-28 (the request envelope, result shape, questions and answers).
+"""minimcp.wire.envelope and .input_required: the pure half of revision 2026-07-28 (envelope, result, questions).
 
 The runs and their parking (minimcp.server.mrtr.run) are tested through the wire
 in test_modern.py and test_http_modern.py.
@@ -12,24 +12,21 @@ from typing import Any
 import msgspec
 import pytest
 
-from minimcp.wire.errors import INVALID_PARAMS, McpError
-from minimcp.wire.mrtr import (
+from minimcp.wire.envelope import (
     META_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_SERVER_INFO,
-    META_VERSION,
     UNSUPPORTED_VERSION,
     Envelope,
-    Question,
-    clean_answer,
     complete,
-    has_envelope,
     read_envelope,
     required_capability,
-    take_answer,
 )
+from minimcp.wire.errors import INVALID_PARAMS, McpError
+from minimcp.wire.input_required import Question, clean_answer, take_answer
 from minimcp.wire.types import ClientCapabilities, ElicitResult, Implementation, ListToolsResult
+from minimcp.wire.versions import META_VERSION, has_envelope
 
 META = {META_VERSION: "2026-07-28", META_CAPABILITIES: {"elicitation": {}}}
 FORM = Question.create(

@@ -22,7 +22,6 @@ from minimcp.server.metrics import ElicitationMetrics
 from minimcp.server.outcome import ready
 from minimcp.server.registry import Registry
 from minimcp.wire import capabilities, errors, jsonrpc
-from minimcp.wire.era_probe import MARKER, has_envelope
 from minimcp.wire.errors import McpError
 from minimcp.wire.jsonrpc import Notification, Request
 from minimcp.wire.types import (
@@ -36,7 +35,7 @@ from minimcp.wire.types import (
     SetLevelParams,
     UnsetType,
 )
-from minimcp.wire.versions import LATEST_MODERN, Era, Feature, negotiate, supports
+from minimcp.wire.versions import LATEST_MODERN, MARKER, Era, Feature, has_envelope, negotiate, supports
 
 if TYPE_CHECKING:
     from minimcp.server.context.call import Call

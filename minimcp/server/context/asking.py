@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from minimcp.forms.check import validate_checked
     from minimcp.server.context.keepalive import Wait
     from minimcp.server.context.ports import RunHandle
-    from minimcp.wire.mrtr import Question
+    from minimcp.wire.input_required import Question
 
 __all__ = ["URL_ID_BYTES", "AskingCall", "Elicit", "ListRoots", "Sample"]
 
@@ -67,7 +67,8 @@ def _load_forms() -> None:
 
     _forms_loaded = True
 
-#: :func:`minimcp.wire.mrtr.ready_question` and :func:`~minimcp.wire.mrtr.form_parts`, bound on a 2026-07-28 run's
+#: :func:`minimcp.wire.input_required.ready_question` and :func:`~minimcp.wire.input_required.form_parts`, bound on a
+#: 2026-07-28 run's
 #: first form question (a handshake-era server does not import the revision's wire module).
 _ready_question: Callable[..., Question] | None = None
 _form_parts: Callable[..., tuple[bytes, bytes, frozenset[str]]] | None = None
@@ -75,14 +76,15 @@ _form_parts: Callable[..., tuple[bytes, bytes, frozenset[str]]] | None = None
 
 def _load_form_question() -> tuple[Callable[..., Question], Callable[..., tuple[bytes, bytes, frozenset[str]]]]:
     global _ready_question, _form_parts
-    from minimcp.wire.mrtr import form_parts, ready_question
+    from minimcp.wire.input_required import form_parts, ready_question
 
     _ready_question, _form_parts = ready_question, form_parts
     return ready_question, form_parts
 
 
 #: (form type, revision) -> its compiled form (asked without exemptions) and its question's prepared bytes
-#: (:func:`minimcp.wire.mrtr.form_parts`), once the form's question is made from them (:meth:`AskingCall._form_asked`);
+#: (:func:`minimcp.wire.input_required.form_parts`), once the form's question is made from them
+#: (:meth:`AskingCall._form_asked`);
 #: types are as few as the code defines.
 _ready_forms: dict[tuple[type, str], tuple[forms.Form[Any], tuple[bytes, bytes, frozenset[str]]]] = {}
 _READY_BOUND = 1024  # (past it, such a question is made the way that fills this table: as before it)
@@ -230,7 +232,7 @@ class AskingCall(Call):
             raise McpError(errors.INVALID_PARAMS, f"invalid input response for {method}: {exc}") from None
 
     def _unsupported(self, kind: str, what: str) -> ElicitationUnsupported:
-        from minimcp.wire.mrtr import required_capability  # an error path: the 2026-07-28 wire module on demand
+        from minimcp.wire.envelope import required_capability  # an error path: the 2026-07-28 wire module on demand
 
         who = self.client_info.name if self.client_info else "the client"
         return ElicitationUnsupported(
@@ -378,7 +380,8 @@ class AskingCall(Call):
         self, run: RunHandle, message: str, form: Any, allow_sensitive: Collection[str], key: str | None
     ) -> tuple[Question, forms.Form[Any]]:
         """A form question of ``run`` (2026-07-28) and its compiled form: made from the form's prepared bytes
-        where the schema is its own rendering (:func:`minimcp.wire.mrtr.form_question`: the same wire and digest),
+        where the schema is its own rendering (:func:`minimcp.wire.input_required.form_question`: the same wire and
+        digest),
         else as any question."""
         envelope = self.envelope
         if isinstance(form, type) and not allow_sensitive and envelope is not None and envelope.form_allowed:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from minimcp.core.session import Session
     from minimcp.server.context.call import Call
     from minimcp.server.context.keepalive import Wait
-    from minimcp.wire.mrtr import Question
+    from minimcp.wire.input_required import Question
 
 __all__ = ["CallHost", "RunHandle"]
 

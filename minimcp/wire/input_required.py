@@ -1,190 +1,54 @@
-"""The 2026-07-28 wire, pure: envelope keys and checks, error codes, result shape, questions and answers.
+"""The 2026-07-28 questions and answers: a call's input requests as the wire carries them, and what is kept of answers.
 
-This is the sans-I/O half of revision 2026-07-28 serving: what a request's
-``params._meta`` must say (:func:`has_envelope`, :func:`read_envelope`), the
-codes the revision adds, the shape of a complete result (:func:`complete`), a
-question as the wire carries it (:class:`Question`) and what is kept of an
-answer (:func:`clean_answer`). It imports no event loop: :mod:`minimcp.server.mrtr.rounds`
-builds the runs on top of it, and :mod:`minimcp.server.mrtr.modern` (which re-exports these
-names) their parking.
+A tool that asks a person (or the client) something mid-call makes a
+:class:`Question`; the server answers the call with an ``input_required`` result
+naming its questions and a sealed ``requestState`` (:func:`input_required`, and its
+response from prepared bytes, :func:`input_required_reply`, byte-equal to the
+generic encoder's). The client retries the call with its answers: :func:`take_answer`
+and :func:`clean_answer` say what is kept of each (only its typed fields), and
+:func:`asked` reads which questions a sealed state says are open. A question and an
+answer are matched by :func:`digest` of the question, not by its key.
+
+Pure: no event loop, no clock. The envelope and the complete result are
+:mod:`minimcp.wire.envelope`; sealing the state is :mod:`minimcp.server.mrtr.state`.
 """
 
 from __future__ import annotations
 
 import binascii
-import dataclasses
 import hashlib
 import typing
 from typing import Any, Literal
 
 import msgspec
 
-from minimcp.server.mrtr.state import digest
-from minimcp.wire import capabilities as _capabilities
-from minimcp.wire import errors, jsonrpc
-from minimcp.wire.era_probe import META_VERSION as META_VERSION
-from minimcp.wire.era_probe import has_envelope as has_envelope
-from minimcp.wire.errors import McpError
-from minimcp.wire.types import (
-    CallToolResult,
-    ClientCapabilities,
-    CreateMessageResult,
-    ElicitResult,
-    Implementation,
-    ListRootsResult,
-    LoggingLevel,
-    UnsetType,
-)
-from minimcp.wire.versions import MODERN, Feature, is_modern, supports
+from minimcp.wire.envelope import META_SERVER_INFO, _info_of, _meta_of
+from minimcp.wire.types import CreateMessageResult, ElicitResult, Implementation, ListRootsResult, UnsetType
 
 __all__ = [
-    "HEADER_MISMATCH",
-    "META_CAPABILITIES",
-    "META_CLIENT_INFO",
-    "META_LOG_LEVEL",
-    "META_SERVER_INFO",
-    "META_VERSION",
-    "MISSING_CAPABILITY",
-    "UNSUPPORTED_VERSION",
-    "Envelope",
     "FormQuestion",
     "Question",
     "asked",
     "clean_answer",
-    "complete",
+    "digest",
     "form_parts",
     "form_question",
-    "has_envelope",
-    "read_envelope",
+    "input_required",
+    "input_required_reply",
     "ready_question",
-    "required_capability",
     "take_answer",
 ]
 
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-
-#: A header that is missing, malformed, or does not match the body.
-HEADER_MISMATCH = -32020
-MISSING_CAPABILITY = -32021
-UNSUPPORTED_VERSION = -32022
-
-_LEVELS = frozenset(typing.get_args(LoggingLevel))
-_ENVELOPE_PREFIX = "io.modelcontextprotocol/"
+_encoder = msgspec.json.Encoder(order="sorted")
+_encode = msgspec.json.encode
 
 
-#: A request without ``_meta`` (its bytes, as :func:`envelope_of` takes them).
-NO_META = _NO_META = msgspec.Raw(b"")
-
-
-class _MetaBytes(msgspec.Struct):
-    meta: msgspec.Raw = msgspec.field(default=_NO_META, name="_meta")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Envelope:
-    """What one modern request says about its client."""
-
-    version: str
-    capabilities: ClientCapabilities
-    client_info: Implementation | None
-    log_level: LoggingLevel | None
-    #: The rest of the request's ``_meta`` (e.g. a progress token), without the envelope's keys; ``None``: nothing.
-    rest: dict[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
-    # What the client's revision and capabilities allow a form question, worked out once per
-    # envelope (an envelope is shared by a client's requests): as a handshake-era connection
-    # works them out once, by its handshake (the same three names).
-    #: Whether a form question may be asked.
-    form_allowed: bool = dataclasses.field(init=False, compare=False, repr=False)
-    #: The ``mode`` a form question carries (``"form"`` where URL mode exists, else unset).
-    form_mode: Literal["form"] | UnsetType = dataclasses.field(init=False, compare=False, repr=False)
-    #: Whether a raw schema's enums are sent as written (else in the revision's older shape).
-    raw_forms_as_written: bool = dataclasses.field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        version = self.version
-        set_ = object.__setattr__  # (frozen)
-        set_(self, "form_allowed", _capabilities.can_elicit_form(version, self.capabilities))
-        set_(self, "form_mode", "form" if supports(version, Feature.ELICITATION_URL) else msgspec.UNSET)
-        set_(self, "raw_forms_as_written", supports(version, Feature.ELICITATION_ENUMS))
-
-
-def read_envelope(params: msgspec.Raw) -> Envelope:
-    """Read and check a modern request's ``_meta``.
-
-    Raises:
-        McpError: ``-32602`` naming a missing or malformed key; ``-32022`` with
-            ``supported`` / ``requested`` for a revision we do not serve.
-    """
-    try:
-        raw = msgspec.json.decode(params or b"{}", type=_MetaBytes).meta
-    except msgspec.DecodeError:
-        raw = _NO_META
-    return envelope_of(raw)
-
-
-def envelope_of(raw: msgspec.Raw) -> Envelope:
-    """:func:`read_envelope` of a request's ``_meta`` bytes (:data:`NO_META`: none), decoded with its params.
-
-    Raises:
-        McpError: as :func:`read_envelope`.
-    """
-    global _last_envelope
-    last = _last_envelope
-    if last is not None and last[0] == raw:
-        return last[1]  # the same bytes as the last request's: the same (frozen) envelope
-    envelope = _read_meta(msgspec.json.decode(raw) if raw else None)
-    _last_envelope = (raw.copy(), envelope)  # a copy: not the whole request's buffer
-    return envelope
-
-
-#: The last ``_meta`` read (its bytes) and its envelope. A client sends the same ``_meta`` with
-#: every request: its calls then share one envelope, read once (a parked call holds no copy of
-#: its own). One entry: a mix of clients only reads more often.
-_last_envelope: tuple[msgspec.Raw, Envelope] | None = None
-
-
-def _read_meta(meta: Any) -> Envelope:
-    if not isinstance(meta, dict):
-        raise McpError(errors.INVALID_PARAMS, "params._meta is required on this protocol revision")
-    for key in (META_VERSION, META_CAPABILITIES):
-        if key not in meta:
-            raise McpError(errors.INVALID_PARAMS, f"params._meta is missing {key!r}")
-    version = meta[META_VERSION]
-    if not isinstance(version, str) or not is_modern(version):
-        raise McpError(
-            UNSUPPORTED_VERSION,
-            f"unsupported protocol version {version!r}",
-            {"supported": list(MODERN), "requested": version},
-        )
-    try:
-        caps = msgspec.convert(meta[META_CAPABILITIES], ClientCapabilities)
-        info_raw = meta.get(META_CLIENT_INFO)
-        info = msgspec.convert(info_raw, Implementation) if info_raw is not None else None
-    except msgspec.ValidationError as exc:
-        raise McpError(errors.INVALID_PARAMS, f"invalid params._meta: {exc}") from None
-    level = meta.get(META_LOG_LEVEL)
-    if level is not None and level not in _LEVELS:
-        raise McpError(errors.INVALID_PARAMS, f"unknown log level {level!r}")
-    rest = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or None
-    return Envelope(version, caps, info, level, rest)
-
-
-def complete(result: Any, server_info: Implementation, *, cacheable: bool = False) -> dict[str, Any]:
-    """A result in its modern shape: ``resultType``, ``serverInfo`` in ``_meta``, cache hints."""
-    data: dict[str, Any] = msgspec.to_builtins(result)
-    data.setdefault("resultType", "complete")
-    meta = data.get("_meta")
-    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: _info_of(server_info)}
-    if cacheable:
-        data.setdefault("ttlMs", 0)
-        data.setdefault("cacheScope", "private")
-    return data
-
-
-# --- questions and answers ------------------------------------------------------------------
+def digest(value: Any) -> str:
+    """A short stable digest of a JSON-like value (sorted keys, compact)."""
+    # 12 bytes code to 16 base64 characters without padding (base64url through binascii directly).
+    return binascii.b2a_base64(_sha256(_encoder.encode(value)).digest()[:12], newline=False).translate(
+        _TO_URLSAFE
+    ).decode()
 
 
 class Question(msgspec.Struct, frozen=True, gc=False):
@@ -269,7 +133,7 @@ _sha256 = hashlib.sha256
 
 
 def _digest_of(encoded: bytes) -> str:
-    """:func:`minimcp.server.mrtr.state.digest` of a value whose sorted JSON is ``encoded``."""
+    """:func:`digest` of a value whose sorted JSON is ``encoded``."""
     return binascii.b2a_base64(hashlib.sha256(encoded).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
 
 
@@ -301,8 +165,7 @@ def input_required_reply(
     except ValueError:
         pass  # (several: below)
     else:
-        last = _last_meta  # (_meta_of's check, written out: once per round)
-        meta = last[1] if last[0] == server_info else _meta_of(server_info)
+        meta = _meta_of(server_info)
         method = question.method
         return b"".join((
             b'{"jsonrpc":"2.0","id":', _encode(id_),
@@ -318,7 +181,6 @@ def input_required_reply(
     return b"".join(parts)
 
 
-_encode = msgspec.json.encode
 #: The methods a question asks, encoded.
 _METHODS = {m: _encode(m) for m in ("elicitation/create", "sampling/createMessage", "roots/list")}
 _ELICIT_JSON = _METHODS["elicitation/create"]
@@ -327,55 +189,6 @@ _ELICIT_JSON = _METHODS["elicitation/create"]
 def _method_json(method: str) -> bytes:
     found = _METHODS.get(method)
     return found if found is not None else _encode(method)
-
-
-def complete_reply(id_: Any, result: Any, server_info: Implementation) -> bytes:
-    """The response to request ``id_`` with :func:`complete`'s ``result``, byte for byte as
-    ``jsonrpc.encode_result`` gives it: for the usual tool result (a ``CallToolResult`` without
-    ``_meta``), its encoding with the two members :func:`complete` appends put after it (no tree of
-    dicts made of it, ``_meta`` encoded once per server info)."""
-    if type(result) is CallToolResult and result.meta is None:
-        last = _last_meta  # (_meta_of's check, written out: once per call)
-        meta = last[1] if last[0] == server_info else _meta_of(server_info)
-        return b"".join((
-            b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":', _encode(result)[:-1],
-            b',"resultType":"complete","_meta":', meta, b"}}",
-        ))
-    return jsonrpc.encode_result(id_, complete(result, server_info))
-
-
-def _meta_of(server_info: Implementation) -> bytes:
-    """``{"io.modelcontextprotocol/serverInfo": ...}`` encoded: made once per server's info (as :func:`_info_of`:
-    an info changed in place is encoded again)."""
-    global _last_meta
-    last = _last_meta
-    if last[0] == server_info:
-        return last[1]
-    meta = _encode({META_SERVER_INFO: _info_of(server_info)})
-    _last_meta = (msgspec.structs.replace(server_info), meta)
-    return meta
-
-
-#: The last ``_meta`` of a result encoded: a copy of the server info as it was (another info, or one
-#: changed in place, is encoded again) and the bytes (none yet: no info equals ``None``).
-_last_meta: tuple[Implementation | None, bytes] = (None, b"")
-
-
-def _info_of(server_info: Implementation) -> dict[str, Any]:
-    """``serverInfo`` as JSON values (every result carries it): made once per server's info, then shared."""
-    global _last_info
-    last = _last_info
-    if last is not None and last[0] is server_info and last[1] == server_info:
-        return last[2]
-    info: dict[str, Any] = msgspec.to_builtins(server_info)
-    _last_info = (server_info, msgspec.structs.replace(server_info), info)
-    return info
-
-
-#: The last server info turned into JSON values: the info, a copy of it as it was (an info changed in
-#: place is converted again), and what it gave (one entry: a process serving several servers only
-#: converts more often). Shared by every result: never changed in place.
-_last_info: tuple[Implementation, Implementation, dict[str, Any]] | None = None
 
 
 def clean_answer(question: Question, answer: Any) -> dict[str, Any] | None:
@@ -479,13 +292,3 @@ def asked(state: dict[str, Any]) -> tuple[list[str], float | None, float | None]
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def required_capability(kind: str) -> dict[str, Any]:
-    """``data.requiredCapabilities`` for -32021."""
-    if kind == "url":
-        return {"elicitation": {"url": {}}}
-    if kind == "form":
-        return {"elicitation": {"form": {}}}
-    return {kind: {}}
-
