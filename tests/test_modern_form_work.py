@@ -162,7 +162,7 @@ def test_a_one_question_reply_is_the_encoded_result() -> None:
     ``jsonrpc.encode_result`` of :func:`wire_questions.input_required`, whatever the id, key, method and server
     info; a server info changed in place is encoded again, in this reply and the final one."""
     from minimcp.wire import jsonrpc
-    from minimcp.wire.types import CallToolResult, Implementation, TextContent
+    from minimcp.wire.types import CallToolResult, TextContent
 
     questions = [
         wire_questions.form_question('n\u00e9 "x"', "form", forms.compile_form(Booking).encoded_schema(
@@ -171,21 +171,22 @@ def test_a_one_question_reply_is_the_encoded_result() -> None:
         wire_questions.Question.create("roots/list", msgspec.UNSET),
         wire_questions.Question.create("x/\u00e9\"", {"a": 1}),
     ]
-    info = Implementation(name="one", version="1")
+    server = Server("one", "1")
+    info, wire = server.info, server.modern_wire
     result = CallToolResult(content=[TextContent(text="hi \u00e9")])
     for round_ in range(2):
         for id_ in (0, -3, 2**53, "id-\u00e9\n\"", ""):
             for key in ("q1", 'k"\\\u2028', ""):
                 for question in questions:
-                    general = wire_questions.input_required((key,), (question,), "v1.a.b", info)
+                    general = wire_questions.input_required((key,), (question,), "v1.a.b", wire)
                     expected = jsonrpc.encode_result(id_, general)
-                    assert wire_questions.input_required_reply(id_, (key,), (question,), "v1.a.b", info) == expected
-            expected = jsonrpc.encode_result(id_, wire_envelope.complete(result, info))
-            assert wire_envelope.complete_reply(id_, result, info) == expected
+                    assert wire_questions.input_required_reply(id_, (key,), (question,), "v1.a.b", wire) == expected
+            expected = jsonrpc.encode_result(id_, wire_envelope.complete(result, wire))
+            assert wire_envelope.complete_reply(id_, result, wire) == expected
         info.name = "renamed"  # (in place: the next round's replies say so)
-        assert round_ or b"renamed" in wire_envelope.complete_reply(1, result, info)
+        assert round_ or b"renamed" in wire_envelope.complete_reply(1, result, wire)
     with pytest.raises(ValueError):
-        wire_questions.input_required_reply(1, ("q1", "q2"), questions[:1], "v1.a.b", info)
+        wire_questions.input_required_reply(1, ("q1", "q2"), questions[:1], "v1.a.b", wire)
 
 
 async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,7 +253,7 @@ def test_a_form_answer_is_taken_as_a_plain_question_takes_it(answer: Any) -> Non
 async def test_a_form_round_trip_makes_no_general_step(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Over round trips with a compiled form's question, its digest is made in ``form_question`` (no
     ``_digest_of`` call), its answer kept without the general ``_cleaned`` and the replies' ``_meta``
-    bytes taken without a ``_meta_of`` call (each ran once per round trip)."""
+    bytes prepared once by the server (``ServerWire._prepare``), not per round trip."""
     server = pick_server()
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
@@ -261,7 +262,7 @@ async def test_a_form_round_trip_makes_no_general_step(anyio_backend: str, monke
             await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
             with counting(monkeypatch, wire_questions, "_digest_of") as digests, \
                     counting(monkeypatch, wire_questions, "_cleaned") as cleans, \
-                    counting(monkeypatch, wire_envelope, "_meta_of") as metas:
+                    counting(monkeypatch, wire_envelope.ServerWire, "_prepare") as metas:
                 await ask_rounds(m, ROUNDS)
             assert (digests[0], cleans[0], metas[0]) == (0, 0, 0), f"{digests[0]}, {cleans[0]}, {metas[0]}"
 
@@ -411,9 +412,9 @@ async def test_past_its_bound_a_form_type_is_asked_the_general_way(
 ) -> None:
     """With the ready table full, a new form type's questions are made the general way (not added), and
     asked and answered as before (asyncio and trio)."""
-    from minimcp.server.context import asking
+    from minimcp.forms import cache as form_cache
 
-    monkeypatch.setattr(asking, "_READY_BOUND", len(asking._ready_forms))
+    monkeypatch.setattr(form_cache, "MAX_READY_TYPES", 0)
     fresh: Any = msgspec.defstruct("Fresh", [("n", int)])  # (a form type made at run time: not one mypy knows)
     server = Server("form-bound", limits=Limits(elicitation_timeout=600))
 
@@ -429,4 +430,4 @@ async def test_past_its_bound_a_form_type_is_asked_the_general_way(
                 requests, state = input_required(await m.call("ask", {"i": n}))
                 msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
                 assert text_of(complete(msg)) == str(n)
-    assert all(key[0] is not fresh for key in asking._ready_forms)
+    assert server.form_cache.ready_question(fresh, VERSION, "q", None) is None

@@ -184,10 +184,12 @@ def test_the_input_required_reply_from_prepared_bytes_is_the_encoded_result() ->
     form = wire_questions.Question.create("elicitation/create", {"message": "Naam \u00e9 \"x\"", "requestedSchema": {
         "type": "object", "properties": {"z": {"type": "string"}, "a": {"type": "integer"}}}})
     roots = wire_questions.Question.create("roots/list", {})
-    for info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
+    server = Server("s", "0")
+    for server.info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
         for id_, keys, questions in ((7, ("q1",), (form,)), ("id-\u00e9\n", ('k"\\', "q2"), (form, roots))):
-            expected = jsonrpc.encode_result(id_, wire_questions.input_required(keys, questions, "v1.abc.def", info))
-            assert wire_questions.input_required_reply(id_, keys, questions, "v1.abc.def", info) == expected
+            wire = server.modern_wire
+            expected = jsonrpc.encode_result(id_, wire_questions.input_required(keys, questions, "v1.abc.def", wire))
+            assert wire_questions.input_required_reply(id_, keys, questions, "v1.abc.def", wire) == expected
 
 
 def _sealed_body(token: str) -> bytes:
@@ -256,11 +258,12 @@ def test_the_complete_reply_is_the_encoded_complete_result() -> None:
         {"content": [], "_meta": {"k": 1}},
         {"content": [], "resultType": "complete"},
     ]
-    for info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
+    server = Server("s", "0")
+    for server.info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
         for id_ in (3, "id-\u00e9"):
             for result in results:
-                expected = jsonrpc.encode_result(id_, wire_envelope.complete(result, info))
-                assert wire_envelope.complete_reply(id_, result, info) == expected
+                expected = jsonrpc.encode_result(id_, wire_envelope.complete(result, server.modern_wire))
+                assert wire_envelope.complete_reply(id_, result, server.modern_wire) == expected
 
 
 def test_a_state_body_is_checked_canonical_without_coding_it_again(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -40,6 +40,8 @@ __all__ = [
     "NO_META",
     "UNSUPPORTED_VERSION",
     "Envelope",
+    "Informed",
+    "ServerWire",
     "complete",
     "complete_reply",
     "envelope_of",
@@ -106,11 +108,14 @@ def read_envelope(params: msgspec.Raw) -> Envelope:
         McpError: ``-32602`` naming a missing or malformed key; ``-32022`` with
             ``supported`` / ``requested`` for a revision we do not serve.
     """
+    return envelope_of(_meta_bytes(params))
+
+
+def _meta_bytes(params: msgspec.Raw) -> msgspec.Raw:
     try:
-        raw = msgspec.json.decode(params or b"{}", type=_MetaBytes).meta
+        return msgspec.json.decode(params or b"{}", type=_MetaBytes).meta
     except msgspec.DecodeError:
-        raw = _NO_META
-    return envelope_of(raw)
+        return _NO_META
 
 
 def envelope_of(raw: msgspec.Raw) -> Envelope:
@@ -119,19 +124,7 @@ def envelope_of(raw: msgspec.Raw) -> Envelope:
     Raises:
         McpError: as :func:`read_envelope`.
     """
-    global _last_envelope
-    last = _last_envelope
-    if last is not None and last[0] == raw:
-        return last[1]  # the same bytes as the last request's: the same (frozen) envelope
-    envelope = _read_meta(msgspec.json.decode(raw) if raw else None)
-    _last_envelope = (raw.copy(), envelope)  # a copy: not the whole request's buffer
-    return envelope
-
-
-#: The last ``_meta`` read (its bytes) and its envelope. A client sends the same ``_meta`` with
-#: every request: its calls then share one envelope, read once (a parked call holds no copy of
-#: its own). One entry: a mix of clients only reads more often.
-_last_envelope: tuple[msgspec.Raw, Envelope] | None = None
+    return _read_meta(msgspec.json.decode(raw) if raw else None)
 
 
 def _read_meta(meta: Any) -> Envelope:
@@ -162,12 +155,12 @@ def _read_meta(meta: Any) -> Envelope:
 
 # --- the complete result ---------------------------------------------------------------------
 
-def complete(result: Any, server_info: Implementation, *, cacheable: bool = False) -> dict[str, Any]:
-    """A result in its modern shape: ``resultType``, ``serverInfo`` in ``_meta``, cache hints."""
+def complete(result: Any, server: ServerWire, *, cacheable: bool = False) -> dict[str, Any]:
+    """A result in its modern shape: ``resultType``, ``server``'s info in ``_meta``, cache hints."""
     data: dict[str, Any] = msgspec.to_builtins(result)
     data.setdefault("resultType", "complete")
     meta = data.get("_meta")
-    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: _info_of(server_info)}
+    data["_meta"] = {**(meta if isinstance(meta, dict) else {}), META_SERVER_INFO: server.info_values()}
     if cacheable:
         data.setdefault("ttlMs", 0)
         data.setdefault("cacheScope", "private")
@@ -178,53 +171,87 @@ def complete(result: Any, server_info: Implementation, *, cacheable: bool = Fals
 _encode = msgspec.json.encode
 
 
-def complete_reply(id_: Any, result: Any, server_info: Implementation) -> bytes:
+def complete_reply(id_: Any, result: Any, server: ServerWire) -> bytes:
     """The response to request ``id_`` with :func:`complete`'s ``result``, byte for byte as
     ``jsonrpc.encode_result`` gives it: for the usual tool result (a ``CallToolResult`` without
     ``_meta``), its encoding with the two members :func:`complete` appends put after it (no tree of
     dicts made of it, ``_meta`` encoded once per server info)."""
     if type(result) is CallToolResult and result.meta is None:
-        last = _last_meta  # (_meta_of's check, written out: once per call)
-        meta = last[1] if last[0] == server_info else _meta_of(server_info)
         return b"".join((
             b'{"jsonrpc":"2.0","id":', _encode(id_), b',"result":', _encode(result)[:-1],
-            b',"resultType":"complete","_meta":', meta, b"}}",
+            b',"resultType":"complete","_meta":', server.meta_bytes(), b"}}",
         ))
-    return jsonrpc.encode_result(id_, complete(result, server_info))
+    return jsonrpc.encode_result(id_, complete(result, server))
 
 
-def _meta_of(server_info: Implementation) -> bytes:
-    """``{"io.modelcontextprotocol/serverInfo": ...}`` encoded: made once per server's info (as :func:`_info_of`:
-    an info changed in place is encoded again)."""
-    global _last_meta
-    last = _last_meta
-    if last[0] == server_info:
-        return last[1]
-    meta = _encode({META_SERVER_INFO: _info_of(server_info)})
-    _last_meta = (msgspec.structs.replace(server_info), meta)
-    return meta
+class Informed(Protocol):
+    """What has a server's info: a :class:`~minimcp.server.server.Server` (its ``info``, which may be replaced or
+    changed in place)."""
+
+    info: Implementation
 
 
-#: The last ``_meta`` of a result encoded: a copy of the server info as it was (another info, or one
-#: changed in place, is encoded again) and the bytes (none yet: no info equals ``None``).
-_last_meta: tuple[Implementation | None, bytes] = (None, b"")
+class ServerWire:
+    """What one server prepares of the 2026-07-28 wire, once rather than per request: its info as every result
+    carries it (converted and encoded once per info), and the envelope its clients send (read once per
+    ``_meta``). One per server (``Server.modern_wire``, made with its first 2026-07-28 request): no state at
+    module level, nothing shared between servers.
+    """
 
+    __slots__ = ("_encoded", "_last", "_owner", "_seen", "_values")
 
-def _info_of(server_info: Implementation) -> dict[str, Any]:
-    """``serverInfo`` as JSON values (every result carries it): made once per server's info, then shared."""
-    global _last_info
-    last = _last_info
-    if last is not None and last[0] is server_info and last[1] == server_info:
-        return last[2]
-    info: dict[str, Any] = msgspec.to_builtins(server_info)
-    _last_info = (server_info, msgspec.structs.replace(server_info), info)
-    return info
+    def __init__(self, owner: Informed) -> None:
+        self._owner = owner
+        #: A copy of the info as it was prepared (another info, or one changed in place, is prepared again;
+        #: none yet: no info equals ``None``), its JSON values (shared by every result: never changed in place)
+        #: and ``{"io.modelcontextprotocol/serverInfo": ...}`` encoded.
+        self._seen: Implementation | None = None
+        self._values: dict[str, Any] = {}
+        self._encoded = b""
+        #: The last ``_meta`` read (its bytes) and its envelope. A client sends the same ``_meta`` with every
+        #: request: its calls then share one envelope, read once (a parked call holds no copy of its own).
+        #: One entry: a mix of clients only reads more often.
+        self._last: tuple[msgspec.Raw, Envelope] | None = None
 
+    def info_values(self) -> dict[str, Any]:
+        """The server's info as JSON values (``serverInfo``), shared: never change it in place."""
+        info = self._owner.info
+        if self._seen != info:
+            self._prepare(info)
+        return self._values
 
-#: The last server info turned into JSON values: the info, a copy of it as it was (an info changed in
-#: place is converted again), and what it gave (one entry: a process serving several servers only
-#: converts more often). Shared by every result: never changed in place.
-_last_info: tuple[Implementation, Implementation, dict[str, Any]] | None = None
+    def meta_bytes(self) -> bytes:
+        """A result's ``_meta``, ``{"io.modelcontextprotocol/serverInfo": ...}``, encoded."""
+        info = self._owner.info
+        if self._seen != info:
+            self._prepare(info)
+        return self._encoded
+
+    def _prepare(self, info: Implementation) -> None:
+        values: dict[str, Any] = msgspec.to_builtins(info)
+        self._seen, self._values, self._encoded = (
+            msgspec.structs.replace(info), values, _encode({META_SERVER_INFO: values}))
+
+    def envelope_of(self, raw: msgspec.Raw) -> Envelope:
+        """:func:`envelope_of`, read once for the same bytes as the last request's (the same, frozen, envelope).
+
+        Raises:
+            McpError: as :func:`read_envelope`.
+        """
+        last = self._last
+        if last is not None and last[0] == raw:
+            return last[1]
+        envelope = envelope_of(raw)
+        self._last = (raw.copy(), envelope)  # a copy: not the whole request's buffer
+        return envelope
+
+    def read_envelope(self, params: msgspec.Raw) -> Envelope:
+        """:func:`read_envelope`, through :meth:`envelope_of`.
+
+        Raises:
+            McpError: as :func:`read_envelope`.
+        """
+        return self.envelope_of(_meta_bytes(params))
 
 
 def required_capability(kind: str) -> dict[str, Any]:

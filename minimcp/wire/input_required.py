@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from minimcp.wire.envelope import META_SERVER_INFO, _info_of, _meta_of
-from minimcp.wire.types import CreateMessageResult, ElicitResult, Implementation, ListRootsResult, UnsetType
+from minimcp.wire.envelope import META_SERVER_INFO, ServerWire
+from minimcp.wire.types import CreateMessageResult, ElicitResult, ListRootsResult, UnsetType
 
 __all__ = [
     "FormQuestion",
@@ -138,7 +138,7 @@ def _digest_of(encoded: bytes) -> str:
 
 
 def input_required(
-    keys: typing.Sequence[str], questions: typing.Sequence[Question], state: str, server_info: Implementation
+    keys: typing.Sequence[str], questions: typing.Sequence[Question], state: str, server: ServerWire
 ) -> dict[str, Any]:
     """An ``input_required`` result asking ``questions`` under ``keys`` (their params as raw JSON, which
     :func:`complete` cannot take)."""
@@ -149,13 +149,12 @@ def input_required(
         "resultType": "input_required",
         "inputRequests": requests,
         "requestState": state,
-        "_meta": {META_SERVER_INFO: _info_of(server_info)},
+        "_meta": {META_SERVER_INFO: server.info_values()},
     }
 
 
 def input_required_reply(
-    id_: Any, keys: typing.Sequence[str], questions: typing.Sequence[Question], state: str,
-    server_info: Implementation,
+    id_: Any, keys: typing.Sequence[str], questions: typing.Sequence[Question], state: str, server: ServerWire
 ) -> bytes:
     """The response to request ``id_`` with :func:`input_required`'s result, byte for byte as
     ``jsonrpc.encode_result`` gives it, put together from prepared bytes: the questions' params as
@@ -165,7 +164,7 @@ def input_required_reply(
     except ValueError:
         pass  # (several: below)
     else:
-        meta = _meta_of(server_info)
+        meta = server.meta_bytes()
         method = question.method
         return b"".join((
             b'{"jsonrpc":"2.0","id":', _encode(id_),
@@ -177,7 +176,7 @@ def input_required_reply(
     for n, (key, question) in enumerate(zip(keys, questions, strict=True)):
         parts += (b',' if n else b'', _encode(key), b':{"method":', _encode(question.method), b',"params":',
                   question.wire, b'}')
-    parts += (b'},"requestState":', _encode(state), b',"_meta":', _meta_of(server_info), b'}}')
+    parts += (b'},"requestState":', _encode(state), b',"_meta":', server.meta_bytes(), b'}}')
     return b"".join(parts)
 
 

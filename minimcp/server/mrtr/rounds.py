@@ -61,7 +61,6 @@ from minimcp.wire.envelope import (
     Envelope,
     complete,
     complete_reply,
-    envelope_of,
     read_envelope,
 )
 from minimcp.wire.errors import ConnectionClosed, McpError
@@ -96,9 +95,9 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
         )
     if method == "tools/call":
         return await _call_tool(conn, request)  # its params and envelope in one decoding
-    envelope = read_envelope(request.params)
     server, registry = conn.server, conn.registry
-    info = server.info
+    envelope = server.modern_wire.read_envelope(request.params)
+    info = server.modern_wire
     if method == "server/discover":
         result: dict[str, Any] = {
             "supportedVersions": [*MODERN, *reversed(SUPPORTED)],
@@ -145,14 +144,14 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
     except msgspec.DecodeError as exc:  # (a ValidationError too)
         read_envelope(request.params)  # a bad envelope is told first, as for every other method
         raise McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
-    envelope = envelope_of(params.meta)
+    envelope = conn.server.modern_wire.envelope_of(params.meta)
     tool = conn.registry.tools.get(params.name)
     if tool is None:
         raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
     try:
         kwargs = tool.arguments(params.arguments)
     except msgspec.DecodeError as exc:
-        return complete(error_result(argument_error(params.name, exc)), conn.server.info)
+        return complete(error_result(argument_error(params.name, exc)), conn.server.modern_wire)
     arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
     name, context_param = params.name, tool.context_param
 
@@ -263,7 +262,7 @@ async def _rounds(
         if isinstance(outcome.error, UrlElicitationRequired):
             return _url_steps_required(conn, outcome.error, binding)
         raise outcome.error
-    return complete(outcome.value, server.info)
+    return complete(outcome.value, server.modern_wire)
 
 
 def _start_run(
@@ -393,7 +392,7 @@ class ServingRun(Run):
         try:
             sealed = _sealed_round(conn, self, binding or {})  # (its questions stay pending: read below)
             if isinstance(sealed, str):  # (the reply from prepared bytes: no tree of dicts per round)
-                reply = input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.server.info)
+                reply = input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.server.modern_wire)
             else:
                 reply = jsonrpc.encode_result(id_, sealed)
         except Exception as exc:  # the client's bound of parked calls (its run is stopped)
@@ -423,7 +422,7 @@ def _last_reply(run: Run, result: Any, error: McpError | None) -> tuple[Any, byt
     run.finished = True
     try:
         if error is None:
-            reply = complete_reply(id_, result, conn.server.info)
+            reply = complete_reply(id_, result, conn.server.modern_wire)
         elif isinstance(error, UrlElicitationRequired):
             reply = jsonrpc.encode_result(id_, _url_steps_required(conn, error, binding or {}))
         else:
@@ -457,7 +456,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
     sealed = _sealed_round(conn, run, binding)
     if not isinstance(sealed, str):
         return sealed
-    return input_required(keys, questions, sealed, conn.server.info)
+    return input_required(keys, questions, sealed, conn.server.modern_wire)
 
 
 _BINDING_KEYS = frozenset(("m", "t", "a", "p"))
@@ -492,7 +491,7 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
         server_logger.warning("%s", text)
         if binding["m"] != "tools/call":
             raise McpError(errors.INTERNAL_ERROR, text) from None
-        return complete(error_result(text), server.info)
+        return complete(error_result(text), server.modern_wire)
     if server.replay_every_retry:
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
@@ -511,7 +510,7 @@ def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, bin
     }
     state = server.sealer.seal({**binding, "h": None, "ks": [], "ans": []}, now=time.time(), ttl=server.state_ttl)
     result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
-    return complete(result, server.info)
+    return complete(result, server.modern_wire)
 
 
 def _requested_version(params: msgspec.Raw) -> Any:

@@ -34,7 +34,7 @@ from minimcp.server.mrtr.rounds import ServingRun, _drive
 from minimcp.server.mrtr.state import InvalidState, StateSealer
 from minimcp.server.mrtr.used_states import MemoryUsedStates
 from minimcp.wire import jsonrpc
-from minimcp.wire.envelope import NO_META, Envelope, envelope_of
+from minimcp.wire.envelope import NO_META, Envelope
 from minimcp.wire.errors import ConnectionClosed
 from minimcp.wire.input_required import digest
 from minimcp.wire.types import UNSET, UnsetType
@@ -99,7 +99,7 @@ def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> 
         return False
     params = message.params
     try:
-        envelope = envelope_of(params.meta)
+        envelope = conn.server.modern_wire.envelope_of(params.meta)
     except Exception:  # (told by the usual way)
         return False
     name = params.name
