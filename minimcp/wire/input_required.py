@@ -45,10 +45,7 @@ _encode = msgspec.json.encode
 
 def digest(value: Any) -> str:
     """A short stable digest of a JSON-like value (sorted keys, compact)."""
-    # 12 bytes code to 16 base64 characters without padding (base64url through binascii directly).
-    return binascii.b2a_base64(_sha256(_encoder.encode(value)).digest()[:12], newline=False).translate(
-        _TO_URLSAFE
-    ).decode()
+    return _digest_of(_encoder.encode(value))
 
 
 class Question(msgspec.Struct, frozen=True, gc=False):
@@ -118,22 +115,18 @@ def ready_question(message: str, parts: tuple[bytes, bytes, frozenset[str]], key
     """:func:`form_question` from its :func:`form_parts`: the message encoded, and put between them."""
     text = _encode(message)
     wire_tail, sorted_tail, names = parts
-    # (_digest_of, written out: once per question)
-    found = _b2a(_sha256(_SORTED_FORM_HEAD + text + sorted_tail).digest()[:12], newline=False).translate(
-        _TO_URLSAFE
-    ).decode()
+    found = _digest_of(_SORTED_FORM_HEAD + text + sorted_tail)
     return FormQuestion("elicitation/create", b'{"message":' + text + wire_tail, found, key, names)
 
 
 #: What :func:`form_question`'s sorted payload starts with: ``{"m": method, "p": params}`` sorted, up to the message.
 _SORTED_FORM_HEAD = b'{"m":"elicitation/create","p":{"message":'
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
-_b2a = binascii.b2a_base64
-_sha256 = hashlib.sha256
 
 
 def _digest_of(encoded: bytes) -> str:
-    """:func:`digest` of a value whose sorted JSON is ``encoded``."""
+    """:func:`digest` of a value whose sorted JSON is ``encoded``: 12 bytes of its SHA-256, in 16 base64url
+    characters without padding (through binascii directly)."""
     return binascii.b2a_base64(hashlib.sha256(encoded).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
 
 
@@ -262,24 +255,8 @@ def take_answer(question: Question, answer: Any) -> tuple[Any, dict[str, Any]]:
     The tool gets what :func:`clean_answer` keeps, as JSON values -- or, for a form question, as the
     ``ElicitResult`` it was converted to where that holds the same values (``ctx.elicit`` takes either).
     """
-    if type(question) is FormQuestion:  # the usual question (as _cleaned, written out: once per answer)
-        try:
-            result = _convert(answer, ElicitResult)
-        except msgspec.ValidationError:
-            return answer, {}
-        content = result.content
-        if result.action != "accept" or content is _UNSET:
-            kept: dict[str, Any] = {"action": result.action}
-            return (result if result.meta is _UNSET else kept), kept
-        if content.keys() <= question.names:  # (the usual answer: nothing to drop)
-            kept = {"action": "accept", "content": dict(content)}
-            return (result if result.meta is _UNSET else kept), kept
-    given, kept_ = _cleaned(question, answer)
-    return (answer, {}) if kept_ is None else (given, kept_)
-
-
-_convert = msgspec.convert
-_UNSET = msgspec.UNSET
+    given, kept = _cleaned(question, answer)
+    return (answer, {}) if kept is None else (given, kept)
 
 
 

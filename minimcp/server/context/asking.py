@@ -318,9 +318,8 @@ class AskingCall(Call):
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout
         # The await is inline (not in a helper coroutine): one frame less for every
-        # question that waits on a person. (_started, written out: once per question)
-        self.connection.metrics.started(self.tool)
-        self._asked_at = time.monotonic()
+        # question that waits on a person.
+        self._started()
         try:
             pending = self._ask("elicitation/create", asked, timeout, key) if run is None else run.ask(asked, timeout)
             del asked, run
@@ -396,10 +395,7 @@ class AskingCall(Call):
             except FormValidationError:
                 self._outcome("invalid_answer")
                 raise
-            info = self.client_info  # (_outcome("accepted"), written out: the usual answer)
-            self.connection.metrics.finished(
-                self.tool, "accepted", time.monotonic() - self._asked_at, info.name if info else None
-            )
+            self._outcome("accepted")
             return Accepted(value)
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")
