@@ -25,7 +25,16 @@ import msgspec
 
 from minimcp.client.answers import Answers
 from minimcp.core.session import DEFAULT, ProgressWatch, Timeout
-from minimcp.wire import errors, mrtr
+from minimcp.wire import errors
+from minimcp.wire.envelope import (
+    HEADER_MISMATCH,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_SERVER_INFO,
+    MISSING_CAPABILITY,
+    UNSUPPORTED_VERSION,
+)
 from minimcp.wire.errors import ConnectionClosed, McpError
 from minimcp.wire.types import (
     UNSET,
@@ -38,7 +47,7 @@ from minimcp.wire.types import (
     ServerCapabilities,
     UnsetType,
 )
-from minimcp.wire.versions import LATEST_MODERN, SUPPORTED, Era, is_modern
+from minimcp.wire.versions import LATEST_MODERN, META_VERSION, SUPPORTED, Era, is_modern
 
 __all__ = ["Rounds"]
 
@@ -100,9 +109,9 @@ class Rounds(Answers):
                 raise  # the transport is gone (an HTTP 401/403/5xx, say): not evidence of an era
             except (McpError, TimeoutError) as exc:
                 if isinstance(exc, McpError):
-                    if exc.code in (mrtr.HEADER_MISMATCH, mrtr.MISSING_CAPABILITY):
+                    if exc.code in (HEADER_MISMATCH, MISSING_CAPABILITY):
                         return False  # errors only a modern server gives: it is one
-                    if exc.code == mrtr.UNSUPPORTED_VERSION:
+                    if exc.code == UNSUPPORTED_VERSION:
                         offered = _supported(exc)
                         mutual = [v for v in offered if is_modern(v)]
                         if mutual and attempt == 0:
@@ -132,12 +141,12 @@ class Rounds(Answers):
         if self.era != Era.MODERN:
             return extra if extra else UNSET
         meta: dict[str, Any] = {
-            mrtr.META_VERSION: self.protocol_version,
-            mrtr.META_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
-            mrtr.META_CLIENT_INFO: msgspec.to_builtins(self.info),
+            META_VERSION: self.protocol_version,
+            META_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
+            META_CLIENT_INFO: msgspec.to_builtins(self.info),
         }
         if self._log_level is not None:
-            meta[mrtr.META_LOG_LEVEL] = self._log_level
+            meta[META_LOG_LEVEL] = self._log_level
         if isinstance(extra, dict):
             meta.update(extra)
         return meta
@@ -147,7 +156,7 @@ class Rounds(Answers):
         raw = await self.session.request("server/discover", {"_meta": self._envelope()}, timeout=timeout)
         found: JSONObject = msgspec.json.decode(raw)
         meta = found.get("_meta")
-        info = meta.get(mrtr.META_SERVER_INFO) if isinstance(meta, dict) else None
+        info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
         if isinstance(info, dict):
             self.server_info = msgspec.convert(info, Implementation)
         caps = found.get("capabilities")
@@ -215,7 +224,7 @@ class Rounds(Answers):
             try:
                 return await self.session.request(method, enveloped, timeout=timeout, progress=progress)
             except McpError as exc:
-                mutual = [v for v in _supported(exc) if is_modern(v)] if exc.code == mrtr.UNSUPPORTED_VERSION else []
+                mutual = [v for v in _supported(exc) if is_modern(v)] if exc.code == UNSUPPORTED_VERSION else []
                 if attempt or not mutual:
                     raise
                 self._use_modern(mutual[-1])

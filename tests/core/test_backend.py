@@ -167,3 +167,40 @@ async def test_a_repeated_cancellation_from_the_peer_does_not_cut_the_handlers_c
         assert handlers.stopped == 1  # its clean-up ran to the end
         assert session.stats.cancelled_by_peer == 2
         tg.cancel_scope.cancel()
+
+
+def private_loop_attributes(source: str) -> list[str]:
+    """``asyncio._x`` / ``trio._x`` and ``._asyncio_x`` / ``._trio_x`` attributes in ``source`` (as written)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        owner = node.value
+        if node.attr.startswith(("_asyncio", "_trio")) or (
+            isinstance(owner, ast.Name) and owner.id in ("asyncio", "trio")
+        ):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_checker_sees_private_loop_attributes() -> None:
+    source = "asyncio._get_running_loop\nwake._asyncio_future_blocking = True\ntrio._core\nasyncio.Future\nx._y\n"
+    assert private_loop_attributes(source) == [
+        "line 1: asyncio._get_running_loop", "line 2: wake._asyncio_future_blocking", "line 3: trio._core",
+    ]
+
+
+def test_no_private_asyncio_or_trio_attribute_outside_the_backend_module() -> None:
+    import pathlib
+
+    import minimcp
+
+    package = pathlib.Path(minimcp.__file__).resolve().parent
+    found = {
+        str(path.relative_to(package)): reaches
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "_backend.py" and (reaches := private_loop_attributes(path.read_text()))
+    }
+    assert found == {}

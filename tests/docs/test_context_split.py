@@ -35,7 +35,8 @@ MODULES = [
     "server/outcome.py",
     "server/registry.py",
     "scaleout/workers.py",
-    "wire/era_probe.py",
+    "wire/envelope.py",
+    "wire/input_required.py",
 ]
 
 

@@ -22,7 +22,9 @@ import pytest
 from minimcp import Context, Server
 from minimcp.server.mrtr import modern
 from minimcp.server.mrtr import run as runs
-from minimcp.wire import errors, mrtr
+from minimcp.wire import envelope as wire_envelope
+from minimcp.wire import errors
+from minimcp.wire import input_required as wire_questions
 from tests.helpers.modern import (
     K_CAPS,
     K_VERSION,
@@ -41,8 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BEFORE_REDESIGN_ENTRIES = 90
 
 
-def _envelope(caps: dict[str, Any], version: str = V) -> mrtr.Envelope:
-    return mrtr.read_envelope(msgspec.Raw(json.dumps({"_meta": {K_VERSION: version, K_CAPS: caps}}).encode()))
+def _envelope(caps: dict[str, Any], version: str = V) -> wire_envelope.Envelope:
+    return wire_envelope.read_envelope(msgspec.Raw(json.dumps({"_meta": {K_VERSION: version, K_CAPS: caps}}).encode()))
 
 
 @pytest.mark.parametrize(
@@ -58,13 +60,13 @@ def test_an_envelope_works_out_the_form_facts_once(caps: dict[str, Any], allowed
     envelope = _envelope(caps)
     assert (envelope.form_allowed, envelope.form_mode, envelope.raw_forms_as_written) == (allowed, "form", True)
     # Facts, not fields: two envelopes that say the same are equal whatever was worked out.
-    assert envelope == mrtr.Envelope(V, envelope.capabilities, None, None)
+    assert envelope == wire_envelope.Envelope(V, envelope.capabilities, None, None)
 
 
 def test_parking_lives_beside_the_run_and_a_question_is_made_in_one_call() -> None:
     assert modern.Parking is runs.Parking and modern.PARK_OWNER is runs.PARK_OWNER  # old names keep working
     question = runs.Run.question("elicitation/create", {"message": "hi"})
-    assert question == mrtr.Question.create("elicitation/create", {"message": "hi"})
+    assert question == wire_questions.Question.create("elicitation/create", {"message": "hi"})
 
 
 def _server() -> Server:
@@ -87,7 +89,8 @@ async def test_a_tool_call_with_bad_params_names_the_envelope_first_then_the_par
         assert "$.name" in error_of(bad_params, errors.INVALID_PARAMS)["message"]
         # A progress token (the rest of _meta) still reaches the call, read once with the envelope.
         assert _envelope({}).rest is None
-        with_token = mrtr.read_envelope(msgspec.Raw(json.dumps({"_meta": {**meta(), "progressToken": 7}}).encode()))
+        token_meta = json.dumps({"_meta": {**meta(), "progressToken": 7}}).encode()
+        with_token = wire_envelope.read_envelope(msgspec.Raw(token_meta))
         assert with_token.rest == {"progressToken": 7}
         requests, state = input_required(await m.call("ask_name", {"tag": "t:"}))
         key, _ = only(requests)

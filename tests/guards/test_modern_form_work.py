@@ -1,7 +1,7 @@
 """What a 2026-07-28 form question costs per round trip (issue 19): counted, never timed.
 
 A form question of a compiled form (a Struct, dataclass or TypedDict) is made from the form's
-prepared bytes (``mrtr.form_question``: the schema encoded once per form and revision, as sent and
+prepared bytes (``wire_questions.form_question``: the schema encoded once per form and revision, as sent and
 sorted), not encoded twice and the sorted payload digested from a tree of values per question; its
 answer is kept by the form's field names, not by reading them back from the question's JSON. Each
 shortcut is held byte for byte equal to the general way (``Question.create``, ``clean_answer`` of a
@@ -20,7 +20,8 @@ import pytest
 
 from minimcp import Accepted, Context, Limits, Server, forms
 from minimcp.server.context.asking import AskingCall
-from minimcp.wire import mrtr
+from minimcp.wire import envelope as wire_envelope
+from minimcp.wire import input_required as wire_questions
 from minimcp.wire.types import ElicitRequestParams, UnsetType
 from minimcp.wire.versions import MODERN
 from tests.helpers import raw_client
@@ -68,14 +69,14 @@ def test_a_form_question_from_prepared_bytes_is_question_create(
     params = ElicitRequestParams(message=message, mode=mode, requested_schema=schema)
     encoded = compiled.encoded_schema(VERSION, schema) or compiled.encoded_schema(VERSION, schema)  # (see below)
     assert encoded is not None
-    made = mrtr.form_question(message, mode, encoded, key)
-    general = mrtr.Question.create("elicitation/create", params, key)
+    made = wire_questions.form_question(message, mode, encoded, key)
+    general = wire_questions.Question.create("elicitation/create", params, key)
     assert (made.method, made.wire, made.digest) == (general.method, general.wire, general.digest)
     assert made.key == general.key
     assert made.wire == msgspec.json.encode(params)
     for answer in ({"action": "accept", "content": {"n": 3, "guestName": "Ada", "text": "t", "extra": 1}},
                    {"action": "decline"}, {"action": "maybe"}, "yes"):
-        assert mrtr.clean_answer(made, answer) == mrtr.clean_answer(general, answer)
+        assert wire_questions.clean_answer(made, answer) == wire_questions.clean_answer(general, answer)
 
 
 def test_only_the_forms_own_rendering_has_prepared_bytes() -> None:
@@ -103,7 +104,8 @@ async def test_a_form_question_is_encoded_and_digested_from_prepared_bytes(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A round trip with a compiled form's question: no digest of a tree of values for the question
-    (``Question.create`` calls ``mrtr.digest``), no reading of its fields back from its JSON; on the wire
+    (``Question.create`` calls
+    ``wire_questions.digest``), no reading of its fields back from its JSON; on the wire
     the question is the encoded ``ElicitRequestParams``, and the answer reaches the tool, extras dropped."""
     server = pick_server()
     schema = forms.compile_form(Pick).schema_for(VERSION)
@@ -112,8 +114,8 @@ async def test_a_form_question_is_encoded_and_digested_from_prepared_bytes(
             m = Modern(peer)
             requests, state = input_required(await m.call("ask", {"i": 0}))  # (the form's first question)
             await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
-            with counting(monkeypatch, mrtr, "digest") as digests, \
-                    counting(monkeypatch, mrtr, "_field_names") as reads:
+            with counting(monkeypatch, wire_questions, "digest") as digests, \
+                    counting(monkeypatch, wire_questions, "_field_names") as reads:
                 for n in range(ROUNDS):
                     requests, state = input_required(await m.call("ask", {"i": n}))
                     key, request = only(requests)
@@ -132,31 +134,34 @@ async def test_a_form_question_is_encoded_and_digested_from_prepared_bytes(
 
 def test_a_one_question_reply_is_the_encoded_result() -> None:
     """The ``input_required`` reply of one question (joined in one go) is byte for byte
-    ``jsonrpc.encode_result`` of :func:`mrtr.input_required`, whatever the id, key, method and server
+    ``jsonrpc.encode_result`` of :func:`wire_questions.input_required`, whatever the id, key, method and server
     info; a server info changed in place is encoded again, in this reply and the final one."""
     from minimcp.wire import jsonrpc
-    from minimcp.wire.types import CallToolResult, Implementation, TextContent
+    from minimcp.wire.types import CallToolResult, TextContent
 
     questions = [
-        mrtr.form_question('n\u00e9 "x"', "form", forms.compile_form(Booking).encoded_schema(
+        wire_questions.form_question('n\u00e9 "x"', "form", forms.compile_form(Booking).encoded_schema(
             VERSION, forms.compile_form(Booking).schema_for(VERSION)) or (b"", b"", frozenset()), None),
-        mrtr.Question.create("sampling/createMessage", {"messages": [], "maxTokens": 5}),
-        mrtr.Question.create("roots/list", msgspec.UNSET),
-        mrtr.Question.create("x/\u00e9\"", {"a": 1}),
+        wire_questions.Question.create("sampling/createMessage", {"messages": [], "maxTokens": 5}),
+        wire_questions.Question.create("roots/list", msgspec.UNSET),
+        wire_questions.Question.create("x/\u00e9\"", {"a": 1}),
     ]
-    info = Implementation(name="one", version="1")
+    server = Server("one", "1")
+    info, wire = server.info, server.modern_wire
     result = CallToolResult(content=[TextContent(text="hi \u00e9")])
     for round_ in range(2):
         for id_ in (0, -3, 2**53, "id-\u00e9\n\"", ""):
             for key in ("q1", 'k"\\\u2028', ""):
                 for question in questions:
-                    expected = jsonrpc.encode_result(id_, mrtr.input_required((key,), (question,), "v1.a.b", info))
-                    assert mrtr.input_required_reply(id_, (key,), (question,), "v1.a.b", info) == expected
-            assert mrtr.complete_reply(id_, result, info) == jsonrpc.encode_result(id_, mrtr.complete(result, info))
+                    general = wire_questions.input_required((key,), (question,), "v1.a.b", wire)
+                    expected = jsonrpc.encode_result(id_, general)
+                    assert wire_questions.input_required_reply(id_, (key,), (question,), "v1.a.b", wire) == expected
+            expected = jsonrpc.encode_result(id_, wire_envelope.complete(result, wire))
+            assert wire_envelope.complete_reply(id_, result, wire) == expected
         info.name = "renamed"  # (in place: the next round's replies say so)
-        assert round_ or b"renamed" in mrtr.complete_reply(1, result, info)
+        assert round_ or b"renamed" in wire_envelope.complete_reply(1, result, wire)
     with pytest.raises(ValueError):
-        mrtr.input_required_reply(1, ("q1", "q2"), questions[:1], "v1.a.b", info)
+        wire_questions.input_required_reply(1, ("q1", "q2"), questions[:1], "v1.a.b", wire)
 
 
 async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -213,28 +218,25 @@ def test_a_form_answer_is_taken_as_a_plain_question_takes_it(answer: Any) -> Non
     schema = compiled.schema_for(VERSION)
     encoded = compiled.encoded_schema(VERSION, schema) or compiled.encoded_schema(VERSION, schema)
     assert encoded is not None
-    made = mrtr.form_question("q", "form", encoded, None)
-    general = mrtr.Question.create(
+    made = wire_questions.form_question("q", "form", encoded, None)
+    general = wire_questions.Question.create(
         "elicitation/create", ElicitRequestParams(message="q", mode="form", requested_schema=schema))
-    assert type(general) is mrtr.Question
-    assert mrtr.take_answer(made, answer) == mrtr.take_answer(general, answer)
+    assert type(general) is wire_questions.Question
+    assert wire_questions.take_answer(made, answer) == wire_questions.take_answer(general, answer)
 
 
-async def test_a_form_round_trip_makes_no_general_step(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Over round trips with a compiled form's question, its digest is made in ``form_question`` (no
-    ``_digest_of`` call), its answer kept without the general ``_cleaned`` and the replies' ``_meta``
-    bytes taken without a ``_meta_of`` call (each ran once per round trip)."""
+async def test_the_replies_meta_is_prepared_once(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over round trips with a compiled form's question, the replies' ``_meta`` (the server's info) is
+    prepared once by the server (``ServerWire._prepare``), not per round trip."""
     server = pick_server()
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
             m = Modern(peer)
             requests, state = input_required(await m.call("ask", {"i": 0}))  # (the form's first question)
             await m.call("ask", {"i": 0}, responses={only(requests)[0]: accept(n=0)}, state=state)
-            with counting(monkeypatch, mrtr, "_digest_of") as digests, \
-                    counting(monkeypatch, mrtr, "_cleaned") as cleans, \
-                    counting(monkeypatch, mrtr, "_meta_of") as metas:
+            with counting(monkeypatch, wire_envelope.ServerWire, "_prepare") as metas:
                 await ask_rounds(m, ROUNDS)
-            assert (digests[0], cleans[0], metas[0]) == (0, 0, 0), f"{digests[0]}, {cleans[0]}, {metas[0]}"
+            assert metas[0] == 0, metas[0]
 
 
 async def test_a_form_type_asked_before_skips_the_question_work(
@@ -382,9 +384,9 @@ async def test_past_its_bound_a_form_type_is_asked_the_general_way(
 ) -> None:
     """With the ready table full, a new form type's questions are made the general way (not added), and
     asked and answered as before (asyncio and trio)."""
-    from minimcp.server.context import asking
+    from minimcp.forms import cache as form_cache
 
-    monkeypatch.setattr(asking, "_READY_BOUND", len(asking._ready_forms))
+    monkeypatch.setattr(form_cache, "MAX_READY_TYPES", 0)
     fresh: Any = msgspec.defstruct("Fresh", [("n", int)])  # (a form type made at run time: not one mypy knows)
     server = Server("form-bound", limits=Limits(elicitation_timeout=600))
 
@@ -400,4 +402,4 @@ async def test_past_its_bound_a_form_type_is_asked_the_general_way(
                 requests, state = input_required(await m.call("ask", {"i": n}))
                 msg = await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
                 assert text_of(complete(msg)) == str(n)
-    assert all(key[0] is not fresh for key in asking._ready_forms)
+    assert server.form_cache.ready_question(fresh, VERSION, "q", None) is None

@@ -148,18 +148,21 @@ def test_open_bound_checks_the_token_as_open_does(version: str) -> None:
 
 def test_the_input_required_reply_from_prepared_bytes_is_the_encoded_result() -> None:
     """The run's ``input_required`` reply, put together from prepared bytes, is byte for byte the
-    response ``jsonrpc.encode_result`` makes of :func:`mrtr.input_required` (ids, keys needing escapes,
+    response ``jsonrpc.encode_result`` makes of :func:`wire_questions.input_required` (ids, keys needing escapes,
     several questions, another server info)."""
-    from minimcp.wire import jsonrpc, mrtr
+    from minimcp.wire import input_required as wire_questions
+    from minimcp.wire import jsonrpc
     from minimcp.wire.types import Implementation
 
-    form = mrtr.Question.create("elicitation/create", {"message": "Naam \u00e9 \"x\"", "requestedSchema": {
+    form = wire_questions.Question.create("elicitation/create", {"message": "Naam \u00e9 \"x\"", "requestedSchema": {
         "type": "object", "properties": {"z": {"type": "string"}, "a": {"type": "integer"}}}})
-    roots = mrtr.Question.create("roots/list", {})
-    for info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
+    roots = wire_questions.Question.create("roots/list", {})
+    server = Server("s", "0")
+    for server.info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
         for id_, keys, questions in ((7, ("q1",), (form,)), ("id-\u00e9\n", ('k"\\', "q2"), (form, roots))):
-            expected = jsonrpc.encode_result(id_, mrtr.input_required(keys, questions, "v1.abc.def", info))
-            assert mrtr.input_required_reply(id_, keys, questions, "v1.abc.def", info) == expected
+            wire = server.modern_wire
+            expected = jsonrpc.encode_result(id_, wire_questions.input_required(keys, questions, "v1.abc.def", wire))
+            assert wire_questions.input_required_reply(id_, keys, questions, "v1.abc.def", wire) == expected
 
 
 def _sealed_body(token: str) -> bytes:
@@ -214,10 +217,11 @@ def test_seal_sorted_seals_what_seal_seals() -> None:
 
 
 def test_the_complete_reply_is_the_encoded_complete_result() -> None:
-    """The run's final reply (``mrtr.complete_reply``: the tool result's encoding with ``resultType`` and
-    ``_meta`` put after it) is byte for byte ``jsonrpc.encode_result`` of :func:`mrtr.complete`, for
+    """The run's final reply (``wire_envelope.complete_reply``: the tool result's encoding with ``resultType`` and
+    ``_meta`` put after it) is byte for byte ``jsonrpc.encode_result`` of :func:`wire_envelope.complete`, for
     results with and without their own ``_meta`` and results of other shapes."""
-    from minimcp.wire import jsonrpc, mrtr
+    from minimcp.wire import envelope as wire_envelope
+    from minimcp.wire import jsonrpc
     from minimcp.wire.types import CallToolResult, Implementation, TextContent
 
     results: list[Any] = [
@@ -227,11 +231,12 @@ def test_the_complete_reply_is_the_encoded_complete_result() -> None:
         {"content": [], "_meta": {"k": 1}},
         {"content": [], "resultType": "complete"},
     ]
-    for info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
+    server = Server("s", "0")
+    for server.info in (Implementation(name="one", version="1"), Implementation(name="two", version="2", title="T")):
         for id_ in (3, "id-\u00e9"):
             for result in results:
-                expected = jsonrpc.encode_result(id_, mrtr.complete(result, info))
-                assert mrtr.complete_reply(id_, result, info) == expected
+                expected = jsonrpc.encode_result(id_, wire_envelope.complete(result, server.modern_wire))
+                assert wire_envelope.complete_reply(id_, result, server.modern_wire) == expected
 
 
 def test_a_state_body_is_checked_canonical_without_coding_it_again(monkeypatch: pytest.MonkeyPatch) -> None:

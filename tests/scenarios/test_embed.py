@@ -4,7 +4,7 @@ A running stdio server (a real child process, after the handshake and a call) re
 the modules it has loaded; the client side, the other transports, the CLI, the trace
 diagrams and the optional HTTP / WebSocket stacks are not among them (they load on
 first use, see ``minimcp.__init__``'s lazy names). Nor is the forms machinery, until a
-tool asks with a form (``asking._load_forms``): then it loads, and the answer is checked.
+tool asks with a form (``Server.form_cache``): then it loads, and the answer is checked.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ NOT_FOR_A_STDIO_SERVER = (
 #: of it (each loads on first use: the era lock, ``Server(bus=...)``, the first URL step, ...).
 NOT_ON_THE_HANDSHAKE_ERA = (
     "minimcp.server.mrtr.state",
-    "minimcp.wire.mrtr",
+    "minimcp.wire.envelope",
+    "minimcp.wire.input_required",
     "minimcp.server.mrtr.modern",
     "minimcp.server.mrtr.rounds",
     "minimcp.server.mrtr.used_states",

@@ -1,4 +1,4 @@
-"""minimcp.wire.mrtr: the pure half of revision 2026-07-28 (the request envelope, result shape, questions and answers).
+"""minimcp.wire.envelope and .input_required: the pure half of revision 2026-07-28 (envelope, result, questions).
 
 The runs and their parking (minimcp.server.mrtr.run) are tested through the wire
 in test_modern.py and test_http_modern.py.
@@ -12,24 +12,22 @@ from typing import Any
 import msgspec
 import pytest
 
-from minimcp.wire.errors import INVALID_PARAMS, McpError
-from minimcp.wire.mrtr import (
+from minimcp import Server
+from minimcp.wire.envelope import (
     META_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_SERVER_INFO,
-    META_VERSION,
     UNSUPPORTED_VERSION,
     Envelope,
-    Question,
-    clean_answer,
     complete,
-    has_envelope,
     read_envelope,
     required_capability,
-    take_answer,
 )
+from minimcp.wire.errors import INVALID_PARAMS, McpError
+from minimcp.wire.input_required import Question, clean_answer, take_answer
 from minimcp.wire.types import ClientCapabilities, ElicitResult, Implementation, ListToolsResult
+from minimcp.wire.versions import META_VERSION, has_envelope
 
 META = {META_VERSION: "2026-07-28", META_CAPABILITIES: {"elicitation": {}}}
 FORM = Question.create(
@@ -87,15 +85,17 @@ def test_an_unknown_revision_says_which_are_supported() -> None:
 
 
 def test_complete_adds_the_result_type_and_server_info() -> None:
-    info = Implementation(name="s", version="1")
-    data = complete(ListToolsResult(tools=[]), info)
+    server = Server("s", "1")
+    data = complete(ListToolsResult(tools=[]), server.modern_wire)
     assert data["resultType"] == "complete" and data["tools"] == []
     assert data["_meta"] == {META_SERVER_INFO: {"name": "s", "version": "1"}}
     assert "ttlMs" not in data
-    cached = complete({"x": 1, "_meta": {"k": "v"}}, info, cacheable=True)
+    cached = complete({"x": 1, "_meta": {"k": "v"}}, server.modern_wire, cacheable=True)
     assert cached["_meta"]["k"] == "v" and META_SERVER_INFO in cached["_meta"]
     assert (cached["ttlMs"], cached["cacheScope"]) == (0, "private")
-    assert complete({"resultType": "incomplete"}, info)["resultType"] == "incomplete"
+    assert complete({"resultType": "incomplete"}, server.modern_wire)["resultType"] == "incomplete"
+    server.info = Implementation(name="t", version="2")  # (another info: the next result says so)
+    assert complete({}, server.modern_wire)["_meta"] == {META_SERVER_INFO: {"name": "t", "version": "2"}}
 
 
 def test_a_question_is_named_by_its_digest() -> None:

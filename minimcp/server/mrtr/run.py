@@ -26,7 +26,7 @@ from minimcp.server.mrtr.run_sweep import TIMED_OUT as _TIMED_OUT
 from minimcp.server.mrtr.run_sweep import Sweep as _Sweep
 from minimcp.wire import errors
 from minimcp.wire.errors import McpError
-from minimcp.wire.mrtr import Question, take_answer
+from minimcp.wire.input_required import Question, take_answer
 
 if TYPE_CHECKING:
     from minimcp.server.context import Context

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from minimcp.server.mrtr.state import InvalidState, StateSealer, StateTooLarge, digest
+from minimcp.server.mrtr.state import InvalidState, StateSealer, StateTooLarge
 from minimcp.wire.errors import MinimcpError
+from minimcp.wire.input_required import digest
 
 KEY = b"k" * 32
 OTHER = b"o" * 32

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from minimcp.server.mrtr import state as state_module
-from minimcp.server.mrtr.state import InvalidState, StateSealer, digest
+from minimcp.server.mrtr.state import InvalidState, StateSealer
+from minimcp.wire.input_required import digest
 from tests.helpers import counted_urandom
 from tests.helpers.state_v2 import TAMPERED, _flip
 
