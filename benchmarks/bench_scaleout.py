@@ -72,7 +72,7 @@ def binary(package: str, name: str) -> str:
     """Debian's ``package`` (installed with apt-get when missing and we are root), else a clear exit."""
     try:
         sys.path.insert(0, str(ROOT))
-        from tests.chromium import ChromiumUnavailable, ensure_installed
+        from tests.helpers.chromium import ChromiumUnavailable, ensure_installed
     except ImportError:  # no test tree: only what is on PATH
         found = shutil.which(name)
         if found is None:

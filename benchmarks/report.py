@@ -1,7 +1,7 @@
 """Medians, tables, the target check and the chart, from a results document of ``run.py``.
 
     python benchmarks/report.py benchmarks/results/latest.json           # print the tables
-    python benchmarks/report.py benchmarks/results/latest.json --readme  # and rewrite README's results
+    python benchmarks/report.py benchmarks/results/latest.json --tables  # and rewrite results/latest.md
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from typing import Any
 
 SERVERS = ("minimcp", "official", "floor")
 NAMES = {"minimcp": "minimcp", "official": "official SDK", "floor": "floor"}
-BEGIN = "<!-- results:begin (written by benchmarks/run.py) -->"
-END = "<!-- results:end -->"
 
 
 def med(values: list[float]) -> float | None:
@@ -406,21 +404,19 @@ def chart(doc: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
-def update_readme(doc: dict[str, Any], readme: Path) -> None:
-    text = readme.read_text()
-    block = f"{BEGIN}\n\n{text_tables(doc)}\n\n![chart](results/chart.png)\n\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n## Results\n\n" + block + "\n"
-    readme.write_text(text)
+def write_tables(doc: dict[str, Any], path: Path) -> None:
+    """Every table of a full run, in ``path`` (``results/latest.md``; the page quotes a few of them)."""
+    m = doc["machine"]
+    stamp = (f"# Every table of the latest full run (`benchmarks/run.py`)\n\n"
+             f"Written by `benchmarks/run.py` ({doc.get('when', '?')}, minimcp commit "
+             f"{m.get('minimcp_commit', '?')}); `benchmarks/README.md` explains what is measured.")
+    path.write_text(f"{stamp}\n\n{text_tables(doc)}\n\n![chart](chart.png)\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results")
-    parser.add_argument("--readme", action="store_true")
+    parser.add_argument("--tables", action="store_true", help="rewrite results/latest.md")
     parser.add_argument("--chart", action="store_true")
     args = parser.parse_args()
     doc = json.loads(Path(args.results).read_text())
@@ -429,8 +425,8 @@ def main() -> None:
     here = Path(__file__).resolve().parent
     if args.chart:
         chart(doc, here / "results" / "chart.png")
-    if args.readme:
-        update_readme(doc, here / "README.md")
+    if args.tables:
+        write_tables(doc, here / "results" / "latest.md")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ runs). Repeats are interleaved (A B C, A B C, ...) and medians are quoted.
 
 Writes ``benchmarks/results/<stamp>.json`` and ``latest.json`` (machine, package
 versions, every raw row, the medians and the target check), ``benchmarks/results/chart.png``
-and the results section of ``benchmarks/README.md``. Figures are printed, never asserted:
+and every table in ``benchmarks/results/latest.md``. Figures are printed, never asserted:
 the exit status only says whether every run completed with every answer checked.
 """
 
@@ -306,7 +306,7 @@ def main() -> None:
                         "and after; scaleout: workers behind haproxy; http-10k: 10,000 pending over HTTP; "
                         "http-modern: revision 2026-07-28 over HTTP; those five only when named)")
     parser.add_argument("--million", action="store_true", help="also 1,000,000 pending (minimcp and floor)")
-    parser.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
+    parser.add_argument("--no-tables", action="store_true", help="do not rewrite benchmarks/results/latest.md")
     parser.add_argument("--out", help="results file (default: results/<stamp>.json)")
     args = parser.parse_args()
     jobs = plan(args)
@@ -386,8 +386,8 @@ def main() -> None:
         chart = report.chart(doc, RESULTS / "chart.png")
         if chart:
             print(f"chart: {chart}")
-        if not args.no_readme and not args.only:
-            report.update_readme(doc, HERE / "README.md")
+        if not args.no_tables and not args.only:
+            report.write_tables(doc, RESULTS / "latest.md")
     print(f"results: {out}  ({doc['seconds']:.0f} s, {failures} failed runs)")
     sys.exit(1 if failures else 0)
 

@@ -30,7 +30,7 @@ and the server has no connection left. Memory is sampled after each round.
     python benchmarks/soak.py --elicitations 100000 --backend trio
     python benchmarks/soak.py --elicitations 5000 --tracemalloc
 
-``tests/test_soak.py`` runs the same engine with small numbers on both backends.
+``tests/scenarios/test_soak.py`` runs the same engine with small numbers on both backends.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ Usage::
 
 The engine is atheris (coverage-guided libFuzzer) when it is installed, else a seeded mutation
 fuzzer. Crash inputs are copied to ``fuzz/crashes/<target>-<sha1>``; the regression test of each
-goes into ``tests/test_hostile.py``, and the input into ``fuzz/regressions/`` (part of the
+goes into ``tests/scenarios/test_hostile.py``, and the input into ``fuzz/regressions/`` (part of the
 target's seeds, so the test suite replays it).
 """
 
@@ -158,7 +158,7 @@ def _raw_is_json(raw: msgspec.Raw) -> None:
         pass  # JSON that Python cannot hold (1e400): the typed decoders report it as -32602
     except msgspec.DecodeError as exc:
         # Documented: raw members skip UTF-8 validation (msgspec.Raw); the typed decoders report such
-        # bytes as -32602 (checked for params below; tests/test_hostile.py::test_fuzz_non_utf8_*).
+        # bytes as -32602 (checked for params below; tests/scenarios/test_hostile.py::test_fuzz_non_utf8_*).
         if "UTF-8" not in str(exc):
             raise
 
@@ -419,7 +419,7 @@ SEEDS: dict[str, list[bytes]] = {
 
 #: The inputs behind the findings in fuzz/README.md, one file each, named as crash inputs are
 #: (``<target>-<sha1 prefix>``). They join their target's seeds, so the test suite replays them
-#: (tests/test_hostile.py::test_fuzz_oracles_hold_on_seed_inputs) and every fuzz run starts from them.
+#: (tests/scenarios/test_hostile.py::test_fuzz_oracles_hold_on_seed_inputs) and every fuzz run starts from them.
 REGRESSIONS = HERE / "regressions"
 for _path in sorted(REGRESSIONS.glob("*-*")):
     SEEDS[_path.name.rsplit("-", 1)[0]].append(_path.read_bytes())

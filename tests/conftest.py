@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import inspect
+import pathlib
+import sys
 from typing import Any
 
 import pytest
+
+# The examples are imported by name (``import booking``) by tests and by their helpers, as mypy sees them
+# (``mypy_path`` in pyproject.toml).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "examples"))
 
 
 @pytest.fixture(params=["asyncio", "trio"])

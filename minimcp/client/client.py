@@ -52,8 +52,17 @@ from minimcp.core.config import Limits
 from minimcp.core.session import DEFAULT, ProgressWatch, Session, Timeout, decode_result
 from minimcp.core.trace import WireTrace
 from minimcp.core.transport import Transport
-from minimcp.wire import errors, jsonrpc, mrtr
+from minimcp.wire import errors, jsonrpc
 from minimcp.wire.elicitation import Accepted, Cancelled, Declined, UrlElicitationRequired, action_of
+from minimcp.wire.envelope import (
+    HEADER_MISMATCH,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_SERVER_INFO,
+    MISSING_CAPABILITY,
+    UNSUPPORTED_VERSION,
+)
 from minimcp.wire.errors import ConnectionClosed, McpError, UnsupportedVersion
 from minimcp.wire.jsonrpc import Notification, Request
 from minimcp.wire.types import (
@@ -98,7 +107,17 @@ from minimcp.wire.types import (
     UnsetType,
 )
 from minimcp.wire.urls import inspect_url
-from minimcp.wire.versions import LATEST, LATEST_MODERN, SUPPORTED, Era, Feature, is_modern, is_supported, supports
+from minimcp.wire.versions import (
+    LATEST,
+    LATEST_MODERN,
+    META_VERSION,
+    SUPPORTED,
+    Era,
+    Feature,
+    is_modern,
+    is_supported,
+    supports,
+)
 
 __all__ = [
     "Client",
@@ -659,9 +678,9 @@ class Client:
                 raise  # the transport is gone (an HTTP 401/403/5xx, say): not evidence of an era
             except (McpError, TimeoutError) as exc:
                 if isinstance(exc, McpError):
-                    if exc.code in (mrtr.HEADER_MISMATCH, mrtr.MISSING_CAPABILITY):
+                    if exc.code in (HEADER_MISMATCH, MISSING_CAPABILITY):
                         return False  # errors only a modern server gives: it is one
-                    if exc.code == mrtr.UNSUPPORTED_VERSION:
+                    if exc.code == UNSUPPORTED_VERSION:
                         offered = _supported(exc)
                         mutual = [v for v in offered if is_modern(v)]
                         if mutual and attempt == 0:
@@ -691,12 +710,12 @@ class Client:
         if self.era != Era.MODERN:
             return extra if extra else UNSET
         meta: dict[str, Any] = {
-            mrtr.META_VERSION: self.protocol_version,
-            mrtr.META_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
-            mrtr.META_CLIENT_INFO: msgspec.to_builtins(self.info),
+            META_VERSION: self.protocol_version,
+            META_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
+            META_CLIENT_INFO: msgspec.to_builtins(self.info),
         }
         if self._log_level is not None:
-            meta[mrtr.META_LOG_LEVEL] = self._log_level
+            meta[META_LOG_LEVEL] = self._log_level
         if isinstance(extra, dict):
             meta.update(extra)
         return meta
@@ -706,7 +725,7 @@ class Client:
         raw = await self.session.request("server/discover", {"_meta": self._envelope()}, timeout=timeout)
         found: JSONObject = msgspec.json.decode(raw)
         meta = found.get("_meta")
-        info = meta.get(mrtr.META_SERVER_INFO) if isinstance(meta, dict) else None
+        info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
         if isinstance(info, dict):
             self.server_info = msgspec.convert(info, Implementation)
         caps = found.get("capabilities")
@@ -774,7 +793,7 @@ class Client:
             try:
                 return await self.session.request(method, enveloped, timeout=timeout, progress=progress)
             except McpError as exc:
-                mutual = [v for v in _supported(exc) if is_modern(v)] if exc.code == mrtr.UNSUPPORTED_VERSION else []
+                mutual = [v for v in _supported(exc) if is_modern(v)] if exc.code == UNSUPPORTED_VERSION else []
                 if attempt or not mutual:
                     raise
                 self._use_modern(mutual[-1])

@@ -66,6 +66,7 @@ __all__ = [
     "trio_deadline_in",
     "backend_name",
     "new_cell",
+    "relayed_wait",
     "cell_factory",
     "cell_settled",
 ]
@@ -524,9 +525,46 @@ def trio_cancel_scope() -> Any:
 
 def end_wait(waker: Any) -> None:
     """End a wait made wakeable with ``waker``: an asyncio future of its own (completed, never cancelled), or
-    a trio cancel scope (cancelled). See ``transports/http/_reader.py``."""
+    a trio cancel scope (cancelled). See :func:`relayed_wait`."""
     if isinstance(waker, asyncio.Future):
         if not waker.done():
             waker.set_result(None)
     else:
         waker.cancel()
+
+
+# --- asyncio only: a coroutine driven by hand, its wait relayed (an HTTP response's wait in receive()) ------
+#
+# ``transports/http/_response.py`` (``Reader.respond``) waits in the ASGI ``receive()`` with no task of its
+# own, and must be able to end that wait without cancelling anything (a cancellation that strikes as
+# ``receive()`` returns would be left behind in the ASGI server's task). On trio a native cancel scope
+# around ``await receive()`` does it: trio's cancellation is level-triggered, so a wake that comes as
+# ``receive()`` returns is simply unused. That is the reference path: the plain structured wait (anyio's
+# ``with CancelScope(): await receive()``, without anyio's wrapper per response: bytes per pending call).
+#
+# On asyncio the response drives ``receive()``'s steps itself (``send(None)`` / ``throw``) inside its own
+# coroutine, and relies on the protocol between a task and the futures it awaits, as
+# ``asyncio.Task.__step`` implements it:
+#
+# * a coroutine that awaits a future yields that future up to its task, with the future's
+#   ``_asyncio_future_blocking`` set to True (``Future.__await__`` does this); the task then adds a
+#   done-callback to the future and resumes the coroutine when it is done, or throws the task's
+#   cancellation into it; a bare ``yield`` (None) asks for one turn of the loop;
+# * so the response does not yield the future ``receive()`` waits on: it yields a future of its own
+#   (:func:`relayed_wait`), completed by a done-callback of the other one, or by :func:`end_wait` to end
+#   the wait early. Woken early, it closes ``receive()``'s coroutine where it waits (no cancellation).
+#
+# Nothing else outside this module touches a private attribute of asyncio.
+
+
+def relayed_wait(
+    loop: asyncio.AbstractEventLoop, inner: asyncio.Future[Any], relay: Callable[[asyncio.Future[Any]], object]
+) -> asyncio.Future[None]:
+    """asyncio: the future for the running task to wait on instead of ``inner`` (which a coroutine driven by
+    hand waits on), as ``Future.__await__`` would yield it: ``relay``, now a done-callback of ``inner``, is
+    to complete it (:func:`end_wait`), as :func:`end_wait` does to end the wait early. The caller removes
+    ``relay`` from ``inner`` when the wait ends."""
+    wake: asyncio.Future[None] = loop.create_future()
+    wake._asyncio_future_blocking = True  # (the task protocol: a future yielded up is waited on)
+    inner.add_done_callback(relay)
+    return wake

@@ -68,31 +68,24 @@ class AdoptedRequests:
     async def reply_adopted(self, id_: RequestId, reply: bytes) -> None:
         """Send the reply of adopted request ``id_`` (none if it was cancelled) and end it: the
         request's own task answering it, as a handler task does."""
-        # (_gave_up and _release written out: this runs twice per 2026-07-28 round trip)
         try:
-            cancelling = self._cancelling
-            if not (self._closed or (cancelling and id_ in cancelling)) and not self._sent_now(reply, related=id_):
+            if not self._gave_up(id_) and not self._sent_now(reply, related=id_):
                 with contextlib.suppress(ConnectionClosed):
                     await self.send_raw(reply, related=id_, outgoing=Outgoing(MessageKind.RESPONSE, id_))
         finally:
-            self._inflight.pop(id_, None)
-            if self._cancelling:
-                self._cancelling.discard(id_)
+            self._release(id_)
 
     def reply_adopted_now(self, id_: RequestId, reply: bytes) -> bool:
         """:meth:`reply_adopted` when it need not wait (no coroutine): True if the reply was sent now, or
         is not to be sent (the request was cancelled), and the request ended; False: nothing was done,
         await :meth:`reply_adopted`."""
         try:
-            cancelling = self._cancelling
-            if not (self._closed or (cancelling and id_ in cancelling)) and not self._sent_now(reply, related=id_):
+            if not self._gave_up(id_) and not self._sent_now(reply, related=id_):
                 return False
         except BaseException:
             self._release(id_)
             raise
-        self._inflight.pop(id_, None)  # (_release, written out)
-        if cancelling:
-            cancelling.discard(id_)
+        self._release(id_)
         return True
 
     def reply_adopted_nowait(self, id_: RequestId, reply: bytes | None) -> None:

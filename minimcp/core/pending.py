@@ -10,9 +10,10 @@ cells come from :mod:`minimcp.core._backend`, the clock from the caller.
 Calls parked on revision 2026-07-28 (``minimcp.server.mrtr.modern.Parking``) are not in this table. A
 parked call is a whole handler waiting for the client's next round, not a request of ours
 waiting for a response, and it belongs to the server, not to a session: on that revision a
-retry may arrive on any HTTP request, with no session in between. Measured in memory, both
-sides (``benchmarks/bench_modern.py --quick``, asyncio): 11.4 KB per waiting call here,
-23.7 KB per parked call there (its task, cancel scope, two events and timeout scope).
+retry may arrive on any HTTP request, with no session in between. Server side, asyncio, 10,000
+waiting (``benchmarks/bench_modern.py --server-only``): about 2.07 KB per waiting call here, 3.12 KB
+per parked call there (its task and the tool's suspended frames); ``benchmarks/README.md``,
+"Revision 2026-07-28", says when and how this was measured.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The other modules of this package import no role (``minimcp.server.server``,
 ``minimcp.server.context``, ``minimcp.client.client``); this one is where a ``Server`` meets
 the ASGI app and a ``Client`` meets the client transport
-(``tests/test_layers.py`` checks the direction).
+(``tests/docs/test_layers.py`` checks the direction).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :mod:`minimcp.transports.websocket` (the transport) imports no role; this module is where
 a ``Server`` meets the upgraded connections and a ``Client`` meets the client transport
-(``tests/test_layers.py`` checks the direction). Both names are also found on
+(``tests/docs/test_layers.py`` checks the direction). Both names are also found on
 :mod:`minimcp.transports.websocket`.
 """
 

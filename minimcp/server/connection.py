@@ -22,7 +22,6 @@ from minimcp.server.metrics import ElicitationMetrics
 from minimcp.server.outcome import ready
 from minimcp.server.registry import Registry
 from minimcp.wire import capabilities, errors, jsonrpc
-from minimcp.wire.era_probe import MARKER, has_envelope
 from minimcp.wire.errors import McpError
 from minimcp.wire.jsonrpc import Notification, Request
 from minimcp.wire.types import (
@@ -36,9 +35,10 @@ from minimcp.wire.types import (
     SetLevelParams,
     UnsetType,
 )
-from minimcp.wire.versions import LATEST_MODERN, Era, Feature, negotiate, supports
+from minimcp.wire.versions import LATEST_MODERN, MARKER, Era, Feature, has_envelope, negotiate, supports
 
 if TYPE_CHECKING:
+    from minimcp.forms.cache import FormCache
     from minimcp.server.context.call import Call
     from minimcp.server.context.keepalive import Wait, Waits
     from minimcp.server.server import Server
@@ -206,6 +206,11 @@ class ServerConnection:
     def end_wait(self, wait: Wait) -> None:
         if self.waits is not None:
             self.waits.end(wait)
+
+    @property
+    def form_cache(self) -> FormCache:
+        """The server's forms, kept compiled (made with its first form question)."""
+        return self.server.form_cache
 
     def can_elicit_form(self) -> bool:
         """Whether this (handshake-era) client declared form elicitation (:attr:`form_allowed`)."""

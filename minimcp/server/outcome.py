@@ -33,7 +33,9 @@ T = TypeVar("T")
 
 def missing_capability(exc: ElicitationUnsupported, required: dict[str, Any]) -> McpError:
     """The 2026-07-28 error for a question the client's declared capabilities do not allow."""
-    from minimcp.wire.mrtr import MISSING_CAPABILITY  # 2026-07-28 only: its wire module loads with its first request
+    from minimcp.wire.envelope import (
+        MISSING_CAPABILITY,  # 2026-07-28 only: its wire module loads with its first request
+    )
 
     return McpError(MISSING_CAPABILITY, str(exc), {"requiredCapabilities": required})
 

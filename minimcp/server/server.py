@@ -35,11 +35,13 @@ from minimcp.wire.types import Implementation, ResourceUpdatedParams, ServerCapa
 
 if TYPE_CHECKING:
     # What revision 2026-07-28, shared states and the bus need loads on first use (see Server.__init__).
+    from minimcp.forms.cache import FormCache
     from minimcp.scaleout.bus import Bus
     from minimcp.scaleout.workers import Workers
     from minimcp.server.mrtr.modern import Parking
     from minimcp.server.mrtr.state import StateKey, StateSealer
     from minimcp.server.mrtr.used_states import UsedStates
+    from minimcp.wire.envelope import ServerWire
 
 __all__ = ["CompletionHandler", "Context", "Server", "ServerConnection", "ToolError", "tool_result"]
 
@@ -176,6 +178,22 @@ class Server:
         from minimcp.server.mrtr.used_states import MemoryUsedStates
 
         return MemoryUsedStates(self.limits.max_used_states)
+
+    @functools.cached_property
+    def form_cache(self) -> FormCache:
+        """The forms this server's tools ask, kept compiled (made with the first form question: the forms
+        machinery, about 5 ms of import, loads only for a server whose tools ask one)."""
+        from minimcp.forms.cache import FormCache
+
+        return FormCache()
+
+    @functools.cached_property
+    def modern_wire(self) -> ServerWire:
+        """What this server prepares of the modern revision's wire once: its info as results carry it, and the
+        envelope its clients send."""
+        from minimcp.wire.envelope import ServerWire
+
+        return ServerWire(self)
 
     @functools.cached_property
     def parking(self) -> Parking:

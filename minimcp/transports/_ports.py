@@ -2,7 +2,7 @@
 
 :class:`minimcp.Server` satisfies :class:`Servable` and its
 :class:`~minimcp.server.server.ServerConnection` satisfies :class:`Connection`;
-the transports name only these, and ``tests/test_layers.py`` checks that no
+the transports name only these, and ``tests/docs/test_layers.py`` checks that no
 transport module imports ``minimcp.server.server``, ``minimcp.server.context`` or
 ``minimcp.client.client``. What needs the roles themselves (building a
 ``ServerConnection``, a ``Client``) lives in the role-level serve modules

@@ -3,8 +3,9 @@
 JSON-RPC 2.0 messages and their codes (``jsonrpc``), the MCP message structs (``types``), the error tree
 (``errors``), newline framing (``framing``), the revisions and what each allows (``versions``,
 ``capabilities``), elicitation outcomes (``elicitation``), URL rules (``urls``) and the per-request
-envelope of revision 2026-07-28 (``mrtr``, ``era_probe``).
+envelope and complete result of revision 2026-07-28 (``envelope``) and its questions and answers
+(``input_required``).
 
-No module here does I/O or imports anyio, asyncio or trio (``tests/test_layers.py`` checks it).
+No module here does I/O or imports anyio, asyncio or trio (``tests/docs/test_layers.py`` checks it).
 Read ``jsonrpc`` first; the rest may be read as the code that uses it points at them.
 """

@@ -1,22 +1,34 @@
-"""Protocol revisions and the per-revision rules.
+"""Protocol revisions and the per-revision rules, and which era a request belongs to.
 
 This is the only module that compares revision strings. Everything else asks a
 named question (``supports(version, Feature.ELICITATION_URL)``) so that adding a
 revision means editing one table, not hunting for ``if version >= ...``.
+
+Which era a request belongs to (:func:`has_envelope`: whether its params carry the
+2026-07-28 ``_meta`` protocol version) is asked of every request by a connection of
+either era, so it lives here rather than with the rest of the 2026-07-28 wire
+(:mod:`minimcp.wire.envelope`): a handshake-era server never loads that.
 """
 
 from __future__ import annotations
 
 import enum
+import re
+from typing import Any
+
+import msgspec
 
 __all__ = [
     "LATEST",
     "LATEST_MODERN",
+    "MARKER",
+    "META_VERSION",
     "MODERN",
     "SUPPORTED",
     "Era",
     "Feature",
     "era_of",
+    "has_envelope",
     "is_modern",
     "is_supported",
     "negotiate",
@@ -137,3 +149,28 @@ def _supports(version: str, feature: Feature) -> bool:
 _FEATURES: dict[str, frozenset[Feature]] = {
     v: frozenset(f for f in Feature if _supports(v, f)) for v in (*SUPPORTED, *MODERN)
 }
+
+
+# --- which era a request belongs to (the 2026-07-28 envelope's version key) ---------------------------
+
+#: The ``_meta`` key naming a 2026-07-28 request's protocol version.
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+#: The byte pattern of :data:`META_VERSION`: a params buffer without it has no envelope. A caller on a
+#: hot path runs ``MARKER.search`` itself (a C call) and :func:`has_envelope` only on a hit.
+MARKER = re.compile(re.escape(META_VERSION.encode()))
+
+
+class _MetaOnly(msgspec.Struct):
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+def has_envelope(params: msgspec.Raw) -> bool:
+    """Whether a request's params carry the modern ``_meta`` version key (cheap pre-check first)."""
+    if not params or MARKER.search(params) is None:  # scans the buffer without copying it
+        return False
+    try:
+        meta = msgspec.json.decode(params, type=_MetaOnly).meta
+    except msgspec.DecodeError:
+        return False
+    return isinstance(meta, dict) and META_VERSION in meta

@@ -50,7 +50,7 @@ if __name__ == "__main__":
     import sys
 
     if len(sys.argv) >= 3 and sys.argv[1] == "http":
-        # Streamable HTTP on 127.0.0.1:PORT/mcp (used by tests/test_http.py).
+        # Streamable HTTP on 127.0.0.1:PORT/mcp (used by tests/transports/http/test_http.py).
         mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), streamable_http_path="/mcp")
     else:
         mcp.run()  # stdio

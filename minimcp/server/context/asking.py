@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
@@ -46,46 +46,11 @@ from minimcp.wire.types import (
 
 if TYPE_CHECKING:
     from minimcp import forms
-    from minimcp.forms import cache as form_cache
-    from minimcp.forms.check import validate_checked
     from minimcp.server.context.keepalive import Wait
     from minimcp.server.context.ports import RunHandle
-    from minimcp.wire.mrtr import Question
+    from minimcp.wire.input_required import Question
 
 __all__ = ["URL_ID_BYTES", "AskingCall", "Elicit", "ListRoots", "Sample"]
-
-# The forms machinery (about 5 ms of import) loads with the first form question, so a server
-# whose tools never ask one does not pay for it: _form_question calls _load_forms once.
-_forms_loaded = False
-
-
-def _load_forms() -> None:
-    """Import the form compiler and answer check into this module's namespace (first form question)."""
-    global _forms_loaded, form_cache, validate_checked
-    from minimcp.forms import cache as form_cache
-    from minimcp.forms.check import validate_checked
-
-    _forms_loaded = True
-
-#: :func:`minimcp.wire.mrtr.ready_question` and :func:`~minimcp.wire.mrtr.form_parts`, bound on a 2026-07-28 run's
-#: first form question (a handshake-era server does not import the revision's wire module).
-_ready_question: Callable[..., Question] | None = None
-_form_parts: Callable[..., tuple[bytes, bytes, frozenset[str]]] | None = None
-
-
-def _load_form_question() -> tuple[Callable[..., Question], Callable[..., tuple[bytes, bytes, frozenset[str]]]]:
-    global _ready_question, _form_parts
-    from minimcp.wire.mrtr import form_parts, ready_question
-
-    _ready_question, _form_parts = ready_question, form_parts
-    return ready_question, form_parts
-
-
-#: (form type, revision) -> its compiled form (asked without exemptions) and its question's prepared bytes
-#: (:func:`minimcp.wire.mrtr.form_parts`), once the form's question is made from them (:meth:`AskingCall._form_asked`);
-#: types are as few as the code defines.
-_ready_forms: dict[tuple[type, str], tuple[forms.Form[Any], tuple[bytes, bytes, frozenset[str]]]] = {}
-_READY_BOUND = 1024  # (past it, such a question is made the way that fills this table: as before it)
 
 T = TypeVar("T")
 logger = logging.getLogger("minimcp.context")
@@ -230,7 +195,7 @@ class AskingCall(Call):
             raise McpError(errors.INVALID_PARAMS, f"invalid input response for {method}: {exc}") from None
 
     def _unsupported(self, kind: str, what: str) -> ElicitationUnsupported:
-        from minimcp.wire.mrtr import required_capability  # an error path: the 2026-07-28 wire module on demand
+        from minimcp.wire.envelope import required_capability  # an error path: the 2026-07-28 wire module on demand
 
         who = self.client_info.name if self.client_info else "the client"
         return ElicitationUnsupported(
@@ -353,9 +318,8 @@ class AskingCall(Call):
         if timeout is DEFAULT:
             timeout = self.connection.limits.elicitation_timeout
         # The await is inline (not in a helper coroutine): one frame less for every
-        # question that waits on a person. (_started, written out: once per question)
-        self.connection.metrics.started(self.tool)
-        self._asked_at = time.monotonic()
+        # question that waits on a person.
+        self._started()
         try:
             pending = self._ask("elicitation/create", asked, timeout, key) if run is None else run.ask(asked, timeout)
             del asked, run
@@ -378,39 +342,35 @@ class AskingCall(Call):
         self, run: RunHandle, message: str, form: Any, allow_sensitive: Collection[str], key: str | None
     ) -> tuple[Question, forms.Form[Any]]:
         """A form question of ``run`` (2026-07-28) and its compiled form: made from the form's prepared bytes
-        where the schema is its own rendering (:func:`minimcp.wire.mrtr.form_question`: the same wire and digest),
+        where the schema is its own rendering (:func:`minimcp.wire.input_required.form_question`: the same wire and
+        digest),
         else as any question."""
         envelope = self.envelope
-        if isinstance(form, type) and not allow_sensitive and envelope is not None and envelope.form_allowed:
-            ready = _ready_forms.get((form, envelope.version))
+        cache = self.connection.form_cache
+        plain_type = isinstance(form, type) and not allow_sensitive
+        if plain_type and envelope is not None and envelope.form_allowed:
+            ready = cache.ready_question(form, envelope.version, message, key)
             if ready is not None:  # a form type asked before on this revision: what the way below gives it
-                return _ready_question(message, ready[1], key), ready[0]  # type: ignore[misc]
+                return ready
         params, compiled = self._form_question(message, form, allow_sensitive)
         version = self.protocol_version
         encoded = compiled.encoded_schema(version, params.requested_schema)
         if encoded is None:
             return run.question("elicitation/create", params, key), compiled
-        make, parts_of = _ready_question, _form_parts
-        if make is None or parts_of is None:
-            make, parts_of = _load_form_question()
-        parts = parts_of(params.mode, encoded)  # (mrtr.form_question, in its two steps)
-        if isinstance(form, type) and not allow_sensitive and len(_ready_forms) < _READY_BOUND:
-            _ready_forms[form, version] = (compiled, parts)  # (its form and bytes never change; mode is the version's)
-        return make(params.message, parts, key), compiled
+        return cache.form_question(form if plain_type else None, version, params, compiled, encoded, key), compiled
 
     def _form_question(
         self, message: str, form: Any, allow_sensitive: Collection[str]
     ) -> tuple[ElicitRequestParams, forms.Form[Any]]:
         """The ``elicitation/create`` params of a form question (checks first, nothing sent)."""
-        if not _forms_loaded:
-            _load_forms()
         version = self.protocol_version
         conn = self.connection
         mode: Literal["form"] | UnsetType
         # What the handshake allows, worked out once per connection; on 2026-07-28, once per envelope.
         allows = conn if self.envelope is None else self.envelope
         allowed, mode, as_written = allows.form_allowed, allows.form_mode, allows.raw_forms_as_written
-        compiled, given = form_cache.question_form(
+        # (the server's form cache: made with its first form question, which loads the forms machinery)
+        compiled, given = conn.form_cache.question_form(
             form, allow_sensitive, version, conn.limits.max_form_shapes, as_written=as_written
         )
         if not allowed and not (self.run is not None and self._replaying("elicitation/create", ElicitRequestParams(
@@ -430,15 +390,12 @@ class AskingCall(Call):
             content = result.content
             if content is UNSET:
                 content = {}
-            try:  # Form.build, in one call of ours: the answer checked (form_check), then made typed
-                value = compiled.make(validate_checked(compiled.checks, content))
+            try:  # the answer checked (forms.check), then made typed
+                value = compiled.build(content)
             except FormValidationError:
                 self._outcome("invalid_answer")
                 raise
-            info = self.client_info  # (_outcome("accepted"), written out: the usual answer)
-            self.connection.metrics.finished(
-                self.tool, "accepted", time.monotonic() - self._asked_at, info.name if info else None
-            )
+            self._outcome("accepted")
             return Accepted(value)
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")

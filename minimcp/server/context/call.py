@@ -28,7 +28,7 @@ from minimcp.wire.types import (
 
 if typing.TYPE_CHECKING:  # interfaces for the type checker only: nothing of them runs
     from minimcp.server.context.ports import CallHost, RunHandle
-    from minimcp.wire.mrtr import Envelope
+    from minimcp.wire.envelope import Envelope
 
 __all__ = ["CALL_ID_BYTES", "LOG_LEVELS", "Call"]
 

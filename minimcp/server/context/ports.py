@@ -19,9 +19,10 @@ from minimcp.wire.types import ClientCapabilities, Implementation, LoggingLevel,
 
 if TYPE_CHECKING:
     from minimcp.core.session import Session
+    from minimcp.forms.cache import FormCache
     from minimcp.server.context.call import Call
     from minimcp.server.context.keepalive import Wait
-    from minimcp.wire.mrtr import Question
+    from minimcp.wire.input_required import Question
 
 __all__ = ["CallHost", "RunHandle"]
 
@@ -70,6 +71,12 @@ class CallHost(Protocol):
     @property
     def raw_forms_as_written(self) -> bool:
         """Whether an author's raw form schema goes out to this client as written."""
+        ...
+
+    @property
+    def form_cache(self) -> FormCache:
+        """The server's forms, kept compiled (:class:`minimcp.forms.cache.FormCache`: made with the first form
+        question, which loads the forms machinery)."""
         ...
 
     def can_elicit_url(self) -> bool: ...

@@ -24,13 +24,14 @@ before a question may run more than once; a tool that must not be replayed is
 registered with ``replayable=False`` and its retries then fail cleanly.
 
 What is recorded is only what the tool can use of each answer
-(:func:`~minimcp.wire.mrtr.clean_answer`), and when the open questions were asked: an
+(:func:`~minimcp.wire.input_required.clean_answer`), and when the open questions were asked: an
 answer arriving after the question's timeout is no answer, and ``ctx.elicit``
 gives ``Cancelled("timeout")`` as on the handshake era, parked or replayed. A
 parked call is dropped when that timeout passes.
 
 The pure half of this revision (envelope, meta keys, codes, result shape,
-questions and answers) is :mod:`minimcp.wire.mrtr`; :func:`serve` is the entry from
+questions and answers) is :mod:`minimcp.wire.envelope` and :mod:`minimcp.wire.input_required`; :func:`serve`
+is the entry from
 :class:`~minimcp.server.connection.ServerConnection`.
 """
 
@@ -48,17 +49,25 @@ from minimcp.core.dispatch import Deferred
 from minimcp.server import handlers
 from minimcp.server.context import Context
 from minimcp.server.mrtr.run import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
-from minimcp.server.mrtr.state import StateTooLarge, digest
+from minimcp.server.mrtr.state import StateTooLarge
 from minimcp.server.mrtr.used_states import use_state
 from minimcp.server.outcome import ToolRun
 from minimcp.server.tools import RegisteredTool, argument_error, error_result, to_result
-from minimcp.wire import errors, jsonrpc, mrtr
+from minimcp.wire import errors, jsonrpc
 from minimcp.wire.elicitation import UrlElicitationRequired
+from minimcp.wire.envelope import (
+    NO_META,
+    UNSUPPORTED_VERSION,
+    Envelope,
+    complete,
+    complete_reply,
+    read_envelope,
+)
 from minimcp.wire.errors import ConnectionClosed, McpError
+from minimcp.wire.input_required import asked, digest, input_required, input_required_reply
 from minimcp.wire.jsonrpc import Request
-from minimcp.wire.mrtr import Envelope
 from minimcp.wire.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType
-from minimcp.wire.versions import MODERN, SUPPORTED
+from minimcp.wire.versions import MODERN, SUPPORTED, has_envelope
 
 if TYPE_CHECKING:
     from minimcp.server.connection import ServerConnection
@@ -77,18 +86,18 @@ _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 async def serve(conn: ServerConnection, request: Request) -> Any:
     """Answer one request of a connection locked to 2026-07-28 (every result in the revision's shape)."""
     method = request.method
-    if method == "initialize" and not mrtr.has_envelope(request.params):
+    if method == "initialize" and not has_envelope(request.params):
         raise McpError(
-            mrtr.UNSUPPORTED_VERSION,
+            UNSUPPORTED_VERSION,
             "this connection speaks protocol 2026-07-28 (no initialize); open a new connection to use "
             "the handshake",
             {"supported": list(MODERN), "requested": _requested_version(request.params)},
         )
     if method == "tools/call":
         return await _call_tool(conn, request)  # its params and envelope in one decoding
-    envelope = mrtr.read_envelope(request.params)
     server, registry = conn.server, conn.registry
-    info = server.info
+    envelope = server.modern_wire.read_envelope(request.params)
+    info = server.modern_wire
     if method == "server/discover":
         result: dict[str, Any] = {
             "supportedVersions": [*MODERN, *reversed(SUPPORTED)],
@@ -96,10 +105,10 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
         }
         if server.instructions:
             result["instructions"] = server.instructions
-        return mrtr.complete(result, info, cacheable=True)
+        return complete(result, info, cacheable=True)
     lister = handlers.LISTS.get(method)
     if lister is not None:
-        return mrtr.complete(await lister(registry, conn.limits.page_size, request), info, cacheable=True)
+        return complete(await lister(registry, conn.limits.page_size, request), info, cacheable=True)
     if method == "resources/read":
         try:
             value = await handlers.read_resource(registry, request)
@@ -107,11 +116,11 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
             if exc.code == handlers.RESOURCE_NOT_FOUND:  # resource-not-found is -32602 from 2026-07-28 on
                 raise McpError(errors.INVALID_PARAMS, exc.message, exc.data) from None
             raise
-        return mrtr.complete(value, info, cacheable=True)
+        return complete(value, info, cacheable=True)
     if method == "prompts/get":
         return await _get_prompt(conn, request, envelope)
     if method == "completion/complete":
-        return mrtr.complete(await handlers.complete(registry, request), info)
+        return complete(await handlers.complete(registry, request), info)
     raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
@@ -121,7 +130,7 @@ class _CallToolParams(msgspec.Struct, rename="camel"):
 
     name: str
     arguments: msgspec.Raw = jsonrpc.NO_PARAMS
-    meta: msgspec.Raw = msgspec.field(default=mrtr.NO_META, name="_meta")
+    meta: msgspec.Raw = msgspec.field(default=NO_META, name="_meta")
     input_responses: dict[str, Any] | UnsetType | None = UNSET
     request_state: str | UnsetType = UNSET
 
@@ -133,16 +142,16 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
     try:
         params = _decode_call_params(request.params or b"{}")
     except msgspec.DecodeError as exc:  # (a ValidationError too)
-        mrtr.read_envelope(request.params)  # a bad envelope is told first, as for every other method
+        read_envelope(request.params)  # a bad envelope is told first, as for every other method
         raise McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
-    envelope = mrtr.envelope_of(params.meta)
+    envelope = conn.server.modern_wire.envelope_of(params.meta)
     tool = conn.registry.tools.get(params.name)
     if tool is None:
         raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
     try:
         kwargs = tool.arguments(params.arguments)
     except msgspec.DecodeError as exc:
-        return mrtr.complete(error_result(argument_error(params.name, exc)), conn.server.info)
+        return complete(error_result(argument_error(params.name, exc)), conn.server.modern_wire)
     arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
     name, context_param = params.name, tool.context_param
 
@@ -218,7 +227,7 @@ async def _rounds(
                 return _input_required(conn, run, binding)
         else:
             keys = [str(k) for k in state.get("ks", [])]
-            digests, asked_at, timeout = mrtr.asked(state)
+            digests, asked_at, timeout = asked(state)
             # An answer after the question's timeout is no answer: the call goes on as timed out.
             late = asked_at is not None and timeout is not None and now > asked_at + timeout
             if method == "tools/call" and name in conn.registry.not_replayable:
@@ -253,7 +262,7 @@ async def _rounds(
         if isinstance(outcome.error, UrlElicitationRequired):
             return _url_steps_required(conn, outcome.error, binding)
         raise outcome.error
-    return mrtr.complete(outcome.value, server.info)
+    return complete(outcome.value, server.modern_wire)
 
 
 def _start_run(
@@ -383,7 +392,7 @@ class ServingRun(Run):
         try:
             sealed = _sealed_round(conn, self, binding or {})  # (its questions stay pending: read below)
             if isinstance(sealed, str):  # (the reply from prepared bytes: no tree of dicts per round)
-                reply = mrtr.input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.server.info)
+                reply = input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.server.modern_wire)
             else:
                 reply = jsonrpc.encode_result(id_, sealed)
         except Exception as exc:  # the client's bound of parked calls (its run is stopped)
@@ -413,7 +422,7 @@ def _last_reply(run: Run, result: Any, error: McpError | None) -> tuple[Any, byt
     run.finished = True
     try:
         if error is None:
-            reply = mrtr.complete_reply(id_, result, conn.server.info)
+            reply = complete_reply(id_, result, conn.server.modern_wire)
         elif isinstance(error, UrlElicitationRequired):
             reply = jsonrpc.encode_result(id_, _url_steps_required(conn, error, binding or {}))
         else:
@@ -447,7 +456,7 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
     sealed = _sealed_round(conn, run, binding)
     if not isinstance(sealed, str):
         return sealed
-    return mrtr.input_required(keys, questions, sealed, conn.server.info)
+    return input_required(keys, questions, sealed, conn.server.modern_wire)
 
 
 _BINDING_KEYS = frozenset(("m", "t", "a", "p"))
@@ -482,7 +491,7 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
         server_logger.warning("%s", text)
         if binding["m"] != "tools/call":
             raise McpError(errors.INTERNAL_ERROR, text) from None
-        return mrtr.complete(error_result(text), server.info)
+        return complete(error_result(text), server.modern_wire)
     if server.replay_every_retry:
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
@@ -501,7 +510,7 @@ def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, bin
     }
     state = server.sealer.seal({**binding, "h": None, "ks": [], "ans": []}, now=time.time(), ttl=server.state_ttl)
     result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
-    return mrtr.complete(result, server.info)
+    return complete(result, server.modern_wire)
 
 
 def _requested_version(params: msgspec.Raw) -> Any:

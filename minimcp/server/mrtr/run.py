@@ -23,7 +23,7 @@ from minimcp.core._backend import TrioCell, one_shot, trio_deadline_in
 from minimcp.server.context.call import CALL_ID_BYTES
 from minimcp.wire import errors
 from minimcp.wire.errors import McpError
-from minimcp.wire.mrtr import Question, take_answer
+from minimcp.wire.input_required import Question, take_answer
 
 if TYPE_CHECKING:
     from minimcp.server.context import Context
@@ -235,7 +235,7 @@ class Run:
             # The usual round (one numbered question, nothing on record, offered or asked before for
             # it): as _recorded and _open would do, written out (no loops, no calls of ours), with
             # _take_answers' loop below: folded back, a round trip took 1.2-1.9 % more instructions
-            # (benchmarks/instr_modern.py). Held equal by tests/test_run_cuts.py
+            # (benchmarks/tools/instr_modern.py). Held equal by tests/guards/test_run_cuts.py
             # (test_run_ask_written_out_usual_round_equals_recorded_open_and_take_answers).
             results: list[Any] = [None]
             need: tuple[int, ...] = _FIRST_ONLY

@@ -56,6 +56,7 @@ from typing import Any
 import msgspec
 
 from minimcp.wire.errors import MinimcpError
+from minimcp.wire.input_required import digest as digest  # (defined with the questions it names)
 
 __all__ = [
     "ENV_STATE_KEYS",
@@ -109,14 +110,6 @@ class StateTooLarge(MinimcpError, ValueError):
         super().__init__(f"the sealed state would be {size} bytes (limit {limit})")
         self.size = size
         self.limit = limit
-
-
-def digest(value: Any) -> str:
-    """A short stable digest of a JSON-like value (sorted keys, compact)."""
-    # 12 bytes code to 16 base64 characters without padding: :func:`b64url`, with no call of its own.
-    return binascii.b2a_base64(_sha256(_encoder.encode(value)).digest()[:12], newline=False).translate(
-        _TO_URLSAFE
-    ).decode()
 
 
 _sha256 = hashlib.sha256

@@ -31,10 +31,12 @@ import msgspec
 from minimcp.server.context import Context
 from minimcp.server.mrtr.retry_state import parked_run
 from minimcp.server.mrtr.rounds import ServingRun, _drive
-from minimcp.server.mrtr.state import InvalidState, StateSealer, digest
+from minimcp.server.mrtr.state import InvalidState, StateSealer
 from minimcp.server.mrtr.used_states import MemoryUsedStates
-from minimcp.wire import jsonrpc, mrtr
+from minimcp.wire import jsonrpc
+from minimcp.wire.envelope import NO_META, Envelope
 from minimcp.wire.errors import ConnectionClosed
+from minimcp.wire.input_required import digest
 from minimcp.wire.types import UNSET, UnsetType
 
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ class _TakenParams(msgspec.Struct, rename="camel"):
 
     name: str
     arguments: msgspec.Raw = jsonrpc.NO_PARAMS
-    meta: msgspec.Raw = msgspec.field(default=mrtr.NO_META, name="_meta")
+    meta: msgspec.Raw = msgspec.field(default=NO_META, name="_meta")
     input_responses: dict[str, dict[str, Any]] | UnsetType = UNSET
     request_state: str | UnsetType = UNSET
 
@@ -97,7 +99,7 @@ def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> 
         return False
     params = message.params
     try:
-        envelope = mrtr.envelope_of(params.meta)
+        envelope = conn.server.modern_wire.envelope_of(params.meta)
     except Exception:  # (told by the usual way)
         return False
     name = params.name
@@ -190,7 +192,7 @@ def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> 
     return True
 
 
-def _client_of(envelope: mrtr.Envelope | None) -> str | None:
+def _client_of(envelope: Envelope | None) -> str | None:
     info = envelope.client_info if envelope is not None else None
     return info.name if info is not None else None
 

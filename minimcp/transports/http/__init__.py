@@ -125,7 +125,7 @@ The package, one job per module
 * ``client`` and ``client_stateless`` -- the client transport, and its 2026-07-28 exchange;
 * ``serve`` -- the role-level layer: :class:`StreamableHTTPApp` (the app bound to a
   :class:`minimcp.Server`), :func:`serve_http`, :func:`connect_http`. No other module here
-  imports a role (``tests/test_layers.py`` checks).
+  imports a role (``tests/docs/test_layers.py`` checks).
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ from typing import Any
 
 import msgspec
 
-from minimcp.wire.mrtr import HEADER_MISMATCH, META_VERSION
+from minimcp.wire.envelope import HEADER_MISMATCH
+from minimcp.wire.versions import META_VERSION
 
 __all__ = [
     "HEADER_MISMATCH",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from minimcp.core._backend import FutureWaker, checkpoint, end_wait, running_loop, trio_cancel_scope
+from minimcp.core._backend import FutureWaker, checkpoint, end_wait, relayed_wait, running_loop, trio_cancel_scope
 
 if TYPE_CHECKING:
     from minimcp.transports.http._asgi import ASGIMessage, Receive, Send
@@ -302,10 +302,13 @@ class Reader:
         ``receive()`` until it is complete, the client leaves, or :meth:`end`; ``ended(self, owner)`` last.
 
         ``hold`` (the pacer's) holds a lone priming event back a moment. The wait is ended with no
-        cancellation: on asyncio the task waits on a future of its own, which the future ``receive()``
-        waits on completes (a done-callback) as :meth:`end` does; ``receive()`` is driven step by step
-        here and, when woken, closed where it waits. On trio a native cancel scope ends it (trio's
-        cancellation is level-triggered: a wake that comes as ``receive()`` returns is simply unused).
+        cancellation. On trio (the reference path) a native cancel scope around ``await receive()`` ends it
+        (trio's cancellation is level-triggered: a wake that comes as ``receive()`` returns is simply unused).
+        On asyncio ``receive()`` is driven step by step here and the task waits on a future of its own
+        (:func:`minimcp.core._backend.relayed_wait`, which documents the asyncio protocol this relies on),
+        completed by the future ``receive()`` waits on (a done-callback) or by :meth:`end`; woken early,
+        ``receive()`` is closed where it waits. (Driven here, in this frame, rather than by a helper: a
+        pending call holds no second frame.)
         """
         try:
             try:
@@ -360,9 +363,7 @@ class Reader:
                         steps.close()
                         break
                     while not inner.done():  # wait on ``wake``: set when ``inner`` is done, or by end()
-                        wake = self.scope = loop.create_future()
-                        wake._asyncio_future_blocking = True
-                        inner.add_done_callback(self._relay)
+                        wake = self.scope = relayed_wait(loop, inner, self._relay)
                         self.waiting = True
                         try:
                             yield wake

@@ -1,0 +1,29 @@
+"""Shared by several test files: what tests/transports/http/test_http_stall.py sets up and others reuse."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from minimcp import Server
+from minimcp.transports.http import StreamableHTTPApp, serve_http
+
+pytest.importorskip("uvicorn")
+pytest.importorskip("hypercorn")
+httpx = pytest.importorskip("httpx")
+
+
+@contextlib.asynccontextmanager
+async def serving(server: Server) -> AsyncIterator[tuple[int, StreamableHTTPApp]]:
+    app = StreamableHTTPApp(server)
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(functools.partial(serve_http, app))
+        try:
+            yield port, app
+        finally:
+            tg.cancel_scope.cancel()
+
