@@ -14,6 +14,7 @@ import ast
 import importlib
 import inspect
 import pathlib
+import re
 
 import pytest
 
@@ -83,7 +84,9 @@ SUBCLASSES = {
         "minimcp.transports.http.client",
         "StreamableHTTPClientTransport",
     ): "minimcp.transports.http.client_stateless.StatelessExchanges",
-    # To be settled by part 6 of the "run" task (Context and Client: merged, or private mixins).
+    # The tool context in two layers along a seam, telling and asking (see the test at the end): Call is a
+    # whole class (the type the connection and the keep-alive see), AskingCall adds the questions using
+    # only Call's public members, and Context is the name tools use.
     ("minimcp.server.context", "Context"): "minimcp.server.context.asking.AskingCall",
     ("minimcp.server.context.asking", "AskingCall"): "minimcp.server.context.call.Call",
 }
@@ -184,9 +187,17 @@ def test_each_allowed_reach_is_a_module_of_the_package() -> None:
     assert set(ALLOWED_REACHES) <= set(ALL_MODULES)
 
 
-def test_context_is_its_layers_and_adds_no_state() -> None:
+def test_the_context_layers_are_layers_not_mixins() -> None:
+    """``AskingCall`` uses only its own private members (Call's public ones otherwise), ``Call`` declares
+    nothing it lacks (no attribute stub, no ``NotImplementedError``), and ``Context`` adds no state."""
     from minimcp.server.context import Context
+    from minimcp.server.context.asking import AskingCall
     from minimcp.server.context.call import Call
 
-    assert Context.__slots__ == ()
-    assert not hasattr(Context, "_still_waiting") and callable(Call.keep_alive)
+    asking = _source("server/context/asking.py")
+    used = {m.group(1) for m in re.finditer(r"\bself\.(_[a-z]\w*)", asking)}
+    own = set(AskingCall.__slots__) | {name for name in vars(AskingCall) if name.startswith("_")}
+    assert used and used <= own, used - own
+    assert "NotImplementedError" not in _source("server/context/call.py")
+    assert set(inspect.get_annotations(Call)) <= set(Call.__slots__)
+    assert Context.__slots__ == () and callable(Call.keep_alive)
