@@ -53,7 +53,7 @@ from minimcp import (
     UrlElicitationRequired,
     tool_result,
 )
-from minimcp.hosting.interrupt import run_until_stopped
+from minimcp.hosting.run import run_until_stopped
 from minimcp.server.mrtr.state import ENV_STATE_KEYS, state_keys_from_env
 from minimcp.server.server import ServerConnection
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from minimcp.server.mrtr.state import InvalidState, StateSealer, StateTooLarge, digest
+from minimcp.server.mrtr.state import InvalidState, StateSealer, StateTooLarge
+from minimcp.wire.ids import digest
 from minimcp.wire.errors import MinimcpError
 
 KEY = b"k" * 32

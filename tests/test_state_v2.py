@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from minimcp.server.mrtr import state as state_module
-from minimcp.server.mrtr.state import InvalidState, StateSealer, digest
+from minimcp.server.mrtr.state import InvalidState, StateSealer
+from minimcp.wire.ids import digest
 from tests.helpers import counted_urandom
 
 KEY = b"k" * 32

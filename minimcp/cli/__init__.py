@@ -59,7 +59,7 @@ from minimcp.cli.args import (
     parse_target,
 )
 from minimcp.cli.terminal import restore_terminal
-from minimcp.hosting.interrupt import EXIT_INTERRUPTED, is_interrupt
+from minimcp.hosting.run import EXIT_INTERRUPTED, is_interrupt
 
 __all__ = ["CliError", "Target", "build_parser", "main", "parse_arguments", "parse_pairs", "parse_target"]
 

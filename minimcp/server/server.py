@@ -24,7 +24,6 @@ from minimcp.core.config import Limits
 from minimcp.core.session import PendingBudget, Session
 from minimcp.core.trace import WireTrace
 from minimcp.core.transport import Transport
-from minimcp.hosting.interrupt import run_until_stopped
 from minimcp.server.connection import ServerConnection
 from minimcp.server.context import Context
 from minimcp.server.metrics import ElicitationMetrics
@@ -527,9 +526,10 @@ class Server:
         Raises:
             ImportError: the transport's extra is not installed (the message names it).
         """
-        if transport != "stdio":
-            from minimcp.hosting.run import run_network
+        # hosting sits above the server: loaded here, when the process becomes this server's.
+        from minimcp.hosting.run import run_network, run_until_stopped
 
+        if transport != "stdio":
             run_network(self, transport, host=host, port=port, backend=backend, **options)
             return
         if options:

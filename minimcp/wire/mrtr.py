@@ -19,12 +19,12 @@ from typing import Any, Literal
 
 import msgspec
 
-from minimcp.server.mrtr.state import digest
 from minimcp.wire import capabilities as _capabilities
 from minimcp.wire import errors, jsonrpc
 from minimcp.wire.era_probe import META_VERSION as META_VERSION
 from minimcp.wire.era_probe import has_envelope as has_envelope
 from minimcp.wire.errors import McpError
+from minimcp.wire.ids import digest
 from minimcp.wire.types import (
     CallToolResult,
     ClientCapabilities,
@@ -269,7 +269,7 @@ _sha256 = hashlib.sha256
 
 
 def _digest_of(encoded: bytes) -> str:
-    """:func:`minimcp.server.mrtr.state.digest` of a value whose sorted JSON is ``encoded``."""
+    """:func:`minimcp.wire.ids.digest` of a value whose sorted JSON is ``encoded``."""
     return binascii.b2a_base64(hashlib.sha256(encoded).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
 
 

@@ -48,13 +48,14 @@ from minimcp.core.dispatch import Deferred
 from minimcp.server import handlers
 from minimcp.server.context import Context
 from minimcp.server.mrtr.run import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
-from minimcp.server.mrtr.state import StateTooLarge, digest
+from minimcp.server.mrtr.state import StateTooLarge
 from minimcp.server.mrtr.used_states import use_state
 from minimcp.server.outcome import ToolRun
 from minimcp.server.tools import RegisteredTool, argument_error, error_result, to_result
 from minimcp.wire import errors, jsonrpc, mrtr
 from minimcp.wire.elicitation import UrlElicitationRequired
 from minimcp.wire.errors import ConnectionClosed, McpError
+from minimcp.wire.ids import digest
 from minimcp.wire.jsonrpc import Request
 from minimcp.wire.mrtr import Envelope
 from minimcp.wire.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType

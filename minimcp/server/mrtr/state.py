@@ -66,7 +66,6 @@ __all__ = [
     "StateSealer",
     "StateTooLarge",
     "ENV_STATE_FORMAT",
-    "digest",
     "parse_state_keys",
     "state_format",
     "state_keys_from_env",
@@ -109,14 +108,6 @@ class StateTooLarge(MinimcpError, ValueError):
         super().__init__(f"the sealed state would be {size} bytes (limit {limit})")
         self.size = size
         self.limit = limit
-
-
-def digest(value: Any) -> str:
-    """A short stable digest of a JSON-like value (sorted keys, compact)."""
-    # 12 bytes code to 16 base64 characters without padding: :func:`b64url`, with no call of its own.
-    return binascii.b2a_base64(_sha256(_encoder.encode(value)).digest()[:12], newline=False).translate(
-        _TO_URLSAFE
-    ).decode()
 
 
 _sha256 = hashlib.sha256

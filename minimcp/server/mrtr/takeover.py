@@ -31,10 +31,11 @@ import msgspec
 from minimcp.server.context import Context
 from minimcp.server.mrtr.retry_state import parked_run
 from minimcp.server.mrtr.rounds import ServingRun, _drive
-from minimcp.server.mrtr.state import InvalidState, StateSealer, digest
+from minimcp.server.mrtr.state import InvalidState, StateSealer
 from minimcp.server.mrtr.used_states import MemoryUsedStates
 from minimcp.wire import jsonrpc, mrtr
 from minimcp.wire.errors import ConnectionClosed
+from minimcp.wire.ids import digest
 from minimcp.wire.types import UNSET, UnsetType
 
 if TYPE_CHECKING:

@@ -15,8 +15,7 @@ import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
 from minimcp.core._backend import backend_name
-from minimcp.core.config import Limits
-from minimcp.scaleout.workers import check_worker_id
+from minimcp.core.config import Limits, check_worker_id
 from minimcp.transports._ports import Connection, Servable
 from minimcp.transports.http._asgi import (
     ASSUMED_VERSION,
