@@ -629,14 +629,14 @@ async def serve(args: argparse.Namespace) -> None:
         if args.transport == "stdio":
             await booking.server.serve_stdio()
         elif args.transport == "http":
-            from minimcp.transports.http import serve_http
+            from minimcp import serve_http
 
             app = BookingHTTPApp(booking, **http_options(args, hosts, origins))
             mcp_port = await tg.start(serve_http, app, args.host, args.port)
             print(f"mcp: http://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
             await anyio.sleep_forever()
         else:
-            from minimcp.transports.websocket import serve_websocket
+            from minimcp import serve_websocket
 
             mcp_port = await tg.start(serve_websocket, booking.server, args.host, args.port)
             print(f"mcp: ws://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)

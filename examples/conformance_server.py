@@ -507,7 +507,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.stdio:
         app.run(backend=args.backend)
         return
-    from minimcp.transports.http import serve_http
+    from minimcp import serve_http
 
     log.info("serving http://%s:%d/mcp", args.host, args.port)
     anyio.run(serve_http, app, args.host, args.port, backend=args.backend)

@@ -45,12 +45,12 @@ if TYPE_CHECKING:
     from minimcp.forms import Titled as Titled
     from minimcp.forms import check_form as check_form
     from minimcp.forms import compile_form as compile_form
+    from minimcp.hosting.http import connect_http as connect_http
+    from minimcp.hosting.http import serve_http as serve_http
+    from minimcp.hosting.websocket import connect_websocket as connect_websocket
+    from minimcp.hosting.websocket import serve_websocket as serve_websocket
     from minimcp.server.mrtr.state import state_keys_from_env as state_keys_from_env
-    from minimcp.transports.http import connect_http as connect_http
-    from minimcp.transports.http import serve_http as serve_http
     from minimcp.transports.memory import memory_pair as memory_pair
-    from minimcp.transports.websocket import connect_websocket as connect_websocket
-    from minimcp.transports.websocket import serve_websocket as serve_websocket
     from minimcp.wire.urls import InvalidElicitationUrl as InvalidElicitationUrl
 
 __version__ = "0.1.0"
@@ -70,10 +70,10 @@ _LAZY: dict[str, str] = {
     "check_form": "minimcp.forms",
     "compile_form": "minimcp.forms",
     "WireTrace": "minimcp.core.trace",
-    "connect_http": "minimcp.transports.http",
-    "serve_http": "minimcp.transports.http",
-    "connect_websocket": "minimcp.transports.websocket",
-    "serve_websocket": "minimcp.transports.websocket",
+    "connect_http": "minimcp.hosting.http",  # the HTTP and WebSocket stacks load with their first use
+    "serve_http": "minimcp.hosting.http",
+    "connect_websocket": "minimcp.hosting.websocket",
+    "serve_websocket": "minimcp.hosting.websocket",
     # the sealed state of 2026-07-28: a handshake-era server never loads it
     "state_keys_from_env": "minimcp.server.mrtr.state",
     "InvalidElicitationUrl": "minimcp.wire.urls",  # the URL rules load with the first URL step

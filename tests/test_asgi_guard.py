@@ -31,7 +31,8 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("hypercorn")
 pytest.importorskip("httptools")
 
-from minimcp.transports.http import StreamableHTTPApp, serve_http
+from minimcp import serve_http
+from minimcp.transports.http import StreamableHTTPApp
 from tests import test_http
 
 UVICORN = ["uvicorn-h11", "uvicorn-httptools"]

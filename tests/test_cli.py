@@ -153,10 +153,10 @@ async def main(kind: str) -> None:
     app = booking.build_server()
     async with anyio.create_task_group() as tg:
         if kind == "http":
-            from minimcp.transports.http import serve_http
+            from minimcp import serve_http
             port = await tg.start(serve_http, app)
         else:
-            from minimcp.transports.websocket import serve_websocket
+            from minimcp import serve_websocket
             port = await tg.start(serve_websocket, app)
         print(port, flush=True)
 

@@ -30,9 +30,9 @@ import msgspec
 import pytest
 
 import minimcp
-from minimcp import Limits, Server
+from minimcp import Limits, Server, connect_http, serve_http
 from minimcp.transports import asgi_server
-from minimcp.transports.http import StreamableHTTPApp, connect_http, http_client, serve_http
+from minimcp.transports.http import StreamableHTTPApp, http_client
 from minimcp.transports.http._sse import SSEDecoder, encode_event
 
 httpx = pytest.importorskip("httpx")

@@ -149,8 +149,8 @@ async def test_serve_http_tunes_the_gc_only_when_asked_and_undoes_it_when_it_end
     default (the GC is the whole process's), and both undone when ``serve_http`` ends."""
     import gc
 
+    from minimcp import serve_http
     from minimcp.hosting.http import TUNED_GC_THRESHOLD
-    from minimcp.transports.http import serve_http
 
     before = gc.get_threshold()
     assert gc.get_freeze_count() == 0

@@ -29,8 +29,8 @@ import msgspec
 import pytest
 
 import minimcp
-from minimcp import Accepted, Context, Server
-from minimcp.transports.http import StreamableHTTPApp, connect_http
+from minimcp import Accepted, Context, Server, connect_http
+from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http import _headers as mcp_headers
 from tests.replay_mode import booking_retries  # noqa: F401 - a fixture
 from tests.test_http import SSE, accept_date, initialize_request, serving, serving_asgi

@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp import Context, Limits, Server
-from minimcp.transports.http import StreamableHTTPApp, serve_http
+from minimcp import Context, Limits, Server, serve_http
+from minimcp.transports.http import StreamableHTTPApp
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")

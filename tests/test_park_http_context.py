@@ -19,7 +19,8 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, Context, Limits, Server
-from minimcp.server.mrtr import modern
+from minimcp.server.mrtr.run import Parking, Run
+from minimcp.transports._ports import PARK_OWNER
 from minimcp.transports.http import StreamableHTTPApp
 from tests.test_http_modern_leg import call_scope
 from tests.test_parked_footprint import _bench_modern
@@ -40,7 +41,7 @@ def ask_server(bound: int = PARKED + 5) -> Server:
 
     @server.tool()
     async def ask(ctx: Context) -> str:
-        seen = (REQUEST_MARK.get(None), modern.PARK_OWNER.get())
+        seen = (REQUEST_MARK.get(None), PARK_OWNER.get())
         answer = await ctx.elicit("A number?", {"type": "object", "properties": {"n": {"type": "integer"}}})
         got = answer.value["n"] if isinstance(answer, Accepted) else "?"
         return f"{got} {seen[0] is None} {seen[1] is None}"
@@ -80,7 +81,7 @@ async def post(app: Any, tool: str, marks: list[weakref.ref[Mark]], extra: dict[
         if message["type"] == "http.response.body":
             sent.append(message.get("body", b""))
             if not message.get("more_body", False):
-                OWNER_AT_REPLY.append(modern.PARK_OWNER in contextvars.copy_context())
+                OWNER_AT_REPLY.append(PARK_OWNER in contextvars.copy_context())
                 done.set()
 
     mark = Mark()
@@ -179,22 +180,22 @@ def test_counting_parked_calls_per_client_costs_one_table_entry_per_call() -> No
     """The per-client bound (HTTP) keeps, per parked call, its owner by handle and a count per client:
     no set of handles per client beside it. 25 B per call with 4,096 parked (the owner dict's table);
     57 B with a set of handles per client."""
-    parking = modern.Parking(100_000)
-    runs = [modern.Run("ask", [], parking=parking) for _ in range(4096)]
+    parking = Parking(100_000)
+    runs = [Run("ask", [], parking=parking) for _ in range(4096)]
     tracemalloc.start()
     try:
         base = tracemalloc.take_snapshot()
-        token = modern.PARK_OWNER.set(("client", 100_000))
+        token = PARK_OWNER.set(("client", 100_000))
         try:
             for run in runs:
                 parking.park(run)
         finally:
-            modern.PARK_OWNER.reset(token)
+            PARK_OWNER.reset(token)
         owned = tracemalloc.take_snapshot()
     finally:
         tracemalloc.stop()
-    unowned = modern.Parking(100_000)
-    others = [modern.Run("ask", [], parking=unowned) for _ in range(4096)]
+    unowned = Parking(100_000)
+    others = [Run("ask", [], parking=unowned) for _ in range(4096)]
     tracemalloc.start()
     try:
         base_unowned = tracemalloc.take_snapshot()

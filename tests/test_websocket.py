@@ -32,13 +32,23 @@ from websockets.protocol import CLOSED
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
-from minimcp import Accepted, Cancelled, Client, ConnectionClosed, Context, Declined, ElicitationRequest, Limits, Server
+from minimcp import (
+    Accepted,
+    Cancelled,
+    Client,
+    ConnectionClosed,
+    Context,
+    Declined,
+    ElicitationRequest,
+    Limits,
+    Server,
+    connect_websocket,
+    serve_websocket,
+)
 from minimcp.server.server import ServerConnection
 from minimcp.transports.websocket import (
     WebSocketHandshakeError,
     WebSocketTransport,
-    connect_websocket,
-    serve_websocket,
     websocket_client,
 )
 

@@ -97,7 +97,7 @@ def test_an_explicit_worker_id_wins_over_the_prefix_and_is_checked() -> None:
 
 
 async def test_serve_http_takes_the_prefix_and_checks_it() -> None:
-    from minimcp.transports.http import serve_http
+    from minimcp import serve_http
 
     with pytest.raises(ValueError, match="session_id_prefix must be"):
         await serve_http(plain_server(), session_id_prefix="w.1")
@@ -324,7 +324,7 @@ async def test_two_workers_on_a_real_redis(redis: RedisProcess) -> None:
 
 async def test_the_websocket_server_listens_on_the_bus() -> None:
     pytest.importorskip("websockets")
-    from minimcp.transports.websocket import connect_websocket, serve_websocket
+    from minimcp import connect_websocket, serve_websocket
 
     bus = InMemoryBus()
     a, b = worker("a", bus), worker("b", bus)

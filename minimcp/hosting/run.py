@@ -159,18 +159,18 @@ async def serve_network(
 ) -> None:
     """Serve ``server`` over ``"http"`` or ``"ws"`` until cancelled; logs (and reports) the endpoint URL.
 
-    ``options`` go to :func:`~minimcp.transports.http.serve_http` (the
+    ``options`` go to :func:`~minimcp.hosting.http.serve_http` (the
     :class:`~minimcp.transports.http.StreamableHTTPApp` options: ``path``,
-    ``allowed_hosts``, ...) or :func:`~minimcp.transports.websocket.serve_websocket`.
+    ``allowed_hosts``, ...) or :func:`~minimcp.hosting.websocket.serve_websocket`.
     """
     path = str(options.get("path") or "/mcp")
     async with anyio.create_task_group() as tg:
         if transport == "http":
-            from minimcp.transports.http import serve_http
+            from minimcp.hosting.http import serve_http
 
             bound = await tg.start(functools.partial(serve_http, server, host, port, **options))
         elif transport == "ws":
-            from minimcp.transports.websocket import serve_websocket
+            from minimcp.hosting.websocket import serve_websocket
 
             bound = await tg.start(functools.partial(serve_websocket, server, host, port, **options))
         else:

@@ -26,17 +26,19 @@ from minimcp.core.trace import WireTrace
 from minimcp.core.transport import Transport
 from minimcp.server.connection import ServerConnection
 from minimcp.server.context import Context
-from minimcp.server.metrics import ElicitationMetrics
+from minimcp.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from minimcp.server.metrics import ElicitationMetrics, server_metrics_text
 from minimcp.server.registry import CompletionHandler, Registry, described
 from minimcp.server.tools import ToolError, build_tool, tool_result
 from minimcp.wire import errors
 from minimcp.wire.types import Implementation, ResourceUpdatedParams, ServerCapabilities, Tool, ToolAnnotations
+from minimcp.wire.versions import Era
 
 if TYPE_CHECKING:
     # What revision 2026-07-28, shared states and the bus need loads on first use (see Server.__init__).
     from minimcp.scaleout.bus import Bus
     from minimcp.scaleout.workers import Workers
-    from minimcp.server.mrtr.modern import Parking
+    from minimcp.server.mrtr.run import Parking
     from minimcp.server.mrtr.state import StateKey, StateSealer
     from minimcp.server.mrtr.used_states import UsedStates
 
@@ -179,7 +181,7 @@ class Server:
     @functools.cached_property
     def parking(self) -> Parking:
         """Tool calls suspended between rounds of the modern revision."""
-        from minimcp.server.mrtr.modern import Parking
+        from minimcp.server.mrtr.run import Parking
 
         return Parking(self.limits.max_pending_outbound)
 
@@ -418,6 +420,23 @@ class Server:
             return False
         return await conn.send_url_complete(elicitation_id)
 
+    def stateless_connection(self, transport: Transport) -> tuple[ServerConnection, Session]:
+        """The one connection serving every 2026-07-28 POST of an HTTP app, over ``transport`` (the app
+        starts its session; its task group hosts parked calls)."""
+        conn = ServerConnection(self)
+        session = Session(transport, conn, limits=self.limits, name=f"server {self.name} (HTTP 2026-07-28)")
+        session.trace = self.trace
+        conn.session = session
+        # Locked to the modern revision from the start (what a first enveloped request would do), so
+        # that an enveloped initialize is -32601 and a request without the envelope -32602.
+        conn.lock_era(Era.MODERN)
+        return conn, session
+
+    def metrics_page(self) -> tuple[str, bytes]:
+        """What a ``/metrics`` route answers: the content type, and the Prometheus text of this server's
+        elicitation metrics and its live sessions' counters (the HTTP app asks; see ``metrics_path``)."""
+        return METRICS_CONTENT_TYPE, server_metrics_text(self)
+
     def warn_if_state_key_random(self) -> None:
         """Log once per server, when its sealing key is random to this process, what that breaks.
 
@@ -512,11 +531,11 @@ class Server:
         ``transport``: ``"stdio"`` (one client on stdin/stdout), ``"http"`` (Streamable
         HTTP at ``http://HOST:PORT/mcp``; the ``http`` extra) or ``"ws"`` (WebSocket at
         ``ws://HOST:PORT/mcp``; the ``ws`` extra). A network transport logs its endpoint
-        URL on stderr at start; ``options`` go to :func:`~minimcp.transports.http.serve_http`
-        or :func:`~minimcp.transports.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
+        URL on stderr at start; ``options`` go to :func:`~minimcp.hosting.http.serve_http`
+        or :func:`~minimcp.hosting.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
 
         ``"http"`` tunes the cyclic GC for serving unless ``tune_gc=False`` is passed (see
-        :func:`~minimcp.transports.http.serve_http`: this call runs its own event loop until the
+        :func:`~minimcp.hosting.http.serve_http`: this call runs its own event loop until the
         server stops, so the process is the server's; the settings are undone at the end).
 
         Ctrl-C stops it quietly: one line on stderr, then ``SystemExit(130)``. SIGTERM (on POSIX,

@@ -5,8 +5,7 @@ This is the sans-I/O half of revision 2026-07-28 serving: what a request's
 codes the revision adds, the shape of a complete result (:func:`complete`), a
 question as the wire carries it (:class:`Question`) and what is kept of an
 answer (:func:`clean_answer`). It imports no event loop: :mod:`minimcp.server.mrtr.rounds`
-builds the runs on top of it, and :mod:`minimcp.server.mrtr.modern` (which re-exports these
-names) their parking.
+builds the runs on top of it, and :mod:`minimcp.server.mrtr.run` their parking.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ One endpoint (default ``/mcp``) takes POST, GET and DELETE.
   :mod:`secrets`, after ``<session_id_prefix>.`` when one is given); every later request must carry it (``400`` without,
   ``404`` when unknown or ended). Each session is one
   :meth:`minimcp.Server.serve` running in the app's task group (started by
-  ASGI lifespan, by :meth:`StreamableHTTPApp.run`, or by :func:`serve_http`).
+  ASGI lifespan, by :meth:`StreamableHTTPApp.run`, or by :func:`minimcp.serve_http`).
   DELETE ends a session: its pending questions end and running tools are
   cancelled. A session with no open stream and no request for
   ``session_idle_timeout`` seconds is ended the same way, one that never went
@@ -120,12 +120,15 @@ The package, one job per module
   stream's writing loop;
 * ``_pacing`` -- the app's two clocks for response streams (priming events held a moment, keep-alives);
 * ``_session_table`` -- the app's sessions: LRU order, per-client bounds, eviction;
-* ``app`` -- the ASGI app: sessions, lifespan, handshake-era POST / GET / DELETE;
+* ``app`` -- the ASGI app, :class:`StreamableHTTPApp` (loaded from here on first use): sessions,
+  lifespan, handshake-era POST / GET / DELETE;
 * ``app_stateless`` -- the 2026-07-28 POSTs: header checks, one request answered per POST;
 * ``client`` and ``client_stateless`` -- the client transport, and its 2026-07-28 exchange;
-* ``serve`` -- the role-level layer: :class:`StreamableHTTPApp` (the app bound to a
-  :class:`minimcp.Server`), :func:`serve_http`, :func:`connect_http`. No other module here
-  imports a role (``tests/test_layers.py`` checks).
+
+No module here imports a role: the app serves a :class:`~minimcp.transports._ports.Servable`.
+Serving a :class:`minimcp.Server` in an ASGI server and connecting a :class:`minimcp.Client`
+(:func:`minimcp.serve_http`, :func:`minimcp.connect_http`) is :mod:`minimcp.hosting.http`, a layer
+above (``tests/test_layers.py`` checks the direction).
 """
 
 from __future__ import annotations
@@ -136,15 +139,15 @@ from minimcp.transports.http._asgi import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED
 from minimcp.transports.http.client import StreamableHTTPClientTransport, http_client
 
 if TYPE_CHECKING:
-    from minimcp.hosting.http import StreamableHTTPApp, connect_http, serve_http
+    from minimcp.transports.http.app import StreamableHTTPApp
 
 
 def __getattr__(name: str) -> Any:
-    # The role-level names live in minimcp.hosting.http (loaded on first use: no cycle).
-    if name in ("StreamableHTTPApp", "connect_http", "serve_http"):
-        from minimcp.hosting import http
+    # The app is this package's own class, loaded on first use (a client never loads the server side).
+    if name == "StreamableHTTPApp":
+        from minimcp.transports.http.app import StreamableHTTPApp
 
-        return getattr(http, name)
+        return StreamableHTTPApp
     raise AttributeError(f"module 'minimcp.transports.http' has no attribute {name!r}")
 
 __all__ = [
@@ -152,7 +155,5 @@ __all__ = [
     "DEFAULT_ALLOWED_ORIGINS",
     "StreamableHTTPApp",
     "StreamableHTTPClientTransport",
-    "connect_http",
     "http_client",
-    "serve_http",
 ]

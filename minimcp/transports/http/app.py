@@ -43,10 +43,9 @@ from minimcp.wire.types import CancelledParams
 from minimcp.wire.versions import Feature, is_supported, negotiate, supports
 
 if TYPE_CHECKING:
-    from minimcp.core.session import Dispatcher, Session
-    from minimcp.core.transport import Transport
+    from minimcp.core.session import Dispatcher
 
-__all__ = ["StreamableHTTPAppBase"]
+__all__ = ["StreamableHTTPApp"]
 
 S = TypeVar("S", bound=Servable)
 
@@ -67,12 +66,11 @@ _CHECKED_MAX = 256
 _UNCHECKED = "?"
 
 
-class StreamableHTTPAppBase(Generic[S]):
+class StreamableHTTPApp(Generic[S]):
     """An MCP server as an ASGI 3 application (Streamable HTTP, one endpoint).
 
-    This class imports no role: it serves any :class:`~minimcp.transports._ports.Servable`.
-    :class:`minimcp.transports.http.StreamableHTTPApp` is this app bound to a
-    :class:`minimcp.Server` (it supplies :meth:`_stateless_connection`).
+    This class imports no role: it serves any :class:`~minimcp.transports._ports.Servable`
+    (a :class:`minimcp.Server` is one; it also makes the connection that serves revision 2026-07-28).
 
     Args:
         server: The :class:`~minimcp.Server` (tools and handshake). Each HTTP
@@ -152,7 +150,7 @@ class StreamableHTTPAppBase(Generic[S]):
         self._ended = self._reader_ended  # one bound method for every response (not one each)
         limits = self.limits
         self._stateless = StatelessLeg(
-            server, self._stateless_connection, max_message_bytes=limits.max_message_bytes,
+            server, server.stateless_connection, max_message_bytes=limits.max_message_bytes,
             max_parked_per_client=limits.max_parked_per_client, keepalive_interval=keepalive_interval,
             stream_write_timeout=limits.stream_write_timeout,
         )
@@ -204,15 +202,11 @@ class StreamableHTTPAppBase(Generic[S]):
             self.close()
             self._stateless.stopped()
 
-    def _stateless_connection(self, transport: Transport) -> tuple[Dispatcher, Session]:
-        """The connection serving every 2026-07-28 POST, over ``transport``: the role-level hook."""
-        raise NotImplementedError("serving revision 2026-07-28 needs a role: use StreamableHTTPApp")
-
     def close(self) -> None:
         """End every session now (their open streams finish; their work is cancelled).
 
         Tool calls of revision 2026-07-28 parked between rounds end too (their
-        retries replay, see :mod:`minimcp.server.mrtr.modern`).
+        retries replay, see :mod:`minimcp.server.mrtr.run`).
         """
         for sess in self._sessions.values():
             self._end(sess)
@@ -343,9 +337,8 @@ class StreamableHTTPAppBase(Generic[S]):
             if method != "GET":
                 await respond_error(send, 405, "the metrics route answers GET only")
                 return
-            from minimcp.server.metrics import CONTENT_TYPE, server_metrics_text
-
-            await respond(send, 200, server_metrics_text(self.server), content_type=CONTENT_TYPE)
+            content_type, body = self.server.metrics_page()
+            await respond(send, 200, body, content_type=content_type)
             return
         if method in ("GET", "DELETE") and wants_modern(headers):
             await respond_error(
