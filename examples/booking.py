@@ -587,7 +587,7 @@ def shared_options(redis_url: str | None) -> dict[str, Any]:
     """The store and the server options for ``--redis``: shared bookings, used states and bus."""
     if redis_url is None:
         return {}
-    from minimcp.server.mrtr.used_states import RedisUsedStates
+    from minimcp.scaleout.redis_used_states import RedisUsedStates
 
     options: dict[str, Any] = {"store": RedisStore(redis_url), "used_states": RedisUsedStates(redis_url)}
     from minimcp.scaleout.bus import RedisBus

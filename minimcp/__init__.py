@@ -33,11 +33,11 @@ from minimcp.wire.errors import TooManyPending as TooManyPending
 from minimcp.wire.errors import UnsupportedVersion as UnsupportedVersion
 
 if TYPE_CHECKING:
+    from minimcp.client.answers import ElicitationRequest as ElicitationRequest
+    from minimcp.client.answers import UrlElicitationRequest as UrlElicitationRequest
+    from minimcp.client.answers import open_in_browser as open_in_browser
     from minimcp.client.client import Client as Client
-    from minimcp.client.client import ElicitationRequest as ElicitationRequest
-    from minimcp.client.client import UrlElicitationRequest as UrlElicitationRequest
     from minimcp.client.client import connect_stdio as connect_stdio
-    from minimcp.client.client import open_in_browser as open_in_browser
     from minimcp.core.trace import WireTrace as WireTrace
     from minimcp.forms import AllowSensitive as AllowSensitive
     from minimcp.forms import FormDefinitionError as FormDefinitionError
@@ -58,10 +58,10 @@ __version__ = "0.1.0"
 # Public names loaded on first access (module ``__getattr__``): name -> module.
 _LAZY: dict[str, str] = {
     "Client": "minimcp.client.client",  # the client side: a server never loads it
-    "ElicitationRequest": "minimcp.client.client",
-    "UrlElicitationRequest": "minimcp.client.client",
+    "ElicitationRequest": "minimcp.client.answers",
+    "UrlElicitationRequest": "minimcp.client.answers",
     "connect_stdio": "minimcp.client.client",
-    "open_in_browser": "minimcp.client.client",
+    "open_in_browser": "minimcp.client.answers",
     "memory_pair": "minimcp.transports.memory",
     "AllowSensitive": "minimcp.forms",
     "Titled": "minimcp.forms",

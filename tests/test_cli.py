@@ -32,7 +32,7 @@ from minimcp.cli.args import CliError, parse_arguments, parse_pairs, parse_targe
 from minimcp.cli.questions import OMIT, AnswerError, Questions, Scripted, describe_url, parse_field_answer
 from minimcp.cli.render import format_progress, format_trace
 from minimcp.cli.terminal import Console, LineReader, Style
-from minimcp.client.client import ElicitationRequest, UrlElicitationRequest
+from minimcp.client.answers import ElicitationRequest, UrlElicitationRequest
 from minimcp.forms import parse_schema
 from minimcp.wire.types import ProgressParams, Tool
 from minimcp.wire.urls import inspect_url

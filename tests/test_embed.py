@@ -9,6 +9,7 @@ tool asks with a form (``asking._load_forms``): then it loads, and the answer is
 
 from __future__ import annotations
 
+import importlib
 import json
 import pathlib
 import sys
@@ -128,12 +129,13 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
 
 
 def test_the_client_names_still_import_from_minimcp() -> None:
-    import minimcp
     from minimcp import Client, ElicitationRequest, UrlElicitationRequest, connect_stdio, memory_pair, open_in_browser
     from minimcp.client.client import Client as DirectClient
     from minimcp.transports.memory import memory_pair as direct_pair
 
     assert Client is DirectClient and memory_pair is direct_pair
+    # each public name is the object where it is defined (the client's answers, its questions' handlers)
     for name, value in [("ElicitationRequest", ElicitationRequest), ("UrlElicitationRequest", UrlElicitationRequest),
                         ("connect_stdio", connect_stdio), ("open_in_browser", open_in_browser)]:
-        assert getattr(minimcp.client.client, name) is value
+        assert getattr(importlib.import_module(value.__module__), name) is value
+        assert value.__module__ in ("minimcp.client.answers", "minimcp.client.client")

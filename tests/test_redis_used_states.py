@@ -18,7 +18,8 @@ import anyio
 import pytest
 
 from minimcp import Server
-from minimcp.server.mrtr.used_states import RedisUsedStates, StoreUnavailable
+from minimcp.scaleout.redis_used_states import RedisUsedStates
+from minimcp.server.mrtr.used_states import StoreUnavailable
 from minimcp.transports.http import StreamableHTTPApp
 from tests import redis_server
 from tests.redis_server import RedisProcess, free_port

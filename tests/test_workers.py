@@ -22,7 +22,8 @@ import anyio
 import pytest
 
 from minimcp import Context, Server, UrlElicitationRequired
-from minimcp.scaleout.bus import Bus, InMemoryBus, Notice, RedisBus
+from minimcp.scaleout.bus import InMemoryBus, RedisBus
+from minimcp.server.bus import Bus, Notice
 from minimcp.transports.http import StreamableHTTPApp
 from tests import redis_server
 from tests.helpers import RawPeer, raw_client
@@ -260,7 +261,7 @@ class BrokenBus:
     """A bus whose every publish raises and whose subscriber dies at once."""
 
     def __init__(self) -> None:
-        from minimcp.scaleout.bus import BusStats
+        from minimcp.server.bus import BusStats
 
         self.stats = BusStats()
         self.runs = 0

@@ -11,7 +11,7 @@ import anyio
 import anyio.abc
 
 from minimcp.core.config import check_worker_id
-from minimcp.scaleout.bus import Bus, Notice
+from minimcp.server.bus import Bus, Notice
 from minimcp.wire.errors import ConnectionClosed
 
 if TYPE_CHECKING:

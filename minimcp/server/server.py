@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import anyio
 
 from minimcp.core.config import Limits
-from minimcp.core.session import PendingBudget, Session
+from minimcp.core.pending import PendingBudget
+from minimcp.core.session import Session
 from minimcp.core.trace import WireTrace
 from minimcp.core.transport import Transport
 from minimcp.server.connection import ServerConnection
@@ -36,8 +37,7 @@ from minimcp.wire.versions import Era
 
 if TYPE_CHECKING:
     # What revision 2026-07-28, shared states and the bus need loads on first use (see Server.__init__).
-    from minimcp.scaleout.bus import Bus
-    from minimcp.scaleout.workers import Workers
+    from minimcp.server.bus import Bus, WorkerSide
     from minimcp.server.mrtr.run import Parking
     from minimcp.server.mrtr.state import StateKey, StateSealer
     from minimcp.server.mrtr.used_states import UsedStates
@@ -76,7 +76,7 @@ class Server:
         used_states: Where used ``requestState`` tokens are recorded (each is good for
             one retry); in memory by default (``limits.max_used_states``). Workers that
             share a ``state_key`` share this store too:
-            :class:`~minimcp.server.mrtr.used_states.RedisUsedStates` (started by
+            :class:`~minimcp.scaleout.redis_used_states.RedisUsedStates` (started by
             :meth:`run_background`).
         trace: Record every message of every connection (see :mod:`minimcp.core.trace`).
         replay_every_retry: A test mode for the modern revision: never park a call. When a
@@ -186,7 +186,7 @@ class Server:
         return Parking(self.limits.max_pending_outbound)
 
     @functools.cached_property
-    def workers(self) -> Workers:
+    def workers(self) -> WorkerSide:
         """This worker on the bus between workers (``workers.worker_id`` names it)."""
         from minimcp.scaleout.workers import Workers
 
@@ -456,8 +456,8 @@ class Server:
 
     async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run what the server keeps beside its connections until cancelled: the client of a shared
-        ``used_states`` store (one with a ``run`` method, as :class:`~minimcp.server.mrtr.used_states.RedisUsedStates`),
-        and the listener on the ``bus``.
+        ``used_states`` store (one with a ``run`` method, as
+        :class:`~minimcp.scaleout.redis_used_states.RedisUsedStates`), and the listener on the ``bus``.
 
         The Streamable HTTP app, :meth:`serve_stdio` and the WebSocket server start it; when you
         call :meth:`serve` yourself, start it beside (running it twice at once is harmless).

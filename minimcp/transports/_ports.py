@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     import anyio.abc
 
     from minimcp.core.config import Limits
-    from minimcp.core.session import Dispatcher, Session
+    from minimcp.core.dispatch import Dispatcher
+    from minimcp.core.session import Session
     from minimcp.core.trace import WireTrace
     from minimcp.core.transport import Transport
     from minimcp.wire.types import Tool

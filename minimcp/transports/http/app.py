@@ -43,7 +43,7 @@ from minimcp.wire.types import CancelledParams
 from minimcp.wire.versions import Feature, is_supported, negotiate, supports
 
 if TYPE_CHECKING:
-    from minimcp.core.session import Dispatcher
+    from minimcp.core.dispatch import Dispatcher
 
 __all__ = ["StreamableHTTPApp"]
 

@@ -27,7 +27,8 @@ from minimcp.wire.mrtr import MISSING_CAPABILITY, UNSUPPORTED_VERSION
 from minimcp.wire.versions import is_modern, is_supported
 
 if TYPE_CHECKING:
-    from minimcp.core.session import Dispatcher, Session
+    from minimcp.core.dispatch import Dispatcher
+    from minimcp.core.session import Session
     from minimcp.core.transport import Transport
     from minimcp.transports._ports import Servable
     from minimcp.wire.types import Tool
