@@ -55,7 +55,7 @@ from minimcp import (
 )
 from minimcp.hosting.run import run_until_stopped
 from minimcp.server.mrtr.state import ENV_STATE_KEYS, state_keys_from_env
-from minimcp.server.server import ServerConnection
+from minimcp.server.connection import ServerConnection
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp
 from minimcp.transports.http._headers import host_origin_problem
 from minimcp.wire.types import CallToolResult

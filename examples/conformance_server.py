@@ -32,8 +32,7 @@ from typing import Annotated, Any, Literal
 import anyio
 import msgspec
 
-from minimcp import Accepted, Cancelled, Context, Declined, Server, ToolError
-from minimcp.server.context import Elicit, ListRoots, Sample
+from minimcp import Accepted, Cancelled, Context, Declined, Elicit, ListRoots, Sample, Server, ToolError
 from minimcp.wire.types import (
     AudioContent,
     CreateMessageResult,

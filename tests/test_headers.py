@@ -18,7 +18,7 @@ from minimcp.transports.http._headers import (
     param_headers,
     request_headers,
 )
-from minimcp.wire.mrtr import META_VERSION
+from minimcp.wire.era_probe import META_VERSION
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -20,7 +20,8 @@ from anyio.abc import TaskGroup
 from minimcp import Server
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http._pacing import PRIMING_MAX_HOLD, Pacer
-from minimcp.transports.http._streams import Reader, Stream
+from minimcp.transports.http._response import Reader
+from minimcp.transports.http._streams import Stream
 from tests.test_asgi_guard import UVICORN, _port, serving
 from tests.test_http_lean import Exchange, accept, ask_call, ask_server, initialize
 

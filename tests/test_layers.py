@@ -43,6 +43,7 @@ PURE_MODULES = [
     "diagram/svg.py",
     "server/metrics.py",
     "wire/mrtr.py",
+    "wire/ids.py",
     "server/registry.py",
     "transports/http/_sse.py",
     "transports/http/_headers.py",
@@ -183,11 +184,11 @@ def test_pure_module_pulls_in_no_io_transitively(filename: str) -> None:
 def test_transitive_probe_names_the_chain() -> None:
     """The probe catches an indirect import and names each module on the way to it."""
     assert transitive_imports("minimcp.wire.errors") == "clean"
-    # modern.py (parking, and the old names of revision 2026-07-28) is not pure; logging brings threading.
-    assert transitive_imports("minimcp.server.mrtr.modern") == "minimcp.server.mrtr.modern -> logging -> threading"
-    # It re-exports the runs of runs.py, which use anyio.
-    assert transitive_imports("minimcp.server.mrtr.modern", ("anyio",)) == "minimcp.server.mrtr.modern -> minimcp.server.mrtr.run -> anyio"  # noqa: E501
+    # run.py (the runs and parking of revision 2026-07-28) is not pure; logging brings threading.
+    assert transitive_imports("minimcp.server.mrtr.run") == "minimcp.server.mrtr.run -> logging -> threading"
     assert transitive_imports("minimcp.server.mrtr.run", ("anyio",)) == "minimcp.server.mrtr.run -> anyio"
+    # rounds.py reaches anyio through the backend module.
+    assert transitive_imports("minimcp.server.mrtr.rounds", ("anyio",)) == "minimcp.server.mrtr.rounds -> minimcp.core._backend -> anyio"  # noqa: E501
     # Reached only through another module: diagram_svg.py imports diagram.py, which imports json.
     assert transitive_imports("minimcp.diagram.svg", ("json",)) == "minimcp.diagram.svg -> minimcp.diagram.layout -> json"  # noqa: E501
 

@@ -12,19 +12,18 @@ from typing import Any
 import msgspec
 import pytest
 
+from minimcp.wire.era_probe import META_VERSION, has_envelope
 from minimcp.wire.errors import INVALID_PARAMS, McpError
 from minimcp.wire.mrtr import (
     META_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_SERVER_INFO,
-    META_VERSION,
     UNSUPPORTED_VERSION,
     Envelope,
     Question,
     clean_answer,
     complete,
-    has_envelope,
     read_envelope,
     required_capability,
     take_answer,

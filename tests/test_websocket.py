@@ -45,7 +45,7 @@ from minimcp import (
     connect_websocket,
     serve_websocket,
 )
-from minimcp.server.server import ServerConnection
+from minimcp.server.connection import ServerConnection
 from minimcp.transports.websocket import (
     WebSocketHandshakeError,
     WebSocketTransport,

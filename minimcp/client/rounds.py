@@ -27,6 +27,7 @@ from minimcp.client.answers import Answers
 from minimcp.core._requests import DEFAULT, Timeout
 from minimcp.core.pending import ProgressWatch
 from minimcp.wire import errors, mrtr
+from minimcp.wire.era_probe import META_VERSION
 from minimcp.wire.errors import ConnectionClosed, McpError
 from minimcp.wire.types import (
     UNSET,
@@ -133,7 +134,7 @@ class Rounds(Answers):
         if self.era != Era.MODERN:
             return extra if extra else UNSET
         meta: dict[str, Any] = {
-            mrtr.META_VERSION: self.protocol_version,
+            META_VERSION: self.protocol_version,
             mrtr.META_CAPABILITIES: msgspec.to_builtins(self.capabilities()),
             mrtr.META_CLIENT_INFO: msgspec.to_builtins(self.info),
         }

@@ -30,7 +30,7 @@ from minimcp.server.context import Context
 from minimcp.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from minimcp.server.metrics import ElicitationMetrics, server_metrics_text
 from minimcp.server.registry import CompletionHandler, Registry, described
-from minimcp.server.tools import ToolError, build_tool, tool_result
+from minimcp.server.tools import build_tool
 from minimcp.wire import errors
 from minimcp.wire.types import Implementation, ResourceUpdatedParams, ServerCapabilities, Tool, ToolAnnotations
 from minimcp.wire.versions import Era
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from minimcp.server.mrtr.state import StateKey, StateSealer
     from minimcp.server.mrtr.used_states import UsedStates
 
-__all__ = ["CompletionHandler", "Context", "Server", "ServerConnection", "ToolError", "tool_result"]
+__all__ = ["Server"]
 
 logger = logging.getLogger("minimcp.server")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -244,7 +244,7 @@ class Server:
         restart, another worker); such a retry fails cleanly instead.
 
         ``forms``: the forms the tool asks with ``ctx.elicit`` (Struct, dataclass or
-        TypedDict types, raw schema dicts, or :class:`~minimcp.server.context.Elicit` items
+        TypedDict types, raw schema dicts, or :class:`~minimcp.server.context.asking.Elicit` items
         when ``allow_sensitive`` applies), checked here: one that cannot be sent raises
         :class:`~minimcp.forms.FormDefinitionError` naming the tool and the field. A form
         not named here is compiled when the tool asks; if it cannot be sent, the call

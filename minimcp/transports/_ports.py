@@ -1,7 +1,7 @@
 """What a network transport and the server it serves read of each other: small protocols, no role imported.
 
 :class:`minimcp.Server` satisfies :class:`Servable` and its
-:class:`~minimcp.server.server.ServerConnection` satisfies :class:`Connection`;
+:class:`~minimcp.server.connection.ServerConnection` satisfies :class:`Connection`;
 the transports name only these, and ``tests/test_layers.py`` checks that no
 transport module imports ``minimcp.server.server``, ``minimcp.server.context`` or
 ``minimcp.client.client``. What needs the roles themselves (building a

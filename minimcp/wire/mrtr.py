@@ -1,7 +1,7 @@
 """The 2026-07-28 wire, pure: envelope keys and checks, error codes, result shape, questions and answers.
 
 This is the sans-I/O half of revision 2026-07-28 serving: what a request's
-``params._meta`` must say (:func:`has_envelope`, :func:`read_envelope`), the
+``params._meta`` must say (:func:`~minimcp.wire.era_probe.has_envelope`, :func:`read_envelope`), the
 codes the revision adds, the shape of a complete result (:func:`complete`), a
 question as the wire carries it (:class:`Question`) and what is kept of an
 answer (:func:`clean_answer`). It imports no event loop: :mod:`minimcp.server.mrtr.rounds`
@@ -20,8 +20,7 @@ import msgspec
 
 from minimcp.wire import capabilities as _capabilities
 from minimcp.wire import errors, jsonrpc
-from minimcp.wire.era_probe import META_VERSION as META_VERSION
-from minimcp.wire.era_probe import has_envelope as has_envelope
+from minimcp.wire.era_probe import META_VERSION
 from minimcp.wire.errors import McpError
 from minimcp.wire.ids import digest
 from minimcp.wire.types import (
@@ -42,7 +41,6 @@ __all__ = [
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",
     "META_SERVER_INFO",
-    "META_VERSION",
     "MISSING_CAPABILITY",
     "UNSUPPORTED_VERSION",
     "Envelope",
@@ -53,7 +51,6 @@ __all__ = [
     "complete",
     "form_parts",
     "form_question",
-    "has_envelope",
     "read_envelope",
     "ready_question",
     "required_capability",

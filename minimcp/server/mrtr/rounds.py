@@ -47,13 +47,14 @@ from minimcp.core._backend import BareTaskCancelled
 from minimcp.core.dispatch import Deferred
 from minimcp.server import handlers
 from minimcp.server.context import Context
-from minimcp.server.mrtr.run import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
+from minimcp.server.mrtr.run import NOT_STARTED, Asking, Raised, Returned, Run
 from minimcp.server.mrtr.state import StateTooLarge
 from minimcp.server.mrtr.used_states import use_state
 from minimcp.server.outcome import ToolRun
 from minimcp.server.tools import RegisteredTool, argument_error, error_result, to_result
 from minimcp.wire import errors, jsonrpc, mrtr
 from minimcp.wire.elicitation import UrlElicitationRequired
+from minimcp.wire.era_probe import has_envelope
 from minimcp.wire.errors import ConnectionClosed, McpError
 from minimcp.wire.ids import digest
 from minimcp.wire.jsonrpc import Request
@@ -64,8 +65,7 @@ from minimcp.wire.versions import MODERN, SUPPORTED
 if TYPE_CHECKING:
     from minimcp.server.connection import ServerConnection
 
-# (Asking, Outcome, Raised, Returned and Run live in minimcp.server.mrtr.run; their names here keep working.)
-__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "ServingRun", "serve", "take_over", "use_state"]
+__all__ = ["ServingRun", "serve", "take_over"]
 
 logger = logging.getLogger("minimcp.modern")
 server_logger = logging.getLogger("minimcp.server")
@@ -78,7 +78,7 @@ _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 async def serve(conn: ServerConnection, request: Request) -> Any:
     """Answer one request of a connection locked to 2026-07-28 (every result in the revision's shape)."""
     method = request.method
-    if method == "initialize" and not mrtr.has_envelope(request.params):
+    if method == "initialize" and not has_envelope(request.params):
         raise McpError(
             mrtr.UNSUPPORTED_VERSION,
             "this connection speaks protocol 2026-07-28 (no initialize); open a new connection to use "

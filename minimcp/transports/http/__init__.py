@@ -75,7 +75,7 @@ envelope, is served *statelessly*.
 * **A disconnect is a cancel** (the 2026-07-28 rule): closing the response
   stream cancels the request's handler, and so the tool round it drives.
 * **Parked calls outlive their POST.** Every modern request is handled by
-  one long-lived connection of the app (a :class:`~minimcp.server.server.ServerConnection`
+  one long-lived connection of the app (a :class:`~minimcp.server.connection.ServerConnection`
   over an inert transport, started with the app), whose task group hosts the
   tool runs: a tool waiting for ``inputResponses`` stays parked between
   POSTs, and the retry -- on any connection -- resumes it (one client address

@@ -35,10 +35,9 @@ from typing import Any
 
 import msgspec
 
-from minimcp.wire.mrtr import HEADER_MISMATCH, META_VERSION
+from minimcp.wire.era_probe import META_VERSION
 
 __all__ = [
-    "HEADER_MISMATCH",
     "NAMED_METHODS",
     "ParamHeader",
     "decode_value",

@@ -32,9 +32,10 @@ from minimcp.transports.http._asgi import (
     scope_headers,
 )
 from minimcp.transports.http._pacing import Pacer
+from minimcp.transports.http._response import Reader
 from minimcp.transports.http._session_table import HTTPSession, SessionTable, SessionTasks, TableFull, client_key
 from minimcp.transports.http._sse import encode_event
-from minimcp.transports.http._streams import Reader, SessionTransport, Stream
+from minimcp.transports.http._streams import SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
 from minimcp.transports.http.app_stateless import StatelessLeg, claims_modern, wants_modern
 from minimcp.wire import errors, jsonrpc

@@ -23,7 +23,7 @@ from minimcp.transports.http._wire import JSON
 from minimcp.wire import errors, jsonrpc
 from minimcp.wire.era_probe import has_envelope
 from minimcp.wire.jsonrpc import Notification, Request, RequestId
-from minimcp.wire.mrtr import MISSING_CAPABILITY, UNSUPPORTED_VERSION
+from minimcp.wire.mrtr import HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION
 from minimcp.wire.versions import is_modern, is_supported
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ _MODERN_BAD_REQUEST = frozenset(
         errors.PARSE_ERROR,
         errors.INVALID_REQUEST,
         errors.INVALID_PARAMS,
-        mcp_headers.HEADER_MISMATCH,
+        HEADER_MISMATCH,
         MISSING_CAPABILITY,
         UNSUPPORTED_VERSION,
     }
@@ -314,7 +314,7 @@ class StatelessLeg:
         problem = mcp_headers.header_problem(headers, message.method, message.params, self._tool_annotations)
         if problem is not None:
             request_id = message.id if type(message) is Request else None
-            await _respond_modern_error(send, request_id, mcp_headers.HEADER_MISMATCH, f"Header mismatch: {problem}")
+            await _respond_modern_error(send, request_id, HEADER_MISMATCH, f"Header mismatch: {problem}")
             return
         if type(message) is Request:
             await self._request(message, receive, send, scope)

@@ -23,7 +23,8 @@ from minimcp.transports.http.client_stateless import (
     read_bounded,
     request_params,
 )
-from minimcp.wire import errors, jsonrpc, mrtr
+from minimcp.wire import errors, jsonrpc
+from minimcp.wire.era_probe import META_VERSION, has_envelope
 from minimcp.wire.errors import ConnectionClosed
 from minimcp.wire.jsonrpc import ErrorResponse, RequestId, Response
 from minimcp.wire.versions import LATEST_MODERN, Era
@@ -48,7 +49,7 @@ _DELETE_TIMEOUT = 2.0
 #: Characters of an HTTP error body quoted in the error.
 _DETAIL_CHARS = 200
 #: The ``_meta`` key every 2026-07-28 request carries (a request without it is not one).
-_ENVELOPE_KEY = mrtr.META_VERSION.encode()
+_ENVELOPE_KEY = META_VERSION.encode()
 
 
 class StreamableHTTPClientTransport(StatelessExchanges):
@@ -124,7 +125,7 @@ class StreamableHTTPClientTransport(StatelessExchanges):
                 self.era = Era.LEGACY
             elif _ENVELOPE_KEY in message:  # cheap pre-check: only 2026-07-28 requests carry the key
                 params = request_params(message)
-                if mrtr.has_envelope(params):
+                if has_envelope(params):
                     call = self._modern_call(id_, method, params)
             self._sent_request = True
             scope = anyio.CancelScope()
