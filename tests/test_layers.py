@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import pytest
 
+from minimcp.core.transport import FastTransport
 from minimcp.wire.versions import LATEST, SUPPORTED, Feature, is_supported, negotiate, supports
 
 PACKAGE = Path(__file__).resolve().parent.parent / "minimcp"
@@ -43,7 +44,7 @@ PURE_MODULES = [
     "diagram/svg.py",
     "server/metrics.py",
     "wire/mrtr.py",
-    "wire/ids.py",
+    "wire/digest.py",
     "server/registry.py",
     "transports/http/_sse.py",
     "transports/http/_headers.py",
@@ -441,6 +442,30 @@ def test_no_import_cycle_between_packages() -> None:
     extra = package_imports("minimcp.core.stats", "if TYPE_CHECKING:\n    from minimcp.server.server import Server\n",
                             set(module_files()))
     assert cycles(package_graph({**all_imports(), "minimcp.core.stats": extra})) != []
+
+
+# --- the transport's optional members are declared --------------------------------------------
+
+
+def transport_lookups(source: str) -> set[str]:
+    """The names ``source`` looks up on a transport with ``getattr(..transport, "name", ...)``."""
+    return {
+        node.args[1].value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+        and len(node.args) >= 2 and ast.unparse(node.args[0]).endswith("transport")
+        and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+    }
+
+
+def test_the_sessions_optional_transport_members_are_declared() -> None:
+    """What the session looks up on its transport with getattr is exactly what FastTransport declares."""
+    core = sorted((PACKAGE / "core").glob("*.py"))
+    looked_up = set().union(*(transport_lookups(p.read_text(encoding="utf-8")) for p in core))
+    declared = {*FastTransport.__annotations__, *(n for n in vars(FastTransport) if not n.startswith("_"))}
+    assert looked_up == declared
+    source = 'x = getattr(self.transport, "send_nowait", None)\ny = getattr(o, "z")\n'
+    assert transport_lookups(source) == {"send_nowait"}
 
 
 # --- no re-exports: a name is imported from where it is defined ---------------------------------

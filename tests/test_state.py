@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from minimcp.server.mrtr.state import InvalidState, StateSealer, StateTooLarge
+from minimcp.wire.digest import digest
 from minimcp.wire.errors import MinimcpError
-from minimcp.wire.ids import digest
 
 KEY = b"k" * 32
 OTHER = b"o" * 32

@@ -17,7 +17,7 @@ import pytest
 
 from minimcp.server.mrtr import state as state_module
 from minimcp.server.mrtr.state import InvalidState, StateSealer
-from minimcp.wire.ids import digest
+from minimcp.wire.digest import digest
 from tests.helpers import counted_urandom
 
 KEY = b"k" * 32

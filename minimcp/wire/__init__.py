@@ -3,7 +3,7 @@
 JSON-RPC 2.0 messages and their codes (``jsonrpc``), the MCP message structs (``types``), the error tree
 (``errors``), newline framing (``framing``), the revisions and what each allows (``versions``,
 ``capabilities``), elicitation outcomes (``elicitation``), URL rules (``urls``) and the per-request
-envelope of revision 2026-07-28 (``mrtr``, ``era_probe``) and the opaque names it hands out (``ids``).
+envelope of revision 2026-07-28 (``mrtr``, ``era_probe``) and the digest its sealed states carry (``digest``).
 
 No module here does I/O or imports anyio, asyncio or trio (``tests/test_layers.py`` checks it).
 Read ``jsonrpc`` first; the rest may be read as the code that uses it points at them.

@@ -20,9 +20,9 @@ import msgspec
 
 from minimcp.wire import capabilities as _capabilities
 from minimcp.wire import errors, jsonrpc
+from minimcp.wire.digest import digest
 from minimcp.wire.era_probe import META_VERSION
 from minimcp.wire.errors import McpError
-from minimcp.wire.ids import digest
 from minimcp.wire.types import (
     CallToolResult,
     ClientCapabilities,
@@ -265,7 +265,7 @@ _sha256 = hashlib.sha256
 
 
 def _digest_of(encoded: bytes) -> str:
-    """:func:`minimcp.wire.ids.digest` of a value whose sorted JSON is ``encoded``."""
+    """:func:`minimcp.wire.digest.digest` of a value whose sorted JSON is ``encoded``."""
     return binascii.b2a_base64(hashlib.sha256(encoded).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
 
 

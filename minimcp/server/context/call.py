@@ -15,8 +15,7 @@ import typing
 from typing import Any
 
 from minimcp.core.session import Session
-from minimcp.wire.ids import CALL_ID_BYTES
-from minimcp.wire.jsonrpc import RequestId
+from minimcp.wire.jsonrpc import CALL_ID_BYTES, RequestId
 from minimcp.wire.types import (
     UNSET,
     ClientCapabilities,

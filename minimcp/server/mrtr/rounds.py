@@ -53,10 +53,10 @@ from minimcp.server.mrtr.used_states import use_state
 from minimcp.server.outcome import ToolRun
 from minimcp.server.tools import RegisteredTool, argument_error, error_result, to_result
 from minimcp.wire import errors, jsonrpc, mrtr
+from minimcp.wire.digest import digest
 from minimcp.wire.elicitation import UrlElicitationRequired
 from minimcp.wire.era_probe import has_envelope
 from minimcp.wire.errors import ConnectionClosed, McpError
-from minimcp.wire.ids import digest
 from minimcp.wire.jsonrpc import Request
 from minimcp.wire.mrtr import Envelope
 from minimcp.wire.types import UNSET, GetPromptParams, ServerCapabilities, UnsetType

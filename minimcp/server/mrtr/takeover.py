@@ -34,8 +34,8 @@ from minimcp.server.mrtr.rounds import ServingRun, _drive
 from minimcp.server.mrtr.state import InvalidState, StateSealer
 from minimcp.server.mrtr.used_states import MemoryUsedStates
 from minimcp.wire import jsonrpc, mrtr
+from minimcp.wire.digest import digest
 from minimcp.wire.errors import ConnectionClosed
-from minimcp.wire.ids import digest
 from minimcp.wire.types import UNSET, UnsetType
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
-"""The wire's opaque names: how long a call's id is, and the digest that binds a value to a sealed state.
+"""The short stable digest of a JSON-like value that binds a question, or a call's arguments, to a sealed state.
 
-Both are written into what a 2026-07-28 server hands out (call ids, ``requestState``), so the server's
-context, its runs and the pure wire of the revision take them from here.
+It is written into what a 2026-07-28 server hands out (``requestState``, the questions of an
+``input_required`` result), so the pure wire of the revision and the server's rounds take it from here.
 """
 
 from __future__ import annotations
@@ -12,10 +12,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["CALL_ID_BYTES", "digest"]
-
-#: Random bytes in a call's id (96 bits).
-CALL_ID_BYTES = 12
+__all__ = ["digest"]
 
 _sorted_encode = msgspec.json.Encoder(order="sorted").encode
 _sha256 = hashlib.sha256
