@@ -498,10 +498,12 @@ def reexported_names(source: str) -> set[str]:
 
     top(tree.body)
     listed: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            assert isinstance(node.value, (ast.List, ast.Tuple))
-            listed = {e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in statement.targets
+        ):
+            assert isinstance(statement.value, (ast.List, ast.Tuple))
+            listed = {e.value for e in statement.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     used: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):

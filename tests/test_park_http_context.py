@@ -96,7 +96,8 @@ async def post(app: Any, tool: str, marks: list[weakref.ref[Mark]], extra: dict[
 
 
 async def test_a_call_parked_over_http_holds_nothing_of_its_posts_context() -> None:
-    app = StreamableHTTPApp(ask_server())
+    server = ask_server()
+    app = StreamableHTTPApp(server)
     marks: list[weakref.ref[Mark]] = []
     OWNER_AT_REPLY.clear()
     async with anyio.create_task_group() as tg:
@@ -107,7 +108,7 @@ async def test_a_call_parked_over_http_holds_nothing_of_its_posts_context() -> N
                 reply = await post(app, "ask", marks)
                 assert reply["result"]["resultType"] == "input_required", reply
                 states.append(reply["result"]["requestState"])
-            assert len(app.server.parking) == PARKED
+            assert len(server.parking) == PARKED
             gc.collect()
             assert not any(OWNER_AT_REPLY), "the park owner is still set while the reply is written"
             held = sum(ref() is not None for ref in marks)
@@ -122,7 +123,8 @@ async def test_a_call_parked_over_http_holds_nothing_of_its_posts_context() -> N
 
 async def test_the_park_owner_still_bounds_the_calls_a_client_has_parked() -> None:
     """The per-client bound is counted at park time, in the POST's own task: still enforced."""
-    app = StreamableHTTPApp(ask_server(3))
+    server = ask_server(3)
+    app = StreamableHTTPApp(server)
     marks: list[weakref.ref[Mark]] = []
     async with anyio.create_task_group() as tg:
         await tg.start(app.run)
@@ -132,7 +134,7 @@ async def test_the_park_owner_still_bounds_the_calls_a_client_has_parked() -> No
                 assert reply["result"]["resultType"] == "input_required", reply
             reply = await post(app, "ask", marks)
             assert reply["error"]["code"] == -32003, reply
-            assert len(app.server.parking) == 3
+            assert len(server.parking) == 3
         tg.cancel_scope.cancel()
 
 

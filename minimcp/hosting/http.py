@@ -37,7 +37,7 @@ TUNED_GC_THRESHOLD = 10_000
 
 
 async def serve_http(
-    server: Server | StreamableHTTPApp[Server],
+    server: Server | StreamableHTTPApp,
     host: str = "127.0.0.1",
     port: int = 0,
     *,

@@ -61,6 +61,8 @@ class WorkerSide(Protocol):
     """What the server and its 2026-07-28 rounds ask of this worker's side of the bus
     (:class:`minimcp.scaleout.workers.Workers`)."""
 
+    #: The bus it publishes on and listens to (``None``: none, this worker is alone).
+    bus: Bus | None
     #: This worker's name (in session ids and on the bus).
     worker_id: str
     #: What a sealed state carries to name this worker (empty without a bus).

@@ -7,7 +7,7 @@ import logging
 import math
 import secrets
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamableHTTPApp"]
 
-S = TypeVar("S", bound=Servable)
-
 logger = logging.getLogger("minimcp.http")
 
 #: What a request without a session gets (and an initialize that never came).
@@ -67,7 +65,7 @@ _CHECKED_MAX = 256
 _UNCHECKED = "?"
 
 
-class StreamableHTTPApp(Generic[S]):
+class StreamableHTTPApp:
     """An MCP server as an ASGI 3 application (Streamable HTTP, one endpoint).
 
     This class imports no role: it serves any :class:`~minimcp.transports._ports.Servable`
@@ -107,7 +105,7 @@ class StreamableHTTPApp(Generic[S]):
 
     def __init__(
         self,
-        server: S,
+        server: Servable,
         *,
         path: str = "/mcp",
         allowed_hosts: Collection[str] | None = None,
