@@ -133,24 +133,26 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
 
 def test_importing_the_http_app_loads_no_run_machinery() -> None:
     """Importing the Streamable HTTP app (and making one) loads nothing of server/mrtr/ (the runs, rounds,
-    parking, sealed states of 2026-07-28): it reads the revision's envelope through the pure wire. A
+    parking, sealed states of 2026-07-28), nor the HTTP client's httpx: it reads the revision's envelope
+    through the pure wire, and its package loads each name on first use. A
     running app serves a 2026-07-28 request with them (its 2026-07-28 connection, made when the app
     starts, loads them)."""
     code = textwrap.dedent(
         f"""
         import json, sys
         sys.path.insert(0, {str(ROOT)!r})
-        import anyio
-        import httpx
         from minimcp import Server
         from minimcp.transports.http import StreamableHTTPApp
 
         def era() -> list[str]:
-            return sorted(m for m in sys.modules if m.startswith("minimcp.server.mrtr"))
+            return sorted(m for m in sys.modules if m.startswith("minimcp.server.mrtr") or m == "httpx")
+
+        app = StreamableHTTPApp(Server("embedded"))
+        seen = [era()]
+        import anyio
+        import httpx
 
         async def main() -> None:
-            app = StreamableHTTPApp(Server("embedded"))
-            seen = [era()]
             async with anyio.create_task_group() as tg:
                 await tg.start(app.run)
                 client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8000")

@@ -133,22 +133,31 @@ above (``tests/test_layers.py`` checks the direction).
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from minimcp.transports.http._asgi import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
-from minimcp.transports.http.client import StreamableHTTPClientTransport, http_client
-
 if TYPE_CHECKING:
+    from minimcp.transports.http._asgi import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
     from minimcp.transports.http.app import StreamableHTTPApp
+    from minimcp.transports.http.client import StreamableHTTPClientTransport, http_client
+
+# This package's public names, each loaded on first use from its module here: a server never loads
+# the client (nor httpx), a client never loads the app, and importing one module of the package
+# (``_sse``, say) loads no other.
+_LAZY = {
+    "DEFAULT_ALLOWED_HOSTS": "_asgi",
+    "DEFAULT_ALLOWED_ORIGINS": "_asgi",
+    "StreamableHTTPApp": "app",
+    "StreamableHTTPClientTransport": "client",
+    "http_client": "client",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # The app is this package's own class, loaded on first use (a client never loads the server side).
-    if name == "StreamableHTTPApp":
-        from minimcp.transports.http.app import StreamableHTTPApp
-
-        return StreamableHTTPApp
-    raise AttributeError(f"module 'minimcp.transports.http' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'minimcp.transports.http' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
