@@ -16,10 +16,10 @@ from minimcp.core.config import Limits
 from minimcp.core.transport import MessageTooLarge
 from minimcp.wire.framing import LineFramer, Oversized
 
-__all__ = ["LineReader"]
+__all__ = ["_Reader"]
 
 
-class LineReader:
+class _Reader:
     """Turns chunks of bytes into messages, with the framer's bound."""
 
     def __init__(self, limits: Limits) -> None:

@@ -10,7 +10,7 @@ import stat
 import anyio
 
 from minimcp.core.config import Limits
-from minimcp.transports._lines import LineReader
+from minimcp.transports._lines import _Reader
 from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["LoopStdio", "kind"]
@@ -41,7 +41,7 @@ class LoopStdio(asyncio.Protocol):
 
     def __init__(self, limits: Limits) -> None:
         self._loop = asyncio.get_running_loop()
-        self._reader = LineReader(limits)
+        self._reader = _Reader(limits)
         self._limit = limits.stream_buffer_bytes
         self._grace = limits.shutdown_timeout
         self._read: asyncio.ReadTransport | None = None
@@ -86,7 +86,7 @@ class LoopStdio(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         reader = self._reader
-        # LineReader.feed for a non-empty chunk, inline (one call less per chunk on the hot path)
+        # _Reader.feed for a non-empty chunk, inline (one call less per chunk on the hot path)
         lines = reader.framer.feed(data)
         if lines:
             reader.lines.extend(lines)
@@ -125,7 +125,7 @@ class LoopStdio(asyncio.Protocol):
         reader = self._reader
         lines = reader.lines
         line: bytes | None
-        if lines and type(first := lines[0]) is bytes:  # LineReader.next's common case, inline
+        if lines and type(first := lines[0]) is bytes:  # _Reader.next's common case, inline
             lines.popleft()
             line = first
             reader.queued -= len(first)

@@ -31,7 +31,7 @@ import anyio.abc
 from minimcp.core._backend import backend_name, start_owned, threadsafe_caller
 from minimcp.core.config import Limits
 from minimcp.core.transport import Transport
-from minimcp.transports._lines import LineReader
+from minimcp.transports._lines import _Reader
 from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["StdioTransport", "stdio_client", "stdio_server"]
@@ -53,7 +53,7 @@ class StdioTransport:
     ) -> None:
         self._in = receive_chunk
         self._out = send_bytes
-        self._reader = LineReader(limits)
+        self._reader = _Reader(limits)
         self._reading: anyio.CancelScope | None = None
         self._limit = limits.stream_buffer_bytes
         self._grace = limits.shutdown_timeout
