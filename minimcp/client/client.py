@@ -39,16 +39,15 @@ import anyio
 
 from minimcp.client.answers import (
     ElicitationHandler,
-    ElicitationRequest,
     SamplingHandler,
-    UrlElicitationRequest,
     UrlHandler,
-    open_in_browser,
 )
 from minimcp.client.headers import ToolHeaders, headered
 from minimcp.client.rounds import Rounds
+from minimcp.core._requests import DEFAULT, Timeout
 from minimcp.core.config import Limits
-from minimcp.core.session import DEFAULT, ProgressWatch, Session, Timeout
+from minimcp.core.pending import ProgressWatch
+from minimcp.core.session import Session
 from minimcp.core.trace import WireTrace
 from minimcp.core.transport import Transport
 from minimcp.wire import errors
@@ -89,15 +88,7 @@ from minimcp.wire.types import (
 )
 from minimcp.wire.versions import LATEST, SUPPORTED, Era, is_supported
 
-__all__ = [
-    "Client",
-    "ElicitationHandler",
-    "ElicitationRequest",
-    "UrlElicitationRequest",
-    "UrlHandler",
-    "connect_stdio",
-    "open_in_browser",
-]
+__all__ = ["Client", "connect_stdio"]
 
 
 #: The values ``Client(era=...)`` accepts (an :class:`Era`, or ``"auto"`` to probe); the first is the default.

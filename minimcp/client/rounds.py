@@ -24,7 +24,8 @@ import anyio
 import msgspec
 
 from minimcp.client.answers import Answers
-from minimcp.core.session import DEFAULT, ProgressWatch, Timeout
+from minimcp.core._requests import DEFAULT, Timeout
+from minimcp.core.pending import ProgressWatch
 from minimcp.wire import errors
 from minimcp.wire.envelope import (
     HEADER_MISMATCH,

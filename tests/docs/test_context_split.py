@@ -15,9 +15,10 @@ import pathlib
 import pytest
 
 import minimcp
-from minimcp.server.context import CALL_ID_BYTES, LOG_LEVELS, Context, Elicit, ListRoots, Sample
-from minimcp.server.context.asking import AskingCall
-from minimcp.server.context.call import Call
+from minimcp.server.context import Context
+from minimcp.server.context.asking import AskingCall, Elicit, ListRoots, Sample
+from minimcp.server.context.call import LOG_LEVELS, Call
+from minimcp.wire.jsonrpc import CALL_ID_BYTES
 
 PACKAGE = pathlib.Path(minimcp.__file__).resolve().parent
 

@@ -8,7 +8,6 @@ parked -- until they come, the questions' timeout passes, or it is stopped.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import math
 import time
@@ -24,6 +23,7 @@ from minimcp.server.mrtr.run_names import NAMES as _NAMES
 from minimcp.server.mrtr.run_names import more_names as _more_names
 from minimcp.server.mrtr.run_sweep import TIMED_OUT as _TIMED_OUT
 from minimcp.server.mrtr.run_sweep import Sweep as _Sweep
+from minimcp.transports._ports import PARK_OWNER
 from minimcp.wire import errors
 from minimcp.wire.errors import McpError
 from minimcp.wire.input_required import Question, take_answer
@@ -31,7 +31,7 @@ from minimcp.wire.input_required import Question, take_answer
 if TYPE_CHECKING:
     from minimcp.server.context import Context
 
-__all__ = ["PARK_OWNER", "Asking", "Outcome", "Raised", "Returned", "Run", "Parking"]
+__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "Parking"]
 
 logger = logging.getLogger("minimcp.modern")
 
@@ -495,15 +495,10 @@ def _settle(cell: Any, value: msgspec.Raw) -> None:
 
 # --- parking: where runs wait between rounds ----------------------------------------------
 
-#: Whom the request being served comes from, and how many calls that client may have parked
-#: (set by the HTTP app around each request; ``None``: not counted per client).
-PARK_OWNER: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("PARK_OWNER", default=None)
-
-
 class Parking:
     """Suspended runs by handle, bounded: the oldest are dropped (their retries replay).
 
-    Runs parked under a :data:`PARK_OWNER` also count against that owner's own
+    Runs parked under a :data:`~minimcp.transports._ports.PARK_OWNER` also count against that owner's own
     bound: one more is refused with ``-32003`` (and its run cancelled).
     """
 

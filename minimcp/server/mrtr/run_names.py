@@ -10,7 +10,7 @@ from __future__ import annotations
 import binascii
 import os
 
-from minimcp.server.context.call import CALL_ID_BYTES
+from minimcp.wire.jsonrpc import CALL_ID_BYTES
 
 __all__ = ["NAMES", "NAMES_PER_DRAW", "more_names"]
 
