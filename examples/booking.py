@@ -53,9 +53,9 @@ from minimcp import (
     UrlElicitationRequired,
     tool_result,
 )
-from minimcp.hosting.interrupt import run_until_stopped
+from minimcp.hosting.run import run_until_stopped
 from minimcp.server.mrtr.state import ENV_STATE_KEYS, state_keys_from_env
-from minimcp.server.server import ServerConnection
+from minimcp.server.connection import ServerConnection
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp
 from minimcp.transports.http._headers import host_origin_problem
 from minimcp.wire.types import CallToolResult
@@ -587,7 +587,7 @@ def shared_options(redis_url: str | None) -> dict[str, Any]:
     """The store and the server options for ``--redis``: shared bookings, used states and bus."""
     if redis_url is None:
         return {}
-    from minimcp.server.mrtr.used_states import RedisUsedStates
+    from minimcp.scaleout.redis_used_states import RedisUsedStates
 
     options: dict[str, Any] = {"store": RedisStore(redis_url), "used_states": RedisUsedStates(redis_url)}
     from minimcp.scaleout.bus import RedisBus
@@ -629,14 +629,14 @@ async def serve(args: argparse.Namespace) -> None:
         if args.transport == "stdio":
             await booking.server.serve_stdio()
         elif args.transport == "http":
-            from minimcp.transports.http import serve_http
+            from minimcp import serve_http
 
             app = BookingHTTPApp(booking, **http_options(args, hosts, origins))
             mcp_port = await tg.start(serve_http, app, args.host, args.port)
             print(f"mcp: http://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
             await anyio.sleep_forever()
         else:
-            from minimcp.transports.websocket import serve_websocket
+            from minimcp import serve_websocket
 
             mcp_port = await tg.start(serve_websocket, booking.server, args.host, args.port)
             print(f"mcp: ws://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)

@@ -32,8 +32,7 @@ from typing import Annotated, Any, Literal
 import anyio
 import msgspec
 
-from minimcp import Accepted, Cancelled, Context, Declined, Server, ToolError
-from minimcp.server.context import Elicit, ListRoots, Sample
+from minimcp import Accepted, Cancelled, Context, Declined, Elicit, ListRoots, Sample, Server, ToolError
 from minimcp.wire.types import (
     AudioContent,
     CreateMessageResult,
@@ -507,7 +506,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.stdio:
         app.run(backend=args.backend)
         return
-    from minimcp.transports.http import serve_http
+    from minimcp import serve_http
 
     log.info("serving http://%s:%d/mcp", args.host, args.port)
     anyio.run(serve_http, app, args.host, args.port, backend=args.backend)

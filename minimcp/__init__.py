@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from minimcp.core.config import Limits as Limits
 from minimcp.server.context import Context as Context
-from minimcp.server.context import Elicit as Elicit
-from minimcp.server.context import ListRoots as ListRoots
-from minimcp.server.context import Sample as Sample
+from minimcp.server.context.asking import Elicit as Elicit
+from minimcp.server.context.asking import ListRoots as ListRoots
+from minimcp.server.context.asking import Sample as Sample
 from minimcp.server.server import Server as Server
-from minimcp.server.server import ToolError as ToolError
-from minimcp.server.server import tool_result as tool_result
+from minimcp.server.tools import ToolError as ToolError
+from minimcp.server.tools import tool_result as tool_result
 from minimcp.wire.elicitation import Accepted as Accepted
 from minimcp.wire.elicitation import Cancelled as Cancelled
 from minimcp.wire.elicitation import Declined as Declined
@@ -33,11 +33,11 @@ from minimcp.wire.errors import TooManyPending as TooManyPending
 from minimcp.wire.errors import UnsupportedVersion as UnsupportedVersion
 
 if TYPE_CHECKING:
+    from minimcp.client.answers import ElicitationRequest as ElicitationRequest
+    from minimcp.client.answers import UrlElicitationRequest as UrlElicitationRequest
+    from minimcp.client.answers import open_in_browser as open_in_browser
     from minimcp.client.client import Client as Client
-    from minimcp.client.client import ElicitationRequest as ElicitationRequest
-    from minimcp.client.client import UrlElicitationRequest as UrlElicitationRequest
     from minimcp.client.client import connect_stdio as connect_stdio
-    from minimcp.client.client import open_in_browser as open_in_browser
     from minimcp.core.trace import WireTrace as WireTrace
     from minimcp.forms import AllowSensitive as AllowSensitive
     from minimcp.forms import FormDefinitionError as FormDefinitionError
@@ -45,12 +45,12 @@ if TYPE_CHECKING:
     from minimcp.forms import Titled as Titled
     from minimcp.forms import check_form as check_form
     from minimcp.forms import compile_form as compile_form
+    from minimcp.hosting.http import connect_http as connect_http
+    from minimcp.hosting.http import serve_http as serve_http
+    from minimcp.hosting.websocket import connect_websocket as connect_websocket
+    from minimcp.hosting.websocket import serve_websocket as serve_websocket
     from minimcp.server.mrtr.state import state_keys_from_env as state_keys_from_env
-    from minimcp.transports.http import connect_http as connect_http
-    from minimcp.transports.http import serve_http as serve_http
     from minimcp.transports.memory import memory_pair as memory_pair
-    from minimcp.transports.websocket import connect_websocket as connect_websocket
-    from minimcp.transports.websocket import serve_websocket as serve_websocket
     from minimcp.wire.urls import InvalidElicitationUrl as InvalidElicitationUrl
 
 __version__ = "0.1.0"
@@ -58,10 +58,10 @@ __version__ = "0.1.0"
 # Public names loaded on first access (module ``__getattr__``): name -> module.
 _LAZY: dict[str, str] = {
     "Client": "minimcp.client.client",  # the client side: a server never loads it
-    "ElicitationRequest": "minimcp.client.client",
-    "UrlElicitationRequest": "minimcp.client.client",
+    "ElicitationRequest": "minimcp.client.answers",
+    "UrlElicitationRequest": "minimcp.client.answers",
     "connect_stdio": "minimcp.client.client",
-    "open_in_browser": "minimcp.client.client",
+    "open_in_browser": "minimcp.client.answers",
     "memory_pair": "minimcp.transports.memory",
     "AllowSensitive": "minimcp.forms",
     "Titled": "minimcp.forms",
@@ -70,10 +70,10 @@ _LAZY: dict[str, str] = {
     "check_form": "minimcp.forms",
     "compile_form": "minimcp.forms",
     "WireTrace": "minimcp.core.trace",
-    "connect_http": "minimcp.transports.http",
-    "serve_http": "minimcp.transports.http",
-    "connect_websocket": "minimcp.transports.websocket",
-    "serve_websocket": "minimcp.transports.websocket",
+    "connect_http": "minimcp.hosting.http",  # the HTTP and WebSocket stacks load with their first use
+    "serve_http": "minimcp.hosting.http",
+    "connect_websocket": "minimcp.hosting.websocket",
+    "serve_websocket": "minimcp.hosting.websocket",
     # the sealed state of 2026-07-28: a handshake-era server never loads it
     "state_keys_from_env": "minimcp.server.mrtr.state",
     "InvalidElicitationUrl": "minimcp.wire.urls",  # the URL rules load with the first URL step

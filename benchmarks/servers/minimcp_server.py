@@ -86,12 +86,12 @@ async def main(args: argparse.Namespace) -> None:
         return
     async with anyio.create_task_group() as tg:
         if args.transport == "ws":
-            from minimcp.transports.websocket import serve_websocket
+            from minimcp import serve_websocket
 
             port = await tg.start(lambda task_status: serve_websocket(
                 app, "127.0.0.1", 0, max_connections=100_000, task_status=task_status))
         elif args.asgi == "default" or args.asgi.startswith("serve_http:"):  # serve_http, its choice or the named one
-            from minimcp.transports.http import serve_http
+            from minimcp import serve_http
 
             app_options: dict[str, Any] = {"session_id_prefix": args.worker_id} if args.worker_id else {}
             if args.tune_gc:

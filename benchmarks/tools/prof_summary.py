@@ -40,7 +40,7 @@ COMPONENTS = [
     ("minimcp/transports/http/_headers", "header checks (Host / Origin / MCP headers)"),
     ("minimcp/transports/http/_session_table", "session lookup / table"),
     ("minimcp/transports/http/_sse", "SSE framing"),
-    ("minimcp/transports/_activity", "session activity"),
+    ("minimcp/transports/_ports", "session activity (the WebSocket watchdog's reads)"),
     ("minimcp/transports/http", "Streamable HTTP app (minimcp/transports/http/)"),
     ("minimcp/transports/asgi_server", "ASGI server (minimcp's wrapper)"),
     ("minimcp/jsonrpc", "JSON-RPC decode / encode (minimcp, msgspec)"),

@@ -48,20 +48,11 @@ from collections.abc import Sequence
 import anyio
 
 from minimcp.cli import commands
-from minimcp.cli.args import (
-    EXIT_FAILURE,
-    CliError,
-    Target,
-    build_parser,
-    options_from,
-    parse_arguments,
-    parse_pairs,
-    parse_target,
-)
+from minimcp.cli.args import EXIT_FAILURE, CliError, build_parser, options_from
 from minimcp.cli.terminal import restore_terminal
-from minimcp.hosting.interrupt import EXIT_INTERRUPTED, is_interrupt
+from minimcp.hosting.run import EXIT_INTERRUPTED, is_interrupt
 
-__all__ = ["CliError", "Target", "build_parser", "main", "parse_arguments", "parse_pairs", "parse_target"]
+__all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Exit statuses (see the epilog); 130, interrupted, is :data:`minimcp.hosting.interrupt.EXIT_INTERRUPTED`.
+#: Exit statuses (see the epilog); 130, interrupted, is :data:`minimcp.hosting.run.EXIT_INTERRUPTED`.
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
 EXIT_FAILURE = 2

@@ -22,7 +22,7 @@ from typing import Any, Final
 import anyio
 
 from minimcp.cli.terminal import Console, LineReader, Style
-from minimcp.client.client import ElicitationRequest, UrlElicitationRequest, open_in_browser
+from minimcp.client.answers import ElicitationRequest, UrlElicitationRequest, open_in_browser
 from minimcp.forms import NO_DEFAULT, FormField, FormValidationError
 from minimcp.forms.check import check_value
 from minimcp.wire.elicitation import Accepted, Cancelled, Declined

@@ -45,11 +45,12 @@ from minimcp.client.answers import (
     SamplingHandler,
     UrlElicitationRequest,
     UrlHandler,
-    open_in_browser,
 )
 from minimcp.client.headers import ToolHeaders, headered
+from minimcp.core._requests import DEFAULT, Timeout, decode_result
 from minimcp.core.config import Limits
-from minimcp.core.session import DEFAULT, ProgressWatch, Session, Timeout, decode_result
+from minimcp.core.pending import ProgressWatch
+from minimcp.core.session import Session
 from minimcp.core.trace import WireTrace
 from minimcp.core.transport import Transport
 from minimcp.wire import errors, jsonrpc
@@ -119,15 +120,7 @@ from minimcp.wire.versions import (
     supports,
 )
 
-__all__ = [
-    "Client",
-    "ElicitationHandler",
-    "ElicitationRequest",
-    "UrlElicitationRequest",
-    "UrlHandler",
-    "connect_stdio",
-    "open_in_browser",
-]
+__all__ = ["Client", "connect_stdio"]
 
 
 logger = logging.getLogger("minimcp.client")

@@ -2,15 +2,30 @@
 
 Every buffer, queue and table in minimcp has a bound, and every bound is a
 field here. A :class:`Limits` is immutable; make a changed copy with
-:meth:`Limits.replace`.
+:meth:`Limits.replace`. The rule for a worker's name (:func:`check_worker_id`, used by
+the HTTP app's session ids and the bus between workers) is configuration too, so it is here.
 """
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 import msgspec.structs
 
-__all__ = ["Limits"]
+__all__ = ["Limits", "check_worker_id"]
+
+_WORKER_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def check_worker_id(value: object, what: str = "worker_id") -> str:
+    """``value`` if it may name a worker (``[A-Za-z0-9_-]{1,32}``), else a ``ValueError`` naming ``what``."""
+    if not isinstance(value, str) or _WORKER_ID.fullmatch(value) is None:
+        raise ValueError(
+            f"{what} must be 1 to 32 ASCII letters, digits, '_' or '-' (it names this worker in session ids "
+            f"and on the bus), not {value!r}"
+        )
+    return value
 
 
 class Limits(msgspec.Struct, frozen=True):

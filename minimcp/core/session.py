@@ -60,11 +60,11 @@ import msgspec
 
 from minimcp.core import _backend
 from minimcp.core._backend import Cell, Handlers
-from minimcp.core._requests import DEFAULT, Default, Requests, Timeout, decode_result
+from minimcp.core._requests import Requests
 from minimcp.core._takeover import AdoptedRequests
 from minimcp.core.config import Limits
 from minimcp.core.dispatch import Deferred, Dispatcher, error_reply
-from minimcp.core.pending import PendingBudget, PendingTable, ProgressWatch
+from minimcp.core.pending import PendingBudget, PendingTable
 from minimcp.core.stats import SessionStats
 from minimcp.core.trace import WireTrace
 from minimcp.core.transport import DescribedTransport, MessageKind, MessageTooLarge, Outgoing, Transport
@@ -74,10 +74,7 @@ from minimcp.wire.jsonrpc import ErrorResponse, Notification, Request, RequestId
 from minimcp.wire.types import CancelledParams
 from minimcp.wire.versions import Feature, supports
 
-__all__ = [
-    "DEFAULT", "Default", "Deferred", "Dispatcher", "PendingBudget", "ProgressWatch",
-    "Session", "SessionStats", "Timeout", "decode_result",
-]
+__all__ = ["Session"]
 
 logger = logging.getLogger("minimcp.session")
 

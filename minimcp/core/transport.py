@@ -7,6 +7,7 @@ directions. The session above it never sees framing, sockets or processes.
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable
 from typing import Protocol
 
 import msgspec
@@ -15,7 +16,7 @@ from minimcp.wire import jsonrpc
 from minimcp.wire.errors import MinimcpError
 from minimcp.wire.jsonrpc import RequestId
 
-__all__ = ["DescribedTransport", "MessageKind", "MessageTooLarge", "Outgoing", "Transport", "describe"]
+__all__ = ["DescribedTransport", "FastTransport", "MessageKind", "MessageTooLarge", "Outgoing", "Transport", "describe"]
 
 CANCELLED = "notifications/cancelled"
 
@@ -39,15 +40,7 @@ class Transport(Protocol):
     transports with several streams (Streamable HTTP) can route it; others
     ignore it.
 
-    A transport may also offer two fast paths, used when present (the stdio and
-    in-memory transports do): ``send_nowait(message, *, related=None) -> bool``
-    queues a message only if that needs no waiting (``False``: call ``send``,
-    which waits for room or reports why it cannot), and ``receive_nowait() ->
-    bytes | None`` returns a message that is already there (``None``: call
-    ``receive``) and ends the same way ``receive`` does. They spare a coroutine
-    per message when nothing has to wait. A transport may go one step further with
-    ``receive_or_wait() -> bytes | Awaitable[None]`` (asyncio's stdio does): a message, or
-    a future to await before asking again, so a wait costs no coroutine either.
+    A transport may also offer fast paths, used when present: see :class:`FastTransport`.
 
     A transport that routes by what a message is (Streamable HTTP's client: a
     request opens a POST exchange, ``initialize`` starts a session) can be told
@@ -106,6 +99,37 @@ class DescribedTransport(Transport, Protocol):
     async def send(
         self, message: bytes, *, related: RequestId | None = None, outgoing: Outgoing | None = None
     ) -> None: ...
+
+
+class FastTransport(Protocol):
+    """The optional members of a transport: what the session looks up with ``getattr`` and uses when present.
+
+    None is required, and each is looked up on its own (once per session, or per request for
+    ``send_nowait_described``); a transport offers the ones it can do without waiting. They spare a
+    coroutine per message when nothing has to wait. ``tests/test_layers.py`` checks that these are
+    exactly the names the session looks up.
+    """
+
+    #: ``True``: describe each message sent (see :class:`DescribedTransport`); ``send_nowait`` is then not used.
+    wants_outgoing: bool
+
+    def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
+        """Queue ``message`` only if that needs no waiting (``False``: nothing sent; ``send`` is called, which
+        waits for room or reports why it cannot). The stdio and in-memory transports offer it."""
+        ...
+
+    def send_nowait_described(self, message: bytes, *, related: RequestId | None, outgoing: Outgoing) -> bool:
+        """A described transport's ``send_nowait``, for the requests the session sends (``False``: ``send``)."""
+        ...
+
+    def receive_nowait(self) -> bytes | None:
+        """A message that is already there (``None``: call ``receive``); ends as ``receive`` does."""
+        ...
+
+    def receive_or_wait(self) -> bytes | Awaitable[None]:
+        """A message, or a future to await before asking again, so a wait costs no coroutine either
+        (asyncio's stdio offers it)."""
+        ...
 
 
 class _CancelledId(msgspec.Struct):

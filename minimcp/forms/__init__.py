@@ -65,17 +65,10 @@ from typing import Any, Generic, TypeVar, overload
 import msgspec
 
 from minimcp.forms.check import answer_checks, validate_checked
-from minimcp.forms.fields import (
-    NO_DEFAULT,
-    AllowSensitive,
-    FormDefinitionError,
-    FormField,
-    FormValidationError,
-    SensitiveFieldError,
-    Titled,
-)
+from minimcp.forms.fields import NO_DEFAULT, AllowSensitive, FormField, Titled
 from minimcp.forms.schema import CANONICAL, parse_fields, render_schema
 from minimcp.forms.types import read_type
+from minimcp.wire.errors import FormDefinitionError, FormValidationError, SensitiveFieldError
 from minimcp.wire.versions import Feature, supports
 
 _sorted_encode = msgspec.json.Encoder(order="sorted").encode

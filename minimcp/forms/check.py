@@ -15,7 +15,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from minimcp.forms.fields import NO_DEFAULT, FormField, FormValidationError, def_error
+from minimcp.forms.fields import NO_DEFAULT, FormField, def_error
+from minimcp.wire.errors import FormValidationError
 
 __all__ = [
     "answer_checks",

@@ -12,18 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from minimcp.wire.errors import FormDefinitionError, FormValidationError, SensitiveFieldError
+from minimcp.wire.errors import FormDefinitionError
 
 __all__ = [
     "EMPTY_FORM",
     "FORMATS",
     "NO_DEFAULT",
     "AllowSensitive",
-    "FormDefinitionError",
     "FormField",
-    "FormValidationError",
     "Kind",
-    "SensitiveFieldError",
     "Sentinel",
     "Titled",
     "def_error",

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from minimcp.forms.check import checked_field, short
-from minimcp.forms.fields import EMPTY_FORM, FORMATS, NO_DEFAULT, FormDefinitionError, FormField, def_error
+from minimcp.forms.fields import EMPTY_FORM, FORMATS, NO_DEFAULT, FormField, def_error
+from minimcp.wire.errors import FormDefinitionError
 from minimcp.wire.versions import Feature, supports
 
 __all__ = ["CANONICAL", "parse_fields", "render_schema"]

@@ -22,18 +22,8 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 import msgspec
 
 from minimcp.forms.check import checked_field, parse_date, parse_datetime
-from minimcp.forms.fields import (
-    EMPTY_FORM,
-    FORMATS,
-    NO_DEFAULT,
-    AllowSensitive,
-    FormDefinitionError,
-    FormField,
-    FormValidationError,
-    Sentinel,
-    Titled,
-    def_error,
-)
+from minimcp.forms.fields import EMPTY_FORM, FORMATS, NO_DEFAULT, AllowSensitive, FormField, Sentinel, Titled, def_error
+from minimcp.wire.errors import FormDefinitionError, FormValidationError
 
 __all__ = ["read_type"]
 

@@ -18,18 +18,15 @@ import anyio
 import anyio.abc
 
 from minimcp.core.config import Limits
-from minimcp.core.session import Session
-from minimcp.server.server import Server, ServerConnection
+from minimcp.server.server import Server
 from minimcp.transports.asgi_server import AsgiServer, bind, run_asgi
-from minimcp.transports.http.app import StreamableHTTPAppBase
+from minimcp.transports.http.app import StreamableHTTPApp
 from minimcp.transports.http.client import http_client
-from minimcp.wire.versions import Era
 
 if TYPE_CHECKING:
     from minimcp.client.client import Client
-    from minimcp.core.transport import Transport
 
-__all__ = ["StreamableHTTPApp", "connect_http", "serve_http"]
+__all__ = ["connect_http", "serve_http"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -37,22 +34,6 @@ logger = logging.getLogger("minimcp.http")
 _STOP_GRACE = 3.0
 #: The cyclic GC's first threshold while ``serve_http(tune_gc=True)`` runs (CPython's default: 700).
 TUNED_GC_THRESHOLD = 10_000
-
-
-class StreamableHTTPApp(StreamableHTTPAppBase[Server]):
-    __doc__ = StreamableHTTPAppBase.__doc__
-
-    def _stateless_connection(self, transport: Transport) -> tuple[ServerConnection, Session]:
-        """The one connection serving every 2026-07-28 POST (the app starts it; its task group hosts parked calls)."""
-        server = self.server
-        conn = ServerConnection(server)
-        session = Session(transport, conn, limits=server.limits, name=f"server {server.name} (HTTP 2026-07-28)")
-        session.trace = server.trace
-        conn.session = session
-        # Locked to the modern revision from the start (what a first enveloped request would do), so
-        # that an enveloped initialize is -32601 and a request without the envelope -32602.
-        conn.lock_era(Era.MODERN)
-        return conn, session
 
 
 async def serve_http(

@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 
 from minimcp.core.config import Limits
-from minimcp.transports._activity import SessionActivity
+from minimcp.transports._ports import SessionActivity
 from minimcp.transports.websocket import SUBPROTOCOL, read_handshake, running, websocket_client, write_now
 
 try:

@@ -5,7 +5,7 @@ coredis 6 wants its connection pool entered by a parent task before concurrent u
 opens the client and keeps it open until cancelled; any task may then use ``redis.client``
 (``None`` while it is not open). A client that fails is opened again, waiting longer each time
 (up to 5 s). Several runners may share one object: one owns the client, the others wait to
-take over when it stops. Used by :class:`minimcp.server.mrtr.used_states.RedisUsedStates` and the booking
+take over when it stops. Used by :class:`minimcp.scaleout.redis_used_states.RedisUsedStates` and the booking
 example's store; the extra ``minimcp[redis]`` brings coredis, imported here only.
 """
 

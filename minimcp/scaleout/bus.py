@@ -10,9 +10,10 @@ worker learns must reach another:
 - a parked 2026-07-28 call continued on another worker (``continued``, key: the call's
   handle): the worker that parked it drops its copy at once.
 
-A :class:`Bus` publishes a :class:`Notice` and runs a subscriber (in the server's task group)
-that hands every notice to a callback. Notices carry only random ids and kinds; a forged one
-is a hint the receiver re-checks against its own tables, never an instruction to trust.
+A :class:`~minimcp.server.bus.Bus` (the protocol ``Server(bus=...)`` accepts, in
+:mod:`minimcp.server.bus`) publishes a :class:`~minimcp.server.bus.Notice` and runs a subscriber
+(in the server's task group) that hands every notice to a callback. Notices carry only random
+ids and kinds; a forged one is a hint the receiver re-checks against its own tables, never an instruction to trust.
 Every worker hears its own notices too; the receiver skips those (``Notice.origin``).
 
 - :class:`InMemoryBus`: one hub for several apps in one process (tests, a demo).
@@ -27,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -36,52 +37,14 @@ import msgspec
 from anyio.streams.memory import MemoryObjectSendStream
 
 from minimcp.scaleout._redis import client_failure, import_coredis, safe_url
+from minimcp.server.bus import BusStats, Notice
 
-__all__ = ["Bus", "BusStats", "InMemoryBus", "Notice", "RedisBus"]
+__all__ = ["InMemoryBus", "RedisBus"]
 
 logger = logging.getLogger("minimcp.bus")
 
-KINDS = frozenset({"url_complete", "list_changed", "resource_updated", "continued"})
-
-
-class Notice(msgspec.Struct, frozen=True, array_like=True):
-    """One thing one worker tells the others."""
-
-    kind: str  #: one of :data:`KINDS`
-    key: str  #: what it is about: an elicitation id, a list's name, a URI, a parked call's handle
-    origin: str  #: the worker that published it
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown bus notice kind {self.kind!r} (one of {', '.join(sorted(KINDS))})")
-
-
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(Notice).decode
-
-
-class BusStats(msgspec.Struct):
-    published: int = 0
-    delivered: int = 0
-    dropped: int = 0  #: notices not sent (the bus was down or its queue full) or not readable
-    reconnects: int = 0
-
-
-class Bus(Protocol):
-    """What a server needs of a bus."""
-
-    stats: BusStats
-
-    def publish(self, notice: Notice) -> None:
-        """Send ``notice`` to every worker (never blocks; a notice that cannot go is dropped and logged)."""
-
-    async def run(
-        self,
-        deliver: Callable[[Notice], None],
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Hand every notice heard to ``deliver`` until cancelled (start it in the server's task group)."""
 
 
 class InMemoryBus:

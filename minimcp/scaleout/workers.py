@@ -4,35 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import secrets
 from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
-from minimcp.scaleout.bus import Bus, Notice
+from minimcp.core.config import check_worker_id
+from minimcp.server.bus import Bus, Notice
 from minimcp.wire.errors import ConnectionClosed
 
 if TYPE_CHECKING:
     from minimcp.server.server import Server
 
-__all__ = ["Workers", "check_worker_id"]
+__all__ = ["Workers"]
 
 logger = logging.getLogger("minimcp.workers")
-
-_WORKER_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
-
-
-def check_worker_id(value: object, what: str = "worker_id") -> str:
-    """``value`` if it may name a worker (``[A-Za-z0-9_-]{1,32}``), else a ``ValueError`` naming ``what``."""
-    if not isinstance(value, str) or _WORKER_ID.fullmatch(value) is None:
-        raise ValueError(
-            f"{what} must be 1 to 32 ASCII letters, digits, '_' or '-' (it names this worker in session ids "
-            f"and on the bus), not {value!r}"
-        )
-    return value
-
 
 class Workers:
     """This worker on the bus: it publishes what the others must know, and acts on what they publish.

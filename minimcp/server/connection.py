@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from minimcp.core.config import Limits
-from minimcp.core.session import Deferred, Session
+from minimcp.core.dispatch import Deferred
+from minimcp.core.session import Session
 from minimcp.server import handlers
 from minimcp.server.handlers import EMPTY
 from minimcp.server.metrics import ElicitationMetrics

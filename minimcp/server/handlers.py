@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from minimcp.core.session import Deferred
+from minimcp.core.dispatch import Deferred
 from minimcp.server.context import Context
 from minimcp.server.outcome import ToolRun, missing_capability, ready
 from minimcp.server.registry import Registry, page

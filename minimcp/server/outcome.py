@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from minimcp.core.session import Deferred
+from minimcp.core.dispatch import Deferred
 from minimcp.server.tools import RegisteredTool, ToolError, error_result, to_result, unchecked_failure
 from minimcp.wire import errors
 from minimcp.wire.elicitation import ElicitationUnsupported, QuestionFailed, UrlElicitationRequired

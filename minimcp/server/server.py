@@ -21,29 +21,30 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import anyio
 
 from minimcp.core.config import Limits
-from minimcp.core.session import PendingBudget, Session
+from minimcp.core.pending import PendingBudget
+from minimcp.core.session import Session
 from minimcp.core.trace import WireTrace
 from minimcp.core.transport import Transport
-from minimcp.hosting.interrupt import run_until_stopped
 from minimcp.server.connection import ServerConnection
 from minimcp.server.context import Context
-from minimcp.server.metrics import ElicitationMetrics
+from minimcp.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from minimcp.server.metrics import ElicitationMetrics, server_metrics_text
 from minimcp.server.registry import CompletionHandler, Registry, described
-from minimcp.server.tools import ToolError, build_tool, tool_result
+from minimcp.server.tools import build_tool
 from minimcp.wire import errors
 from minimcp.wire.types import Implementation, ResourceUpdatedParams, ServerCapabilities, Tool, ToolAnnotations
+from minimcp.wire.versions import Era
 
 if TYPE_CHECKING:
     # What revision 2026-07-28, shared states and the bus need loads on first use (see Server.__init__).
     from minimcp.forms.cache import FormCache
-    from minimcp.scaleout.bus import Bus
-    from minimcp.scaleout.workers import Workers
-    from minimcp.server.mrtr.modern import Parking
+    from minimcp.server.bus import Bus, WorkerSide
+    from minimcp.server.mrtr.parking import Parking
     from minimcp.server.mrtr.state import StateKey, StateSealer
     from minimcp.server.mrtr.used_states import UsedStates
     from minimcp.wire.envelope import ServerWire
 
-__all__ = ["CompletionHandler", "Context", "Server", "ServerConnection", "ToolError", "tool_result"]
+__all__ = ["Server"]
 
 logger = logging.getLogger("minimcp.server")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -77,7 +78,7 @@ class Server:
         used_states: Where used ``requestState`` tokens are recorded (each is good for
             one retry); in memory by default (``limits.max_used_states``). Workers that
             share a ``state_key`` share this store too:
-            :class:`~minimcp.server.mrtr.used_states.RedisUsedStates` (started by
+            :class:`~minimcp.scaleout.redis_used_states.RedisUsedStates` (started by
             :meth:`run_background`).
         trace: Record every message of every connection (see :mod:`minimcp.core.trace`).
         replay_every_retry: A test mode for the modern revision: never park a call. When a
@@ -198,12 +199,12 @@ class Server:
     @functools.cached_property
     def parking(self) -> Parking:
         """Tool calls suspended between rounds of the modern revision."""
-        from minimcp.server.mrtr.modern import Parking
+        from minimcp.server.mrtr.parking import Parking
 
         return Parking(self.limits.max_pending_outbound)
 
     @functools.cached_property
-    def workers(self) -> Workers:
+    def workers(self) -> WorkerSide:
         """This worker on the bus between workers (``workers.worker_id`` names it)."""
         from minimcp.scaleout.workers import Workers
 
@@ -261,7 +262,7 @@ class Server:
         restart, another worker); such a retry fails cleanly instead.
 
         ``forms``: the forms the tool asks with ``ctx.elicit`` (Struct, dataclass or
-        TypedDict types, raw schema dicts, or :class:`~minimcp.server.context.Elicit` items
+        TypedDict types, raw schema dicts, or :class:`~minimcp.server.context.asking.Elicit` items
         when ``allow_sensitive`` applies), checked here: one that cannot be sent raises
         :class:`~minimcp.forms.FormDefinitionError` naming the tool and the field. A form
         not named here is compiled when the tool asks; if it cannot be sent, the call
@@ -437,6 +438,23 @@ class Server:
             return False
         return await conn.send_url_complete(elicitation_id)
 
+    def stateless_connection(self, transport: Transport) -> tuple[ServerConnection, Session]:
+        """The one connection serving every 2026-07-28 POST of an HTTP app, over ``transport`` (the app
+        starts its session; its task group hosts parked calls)."""
+        conn = ServerConnection(self)
+        session = Session(transport, conn, limits=self.limits, name=f"server {self.name} (HTTP 2026-07-28)")
+        session.trace = self.trace
+        conn.session = session
+        # Locked to the modern revision from the start (what a first enveloped request would do), so
+        # that an enveloped initialize is -32601 and a request without the envelope -32602.
+        conn.lock_era(Era.MODERN)
+        return conn, session
+
+    def metrics_page(self) -> tuple[str, bytes]:
+        """What a ``/metrics`` route answers: the content type, and the Prometheus text of this server's
+        elicitation metrics and its live sessions' counters (the HTTP app asks; see ``metrics_path``)."""
+        return METRICS_CONTENT_TYPE, server_metrics_text(self)
+
     def warn_if_state_key_random(self) -> None:
         """Log once per server, when its sealing key is random to this process, what that breaks.
 
@@ -456,8 +474,8 @@ class Server:
 
     async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run what the server keeps beside its connections until cancelled: the client of a shared
-        ``used_states`` store (one with a ``run`` method, as :class:`~minimcp.server.mrtr.used_states.RedisUsedStates`),
-        and the listener on the ``bus``.
+        ``used_states`` store (one with a ``run`` method, as
+        :class:`~minimcp.scaleout.redis_used_states.RedisUsedStates`), and the listener on the ``bus``.
 
         The Streamable HTTP app, :meth:`serve_stdio` and the WebSocket server start it; when you
         call :meth:`serve` yourself, start it beside (running it twice at once is harmless).
@@ -531,11 +549,11 @@ class Server:
         ``transport``: ``"stdio"`` (one client on stdin/stdout), ``"http"`` (Streamable
         HTTP at ``http://HOST:PORT/mcp``; the ``http`` extra) or ``"ws"`` (WebSocket at
         ``ws://HOST:PORT/mcp``; the ``ws`` extra). A network transport logs its endpoint
-        URL on stderr at start; ``options`` go to :func:`~minimcp.transports.http.serve_http`
-        or :func:`~minimcp.transports.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
+        URL on stderr at start; ``options`` go to :func:`~minimcp.hosting.http.serve_http`
+        or :func:`~minimcp.hosting.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
 
         ``"http"`` tunes the cyclic GC for serving unless ``tune_gc=False`` is passed (see
-        :func:`~minimcp.transports.http.serve_http`: this call runs its own event loop until the
+        :func:`~minimcp.hosting.http.serve_http`: this call runs its own event loop until the
         server stops, so the process is the server's; the settings are undone at the end).
 
         Ctrl-C stops it quietly: one line on stderr, then ``SystemExit(130)``. SIGTERM (on POSIX,
@@ -545,9 +563,10 @@ class Server:
         Raises:
             ImportError: the transport's extra is not installed (the message names it).
         """
-        if transport != "stdio":
-            from minimcp.hosting.run import run_network
+        # hosting sits above the server: loaded here, when the process becomes this server's.
+        from minimcp.hosting.run import run_network, run_until_stopped
 
+        if transport != "stdio":
             run_network(self, transport, host=host, port=port, backend=backend, **options)
             return
         if options:

@@ -1,16 +1,20 @@
-"""What the network transports need of the server they serve: small protocols, so that they import no role.
+"""What a network transport and the server it serves read of each other: small protocols, no role imported.
 
 :class:`minimcp.Server` satisfies :class:`Servable` and its
-:class:`~minimcp.server.server.ServerConnection` satisfies :class:`Connection`;
+:class:`~minimcp.server.connection.ServerConnection` satisfies :class:`Connection`;
 the transports name only these, and ``tests/docs/test_layers.py`` checks that no
 transport module imports ``minimcp.server.server``, ``minimcp.server.context`` or
 ``minimcp.client.client``. What needs the roles themselves (building a
 ``ServerConnection``, a ``Client``) lives in the role-level serve modules
 (:mod:`minimcp.hosting.http`, :mod:`minimcp.hosting.websocket`).
+
+What a transport tells the server runs the other way, through :data:`PARK_OWNER` (whom a request
+comes from) and :class:`SessionActivity` (what a WebSocket watchdog reads of a session).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,12 +22,18 @@ if TYPE_CHECKING:
     import anyio.abc
 
     from minimcp.core.config import Limits
+    from minimcp.core.dispatch import Dispatcher
     from minimcp.core.session import Session
     from minimcp.core.trace import WireTrace
     from minimcp.core.transport import Transport
     from minimcp.wire.types import Tool
 
-__all__ = ["Connection", "Servable"]
+__all__ = ["PARK_OWNER", "Connection", "Servable", "SessionActivity", "is_utf8"]
+
+#: Whom the request being served comes from, and how many calls that client may have parked on
+#: revision 2026-07-28 (set by the HTTP app around each request, read by the server's parking;
+#: ``None``: not counted per client).
+PARK_OWNER: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("PARK_OWNER", default=None)
 
 
 class Connection(Protocol):
@@ -63,8 +73,57 @@ class Servable(Protocol):
 
     def warn_if_state_key_random(self) -> None: ...
 
+    def metrics_page(self) -> tuple[str, bytes]: ...
+
+    def stateless_connection(self, transport: Transport) -> tuple[Dispatcher, Session]: ...
+
     def tool_definition(self, name: str) -> Tool | None: ...
 
     async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = ...) -> None: ...
 
     async def serve(self, transport: Transport, *, task_status: anyio.abc.TaskStatus[Connection] = ...) -> None: ...
+
+
+class SessionActivity:
+    """Filled in by ``Server.serve`` (it is passed as that call's ``task_status``); read at watchdog ticks only.
+
+    Nothing here runs per message: the counters read are the session's own.
+    """
+
+    __slots__ = ("conn",)
+
+    def __init__(self) -> None:
+        self.conn: Connection | None = None
+
+    def started(self, value: Connection | None = None) -> None:  # anyio TaskStatus
+        self.conn = value
+
+    def has_requested(self) -> bool:
+        """Whether the client has sent a request yet (``initialize``, or any request of 2026-07-28)."""
+        return self.conn is not None and self.conn.session.stats.requests_received > 0
+
+    def activity(self) -> tuple[int, bool]:
+        """Messages received so far, and whether work is pending on either side.
+
+        Pending work: a request we sent awaits its answer (a question to a person),
+        a handler runs, the client holds a subscription, or a URL step is open.
+        """
+        conn = self.conn
+        if conn is None:
+            return 0, False
+        session = conn.session
+        stats = session.stats
+        received = (
+            stats.requests_received + stats.notifications_received + stats.responses_received + stats.invalid_messages
+        )
+        busy = bool(session.pending_count or session.inflight_count or conn.url_elicitations or conn.subscriptions)
+        return received, busy
+
+
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8 (RFC 6455 requires it of text messages)."""
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True

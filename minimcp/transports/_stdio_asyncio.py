@@ -10,7 +10,7 @@ import stat
 import anyio
 
 from minimcp.core.config import Limits
-from minimcp.transports.stdio import _Reader
+from minimcp.transports._lines import _Reader
 from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["LoopStdio", "kind"]

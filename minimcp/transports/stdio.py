@@ -23,7 +23,6 @@ import stat
 import subprocess
 import sys
 import threading
-from collections import deque
 from collections.abc import AsyncIterator, Sequence
 
 import anyio
@@ -31,8 +30,8 @@ import anyio.abc
 
 from minimcp.core._backend import backend_name, start_owned, threadsafe_caller
 from minimcp.core.config import Limits
-from minimcp.core.transport import MessageTooLarge, Transport
-from minimcp.wire.framing import LineFramer, Oversized
+from minimcp.core.transport import Transport
+from minimcp.transports._lines import _Reader
 from minimcp.wire.jsonrpc import RequestId
 
 __all__ = ["StdioTransport", "stdio_client", "stdio_server"]
@@ -40,49 +39,6 @@ __all__ = ["StdioTransport", "stdio_client", "stdio_server"]
 logger = logging.getLogger("minimcp.stdio")
 
 _CHUNK = 65536
-
-
-class _Reader:
-    """Turns chunks of bytes into messages, with the framer's bound."""
-
-    def __init__(self, limits: Limits) -> None:
-        self.framer = LineFramer(limits.max_message_bytes)
-        self.lines: deque[bytes | Oversized] = deque()
-        self.eof = False
-        self.limit = limits.max_message_bytes
-        #: Bytes of whole lines waiting to be taken.
-        self.queued = 0
-
-    def next(self) -> bytes | None:
-        while self.lines:
-            line = self.lines.popleft()
-            if isinstance(line, Oversized):
-                raise MessageTooLarge(self.limit)
-            self.queued -= len(line)
-            return line
-        if self.eof:
-            raise anyio.EndOfStream
-        return None
-
-    def abandon(self) -> None:
-        """Nobody can hear our answers any more: drop what waits (an unfinished line too), end the stream."""
-        self.framer.end()
-        self.lines.clear()
-        self.queued = 0
-        self.eof = True
-
-    def feed(self, chunk: bytes) -> None:
-        if chunk:
-            lines = self.framer.feed(chunk)
-            if lines:
-                self.lines.extend(lines)
-                self.queued += sum(len(line) for line in lines if type(line) is bytes)
-        elif not self.eof:
-            self.eof = True
-            last = self.framer.end()
-            if last is not None:
-                self.lines.append(last)
-                self.queued += len(last)
 
 
 class StdioTransport:
@@ -337,7 +293,7 @@ class _GenericStdio(StdioTransport):
 
 async def _own_stdio(out_fd: int, limits: Limits, tg: anyio.abc.TaskGroup) -> Transport:
     if backend_name() == "asyncio":
-        from minimcp.transports._stdio_asyncio import LoopStdio, kind  # (it imports this module)
+        from minimcp.transports._stdio_asyncio import LoopStdio, kind
 
         # Both pipes or both sockets (a terminal, a regular file or a mix takes the generic way).
         if kind(0) == kind(out_fd) != "other":

@@ -17,7 +17,11 @@ class TracedTransport:
     """Wraps a transport and calls ``on_message(direction, data)`` for each message.
 
     It asks for the session's descriptions of outgoing messages when the transport it wraps
-    does (see :class:`~minimcp.core.transport.DescribedTransport`), and passes them on.
+    does (see :class:`~minimcp.core.transport.DescribedTransport`), and passes them on. It offers
+    none of the other fast paths of :class:`~minimcp.core.transport.FastTransport`
+    (``send_nowait``, ``send_nowait_described``, ``receive_nowait``, ``receive_or_wait``): every
+    message then goes through :meth:`send` and :meth:`receive`, where it is reported in order, and a
+    traced session (for learning and debugging) pays one coroutine per message for that.
     """
 
     def __init__(self, inner: Transport, on_message: Callable[[Direction, bytes], None]) -> None:

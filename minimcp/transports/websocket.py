@@ -41,7 +41,7 @@ streams, so one code path runs on asyncio and on trio. Install it with
 
 This module is the transport and imports no role; :func:`serve_websocket` and
 :func:`connect_websocket` (a ``Server`` served, a ``Client`` connected) live in
-:mod:`minimcp.hosting.websocket` and are found here too.
+:mod:`minimcp.hosting.websocket`, a layer above (public as ``minimcp.serve_websocket``).
 """
 
 from __future__ import annotations
@@ -52,13 +52,12 @@ import math
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
 from minimcp.core.config import Limits
-from minimcp.transports._activity import SessionActivity, is_utf8
+from minimcp.transports._ports import SessionActivity, is_utf8
 from minimcp.wire.errors import MinimcpError
 from minimcp.wire.jsonrpc import RequestId
 
@@ -73,15 +72,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the WebSocket transport needs the 'websockets' package: pip install 'minimcp[ws]'") from exc
 
-if TYPE_CHECKING:
-    from minimcp.hosting.websocket import connect_websocket, serve_websocket
-
 __all__ = [
     "SUBPROTOCOL",
     "WebSocketHandshakeError",
     "WebSocketTransport",
-    "connect_websocket",
-    "serve_websocket",
     "websocket_client",
 ]
 
@@ -110,7 +104,7 @@ class WebSocketHandshakeError(MinimcpError):
 class WebSocketTransport:
     """One open WebSocket connection as a minimcp transport.
 
-    Made by :func:`websocket_client` and :func:`serve_websocket`; not
+    Made by :func:`websocket_client` and :func:`minimcp.serve_websocket`; not
     constructed directly. ``receive`` reads the socket itself (the session's
     read loop is its only caller); a writer task owned by the opener writes,
     so a cancelled sender can never leave half a frame on the wire, and
@@ -546,12 +540,3 @@ async def websocket_client(
     async with stream, running(stream, protocol, close_timeout, events, limits) as transport:
         yield transport
 
-
-def __getattr__(name: str) -> object:
-    # serve_websocket and connect_websocket need the roles: they live in the role-level
-    # minimcp.hosting.websocket and are found here too, loaded on first use.
-    if name in ("serve_websocket", "connect_websocket"):
-        from minimcp.hosting import websocket as websocket_serve
-
-        return getattr(websocket_serve, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,6 +26,7 @@ from minimcp.wire import errors
 from minimcp.wire.types import JSONValue
 
 __all__ = [
+    "CALL_ID_BYTES",
     "NO_PARAMS",
     "ErrorResponse",
     "InvalidMessage",
@@ -50,6 +51,9 @@ T = TypeVar("T")
 
 #: ``params`` / ``result`` absent from the message.
 NO_PARAMS: Final = msgspec.Raw()
+#: Random bytes in the id a server gives a tool call (96 bits): what its own requests name it by
+#: (revision 2026-07-28 carries it in ``requestState``).
+CALL_ID_BYTES: Final = 12
 
 
 class Request(msgspec.Struct, frozen=True, gc=False):

@@ -31,7 +31,7 @@ from minimcp.cli.args import CliError, parse_arguments, parse_pairs, parse_targe
 from minimcp.cli.questions import OMIT, AnswerError, Questions, Scripted, describe_url, parse_field_answer
 from minimcp.cli.render import format_progress, format_trace
 from minimcp.cli.terminal import Console, LineReader, Style
-from minimcp.client.client import ElicitationRequest, UrlElicitationRequest
+from minimcp.client.answers import ElicitationRequest, UrlElicitationRequest
 from minimcp.forms import parse_schema
 from minimcp.wire.types import ProgressParams, Tool
 from minimcp.wire.urls import inspect_url
@@ -148,10 +148,10 @@ async def main(kind: str) -> None:
     app = booking.build_server()
     async with anyio.create_task_group() as tg:
         if kind == "http":
-            from minimcp.transports.http import serve_http
+            from minimcp import serve_http
             port = await tg.start(serve_http, app)
         else:
-            from minimcp.transports.websocket import serve_websocket
+            from minimcp import serve_websocket
             port = await tg.start(serve_websocket, app)
         print(port, flush=True)
 

@@ -18,9 +18,9 @@ import anyio
 import msgspec
 import pytest
 
-from minimcp import Client, Server
+from minimcp import Client, Server, connect_http
 from minimcp.client.headers import ToolHeaders, headered
-from minimcp.transports.http import StreamableHTTPClientTransport, connect_http, http_client
+from minimcp.transports.http import StreamableHTTPClientTransport, http_client
 from minimcp.transports.http import _headers as mcp_headers
 from minimcp.transports.memory import memory_pair
 from minimcp.transports.trace import TracedTransport

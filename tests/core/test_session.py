@@ -13,7 +13,9 @@ import msgspec
 import pytest
 
 from minimcp import ConnectionClosed, Limits, McpError, RequestTimeout, TooManyPending
-from minimcp.core.session import Deferred, PendingBudget, ProgressWatch, Session
+from minimcp.core.dispatch import Deferred
+from minimcp.core.pending import PendingBudget, ProgressWatch
+from minimcp.core.session import Session
 from minimcp.core.transport import MessageTooLarge
 from minimcp.transports.memory import memory_pair
 from minimcp.wire.jsonrpc import Notification, Request
@@ -522,7 +524,7 @@ async def test_human_wait_pauses_request_clocks() -> None:
 
 async def test_pending_budget_is_shared_and_always_given_back() -> None:
     """A server-wide bound across sessions; every exit path (answer, timeout, cancel, close) returns its slot."""
-    from minimcp.core.session import PendingBudget
+    from minimcp.core.pending import PendingBudget
 
     budget = PendingBudget(3)
     a1, b1 = memory_pair()

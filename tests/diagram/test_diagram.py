@@ -365,7 +365,7 @@ def test_url_steps_and_a_retry_after_minus_32042() -> None:
 
 
 async def test_traces_over_streamable_http_both_eras_both_sides() -> None:
-    from minimcp.transports.http import connect_http, serve_http
+    from minimcp import connect_http, serve_http
 
     server_lines: list[str] = []
     app = asking_server(server_lines)

@@ -97,7 +97,7 @@ def test_every_documented_name_imports_from_minimcp(name: str) -> None:
 def test_the_lazy_names_are_the_objects_of_their_modules() -> None:
     from minimcp.core.trace import WireTrace
     from minimcp.forms import AllowSensitive, Titled
-    from minimcp.transports import http, websocket
+    from minimcp.hosting import http, websocket
 
     assert minimcp.AllowSensitive is AllowSensitive
     assert minimcp.Titled is Titled

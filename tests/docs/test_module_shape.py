@@ -77,8 +77,6 @@ SUBCLASSES = {
     ("minimcp.server.outcome", "ToolRun"): "minimcp.core.dispatch.Deferred",
     # A parked run that serves the rounds of one tools/call (the retry's side of a Run).
     ("minimcp.server.mrtr.rounds", "ServingRun"): "minimcp.server.mrtr.run.Run",
-    # The transport's app, bound to a Server by hosting (transports import no role).
-    ("minimcp.hosting.http", "StreamableHTTPApp"): "minimcp.transports.http.app.StreamableHTTPAppBase",
     # The client transport's 2026-07-28 exchanges: an era seam, loaded with the transport.
     (
         "minimcp.transports.http.client",

@@ -20,7 +20,6 @@ import msgspec
 import pytest
 
 from minimcp import Context, Server
-from minimcp.server.mrtr import modern, parking
 from minimcp.server.mrtr import run as runs
 from minimcp.wire import envelope as wire_envelope
 from minimcp.wire import errors
@@ -64,7 +63,6 @@ def test_an_envelope_works_out_the_form_facts_once(caps: dict[str, Any], allowed
 
 
 def test_parking_lives_beside_the_run_and_a_question_is_made_in_one_call() -> None:
-    assert modern.Parking is parking.Parking and modern.PARK_OWNER is parking.PARK_OWNER  # old names keep working
     question = runs.Run.question("elicitation/create", {"message": "hi"})
     assert question == wire_questions.Question.create("elicitation/create", {"message": "hi"})
 

@@ -15,7 +15,8 @@ from minimcp.forms.check import (
     short,
     validate_answer,
 )
-from minimcp.forms.fields import NO_DEFAULT, FormDefinitionError, FormField, FormValidationError
+from minimcp.forms.fields import NO_DEFAULT, FormField
+from minimcp.wire.errors import FormDefinitionError, FormValidationError
 from tests.helpers.layers import PACKAGE, forbidden_imports, transitive_imports
 
 AGE = FormField("age", "integer", minimum=0, maximum=120)

@@ -7,19 +7,9 @@ import enum
 
 import pytest
 
-from minimcp.forms.fields import (
-    FORMATS,
-    NO_DEFAULT,
-    AllowSensitive,
-    FormDefinitionError,
-    FormField,
-    FormValidationError,
-    SensitiveFieldError,
-    Sentinel,
-    Titled,
-    def_error,
-)
+from minimcp.forms.fields import FORMATS, NO_DEFAULT, AllowSensitive, FormField, Sentinel, Titled, def_error
 from minimcp.wire import errors
+from minimcp.wire.errors import FormDefinitionError, FormValidationError, SensitiveFieldError
 from tests.helpers.layers import PACKAGE, forbidden_imports, transitive_imports
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from minimcp.forms.fields import FormDefinitionError, FormField
+from minimcp.forms.fields import FormField
 from minimcp.forms.schema import CANONICAL, parse_fields, render_schema
+from minimcp.wire.errors import FormDefinitionError
 from tests.helpers.layers import PACKAGE, forbidden_imports, transitive_imports
 
 SIZE = FormField("size", "select", options=(("s", "Small"), ("l", "Large")), titled=True, default="s")

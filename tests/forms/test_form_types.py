@@ -10,8 +10,9 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 import msgspec
 import pytest
 
-from minimcp.forms.fields import NO_DEFAULT, AllowSensitive, FormDefinitionError, FormValidationError
+from minimcp.forms.fields import NO_DEFAULT, AllowSensitive
 from minimcp.forms.types import read_type
+from minimcp.wire.errors import FormDefinitionError, FormValidationError
 from tests.helpers.layers import PACKAGE, forbidden_imports, transitive_imports
 
 NO_NAMES: frozenset[str] = frozenset()

@@ -20,7 +20,8 @@ from anyio.abc import TaskGroup
 from minimcp import Server
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http._pacing import PRIMING_MAX_HOLD, Pacer
-from minimcp.transports.http._streams import Reader, Stream
+from minimcp.transports.http._response import Reader
+from minimcp.transports.http._streams import Stream
 from tests.helpers.asgi_guard import UVICORN, _port, serving
 from tests.helpers.http_lean import Exchange, accept, ask_call, ask_server, initialize
 
@@ -149,8 +150,8 @@ async def test_serve_http_tunes_the_gc_only_when_asked_and_undoes_it_when_it_end
     default (the GC is the whole process's), and both undone when ``serve_http`` ends."""
     import gc
 
+    from minimcp import serve_http
     from minimcp.hosting.http import TUNED_GC_THRESHOLD
-    from minimcp.transports.http import serve_http
 
     before = gc.get_threshold()
     assert gc.get_freeze_count() == 0

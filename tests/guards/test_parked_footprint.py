@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, Context, Server
-from minimcp.server.mrtr.rounds import Run
+from minimcp.server.mrtr.run import Run
 from tests.helpers import raw_client
 from tests.helpers.modern import NAME_FORM, Modern, accept, complete, input_required, only, text_of
 from tests.helpers.parked_footprint import _bench_modern

@@ -18,7 +18,7 @@ from minimcp.server.context.call import Call
 from minimcp.server.metrics import ElicitationMetrics, ToolMetrics
 from minimcp.server.mrtr import rounds
 from minimcp.server.mrtr.parking import Parking
-from minimcp.server.mrtr.run import Run
+from minimcp.server.mrtr.run import Returned, Run
 from tests.helpers import raw_client
 from tests.helpers.modern import Modern
 from tests.helpers.modern_form_work import ask_rounds, pick_server
@@ -30,7 +30,7 @@ ROUNDS = 5
 async def test_a_taken_call_makes_no_outcome_tuple(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     made = [0]
 
-    class Counted(rounds.Returned):
+    class Counted(Returned):
         __slots__ = ()
 
         def __new__(cls, value: Any) -> Counted:

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from minimcp import Client, Limits, Server
-from minimcp.server.server import ServerConnection
+from minimcp.server.connection import ServerConnection
 from minimcp.transports.memory import MemoryTransport, memory_pair
 
 

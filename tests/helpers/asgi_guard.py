@@ -13,9 +13,9 @@ import anyio
 import anyio.abc
 import pytest
 
-from minimcp import Server
+from minimcp import Server, serve_http
 from minimcp.transports.asgi_server import running_backend
-from minimcp.transports.http import StreamableHTTPApp, serve_http
+from minimcp.transports.http import StreamableHTTPApp
 from tests.helpers import http as http_helpers
 
 pytest.importorskip("httpx")
@@ -42,7 +42,7 @@ async def serving(
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            box["port"] = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))  # type: ignore[arg-type]
+            box["port"] = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))
             box["stop"] = functools.partial(asyncio.get_running_loop().call_soon_threadsafe, tg.cancel_scope.cancel)
             ready.set()
 

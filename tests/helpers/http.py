@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 import minimcp
-from minimcp import Server
+from minimcp import Server, serve_http
 from minimcp.transports import asgi_server
-from minimcp.transports.http import StreamableHTTPApp, serve_http
+from minimcp.transports.http import StreamableHTTPApp
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("hypercorn")
@@ -38,7 +38,7 @@ async def serving(
     """``server`` on 127.0.0.1 at a free port; yields the endpoint URL and the app."""
     app = StreamableHTTPApp(server, **options)
     async with anyio.create_task_group() as tg:
-        port = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))  # type: ignore[arg-type]
+        port = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))
         try:
             yield f"http://127.0.0.1:{port}/mcp", app
         finally:

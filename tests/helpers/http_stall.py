@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from minimcp import Server
-from minimcp.transports.http import StreamableHTTPApp, serve_http
+from minimcp import Server, serve_http
+from minimcp.transports.http import StreamableHTTPApp
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("hypercorn")

@@ -15,11 +15,8 @@ from websockets.protocol import CLOSED
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
-from minimcp import Server
-from minimcp.server.server import ServerConnection
-from minimcp.transports.websocket import (
-    serve_websocket,
-)
+from minimcp import Server, serve_websocket
+from minimcp.server.connection import ServerConnection
 
 INIT = {
     "jsonrpc": "2.0",

@@ -18,7 +18,8 @@ import anyio
 import anyio.abc
 import pytest
 
-from minimcp.scaleout.bus import InMemoryBus, Notice, RedisBus
+from minimcp.scaleout.bus import InMemoryBus, RedisBus
+from minimcp.server.bus import Notice
 from tests.helpers import redis_server
 from tests.helpers.redis_server import RedisProcess, free_port
 

@@ -18,7 +18,8 @@ import anyio
 import pytest
 
 from minimcp import Server
-from minimcp.server.mrtr.used_states import RedisUsedStates, StoreUnavailable
+from minimcp.scaleout.redis_used_states import RedisUsedStates
+from minimcp.server.mrtr.used_states import StoreUnavailable
 from minimcp.transports.http import StreamableHTTPApp
 from tests.helpers import redis_server
 from tests.helpers.modern import accept, complete, error_of, input_required, modern_peer, only

@@ -22,7 +22,8 @@ import anyio
 import pytest
 
 from minimcp import Context, Server, UrlElicitationRequired
-from minimcp.scaleout.bus import Bus, InMemoryBus, Notice, RedisBus
+from minimcp.scaleout.bus import InMemoryBus, RedisBus
+from minimcp.server.bus import Bus, Notice
 from minimcp.transports.http import StreamableHTTPApp
 from tests.helpers import RawPeer, raw_client, redis_server
 from tests.helpers.http import SSE, raw_session, req, serving
@@ -96,7 +97,7 @@ def test_an_explicit_worker_id_wins_over_the_prefix_and_is_checked() -> None:
 
 
 async def test_serve_http_takes_the_prefix_and_checks_it() -> None:
-    from minimcp.transports.http import serve_http
+    from minimcp import serve_http
 
     with pytest.raises(ValueError, match="session_id_prefix must be"):
         await serve_http(plain_server(), session_id_prefix="w.1")
@@ -259,7 +260,7 @@ class BrokenBus:
     """A bus whose every publish raises and whose subscriber dies at once."""
 
     def __init__(self) -> None:
-        from minimcp.scaleout.bus import BusStats
+        from minimcp.server.bus import BusStats
 
         self.stats = BusStats()
         self.runs = 0
@@ -323,7 +324,7 @@ async def test_two_workers_on_a_real_redis(redis: RedisProcess) -> None:
 
 async def test_the_websocket_server_listens_on_the_bus() -> None:
     pytest.importorskip("websockets")
-    from minimcp.transports.websocket import connect_websocket, serve_websocket
+    from minimcp import connect_websocket, serve_websocket
 
     bus = InMemoryBus()
     a, b = worker("a", bus), worker("b", bus)

@@ -9,8 +9,10 @@ tool asks with a form (``Server.form_cache``): then it loads, and the answer is 
 
 from __future__ import annotations
 
+import importlib
 import json
 import pathlib
+import subprocess
 import sys
 import textwrap
 
@@ -44,11 +46,13 @@ NOT_ON_THE_HANDSHAKE_ERA = (
     "minimcp.server.mrtr.state",
     "minimcp.wire.envelope",
     "minimcp.wire.input_required",
-    "minimcp.server.mrtr.modern",
+    "minimcp.server.mrtr.run",
     "minimcp.server.mrtr.rounds",
     "minimcp.server.mrtr.used_states",
+    "minimcp.server.bus",
     "minimcp.scaleout._redis",
     "minimcp.scaleout.bus",
+    "minimcp.scaleout.redis_used_states",
     "minimcp.scaleout.workers",
     "minimcp.wire.urls",
     "minimcp.server.prompts",
@@ -128,13 +132,60 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
     assert set(NOT_UNTIL_A_FORM) - {"minimcp.forms.types"} <= loaded_after_a_form
 
 
+def test_importing_the_http_app_loads_no_run_machinery() -> None:
+    """Importing the Streamable HTTP app (and making one) loads nothing of server/mrtr/ (the runs, rounds,
+    parking, sealed states of 2026-07-28), nor the HTTP client's httpx: it reads the revision's envelope
+    through the pure wire, and its package loads each name on first use. A
+    running app serves a 2026-07-28 request with them (its 2026-07-28 connection, made when the app
+    starts, loads them)."""
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from minimcp import Server
+        from minimcp.transports.http import StreamableHTTPApp
+
+        def era() -> list[str]:
+            return sorted(m for m in sys.modules if m.startswith("minimcp.server.mrtr") or m == "httpx")
+
+        app = StreamableHTTPApp(Server("embedded"))
+        seen = [era()]
+        import anyio
+        import httpx
+
+        async def main() -> None:
+            async with anyio.create_task_group() as tg:
+                await tg.start(app.run)
+                client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8000")
+                headers = {{"accept": "application/json, text/event-stream", "content-type": "application/json"}}
+                modern = {{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {{"_meta": {{
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {{}},
+                    "io.modelcontextprotocol/clientInfo": {{"name": "c", "version": "1"}}}}}}}}
+                headers.update({{"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}})
+                reply = await client.post("/mcp", json=modern, headers=headers)
+                seen.append([str(reply.status_code), *era()])
+                tg.cancel_scope.cancel()
+            print(json.dumps(seen))
+
+        anyio.run(main)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    imported, after_a_modern_request = json.loads(done.stdout)
+    assert imported == []
+    assert after_a_modern_request[0] == "200" and "minimcp.server.mrtr.rounds" in after_a_modern_request
+
+
 def test_the_client_names_still_import_from_minimcp() -> None:
-    import minimcp
     from minimcp import Client, ElicitationRequest, UrlElicitationRequest, connect_stdio, memory_pair, open_in_browser
     from minimcp.client.client import Client as DirectClient
     from minimcp.transports.memory import memory_pair as direct_pair
 
     assert Client is DirectClient and memory_pair is direct_pair
+    # each public name is the object where it is defined (the client's answers, its questions' handlers)
     for name, value in [("ElicitationRequest", ElicitationRequest), ("UrlElicitationRequest", UrlElicitationRequest),
                         ("connect_stdio", connect_stdio), ("open_in_browser", open_in_browser)]:
-        assert getattr(minimcp.client.client, name) is value
+        assert getattr(importlib.import_module(value.__module__), name) is value
+        assert value.__module__ in ("minimcp.client.answers", "minimcp.client.client")

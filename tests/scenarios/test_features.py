@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from minimcp import Client, Context, Limits, McpError, RequestTimeout, Server
-from minimcp.server.server import ServerConnection
+from minimcp.server.connection import ServerConnection
 from minimcp.wire.types import (
     AudioContent,
     CreateMessageParams,

@@ -46,7 +46,7 @@ from minimcp import (
     memory_pair,
 )
 from minimcp.core.session import Session
-from minimcp.server.server import ServerConnection
+from minimcp.server.connection import ServerConnection
 from minimcp.transports.memory import MemoryTransport
 from minimcp.transports.stdio import StdioTransport
 from minimcp.wire import jsonrpc

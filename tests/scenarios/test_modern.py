@@ -1540,13 +1540,13 @@ async def test_named_question_key_and_first_round_answer() -> None:
     app = minimcp.server.server.Server("named")
 
     @app.tool()
-    async def greet(ctx: minimcp.server.server.Context) -> str:
+    async def greet(ctx: Context) -> str:
         answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}},
                                   key="user_name")
         return f"hello {answer.value['name']}" if isinstance(answer, Accepted) else "no"
 
     @app.tool()
-    async def twice(ctx: minimcp.server.server.Context) -> str:
+    async def twice(ctx: Context) -> str:
         schema = {"type": "object", "properties": {"x": {"type": "string"}}}
         await ctx.elicit("a", schema, key="same")
         await ctx.elicit("b", schema, key="same")
@@ -1602,7 +1602,7 @@ async def test_a_prompt_can_ask_on_both_eras() -> None:
     schema = {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}
 
     @app.prompt()
-    async def essay(ctx: minimcp.server.server.Context, tone: str = "plain") -> str:
+    async def essay(ctx: Context, tone: str = "plain") -> str:
         answer = await ctx.elicit("Which topic?", schema)
         topic = answer.value["topic"] if isinstance(answer, Accepted) else "nothing"
         return f"Write a {tone} essay about {topic}."
@@ -1629,7 +1629,7 @@ async def test_gather_asks_several_things_in_one_round_on_both_eras() -> None:
     starts: list[int] = []
 
     @app.tool()
-    async def welcome(ctx: minimcp.server.server.Context) -> str:
+    async def welcome(ctx: Context) -> str:
         starts.append(1)
         got = await ctx.gather(
             user_name=Elicit("Name?", form), greeting=Sample("Greet", max_tokens=5), where=ListRoots()

@@ -239,7 +239,8 @@ async def test_wire_trace_to_a_file_and_off_by_default(tmp_path: pathlib.Path) -
 async def test_http_app_serves_metrics_when_asked() -> None:
     """``StreamableHTTPApp(metrics_path="/metrics")``: the Prometheus text on GET, with the host checks."""
     httpx = pytest.importorskip("httpx")
-    from minimcp.transports.http import StreamableHTTPApp, serve_http
+    from minimcp import serve_http
+    from minimcp.transports.http import StreamableHTTPApp
 
     app = make_server()
     app.metrics.started("ask")

@@ -16,10 +16,18 @@ import anyio
 import msgspec
 import pytest
 
-from minimcp import Accepted, Context, Elicit, ElicitationRequest, FormDefinitionError, McpError, Server
+from minimcp import (
+    Accepted,
+    Context,
+    Elicit,
+    ElicitationRequest,
+    FormDefinitionError,
+    McpError,
+    Server,
+    connect_http,
+    connect_websocket,
+)
 from minimcp.forms import SensitiveFieldError
-from minimcp.transports.http import connect_http
-from minimcp.transports.websocket import connect_websocket
 from tests.helpers import connected, raw_client
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -386,7 +394,7 @@ def test_server_run_refuses_unknown_transports_and_stray_options() -> None:
 
 
 async def test_websocket_wrong_path_404_names_the_endpoint(anyio_backend: str) -> None:
-    from minimcp.transports.websocket import serve_websocket
+    from minimcp import serve_websocket
 
     app = Server("t")
     with anyio.fail_after(30):

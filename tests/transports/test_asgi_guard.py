@@ -20,14 +20,14 @@ import pytest
 
 from minimcp import Limits, Server
 from minimcp.transports.asgi_server import run_asgi
+from tests.helpers import http as http_helpers
+from tests.helpers.asgi_guard import UVICORN, _port, serving
 
 pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 pytest.importorskip("hypercorn")
 pytest.importorskip("httptools")
 
-from tests.helpers import http as http_helpers
-from tests.helpers.asgi_guard import UVICORN, _port, serving
 
 SERVERS = [*UVICORN, "hypercorn"]
 

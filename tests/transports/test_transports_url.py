@@ -29,12 +29,12 @@ async def over(kind: str, app: Any, **client_options: Any) -> AsyncIterator[Clie
     """A minimcp client connected to ``app.server`` over ``kind`` (http or ws) on 127.0.0.1."""
     async with anyio.create_task_group() as tg:
         if kind == "http":
-            from minimcp.transports.http import connect_http, serve_http
+            from minimcp import connect_http, serve_http
 
             port = await tg.start(serve_http, app.server)
             connect = connect_http(f"http://127.0.0.1:{port}/mcp", **client_options)
         else:
-            from minimcp.transports.websocket import connect_websocket, serve_websocket
+            from minimcp import connect_websocket, serve_websocket
 
             port = await tg.start(serve_websocket, app.server)
             connect = connect_websocket(f"ws://127.0.0.1:{port}/mcp", **client_options)

@@ -29,12 +29,22 @@ from websockets.frames import Opcode
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
-from minimcp import Accepted, Cancelled, Client, ConnectionClosed, Context, Declined, ElicitationRequest, Limits, Server
+from minimcp import (
+    Accepted,
+    Cancelled,
+    Client,
+    ConnectionClosed,
+    Context,
+    Declined,
+    ElicitationRequest,
+    Limits,
+    Server,
+    connect_websocket,
+    serve_websocket,
+)
 from minimcp.transports.websocket import (
     WebSocketHandshakeError,
     WebSocketTransport,
-    connect_websocket,
-    serve_websocket,
     websocket_client,
 )
 

@@ -23,15 +23,9 @@ A context reaches the connection serving its call only through
 
 from __future__ import annotations
 
-from minimcp.server.context.asking import URL_ID_BYTES as URL_ID_BYTES
 from minimcp.server.context.asking import AskingCall
-from minimcp.server.context.asking import Elicit as Elicit
-from minimcp.server.context.asking import ListRoots as ListRoots
-from minimcp.server.context.asking import Sample as Sample
-from minimcp.server.context.call import CALL_ID_BYTES as CALL_ID_BYTES
-from minimcp.server.context.call import LOG_LEVELS as LOG_LEVELS
 
-__all__ = ["LOG_LEVELS", "Context", "Elicit", "ListRoots", "Sample"]
+__all__ = ["Context"]
 
 
 class Context(AskingCall):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import anyio
 import msgspec
 
-from minimcp.core.session import DEFAULT, Timeout, decode_result
+from minimcp.core._requests import DEFAULT, Timeout, decode_result
 from minimcp.server.context.call import Call
 from minimcp.wire import capabilities, errors
 from minimcp.wire.elicitation import (

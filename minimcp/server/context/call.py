@@ -15,7 +15,7 @@ import typing
 from typing import Any
 
 from minimcp.core.session import Session
-from minimcp.wire.jsonrpc import RequestId
+from minimcp.wire.jsonrpc import CALL_ID_BYTES, RequestId
 from minimcp.wire.types import (
     UNSET,
     ClientCapabilities,
@@ -30,12 +30,10 @@ if typing.TYPE_CHECKING:  # interfaces for the type checker only: nothing of the
     from minimcp.server.context.ports import CallHost, RunHandle
     from minimcp.wire.envelope import Envelope
 
-__all__ = ["CALL_ID_BYTES", "LOG_LEVELS", "Call"]
+__all__ = ["LOG_LEVELS", "Call"]
 
 #: How much a keep-alive progress notification raises the call's progress value (relative, at least this).
 _NUDGE = 2.0**-20
-#: Random bytes in a call's id (96 bits).
-CALL_ID_BYTES = 12
 #: "Long ago" on the session clock: the first progress notification is never held back.
 _NEVER = -1e9
 #: No progress sent yet (and never held back): a call's progress record until its first report.

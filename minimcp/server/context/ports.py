@@ -2,7 +2,7 @@
 
 The context is the tool's side; the connection
 (:class:`~minimcp.server.connection.ServerConnection`) and, on revision 2026-07-28, the
-run the call executes in (:class:`~minimcp.server.mrtr.rounds.Run`) are the server's side.
+run the call executes in (:class:`~minimcp.server.mrtr.run.Run`) are the server's side.
 These two protocols are the whole of what the first uses of the second: a way to
 ask the client (the connection's session, or the run), the bounds and counters, what
 the client declared (with what its handshake allows, worked out once), keep-alive
@@ -96,7 +96,7 @@ class CallHost(Protocol):
 
 class RunHandle(Protocol):
     """What a :class:`Context` needs of the 2026-07-28 run its call executes in (a
-    :class:`~minimcp.server.mrtr.rounds.Run`)."""
+    :class:`~minimcp.server.mrtr.run.Run`)."""
 
     @property
     def call_id(self) -> str: ...

@@ -8,7 +8,6 @@ cancel scope per park); on trio the run's own cancel scope does.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import math
 from collections import OrderedDict
@@ -16,26 +15,22 @@ from typing import TYPE_CHECKING, Any
 
 from minimcp.core._backend import call_at, loop_clock, loop_closed, loop_of
 from minimcp.core.deadlines import Deadlines
+from minimcp.transports._ports import PARK_OWNER
 from minimcp.wire import errors
 from minimcp.wire.errors import McpError
 
 if TYPE_CHECKING:
     from minimcp.server.mrtr.run import Run
 
-__all__ = ["PARK_OWNER", "Parking", "Sweep"]
+__all__ = ["Parking", "Sweep"]
 
 logger = logging.getLogger("minimcp.modern")
-
-
-#: Whom the request being served comes from, and how many calls that client may have parked
-#: (set by the HTTP app around each request; ``None``: not counted per client).
-PARK_OWNER: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("PARK_OWNER", default=None)
 
 
 class Parking:
     """Suspended runs by handle, bounded: the oldest are dropped (their retries replay).
 
-    Runs parked under a :data:`PARK_OWNER` also count against that owner's own
+    Runs parked under a :data:`~minimcp.transports._ports.PARK_OWNER` also count against that owner's own
     bound: one more is refused with ``-32003`` (and its run cancelled).
     """
 

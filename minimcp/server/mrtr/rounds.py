@@ -12,7 +12,7 @@ gave it.
 minimcp keeps the tool author's ``await ctx.elicit(...)`` unchanged, anywhere
 in a tool body. The tool runs in a task of its own (a :class:`Run`); when it
 asks, the request being served answers ``input_required`` and the run stays
-suspended -- *parked* (:class:`~minimcp.server.mrtr.modern.Parking`) under a handle sealed
+suspended -- *parked* (:class:`~minimcp.server.mrtr.parking.Parking`) under a handle sealed
 into ``requestState``. The retry finds the handle and delivers the answer: the
 same coroutine goes on, exactly as on the handshake era.
 
@@ -48,7 +48,7 @@ from minimcp.core._backend import BareTaskCancelled
 from minimcp.core.dispatch import Deferred
 from minimcp.server import handlers
 from minimcp.server.context import Context
-from minimcp.server.mrtr.run import NOT_STARTED, Asking, Outcome, Raised, Returned, Run
+from minimcp.server.mrtr.run import NOT_STARTED, Asking, Raised, Returned, Run
 from minimcp.server.mrtr.state import StateTooLarge
 from minimcp.server.mrtr.used_states import use_state
 from minimcp.server.outcome import ToolRun
@@ -72,8 +72,7 @@ from minimcp.wire.versions import MODERN, SUPPORTED, has_envelope
 if TYPE_CHECKING:
     from minimcp.server.connection import ServerConnection
 
-# (Asking, Outcome, Raised, Returned and Run live in minimcp.server.mrtr.run; their names here keep working.)
-__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "ServingRun", "serve", "take_over", "use_state"]
+__all__ = ["ServingRun", "serve", "take_over"]
 
 logger = logging.getLogger("minimcp.modern")
 server_logger = logging.getLogger("minimcp.server")

@@ -20,10 +20,10 @@ import anyio
 import msgspec
 
 from minimcp.core._backend import TrioCell, one_shot, trio_deadline_in
-from minimcp.server.context.call import CALL_ID_BYTES
 from minimcp.wire import errors
 from minimcp.wire.errors import McpError
 from minimcp.wire.input_required import Question, take_answer
+from minimcp.wire.jsonrpc import CALL_ID_BYTES
 
 if TYPE_CHECKING:
     from minimcp.server.context import Context

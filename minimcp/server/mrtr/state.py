@@ -56,7 +56,6 @@ from typing import Any
 import msgspec
 
 from minimcp.wire.errors import MinimcpError
-from minimcp.wire.input_required import digest as digest  # (defined with the questions it names)
 
 __all__ = [
     "ENV_STATE_KEYS",
@@ -67,7 +66,6 @@ __all__ = [
     "StateSealer",
     "StateTooLarge",
     "ENV_STATE_FORMAT",
-    "digest",
     "parse_state_keys",
     "state_format",
     "state_keys_from_env",

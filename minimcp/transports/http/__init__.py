@@ -18,7 +18,7 @@ One endpoint (default ``/mcp``) takes POST, GET and DELETE.
   :mod:`secrets`, after ``<session_id_prefix>.`` when one is given); every later request must carry it (``400`` without,
   ``404`` when unknown or ended). Each session is one
   :meth:`minimcp.Server.serve` running in the app's task group (started by
-  ASGI lifespan, by :meth:`StreamableHTTPApp.run`, or by :func:`serve_http`).
+  ASGI lifespan, by :meth:`StreamableHTTPApp.run`, or by :func:`minimcp.serve_http`).
   DELETE ends a session: its pending questions end and running tools are
   cancelled. A session with no open stream and no request for
   ``session_idle_timeout`` seconds is ended the same way, one that never went
@@ -75,7 +75,7 @@ envelope, is served *statelessly*.
 * **A disconnect is a cancel** (the 2026-07-28 rule): closing the response
   stream cancels the request's handler, and so the tool round it drives.
 * **Parked calls outlive their POST.** Every modern request is handled by
-  one long-lived connection of the app (a :class:`~minimcp.server.server.ServerConnection`
+  one long-lived connection of the app (a :class:`~minimcp.server.connection.ServerConnection`
   over an inert transport, started with the app), whose task group hosts the
   tool runs: a tool waiting for ``inputResponses`` stays parked between
   POSTs, and the retry -- on any connection -- resumes it (one client address
@@ -120,39 +120,49 @@ The package, one job per module
   stream's writing loop;
 * ``_pacing`` -- the app's two clocks for response streams (priming events held a moment, keep-alives);
 * ``_session_table`` -- the app's sessions: LRU order, per-client bounds, eviction;
-* ``app`` -- the ASGI app: sessions, lifespan, handshake-era POST / GET / DELETE;
+* ``app`` -- the ASGI app, :class:`StreamableHTTPApp` (loaded from here on first use): sessions,
+  lifespan, handshake-era POST / GET / DELETE;
 * ``app_stateless`` -- the 2026-07-28 POSTs: header checks, one request answered per POST;
 * ``client`` and ``client_stateless`` -- the client transport, and its 2026-07-28 exchange;
-* ``serve`` -- the role-level layer: :class:`StreamableHTTPApp` (the app bound to a
-  :class:`minimcp.Server`), :func:`serve_http`, :func:`connect_http`. No other module here
-  imports a role (``tests/docs/test_layers.py`` checks).
+
+No module here imports a role: the app serves a :class:`~minimcp.transports._ports.Servable`.
+Serving a :class:`minimcp.Server` in an ASGI server and connecting a :class:`minimcp.Client`
+(:func:`minimcp.serve_http`, :func:`minimcp.connect_http`) is :mod:`minimcp.hosting.http`, a layer
+above (``tests/docs/test_layers.py`` checks the direction).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from minimcp.transports.http._asgi import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
-from minimcp.transports.http.client import StreamableHTTPClientTransport, http_client
-
 if TYPE_CHECKING:
-    from minimcp.hosting.http import StreamableHTTPApp, connect_http, serve_http
+    from minimcp.transports.http._asgi import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
+    from minimcp.transports.http.app import StreamableHTTPApp
+    from minimcp.transports.http.client import StreamableHTTPClientTransport, http_client
+
+# This package's public names, each loaded on first use from its module here: a server never loads
+# the client (nor httpx), a client never loads the app, and importing one module of the package
+# (``_sse``, say) loads no other.
+_LAZY = {
+    "DEFAULT_ALLOWED_HOSTS": "_asgi",
+    "DEFAULT_ALLOWED_ORIGINS": "_asgi",
+    "StreamableHTTPApp": "app",
+    "StreamableHTTPClientTransport": "client",
+    "http_client": "client",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # The role-level names live in minimcp.hosting.http (loaded on first use: no cycle).
-    if name in ("StreamableHTTPApp", "connect_http", "serve_http"):
-        from minimcp.hosting import http
-
-        return getattr(http, name)
-    raise AttributeError(f"module 'minimcp.transports.http' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'minimcp.transports.http' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
     "DEFAULT_ALLOWED_ORIGINS",
     "StreamableHTTPApp",
     "StreamableHTTPClientTransport",
-    "connect_http",
     "http_client",
-    "serve_http",
 ]

@@ -35,11 +35,9 @@ from typing import Any
 
 import msgspec
 
-from minimcp.wire.envelope import HEADER_MISMATCH
 from minimcp.wire.versions import META_VERSION
 
 __all__ = [
-    "HEADER_MISMATCH",
     "NAMED_METHODS",
     "ParamHeader",
     "decode_value",

@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable
 import anyio
 import anyio.abc
 
+from minimcp.transports.http._response import Reader
 from minimcp.transports.http._sse import PING
-from minimcp.transports.http._streams import Reader, SessionTransport
+from minimcp.transports.http._streams import SessionTransport
 
 __all__ = ["PRIMING_MAX_HOLD", "PRIMING_WINDOW", "Pacer"]
 

@@ -21,7 +21,7 @@ from minimcp.wire.jsonrpc import RequestId
 if TYPE_CHECKING:
     from minimcp.transports.http._asgi import Send
 
-__all__ = ["Reader", "SessionTransport", "Stream"]
+__all__ = ["SessionTransport", "Stream"]
 
 logger = logging.getLogger("minimcp.http")
 

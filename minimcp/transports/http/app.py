@@ -7,7 +7,7 @@ import logging
 import math
 import secrets
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -15,8 +15,7 @@ import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
 from minimcp.core._backend import backend_name
-from minimcp.core.config import Limits
-from minimcp.scaleout.workers import check_worker_id
+from minimcp.core.config import Limits, check_worker_id
 from minimcp.transports._ports import Connection, Servable
 from minimcp.transports.http._asgi import (
     ASSUMED_VERSION,
@@ -33,9 +32,10 @@ from minimcp.transports.http._asgi import (
     scope_headers,
 )
 from minimcp.transports.http._pacing import Pacer
+from minimcp.transports.http._response import Reader
 from minimcp.transports.http._session_table import HTTPSession, SessionTable, SessionTasks, TableFull, client_key
 from minimcp.transports.http._sse import encode_event
-from minimcp.transports.http._streams import Reader, SessionTransport, Stream
+from minimcp.transports.http._streams import SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
 from minimcp.transports.http.app_stateless import StatelessLeg, claims_modern, wants_modern
 from minimcp.wire import errors, jsonrpc
@@ -44,12 +44,9 @@ from minimcp.wire.types import CancelledParams
 from minimcp.wire.versions import Feature, is_supported, negotiate, supports
 
 if TYPE_CHECKING:
-    from minimcp.core.session import Dispatcher, Session
-    from minimcp.core.transport import Transport
+    from minimcp.core.dispatch import Dispatcher
 
-__all__ = ["StreamableHTTPAppBase"]
-
-S = TypeVar("S", bound=Servable)
+__all__ = ["StreamableHTTPApp"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -68,12 +65,11 @@ _CHECKED_MAX = 256
 _UNCHECKED = "?"
 
 
-class StreamableHTTPAppBase(Generic[S]):
+class StreamableHTTPApp:
     """An MCP server as an ASGI 3 application (Streamable HTTP, one endpoint).
 
-    This class imports no role: it serves any :class:`~minimcp.transports._ports.Servable`.
-    :class:`minimcp.transports.http.StreamableHTTPApp` is this app bound to a
-    :class:`minimcp.Server` (it supplies :meth:`_stateless_connection`).
+    This class imports no role: it serves any :class:`~minimcp.transports._ports.Servable`
+    (a :class:`minimcp.Server` is one; it also makes the connection that serves revision 2026-07-28).
 
     Args:
         server: The :class:`~minimcp.Server` (tools and handshake). Each HTTP
@@ -109,7 +105,7 @@ class StreamableHTTPAppBase(Generic[S]):
 
     def __init__(
         self,
-        server: S,
+        server: Servable,
         *,
         path: str = "/mcp",
         allowed_hosts: Collection[str] | None = None,
@@ -153,7 +149,7 @@ class StreamableHTTPAppBase(Generic[S]):
         self._ended = self._reader_ended  # one bound method for every response (not one each)
         limits = self.limits
         self._stateless = StatelessLeg(
-            server, self._stateless_connection, max_message_bytes=limits.max_message_bytes,
+            server, server.stateless_connection, max_message_bytes=limits.max_message_bytes,
             max_parked_per_client=limits.max_parked_per_client, keepalive_interval=keepalive_interval,
             stream_write_timeout=limits.stream_write_timeout,
         )
@@ -205,15 +201,11 @@ class StreamableHTTPAppBase(Generic[S]):
             self.close()
             self._stateless.stopped()
 
-    def _stateless_connection(self, transport: Transport) -> tuple[Dispatcher, Session]:
-        """The connection serving every 2026-07-28 POST, over ``transport``: the role-level hook."""
-        raise NotImplementedError("serving revision 2026-07-28 needs a role: use StreamableHTTPApp")
-
     def close(self) -> None:
         """End every session now (their open streams finish; their work is cancelled).
 
         Tool calls of revision 2026-07-28 parked between rounds end too (their
-        retries replay, see :mod:`minimcp.server.mrtr.modern`).
+        retries replay, see :mod:`minimcp.server.mrtr.run`).
         """
         for sess in self._sessions.values():
             self._end(sess)
@@ -344,9 +336,8 @@ class StreamableHTTPAppBase(Generic[S]):
             if method != "GET":
                 await respond_error(send, 405, "the metrics route answers GET only")
                 return
-            from minimcp.server.metrics import CONTENT_TYPE, server_metrics_text
-
-            await respond(send, 200, server_metrics_text(self.server), content_type=CONTENT_TYPE)
+            content_type, body = self.server.metrics_page()
+            await respond(send, 200, body, content_type=content_type)
             return
         if method in ("GET", "DELETE") and wants_modern(headers):
             await respond_error(

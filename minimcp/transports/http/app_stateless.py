@@ -15,17 +15,19 @@ import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
 from minimcp.core.dispatch import answer
-from minimcp.server.mrtr import modern
+from minimcp.transports._ports import PARK_OWNER
 from minimcp.transports.http._asgi import SSE_HEADERS, Receive, Scope, Send, read_body, respond
 from minimcp.transports.http._session_table import client_key
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import JSON
 from minimcp.wire import errors, jsonrpc
+from minimcp.wire.envelope import HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION
 from minimcp.wire.jsonrpc import Notification, Request, RequestId
-from minimcp.wire.versions import is_modern, is_supported
+from minimcp.wire.versions import has_envelope, is_modern, is_supported
 
 if TYPE_CHECKING:
-    from minimcp.core.session import Dispatcher, Session
+    from minimcp.core.dispatch import Dispatcher
+    from minimcp.core.session import Session
     from minimcp.core.transport import Transport
     from minimcp.transports._ports import Servable
     from minimcp.wire.types import Tool
@@ -53,9 +55,9 @@ _MODERN_BAD_REQUEST = frozenset(
         errors.PARSE_ERROR,
         errors.INVALID_REQUEST,
         errors.INVALID_PARAMS,
-        mcp_headers.HEADER_MISMATCH,
-        modern.MISSING_CAPABILITY,
-        modern.UNSUPPORTED_VERSION,
+        HEADER_MISMATCH,
+        MISSING_CAPABILITY,
+        UNSUPPORTED_VERSION,
     }
 )
 
@@ -83,7 +85,7 @@ def wants_modern(headers: Mapping[str, str]) -> bool:
 
 def claims_modern(message: jsonrpc.Message) -> bool:
     """A request or notification whose params carry the 2026-07-28 ``_meta`` envelope."""
-    return (type(message) is Request or type(message) is Notification) and modern.has_envelope(message.params)
+    return (type(message) is Request or type(message) is Notification) and has_envelope(message.params)
 
 
 async def _respond_modern_error(
@@ -269,7 +271,7 @@ class StatelessLeg:
         self._host = _ModernHost(conn, session, transport)
 
     def close(self) -> None:
-        """End the connection: parked tool calls end (their retries replay, see :mod:`minimcp.server.mrtr.modern`)."""
+        """End the connection: parked tool calls end (their retries replay, see :mod:`minimcp.server.mrtr.run`)."""
         if self._host is not None:
             self._host.session.close()
 
@@ -311,7 +313,7 @@ class StatelessLeg:
         problem = mcp_headers.header_problem(headers, message.method, message.params, self._tool_annotations)
         if problem is not None:
             request_id = message.id if type(message) is Request else None
-            await _respond_modern_error(send, request_id, mcp_headers.HEADER_MISMATCH, f"Header mismatch: {problem}")
+            await _respond_modern_error(send, request_id, HEADER_MISMATCH, f"Header mismatch: {problem}")
             return
         if type(message) is Request:
             await self._request(message, receive, send, scope)
@@ -365,13 +367,13 @@ class StatelessLeg:
             # served, reset before the reply is written (what the ASGI server schedules while it
             # writes, a keep-alive timer, copies this context; a run parked by the request starts
             # from its session's context, see _backend.Handlers.start_detached).
-            token = modern.PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
+            token = PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
             try:
                 with post.scope:
                     request = Request(id=internal, method=message.method, params=message.params)
                     final = await dispatch(host.connection, host.session, request, message.id)
             finally:
-                modern.PARK_OWNER.reset(token)
+                PARK_OWNER.reset(token)
                 # Nothing more reaches this POST.
                 if routes.get(internal) is post:
                     del routes[internal]

@@ -206,7 +206,7 @@ async def test_typescript_host_with_reset_on_progress_keeps_a_call_the_person_an
 
 async def test_keepalives_reach_the_call_over_streamable_http() -> None:
     """On HTTP the keep-alives travel on the tools/call POST's own stream (they name that request)."""
-    from minimcp.transports.http import connect_http, serve_http
+    from minimcp import connect_http, serve_http
 
     app = asking_server()
     seen: list[ProgressParams] = []

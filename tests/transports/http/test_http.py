@@ -29,8 +29,8 @@ import msgspec
 import pytest
 
 import minimcp
-from minimcp import Limits, Server
-from minimcp.transports.http import StreamableHTTPApp, connect_http, http_client, serve_http
+from minimcp import Limits, Server, connect_http, serve_http
+from minimcp.transports.http import StreamableHTTPApp, http_client
 from minimcp.transports.http._sse import SSEDecoder, encode_event
 
 pytest.importorskip("uvicorn")

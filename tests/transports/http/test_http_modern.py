@@ -30,9 +30,8 @@ import msgspec
 import pytest
 
 import minimcp
-from minimcp import Accepted, Context, Server
+from minimcp import Accepted, Context, Server, connect_http
 from minimcp.transports.http import _headers as mcp_headers
-from minimcp.transports.http import connect_http
 from tests.helpers.http import SSE, accept_date, initialize_request, serving, serving_asgi
 from tests.helpers.http_modern import (
     JSON_SSE,

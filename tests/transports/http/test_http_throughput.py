@@ -21,7 +21,8 @@ import minimcp.transports.http._streams as streams_module
 from minimcp.core.config import Limits
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.transports.http._pacing import Pacer
-from minimcp.transports.http._streams import Reader, SessionTransport, Stream
+from minimcp.transports.http._response import Reader
+from minimcp.transports.http._streams import SessionTransport, Stream
 from minimcp.transports.http._wire import is_response as wire_is_response
 from tests.helpers.http_lean import accept, ask_call, ask_server, initialize
 

@@ -19,7 +19,9 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, Context, Limits, Server
-from minimcp.server.mrtr import modern
+from minimcp.server.mrtr.parking import Parking
+from minimcp.server.mrtr.run import Run
+from minimcp.transports._ports import PARK_OWNER
 from minimcp.transports.http import StreamableHTTPApp
 from tests.helpers.http_modern_leg import call_scope
 from tests.helpers.parked_footprint import _bench_modern
@@ -40,7 +42,7 @@ def ask_server(bound: int = PARKED + 5) -> Server:
 
     @server.tool()
     async def ask(ctx: Context) -> str:
-        seen = (REQUEST_MARK.get(None), modern.PARK_OWNER.get())
+        seen = (REQUEST_MARK.get(None), PARK_OWNER.get())
         answer = await ctx.elicit("A number?", {"type": "object", "properties": {"n": {"type": "integer"}}})
         got = answer.value["n"] if isinstance(answer, Accepted) else "?"
         return f"{got} {seen[0] is None} {seen[1] is None}"
@@ -80,7 +82,7 @@ async def post(app: Any, tool: str, marks: list[weakref.ref[Mark]], extra: dict[
         if message["type"] == "http.response.body":
             sent.append(message.get("body", b""))
             if not message.get("more_body", False):
-                OWNER_AT_REPLY.append(modern.PARK_OWNER in contextvars.copy_context())
+                OWNER_AT_REPLY.append(PARK_OWNER in contextvars.copy_context())
                 done.set()
 
     mark = Mark()
@@ -95,7 +97,8 @@ async def post(app: Any, tool: str, marks: list[weakref.ref[Mark]], extra: dict[
 
 
 async def test_a_call_parked_over_http_holds_nothing_of_its_posts_context() -> None:
-    app = StreamableHTTPApp(ask_server())
+    server = ask_server()
+    app = StreamableHTTPApp(server)
     marks: list[weakref.ref[Mark]] = []
     OWNER_AT_REPLY.clear()
     async with anyio.create_task_group() as tg:
@@ -106,7 +109,7 @@ async def test_a_call_parked_over_http_holds_nothing_of_its_posts_context() -> N
                 reply = await post(app, "ask", marks)
                 assert reply["result"]["resultType"] == "input_required", reply
                 states.append(reply["result"]["requestState"])
-            assert len(app.server.parking) == PARKED
+            assert len(server.parking) == PARKED
             gc.collect()
             assert not any(OWNER_AT_REPLY), "the park owner is still set while the reply is written"
             held = sum(ref() is not None for ref in marks)
@@ -121,7 +124,8 @@ async def test_a_call_parked_over_http_holds_nothing_of_its_posts_context() -> N
 
 async def test_the_park_owner_still_bounds_the_calls_a_client_has_parked() -> None:
     """The per-client bound is counted at park time, in the POST's own task: still enforced."""
-    app = StreamableHTTPApp(ask_server(3))
+    server = ask_server(3)
+    app = StreamableHTTPApp(server)
     marks: list[weakref.ref[Mark]] = []
     async with anyio.create_task_group() as tg:
         await tg.start(app.run)
@@ -131,7 +135,7 @@ async def test_the_park_owner_still_bounds_the_calls_a_client_has_parked() -> No
                 assert reply["result"]["resultType"] == "input_required", reply
             reply = await post(app, "ask", marks)
             assert reply["error"]["code"] == -32003, reply
-            assert len(app.server.parking) == 3
+            assert len(server.parking) == 3
         tg.cancel_scope.cancel()
 
 
@@ -179,22 +183,22 @@ def test_counting_parked_calls_per_client_costs_one_table_entry_per_call() -> No
     """The per-client bound (HTTP) keeps, per parked call, its owner by handle and a count per client:
     no set of handles per client beside it. 25 B per call with 4,096 parked (the owner dict's table);
     57 B with a set of handles per client."""
-    parking = modern.Parking(100_000)
-    runs = [modern.Run("ask", [], parking=parking) for _ in range(4096)]
+    parking = Parking(100_000)
+    runs = [Run("ask", [], parking=parking) for _ in range(4096)]
     tracemalloc.start()
     try:
         base = tracemalloc.take_snapshot()
-        token = modern.PARK_OWNER.set(("client", 100_000))
+        token = PARK_OWNER.set(("client", 100_000))
         try:
             for run in runs:
                 parking.park(run)
         finally:
-            modern.PARK_OWNER.reset(token)
+            PARK_OWNER.reset(token)
         owned = tracemalloc.take_snapshot()
     finally:
         tracemalloc.stop()
-    unowned = modern.Parking(100_000)
-    others = [modern.Run("ask", [], parking=unowned) for _ in range(4096)]
+    unowned = Parking(100_000)
+    others = [Run("ask", [], parking=unowned) for _ in range(4096)]
     tracemalloc.start()
     try:
         base_unowned = tracemalloc.take_snapshot()
