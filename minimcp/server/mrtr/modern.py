@@ -15,7 +15,6 @@ import logging
 from minimcp.server.mrtr.run import PARK_OWNER as PARK_OWNER
 from minimcp.server.mrtr.run import Parking as Parking
 from minimcp.server.mrtr.run import Run as Run
-from minimcp.server.mrtr.used_states import use_state as use_state
 
 # Re-exported so that every ``modern.X`` keeps working: the pure wire (mrtr.py) and the runs (runs.py).
 from minimcp.wire.mrtr import HEADER_MISMATCH as HEADER_MISMATCH
@@ -50,7 +49,6 @@ __all__ = [
     "complete",
     "has_envelope",
     "read_envelope",
-    "use_state",
 ]
 
 logger = logging.getLogger("minimcp.modern")
