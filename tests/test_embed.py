@@ -45,6 +45,7 @@ NOT_ON_THE_HANDSHAKE_ERA = (
     "minimcp.wire.mrtr",
     "minimcp.server.mrtr.modern",
     "minimcp.server.mrtr.rounds",
+    "minimcp.server.mrtr.retry",
     "minimcp.server.mrtr.used_states",
     "minimcp.scaleout._redis",
     "minimcp.scaleout.bus",

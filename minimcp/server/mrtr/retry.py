@@ -25,6 +25,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from minimcp.server.mrtr.state import InvalidState, StateSealer
 from minimcp.server.mrtr.used_states import MemoryUsedStates, StoreUnavailable
 from minimcp.wire import errors, mrtr
@@ -52,25 +54,20 @@ def binding(method: str, name: str, arguments_digest: str, client: str | None) -
     return {"m": method, "t": name, "a": arguments_digest, "p": client}
 
 
-class Retry:
+class Retry(msgspec.Struct, gc=False):
     """A retry whose state verified, has not expired and is bound to its call (:func:`check_retry`)."""
 
-    __slots__ = ("digest", "exp", "handle", "run", "state", "state_id")
-
-    def __init__(
-        self, run: Run | None, state: dict[str, Any] | None, handle: str | None, digest: str, state_id: str, exp: float
-    ) -> None:
-        #: The run parked under the state's handle when it was checked (still parked), or None.
-        self.run = run
-        #: The state's payload (a replay reads it); None: checked from its header and ``run``'s record.
-        self.state = state
-        #: The handle of the run the state names (None: none).
-        self.handle = handle
-        #: The arguments' digest the state is bound to.
-        self.digest = digest
-        #: The state's name in the store of used states (:meth:`StateSealer.state_id`), and its expiry.
-        self.state_id = state_id
-        self.exp = exp
+    #: The run parked under the state's handle when it was checked (still parked), or None.
+    run: Run | None
+    #: The state's payload (a replay reads it); None: checked from its header and ``run``'s record.
+    state: dict[str, Any] | None
+    #: The handle of the run the state names (None: none).
+    handle: str | None
+    #: The arguments' digest the state is bound to.
+    digest: str
+    #: The state's name in the store of used states (:meth:`StateSealer.state_id`), and its expiry.
+    state_id: str
+    exp: float
 
 
 def check_retry(

@@ -142,8 +142,12 @@ def answers_of(params: CallParams | GetPromptParams) -> dict[str, Any]:
     responses = params.input_responses
     if isinstance(responses, UnsetType):
         return {}
-    if isinstance(responses, dict) and all(isinstance(v, dict) for v in responses.values()):
-        return responses
+    if isinstance(responses, dict):
+        for value in responses.values():  # (a loop, not all() over a generator: once per request)
+            if not isinstance(value, dict):
+                break
+        else:
+            return responses
     raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
 
 

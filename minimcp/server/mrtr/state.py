@@ -137,7 +137,7 @@ def _mac2_text(keyed: Any, signed: bytes) -> bytes:
     (:class:`_Mac2`), copied (sealing and opening both come here)."""
     mac = keyed.copy()
     mac.update(signed)
-    return _b64_bytes(mac.digest())
+    return binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")  # (_b64_bytes)
 
 
 #: base64url without padding (what ``secrets.token_urlsafe`` gives for the same bytes).

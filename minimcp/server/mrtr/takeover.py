@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from minimcp.server.context import Context
-from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, resume, use_now
+from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, use_now
 from minimcp.server.mrtr.rounds import CallParams, ServingRun, answers_of, drive
 from minimcp.server.mrtr.state import digest
 from minimcp.server.mrtr.used_states import MemoryUsedStates
@@ -140,7 +140,8 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
     # (the run must answer through this connection, with a context to renew; else the usual way serves)
     if run is None or run.conn is not conn or not isinstance(ctx := run.context, Context):
         return False
-    if run.missing(inputs) and not answered_late(run, None, now):
+    late = answered_late(run, None, now)
+    if not late and run.missing(inputs):
         return False  # (the usual way asks again)
     if not use_now(conn, retry):
         return False  # (already used: refused by the usual way)
@@ -149,7 +150,10 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
     ctx.envelope = envelope  # capabilities, identity and log level from this request only
     ctx.request_id = id_
     inflight[id_] = run.scope
-    resume(run, inputs, now)
+    if late:  # (retry.resume's two ends, the rule decided above: an answer after the timeout is no answer)
+        run.expire()
+    else:
+        run.deliver(inputs)
     return True
 
 
