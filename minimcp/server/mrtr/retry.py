@@ -2,7 +2,7 @@
 
 A retry (``tools/call`` or ``prompts/get`` with ``requestState``) reaches the server one of two ways: the
 read loop takes it over (:func:`minimcp.server.mrtr.takeover.take_call`, no task, one decoding), or a
-handler task serves it (:func:`minimcp.server.mrtr.rounds.serve`). Both call the same steps, in this order:
+handler task serves it (:func:`minimcp.server.mrtr.rounds.serve`). Both call the same steps:
 
 1. :func:`check_retry` -- the state verifies (sealed by one of our keys, byte for byte), has not expired,
    and is bound to this call: its method, its tool or prompt, its arguments and its client. It names the
@@ -10,7 +10,8 @@ handler task serves it (:func:`minimcp.server.mrtr.rounds.serve`). Both call the
 2. single use -- the state is recorded as used: :func:`use_now` (the read loop: a store that answers at
    once) or :func:`use` (a handler task: any store, awaited), each refusing a state used before.
 3. :func:`answered_late` -- an answer after the question's timeout is no answer (the call goes on as
-   timed out); :func:`resume` hands a parked run its answers by that rule.
+   timed out); :func:`resume` hands a parked run its answers by that rule (the read loop decides the
+   rule, and that no answer is missing, before step 2: it records a state only for a retry it serves).
 
 The read loop's way decides nothing of its own: a retry that any step would refuse, or that needs an
 await or a replay, it leaves to the handler task's way (False), which answers it with the refusal

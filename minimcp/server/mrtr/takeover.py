@@ -10,8 +10,9 @@ through :func:`take_over` (``Session.take_over``) with its params' bytes.
 A new call starts its :class:`~minimcp.server.mrtr.rounds.ServingRun` at once; a retry whose run is
 parked on this connection is handed its answers at once. A retry is checked by
 :mod:`minimcp.server.mrtr.retry`, the same steps the handler task's way takes
-(:func:`~minimcp.server.mrtr.retry.check_retry`, then the state recorded as used, then
-:func:`~minimcp.server.mrtr.retry.resume`); nothing is checked here that is not checked there. Either
+(:func:`~minimcp.server.mrtr.retry.check_retry`, :func:`~minimcp.server.mrtr.retry.answered_late`, the
+state recorded as used by :func:`~minimcp.server.mrtr.retry.use_now`); nothing is checked here that is
+not checked there, and no check is written here. Either
 way the run's task answers the request, in flight as one the session's ``_start_handler`` took over.
 Anything else -- not a valid request, an id in use, no free in-flight slot, a state or params that
 do not check out, a replay, a missing answer, a store of used states that must be awaited -- is left
