@@ -65,7 +65,8 @@ if TYPE_CHECKING:
 
 # (Asking, Outcome, Raised, Returned and Run live in minimcp.server.mrtr.run; their names here keep working.)
 __all__ = [
-    "Asking", "CallParams", "Outcome", "Raised", "Returned", "Run", "ServingRun", "answers_of", "drive", "serve",
+    "Asking", "CallParams", "Outcome", "Raised", "Returned", "Run", "ServingRun", "answers_of", "bound_arguments",
+    "drive", "serve",
 ]
 
 logger = logging.getLogger("minimcp.modern")
@@ -151,6 +152,12 @@ def answers_of(params: CallParams | GetPromptParams) -> dict[str, Any]:
     raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
 
 
+def bound_arguments(tool: RegisteredTool, arguments: msgspec.Raw) -> Any:
+    """The arguments of a ``tools/call`` whose digest its states are bound to (``"a"``): as sent, ``{}`` for
+    a tool that takes none."""
+    return msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {}
+
+
 async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]:
     try:
         params = _decode_call_params(request.params or b"{}")
@@ -165,7 +172,7 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
         kwargs = tool.arguments(params.arguments)
     except msgspec.DecodeError as exc:
         return mrtr.complete(error_result(argument_error(params.name, exc)), conn.server.info)
-    arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
+    arguments = bound_arguments(tool, params.arguments)
     name, context_param = params.name, tool.context_param
 
     def body(ctx: Context | None) -> Awaitable[Any]:

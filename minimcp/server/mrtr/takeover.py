@@ -29,7 +29,7 @@ import msgspec
 
 from minimcp.server.context import Context
 from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, use_now
-from minimcp.server.mrtr.rounds import CallParams, ServingRun, answers_of, drive
+from minimcp.server.mrtr.rounds import CallParams, ServingRun, answers_of, bound_arguments, drive
 from minimcp.server.mrtr.state import digest
 from minimcp.server.mrtr.used_states import MemoryUsedStates
 from minimcp.wire import mrtr
@@ -159,5 +159,5 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
 
 
 def _arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
-    """The digest of a call's arguments a state is bound to (``"a"``), as the handler task's way makes it."""
-    return digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
+    """The digest of a call's arguments a state is bound to (``"a"``)."""
+    return digest(bound_arguments(tool, arguments))
