@@ -42,7 +42,7 @@ async def serving(
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            box["port"] = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))
+            box["port"] = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))  # type: ignore[arg-type]
             box["stop"] = functools.partial(asyncio.get_running_loop().call_soon_threadsafe, tg.cancel_scope.cancel)
             ready.set()
 

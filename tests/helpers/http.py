@@ -38,7 +38,7 @@ async def serving(
     """``server`` on 127.0.0.1 at a free port; yields the endpoint URL and the app."""
     app = StreamableHTTPApp(server, **options)
     async with anyio.create_task_group() as tg:
-        port = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))
+        port = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))  # type: ignore[arg-type]
         try:
             yield f"http://127.0.0.1:{port}/mcp", app
         finally:
