@@ -24,7 +24,7 @@ import anyio
 import msgspec
 
 from minimcp.client.answers import Answers
-from minimcp.core._requests import DEFAULT, Timeout
+from minimcp.core._requests import DEFAULT, Timeout, decode_result
 from minimcp.core.pending import ProgressWatch
 from minimcp.wire import errors
 from minimcp.wire.envelope import (
@@ -71,13 +71,6 @@ def _supported(exc: McpError) -> list[str]:
     """``data.supported`` of a -32022 error (the revisions the server speaks)."""
     offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
     return [v for v in offered if isinstance(v, str)] if isinstance(offered, list) else []
-
-
-def _decode_result(raw: msgspec.Raw, result_type: type[T], method: str) -> T:
-    try:
-        return msgspec.json.decode(raw, type=result_type)
-    except msgspec.DecodeError as exc:  # the wrong shape, or bytes that are not valid UTF-8
-        raise McpError(errors.INVALID_PARAMS, f"invalid {method} result from peer: {exc}") from None
 
 
 class Rounds(Answers):
@@ -172,10 +165,10 @@ class Rounds(Answers):
         """One request with the envelope applied (modern) and the result checked."""
         if self.era == Era.MODERN:
             raw = await self._modern_request(method, params, timeout, None)
-            kind = _decode_result(raw, _ResultKind, method).result_type
+            kind = decode_result(method, raw, _ResultKind).result_type
             if kind != "complete":
                 raise McpError(errors.INVALID_REQUEST, f"{method} answered with resultType {kind!r}")
-            return _decode_result(raw, result_type, method)
+            return decode_result(method, raw, result_type)
         return await self.session.request(method, params, result_type=result_type, timeout=timeout)
 
     async def _rounds(
@@ -194,9 +187,9 @@ class Rounds(Answers):
         pause = 0.05
         for round_ in range(1, self.max_rounds + 1):
             raw = await self._modern_request(method, current, timeout, progress)
-            head = _decode_result(raw, _ResultKind, method)
+            head = decode_result(method, raw, _ResultKind)
             if head.result_type == "complete":
-                return _decode_result(raw, result_type, method)
+                return decode_result(method, raw, result_type)
             if head.result_type != "input_required":
                 raise McpError(
                     errors.INVALID_REQUEST, f"{method} answered with unknown resultType {head.result_type!r}"

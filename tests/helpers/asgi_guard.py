@@ -14,7 +14,7 @@ import anyio.abc
 import pytest
 
 from minimcp import Server, serve_http
-from minimcp.transports.asgi_server import running_backend
+from minimcp.core._backend import backend_name
 from minimcp.transports.http import StreamableHTTPApp
 from tests.helpers import http as http_helpers
 
@@ -32,7 +32,7 @@ async def serving(
     server: Server, asgi_server: str | None = None, **options: Any
 ) -> AsyncIterator[tuple[str, StreamableHTTPApp]]:
     """``http_helpers.serving`` on any server and backend: uvicorn under a trio test runs in a thread."""
-    if asgi_server is None or asgi_server == "hypercorn" or running_backend() == "asyncio":
+    if asgi_server is None or asgi_server == "hypercorn" or backend_name() == "asyncio":
         async with http_helpers.serving(server, asgi_server=asgi_server, **options) as got:
             yield got
         return

@@ -13,6 +13,7 @@ import pytest
 
 import minimcp
 from minimcp import Server, serve_http
+from minimcp.core._backend import backend_name
 from minimcp.transports import asgi_server
 from minimcp.transports.http import StreamableHTTPApp
 
@@ -48,7 +49,7 @@ async def serving(
 @contextlib.asynccontextmanager
 async def serving_asgi(app: Any) -> AsyncIterator[str]:
     """Any ASGI app (a mock) on hypercorn at a free port; yields its base URL."""
-    backend = asgi_server.running_backend()
+    backend = backend_name()
     sock = asgi_server.bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     stop = anyio.Event()

@@ -112,7 +112,7 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
         try:
             value = await handlers.read_resource(registry, request)
         except McpError as exc:
-            if exc.code == handlers.RESOURCE_NOT_FOUND:  # resource-not-found is -32602 from 2026-07-28 on
+            if exc.code == errors.RESOURCE_NOT_FOUND:  # resource-not-found is -32602 from 2026-07-28 on
                 raise McpError(errors.INVALID_PARAMS, exc.message, exc.data) from None
             raise
         return complete(value, info, cacheable=True)
