@@ -17,8 +17,9 @@ import pytest
 import minimcp
 from minimcp.server.context import Context
 from minimcp.server.context.asking import AskingCall, Elicit, ListRoots, Sample
-from minimcp.server.context.call import LOG_LEVELS, Call
+from minimcp.server.context.call import Call
 from minimcp.wire.jsonrpc import CALL_ID_BYTES
+from minimcp.wire.types import LOG_LEVELS
 
 PACKAGE = pathlib.Path(minimcp.__file__).resolve().parent
 
