@@ -14,21 +14,19 @@ import os
 import shlex
 import shutil
 import sys
-import typing
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from minimcp import __version__
 from minimcp.cli.questions import Scripted
 from minimcp.wire.errors import MinimcpError
-from minimcp.wire.types import LoggingLevel, Tool
+from minimcp.wire.types import LOG_LEVELS, Tool
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "EXIT_FAILURE",
     "EXIT_OK",
     "EXIT_TOOL_ERROR",
-    "LOG_LEVELS",
     "Argument",
     "CliError",
     "Options",
@@ -46,7 +44,6 @@ __all__ = [
 ]
 
 #: The MCP log levels, least severe first (``--log-level``): the protocol's own list, not a copy.
-LOG_LEVELS: tuple[LoggingLevel, ...] = typing.get_args(LoggingLevel)
 #: Seconds ``--timeout`` waits for each response unless told otherwise.
 DEFAULT_TIMEOUT = 60.0
 

@@ -151,8 +151,7 @@ class ServerConnection:
                 from minimcp.server.mrtr.rounds import serve
 
                 _serve_modern = serve
-            from minimcp.server.mrtr.rounds import take_over  # (loaded above)
-            from minimcp.server.mrtr.takeover import take_call
+            from minimcp.server.mrtr.takeover import take_call, take_over
 
             # Its tool calls are started (and their retries resumed) by the read loop itself.
             self.session.take_over = functools.partial(take_over, self)

@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = [
     "EMPTY",
     "LISTS",
-    "RESOURCE_NOT_FOUND",
     "CallToolWire",
     "call_tool",
     "complete",
@@ -63,9 +62,6 @@ __all__ = [
 
 #: The empty result (``ping``, ``resources/subscribe``, ``logging/setLevel``).
 EMPTY: dict[str, Any] = {}
-
-#: "Resource not found" in the handshake-era revisions (2026-07-28 says -32602 instead).
-RESOURCE_NOT_FOUND = -32002
 
 #: The spec caps one completion answer at this many values.
 MAX_COMPLETION_VALUES = 100
@@ -129,7 +125,7 @@ async def read_resource(registry: Registry, request: Request) -> ReadResourceRes
     uri = jsonrpc.decode_params(request.params, ResourceParams).uri
     reader = registry.reader_for(uri)
     if reader is None:
-        raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+        raise McpError(errors.RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
     read, mime = reader
     from minimcp.server.resources import to_contents  # loaded with the first resource registered
 

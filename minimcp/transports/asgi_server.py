@@ -26,15 +26,15 @@ from __future__ import annotations
 import functools
 import logging
 import socket
-import sys
 from typing import Any, Literal, cast
 
 import anyio
 import anyio.abc
 
+from minimcp.core._backend import backend_name
 from minimcp.core.config import Limits
 
-__all__ = ["AsgiServer", "bind", "run_asgi", "run_hypercorn", "run_uvicorn", "running_backend", "serve_asgi"]
+__all__ = ["AsgiServer", "bind", "run_asgi", "run_hypercorn", "run_uvicorn", "serve_asgi"]
 
 logger = logging.getLogger("minimcp.asgi")
 
@@ -46,17 +46,6 @@ _BACKLOG = 2048
 AsgiServer = Literal["uvicorn", "uvicorn-httptools", "uvicorn-h11", "hypercorn"]
 _SERVERS = ("uvicorn", "uvicorn-httptools", "uvicorn-h11", "hypercorn")
 
-
-def running_backend() -> str:
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
-            pass
-        else:
-            return "trio"
-    return "asyncio"
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -232,7 +221,7 @@ async def run_asgi(
         RuntimeError: uvicorn asked for on trio.
         ImportError: the server (or httptools, when asked for) is not installed.
     """
-    backend = running_backend()
+    backend = backend_name()
     kind = asgi_server or ("hypercorn" if backend == "trio" else "uvicorn")
     if kind not in _SERVERS:
         raise ValueError(f"asgi_server must be one of {', '.join(_SERVERS)}, not {asgi_server!r}")

@@ -19,7 +19,6 @@ The questions a call asks and the answers it is given (``input_required``) are
 from __future__ import annotations
 
 import dataclasses
-import typing
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -27,7 +26,7 @@ import msgspec
 from minimcp.wire import capabilities as _capabilities
 from minimcp.wire import errors, jsonrpc
 from minimcp.wire.errors import McpError
-from minimcp.wire.types import CallToolResult, ClientCapabilities, Implementation, LoggingLevel, UnsetType
+from minimcp.wire.types import LOG_LEVELS, CallToolResult, ClientCapabilities, Implementation, LoggingLevel, UnsetType
 from minimcp.wire.versions import META_VERSION, MODERN, Feature, is_modern, supports
 
 __all__ = [
@@ -61,7 +60,7 @@ HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
-_LEVELS = frozenset(typing.get_args(LoggingLevel))
+_LEVELS = frozenset(LOG_LEVELS)
 _ENVELOPE_PREFIX = "io.modelcontextprotocol/"
 
 

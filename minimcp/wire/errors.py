@@ -52,6 +52,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "REQUEST_TIMEOUT",
+    "RESOURCE_NOT_FOUND",
     "SERVER_BUSY",
     "URL_ELICITATION_REQUIRED",
     "ConnectionClosed",
@@ -77,6 +78,8 @@ URL_ELICITATION_REQUIRED = -32042
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 SERVER_BUSY = -32003
+# A resource that does not exist (MCP 2025-11-25 names -32002; from 2026-07-28 on it is -32602).
+RESOURCE_NOT_FOUND = -32002
 
 
 class MinimcpError(Exception):

@@ -79,9 +79,6 @@ class Question(msgspec.Struct, frozen=True, gc=False):
     def to_wire(self) -> dict[str, Any]:
         return {"method": self.method, "params": self.params}
 
-    def to_raw_wire(self) -> dict[str, Any]:
-        """:meth:`to_wire` with the params as they are (raw JSON: encoded as is, not decoded first)."""
-        return {"method": self.method, "params": msgspec.Raw(self.wire)}
 
 
 class FormQuestion(Question, frozen=True, gc=False):

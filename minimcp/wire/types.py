@@ -20,6 +20,7 @@ they never reach the wire.
 
 from __future__ import annotations
 
+import typing
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias, TypeVar
 
 import msgspec
@@ -518,6 +519,8 @@ class CompleteParams(_Base, kw_only=True):
 
 
 LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+#: The levels, least severe first (the order ``logging/setLevel`` compares them in).
+LOG_LEVELS: tuple[LoggingLevel, ...] = typing.get_args(LoggingLevel)
 
 
 class SetLevelParams(_Base, kw_only=True):

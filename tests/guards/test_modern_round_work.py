@@ -72,24 +72,22 @@ async def test_a_retry_is_still_bound_to_its_arguments(anyio_backend: str) -> No
             assert len(server.parking) == 0
 
 
-async def test_a_taken_over_retry_reads_only_the_binding_of_its_state(
+async def test_a_taken_over_retry_checks_its_state_from_its_header(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The read loop opens a retry's state (MAC, expiry) reading only its binding and handle: the
-    payload's whole tree (recorded answers, questions) is not built per retry (it was, by ``open``).
-    A v2 state whose call is parked here is not decoded at all: its MAC and header are checked
-    (``open_header_id``), the binding is the run's own."""
+    """A v2 state whose call is parked here is not decoded at all when the read loop takes its retry
+    over: its MAC, header and expiry are checked (``open_header_id``), the binding is the run's own
+    (``retry.check_retry``); the payload's tree is not built per retry (``open``)."""
     server = ask_server()
     with anyio.fail_after(TIMEOUT):
         async with raw_client(server) as (peer, _conn):
             m = Modern(peer)
             await first_round_trip(m)
             with counting(monkeypatch, StateSealer, "open") as opened, \
-                    counting(monkeypatch, StateSealer, "open_bound") as bound, \
                     counting(monkeypatch, StateSealer, "open_header_id") as header:
                 for n in range(ROUNDS):
                     await round_trip(m, n)
-            assert (opened[0], bound[0], header[0]) == (0, 0, ROUNDS)
+            assert (opened[0], header[0]) == (0, ROUNDS)
 
 
 async def test_a_taken_over_retry_is_still_bound_to_its_tool_and_client(anyio_backend: str) -> None:
@@ -119,31 +117,6 @@ async def round_trip(m: Modern, n: int) -> None:
     key, _ = only(requests)
     msg = await m.call("greet", {"a": n}, responses={key: accept(name="Ada")}, state=state)
     assert text_of(complete(msg)) == f"hello Ada {n}"
-
-
-@pytest.mark.parametrize("version", ["v1", "v2"])
-def test_open_bound_checks_the_token_as_open_does(version: str) -> None:
-    """``open_bound`` refuses what ``open`` refuses (tampered, another key, expired, not an object) and
-    reads the binding and handle ``open`` gives."""
-    from minimcp.server.mrtr.state import InvalidState, b64url
-
-    sealer = StateSealer(b"k" * 32, version=version)
-    payload = {"m": "tools/call", "t": "greet", "a": "digest", "p": None, "h": "handle", "ans": [["d", {}]]}
-    token = sealer.seal(payload, now=1000.0, ttl=60)
-    full = sealer.open(token, now=1000.0, binding={})
-    bound = sealer.open_bound(token, now=1000.0)
-    assert (bound.m, bound.t, bound.a, bound.p, bound.h, bound.exp) == (
-        full["m"], full["t"], full["a"], full["p"], full["h"], full["exp"])
-    *head, body, mac = token.split(".")
-    tampered = ".".join([*head, f"{body[:-2]}{'A' if body[-2] != 'A' else 'B'}{body[-1]}", mac])
-    not_object = StateSealer(b"k" * 32)
-    listed = "v1." + b64url(b"[1]") + "." + b64url(not_object._macs[0](b"[1]"))
-    for bad, now in ((tampered, 1000.0), (StateSealer(b"o" * 32).seal(payload, now=1000.0, ttl=60), 1000.0),
-                     (token, 1061.0), (listed, 1000.0)):
-        with pytest.raises(InvalidState):
-            sealer.open_bound(bad, now=now)
-        with pytest.raises(InvalidState):
-            sealer.open(bad, now=now, binding={})
 
 
 def test_the_input_required_reply_from_prepared_bytes_is_the_encoded_result() -> None:
@@ -202,20 +175,6 @@ async def test_every_sealed_state_is_the_sorted_encoding_of_its_payload(anyio_ba
                 assert text_of(complete(msg)) == "ok"
 
 
-def test_seal_sorted_seals_what_seal_seals() -> None:
-    """``seal_sorted`` of a payload in sorted order gives a token ``open`` reads back as ``seal``'s, with the
-    sorted encoding's bytes (a worker's ``w`` too)."""
-    sealer = StateSealer(b"k" * 32)
-    payload = {"a": "d", "ans": [], "at": 1.5, "c": "call", "exp": None, "h": "handle", "ks": ["q1"], "m": "tools/call",
-               "n": None, "p": None, "qs": ["x"], "t": "greet", "to": 600.0, "w": "worker"}
-    given = {k: v for k, v in payload.items() if k not in ("n", "exp")}
-    token = sealer.seal_sorted(dict(payload), now=1000.0, ttl=60)
-    assert _is_sorted_json(_sealed_body(token))
-    opened = sealer.open(token, now=1000.0, binding={"m": "tools/call", "t": "greet", "a": "d", "p": None})
-    again = sealer.open(sealer.seal(given, now=1000.0, ttl=60), now=1000.0, binding={})
-    assert {k: v for k, v in opened.items() if k != "n"} == {k: v for k, v in again.items() if k != "n"}
-
-
 def test_the_complete_reply_is_the_encoded_complete_result() -> None:
     """The run's final reply (``wire_envelope.complete_reply``: the tool result's encoding with ``resultType`` and
     ``_meta`` put after it) is byte for byte ``jsonrpc.encode_result`` of :func:`wire_envelope.complete`, for
@@ -247,9 +206,8 @@ def test_a_state_body_is_checked_canonical_without_coding_it_again(monkeypatch: 
     sealer = StateSealer(b"k" * 32, version="v1")  # (v2 has no canonical check: its MAC covers the text)
     token = sealer.seal({"m": "tools/call", "h": "handle"}, now=1000.0, ttl=60)
     with counting(monkeypatch, state_module, "_b64") as coded:
-        sealer.open_bound(token, now=1000.0)
         sealer.open(token, now=1000.0, binding={})
-    assert coded[0] == 2, f"{coded[0]} base64 codings for two opens"
+    assert coded[0] == 1, f"{coded[0]} base64 codings for one open"
 
 
 @pytest.mark.parametrize("size", range(0, 13))
@@ -281,9 +239,9 @@ def test_the_canonical_check_accepts_exactly_what_codes_back_the_same(size: int)
 async def test_a_taken_over_round_trip_makes_no_helper_call_of_the_request_side(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The request side of the usual round trip runs in ``taken_calls.take_call`` (issue 19): the retry's
-    state id comes with its header (no ``StateSealer.state_id``), its parked run is checked there (no
-    ``retry_state.parked_run``: that opens any other state), and the request is entered in flight
+    """The request side of the usual round trip runs in ``takeover.take_call`` (issue 19): the retry's
+    state id comes with its header (no ``StateSealer.state_id``), its parked run is checked against its
+    header (no ``StateSealer.open``: that opens any other state), and the request is entered in flight
     through the table the read loop hands over (no ``adoption``/``adopt`` call); the replay of a used
     state is still refused."""
     server = ask_server()
@@ -299,7 +257,7 @@ async def test_a_taken_over_round_trip_makes_no_helper_call_of_the_request_side(
                 return state_id(token)
 
             monkeypatch.setattr(StateSealer, "state_id", staticmethod(named))  # (a static method)
-            with counting(monkeypatch, taken_calls, "parked_run") as opened, \
+            with counting(monkeypatch, StateSealer, "open") as opened, \
                     counting(monkeypatch, AdoptedRequests, "adoption") as adoptions, \
                     counting(monkeypatch, AdoptedRequests, "adopt") as adopts:
                 for n in range(ROUNDS):

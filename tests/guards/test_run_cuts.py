@@ -15,7 +15,6 @@ from minimcp.core.deadlines import Deadlines
 from minimcp.server.context.asking import AskingCall
 from minimcp.server.mrtr.parking import Parking, Sweep
 from minimcp.server.mrtr.run import Run
-from minimcp.server.mrtr.state import StateSealer
 from minimcp.server.outcome import ToolRun
 from minimcp.wire.types import CallToolResult, TextContent
 from tests.helpers import raw_client
@@ -25,38 +24,6 @@ from tests.helpers.modern_round_work import counting
 
 TIMEOUT = 30
 ROUNDS = 5
-
-BINDING = {"m": "tools/call", "t": "greet", "p": None}
-
-
-def _body(**extra: Any) -> dict[str, Any]:
-    return {"ans": [], "at": 1.5, "c": "call", "ks": ["q1"], "m": "tools/call", "n": None, "p": None, "qs": ["x"],
-            "t": "greet", "to": 600.0, **extra}
-
-
-@pytest.mark.parametrize("version", ["v1", "v2"])
-@pytest.mark.parametrize(("handle", "args"), [("handle", "digest"), ("ha.ndle", "digest"), ("handle", "dig.est"),
-                                              ("hándle", "digest")])
-@pytest.mark.parametrize("extra", [{}, {"w": "worker"}])
-def test_seal_parts_seals_what_seal_sorted_seals(version: str, handle: str, args: str, extra: dict[str, str]) -> None:
-    """``seal_parts`` (the handle and the arguments' digest given apart, straight into a v2 header) gives the
-    token ``seal_sorted`` gives for the whole payload, byte for byte on v2 (the same nonce); a handle or
-    digest that cannot go in a header stays in the body, as ever."""
-    sealers = [StateSealer(b"k" * 32, version=version) for _ in range(2)]
-    if version == "v2":
-        for sealer in sealers:
-            sealer._nonces = iter(["nonce"])  # type: ignore[assignment]  # (the same nonce for both)
-    whole = dict(sorted({**_body(**extra), "a": args, "exp": None, "h": handle}.items()))
-    expected = sealers[0].seal_sorted(whole, now=1000.0, ttl=60.0)
-    token = sealers[1].seal_parts(handle, args, _body(**extra), 1060.0)
-    if version == "v2":
-        assert token == expected
-    binding = {**BINDING, "a": args}
-    opened = [sealers[0].open(t, now=1000.0, binding=binding) for t in (expected, token)]
-    assert opened[0]["h"] == opened[1]["h"] == handle
-    without_nonce = [{k: v for k, v in o.items() if k != "n"} for o in opened]
-    assert without_nonce[0] == without_nonce[1]
-
 
 def tools_server() -> Server:
     """:func:`pick_server`'s tools, one that fails after its answer and one that builds its own result."""

@@ -14,7 +14,7 @@ import anyio.abc
 import pytest
 
 from minimcp import Server, serve_http
-from minimcp.transports.asgi_server import running_backend
+from minimcp.core._backend import backend_name
 from minimcp.transports.http import StreamableHTTPApp
 from tests.helpers import http as http_helpers
 
@@ -32,7 +32,7 @@ async def serving(
     server: Server, asgi_server: str | None = None, **options: Any
 ) -> AsyncIterator[tuple[str, StreamableHTTPApp]]:
     """``http_helpers.serving`` on any server and backend: uvicorn under a trio test runs in a thread."""
-    if asgi_server is None or asgi_server == "hypercorn" or running_backend() == "asyncio":
+    if asgi_server is None or asgi_server == "hypercorn" or backend_name() == "asyncio":
         async with http_helpers.serving(server, asgi_server=asgi_server, **options) as got:
             yield got
         return
@@ -42,7 +42,7 @@ async def serving(
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            box["port"] = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))
+            box["port"] = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))  # type: ignore[arg-type]
             box["stop"] = functools.partial(asyncio.get_running_loop().call_soon_threadsafe, tg.cancel_scope.cancel)
             ready.set()
 

@@ -13,6 +13,7 @@ import pytest
 
 import minimcp
 from minimcp import Server, serve_http
+from minimcp.core._backend import backend_name
 from minimcp.transports import asgi_server
 from minimcp.transports.http import StreamableHTTPApp
 
@@ -38,7 +39,7 @@ async def serving(
     """``server`` on 127.0.0.1 at a free port; yields the endpoint URL and the app."""
     app = StreamableHTTPApp(server, **options)
     async with anyio.create_task_group() as tg:
-        port = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))
+        port = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))  # type: ignore[arg-type]
         try:
             yield f"http://127.0.0.1:{port}/mcp", app
         finally:
@@ -48,7 +49,7 @@ async def serving(
 @contextlib.asynccontextmanager
 async def serving_asgi(app: Any) -> AsyncIterator[str]:
     """Any ASGI app (a mock) on hypercorn at a free port; yields its base URL."""
-    backend = asgi_server.running_backend()
+    backend = backend_name()
     sock = asgi_server.bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     stop = anyio.Event()

@@ -48,6 +48,7 @@ NOT_ON_THE_HANDSHAKE_ERA = (
     "minimcp.wire.input_required",
     "minimcp.server.mrtr.run",
     "minimcp.server.mrtr.rounds",
+    "minimcp.server.mrtr.retry",
     "minimcp.server.mrtr.used_states",
     "minimcp.server.bus",
     "minimcp.scaleout._redis",

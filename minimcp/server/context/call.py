@@ -17,6 +17,7 @@ from typing import Any
 from minimcp.core.session import Session
 from minimcp.wire.jsonrpc import CALL_ID_BYTES, RequestId
 from minimcp.wire.types import (
+    LOG_LEVELS,
     UNSET,
     ClientCapabilities,
     Implementation,
@@ -30,7 +31,7 @@ if typing.TYPE_CHECKING:  # interfaces for the type checker only: nothing of the
     from minimcp.server.context.ports import CallHost, RunHandle
     from minimcp.wire.envelope import Envelope
 
-__all__ = ["LOG_LEVELS", "Call"]
+__all__ = ["Call"]
 
 #: How much a keep-alive progress notification raises the call's progress value (relative, at least this).
 _NUDGE = 2.0**-20
@@ -39,8 +40,6 @@ _NEVER = -1e9
 #: No progress sent yet (and never held back): a call's progress record until its first report.
 _NO_PROGRESS: tuple[float | None, float] = (None, _NEVER)
 
-#: The log levels, least severe first (the order of the spec's ``LoggingLevel``).
-LOG_LEVELS: tuple[LoggingLevel, ...] = typing.get_args(LoggingLevel)
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 

@@ -48,9 +48,9 @@ from minimcp.core._backend import BareTaskCancelled
 from minimcp.core.dispatch import Deferred
 from minimcp.server import handlers
 from minimcp.server.context import Context
+from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, refusal, resume, use
 from minimcp.server.mrtr.run import NOT_STARTED, Asking, Raised, Returned, Run
-from minimcp.server.mrtr.state import StateTooLarge
-from minimcp.server.mrtr.used_states import use_state
+from minimcp.server.mrtr.state import InvalidState, StateTooLarge
 from minimcp.server.outcome import ToolRun
 from minimcp.server.tools import RegisteredTool, argument_error, error_result, to_result
 from minimcp.wire import errors, jsonrpc
@@ -72,7 +72,7 @@ from minimcp.wire.versions import MODERN, SUPPORTED, has_envelope
 if TYPE_CHECKING:
     from minimcp.server.connection import ServerConnection
 
-__all__ = ["ServingRun", "serve", "take_over"]
+__all__ = ["CallParams", "ServingRun", "answers_of", "bound_arguments", "drive", "serve"]
 
 logger = logging.getLogger("minimcp.modern")
 server_logger = logging.getLogger("minimcp.server")
@@ -112,7 +112,7 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
         try:
             value = await handlers.read_resource(registry, request)
         except McpError as exc:
-            if exc.code == handlers.RESOURCE_NOT_FOUND:  # resource-not-found is -32602 from 2026-07-28 on
+            if exc.code == errors.RESOURCE_NOT_FOUND:  # resource-not-found is -32602 from 2026-07-28 on
                 raise McpError(errors.INVALID_PARAMS, exc.message, exc.data) from None
             raise
         return complete(value, info, cacheable=True)
@@ -123,9 +123,11 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
     raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
-class _CallToolParams(msgspec.Struct, rename="camel"):
-    """``tools/call`` params on 2026-07-28: :class:`~minimcp.server.handlers.CallToolWire` with ``_meta`` as bytes
-    (the envelope is read from them, and a parked call's context keeps what it needs of them)."""
+class CallParams(msgspec.Struct, rename="camel", gc=False):
+    """``tools/call`` params on 2026-07-28, the one struct both ways in decode them with (the handshake era's
+    is :class:`~minimcp.server.handlers.CallToolWire`): the arguments kept raw (the tool's own type decodes
+    them), ``_meta`` as bytes (the envelope is read from them, and a parked call's context keeps what it
+    needs of them). ``inputResponses`` is checked by :func:`answers_of`."""
 
     name: str
     arguments: msgspec.Raw = jsonrpc.NO_PARAMS
@@ -134,7 +136,31 @@ class _CallToolParams(msgspec.Struct, rename="camel"):
     request_state: str | UnsetType = UNSET
 
 
-_decode_call_params = msgspec.json.Decoder(_CallToolParams).decode
+_decode_call_params = msgspec.json.Decoder(CallParams).decode
+
+
+def answers_of(params: CallParams | GetPromptParams) -> dict[str, Any]:
+    """A request's ``inputResponses`` (``{}``: none).
+
+    Raises:
+        McpError: ``-32602``, they are not an object of objects.
+    """
+    responses = params.input_responses
+    if isinstance(responses, UnsetType):
+        return {}
+    if isinstance(responses, dict):
+        for value in responses.values():  # (a loop, not all() over a generator: once per request)
+            if not isinstance(value, dict):
+                break
+        else:
+            return responses
+    raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
+
+
+def bound_arguments(tool: RegisteredTool, arguments: msgspec.Raw) -> Any:
+    """The arguments of a ``tools/call`` whose digest its states are bound to (``"a"``): as sent, ``{}`` for
+    a tool that takes none."""
+    return msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {}
 
 
 async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]:
@@ -151,7 +177,7 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
         kwargs = tool.arguments(params.arguments)
     except msgspec.DecodeError as exc:
         return complete(error_result(argument_error(params.name, exc)), conn.server.modern_wire)
-    arguments: Any = msgspec.json.decode(params.arguments or b"{}") if tool.args_type is not None else {}
+    arguments = bound_arguments(tool, params.arguments)
     name, context_param = params.name, tool.context_param
 
     def body(ctx: Context | None) -> Awaitable[Any]:
@@ -200,35 +226,33 @@ async def _rounds(
     named in its ``requestState``, or replays ``body`` with the recorded answers.
     """
     server = conn.server
-    binding = {
-        "m": method,
-        "t": name,
-        "a": digest(arguments),
-        "p": envelope.client_info.name if envelope.client_info else None,
-    }
-    responses = params.input_responses
-    if responses is None or (not isinstance(responses, UnsetType) and not all(
-        isinstance(v, dict) for v in responses.values()
-    )):
-        raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
-    inputs: dict[str, Any] = responses if isinstance(responses, dict) else {}
+    client = client_of(envelope)
+    sealed = digest(arguments)
+    bound = binding(method, name, sealed, client)
+    inputs = answers_of(params)
     if isinstance(params.request_state, str):
         now = time.time()
-        state = await use_state(server.sealer, server.used_states, params.request_state, now=now, binding=binding)
-        run = server.parking.take(str(state.get("h")))
+        try:  # (opened in full: the run is taken only after the awaited use below)
+            retry = check_retry(conn, method, name, client, params.request_state, now, lambda: sealed)
+        except InvalidState as exc:
+            raise refusal(exc, name) from None
+        await use(conn, retry, name)
+        state = retry.state
+        assert state is not None  # (opened in full: no argument bytes given)
+        run = server.parking.take(retry.handle) if retry.handle is not None else None
         if run is not None:
             if run.context is not None:
                 # Capabilities, identity and log level come from this request only.
                 run.context.envelope = envelope
                 run.context.request_id = request.id
-            if not run.resume(inputs, now):
+            if not resume(run, inputs, now):
                 # A needed answer is missing: ask the same questions again, still parked.
-                return _input_required(conn, run, binding)
+                return _input_required(conn, run, bound)
         else:
             keys = [str(k) for k in state.get("ks", [])]
-            digests, asked_at, timeout = asked(state)
+            digests, asked_at, _timeout = asked(state)
             # An answer after the question's timeout is no answer: the call goes on as timed out.
-            late = asked_at is not None and timeout is not None and now > asked_at + timeout
+            late = answered_late(None, state, now)
             if method == "tools/call" and name in conn.registry.not_replayable:
                 raise McpError(
                     errors.INVALID_PARAMS,
@@ -256,10 +280,10 @@ async def _rounds(
         run.stop()  # the client gave up on this round: stop the call
         raise
     if isinstance(outcome, Asking):
-        return _input_required(conn, run, binding)
+        return _input_required(conn, run, bound)
     if isinstance(outcome, Raised):
         if isinstance(outcome.error, UrlElicitationRequired):
-            return _url_steps_required(conn, outcome.error, binding)
+            return _url_steps_required(conn, outcome.error, bound)
         raise outcome.error
     return complete(outcome.value, server.modern_wire)
 
@@ -291,7 +315,7 @@ def _start_run(
     # closure that makes it.
     awaitable = body(ctx)
     try:
-        run.scope = conn.session.start_detached(_drive(run, awaitable, ctx))
+        run.scope = conn.session.start_detached(drive(run, awaitable, ctx))
     except ConnectionClosed:
         inner = awaitable.awaitable if isinstance(awaitable, Deferred) else awaitable
         if isinstance(inner, Coroutine):
@@ -300,7 +324,7 @@ def _start_run(
     return run
 
 
-async def _drive(
+async def drive(
     run: Run,
     awaitable: Awaitable[Any] | Deferred | None,
     ctx: Context | None,
@@ -310,8 +334,8 @@ async def _drive(
     """The run's own task: the tool's body, its outcome told to the request side, whatever ends it.
 
     A bare task of the session's awaiting the tool's own coroutine (a :class:`Deferred` finished here: no
-    wrapping frame while parked). A call taken over (:func:`take_over`) gives ``tool`` and its ``kwargs``
-    (its own dict) instead: the coroutine is made in the task, its result mapped as :class:`ToolRun`
+    wrapping frame while parked). A call taken over (:mod:`minimcp.server.mrtr.takeover`) gives ``tool`` and its
+    ``kwargs`` (its own dict) instead: the coroutine is made in the task, its result mapped as :class:`ToolRun`
     maps it (no object of it per call), and the run answers its request itself (:func:`_last_reply`).
     """
     error: McpError | None
@@ -374,7 +398,7 @@ async def _drive(
 
 
 class ServingRun(Run):
-    """A :class:`Run` that answers the requests it serves itself (taken over by :func:`take_over`).
+    """A :class:`Run` that answers the requests it serves itself (taken over: :mod:`minimcp.server.mrtr.takeover`).
 
     Its task sends ``input_required`` when the tool asks (:meth:`answer_asking`) and the call's
     result when it ends (:func:`_last_reply`), for the request in :attr:`serving`: no handler
@@ -431,24 +455,6 @@ def _last_reply(run: Run, result: Any, error: McpError | None) -> tuple[Any, byt
     return id_, reply
 
 
-def take_over(conn: ServerConnection, request: Request) -> bool:
-    """The read loop's fast path for a 2026-07-28 ``tools/call`` (``Session.take_over``): True if taken.
-
-    A new call starts its :class:`ServingRun` at once; a retry whose run is parked here is handed
-    its answers at once (its state opened and recorded as used, as :func:`_rounds` does). Either
-    way the run's task answers the request: no handler task, no hand-over through an outcome
-    cell. Anything else -- another method, a replay, a missing answer, a state or params that do
-    not check out, a store of used states that must be awaited -- is not taken (False) and goes
-    the usual way (:func:`serve` in a handler task), which answers it, errors included, as ever.
-    Nothing is changed before everything is checked (:func:`minimcp.server.mrtr.takeover.take_call`).
-    """
-    if request.method != "tools/call":
-        return False
-    from minimcp.server.mrtr.takeover import take_request  # (it builds on this module)
-
-    return take_request(conn, request.id, request.params)
-
-
 def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> dict[str, Any]:
     """Park ``run`` and answer ``input_required`` with its open questions (and a fresh state)."""
     keys, questions = run.pending_keys, run.pending
@@ -458,31 +464,15 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
     return input_required(keys, questions, sealed, conn.server.modern_wire)
 
 
-_BINDING_KEYS = frozenset(("m", "t", "a", "p"))
-_WORKER_KEYS = frozenset(("w",))
-
-
 def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> str | dict[str, Any]:
     """Seal ``run``'s round and park it: the state for its ``input_required``, or the result ending a
     ``tools/call`` whose state would be too large."""
     server = conn.server
-    keys, questions = run.pending_keys, run.pending
     try:
-        answers, extra = run.answers, server.workers.sealed
-        if not answers and binding.keys() == _BINDING_KEYS and (not extra or extra.keys() == _WORKER_KEYS):
-            # The usual first question: the payload but its handle and arguments' digest made in sorted order,
-            # nothing nested to sort (no answers yet), sealed as it is (one dict; StateSealer.seal_parts).
-            payload: dict[str, Any] = {  # (one question, the usual round: no comprehension's frame)
-                "ans": answers, "at": run.asked_at, "c": run.call_id, "ks": keys, "m": binding["m"], "n": None,
-                "p": binding["p"], "qs": [questions[0].digest] if len(questions) == 1 else [
-                    q.digest for q in questions], "t": binding["t"], "to": run.pending_timeout}
-            if extra:
-                payload["w"] = extra["w"]
-            state = server.sealer.seal_parts(run.handle, binding["a"], payload, time.time() + server.state_ttl)
-        else:
-            payload = {**binding, "h": run.handle, "ks": keys, "qs": [q.digest for q in questions],
-                       "at": run.asked_at, "to": run.pending_timeout, "ans": answers, "c": run.call_id, **extra}
-            state = server.sealer.seal(payload, now=time.time(), ttl=server.state_ttl)
+        payload = {**binding, "h": run.handle, "ks": run.pending_keys, "qs": [q.digest for q in run.pending],
+                   "at": run.asked_at, "to": run.pending_timeout, "ans": run.answers, "c": run.call_id,
+                   **server.workers.sealed}
+        state = server.sealer.seal(payload, now=time.time(), ttl=server.state_ttl)
     except StateTooLarge as exc:
         run.stop()
         text = (f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "

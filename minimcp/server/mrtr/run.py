@@ -409,24 +409,9 @@ class Run:
 
     # request side
 
-    def resume(self, responses: Mapping[str, Any], now: float) -> bool:
-        """A retry reached this parked run at ``now`` (wall clock) with ``responses``: wake the tool.
-
-        After the pending questions' timeout they end as timed out (:meth:`expire`); else the
-        answers are delivered (:meth:`deliver`). False: an answer is missing (:meth:`missing`),
-        nothing was delivered and the run still waits.
-        """
-        timeout = self.pending_timeout
-        if timeout is not None and now > self.asked_at + timeout:
-            self.expire()  # an answer after the question's timeout is no answer
-        elif self.missing(responses):
-            return False
-        else:
-            self.deliver(responses)
-        return True
-
     def missing(self, responses: Mapping[str, Any]) -> bool:
-        """Whether ``responses`` lack an answer to one of the pending questions."""
+        """Whether ``responses`` lack an answer to one of the pending questions (a retry is resumed by
+        :func:`minimcp.server.mrtr.retry.resume`)."""
         for key in self.pending_keys:  # (a loop, not any() over a generator: once per retry)
             value = responses.get(key)
             if type(value) is not dict and not isinstance(value, dict):

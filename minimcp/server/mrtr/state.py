@@ -18,7 +18,7 @@ Two formats; both open, v2 is sealed (``StateSealer(version=...)``):
   whatever it decodes to, so no canonical-base64 check is needed; and the header is
   covered, so a retry whose call is parked in this process is checked from the MAC,
   the header and the parked run's own record, without decoding the body
-  (:meth:`StateSealer.open_header`; :mod:`minimcp.server.mrtr.retry_state`). The handle and the
+  (:meth:`StateSealer.open_header_id`; :func:`minimcp.server.mrtr.retry.check_retry`). The handle and the
   digest go in the header only when they are plain texts without a dot (else in the
   body, the field left empty).
 * **v1** ``v1.<body>.<MAC>`` (the format before): HMAC-SHA256 over the decoded
@@ -50,7 +50,7 @@ import hmac
 import itertools
 import os
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -59,7 +59,6 @@ from minimcp.wire.errors import MinimcpError
 
 __all__ = [
     "ENV_STATE_KEYS",
-    "Bound",
     "InvalidState",
     "RANDOM_KEY_WARNING",
     "StateKey",
@@ -90,7 +89,6 @@ MIN_KEY_BYTES = 32
 StateKey = bytes | str
 
 _encoder = msgspec.json.Encoder(order="sorted")
-_plain_encode = msgspec.json.Encoder().encode
 
 
 class InvalidState(MinimcpError):
@@ -114,7 +112,6 @@ _sha256 = hashlib.sha256
 
 # base64url without padding, through binascii directly (base64's wrappers cost more than the coding).
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
-_b2a = binascii.b2a_base64
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
@@ -124,6 +121,14 @@ def _b64(data: bytes) -> str:
 
 def _b64_bytes(data: bytes) -> bytes:
     return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
+
+
+def _mac2_text(keyed: Any, signed: bytes) -> bytes:
+    """The v2 MAC of ``signed`` as it stands in a token (base64url): ``keyed`` is a prepared keyed BLAKE2b
+    (:class:`_Mac2`), copied (sealing and opening both come here)."""
+    mac = keyed.copy()
+    mac.update(signed)
+    return binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")  # (_b64_bytes)
 
 
 #: base64url without padding (what ``secrets.token_urlsafe`` gives for the same bytes).
@@ -302,7 +307,7 @@ class StateSealer:
         self._nonces = map((_b64(os.urandom(9)) + "{:x}").format, itertools.count())
 
     def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
-        """A token for ``payload`` valid until ``now + ttl``, with a fresh nonce.
+        """A token for ``payload`` valid until ``now + ttl``, with a fresh nonce (the one sealer).
 
         Raises:
             StateTooLarge: the token would be longer than ``max_bytes`` (which :meth:`open`
@@ -311,51 +316,7 @@ class StateSealer:
         if self.version == "v1":
             body = {**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)}
             return self._sealed(_encoder.encode(body))
-        body = {**payload, "n": next(self._nonces)}
-        return self._sealed2(body, _encoder.encode, now + ttl)
-
-    def seal_sorted(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
-        """:meth:`seal` of a payload made in sorted key order, with ``"n"`` and ``"exp"`` in their places
-        (set here, in ``payload``; v2 takes ``"exp"`` out, and ``"h"`` and ``"a"`` into its header), and
-        no object inside it: encoded as it is, the same bytes as :meth:`seal` encodes (sorted keys),
-        without a copy of the payload or a sort.
-
-        Raises:
-            StateTooLarge: as :meth:`seal`.
-        """
-        if self.version == "v1":
-            payload["n"] = _b64(os.urandom(9))  # (v1 as it was: 9 random bytes in base64url)
-            payload["exp"] = round(now + ttl, 3)
-            return self._sealed(_plain_encode(payload))
-        payload["n"] = next(self._nonces)
-        payload.pop("exp", None)
-        return self._sealed2(payload, _plain_encode, now + ttl)
-
-    def seal_parts(self, handle: str, args: str, body: dict[str, Any], expires: float) -> str:
-        """:meth:`seal_sorted` of the payload ``body`` with ``"h": handle`` and ``"a": args``, valid until
-        ``expires``: ``body`` holds the payload's other members in sorted order, ``"n"`` in its place (set
-        here) and no ``"exp"``. The same token, for the usual round without the three members put in and
-        taken out again: ``handle`` and ``args`` (a run's name, an arguments' digest: base64url texts)
-        go straight into a v2 header (a text with a dot or not ASCII: sealed as ever, in the body).
-
-        Raises:
-            StateTooLarge: as :meth:`seal`.
-        """
-        head = f"v2.{handle}.{args}.{round(expires * 1000)}."
-        if self.version == "v1" or head.count(".") != 4 or not head.isascii():
-            return self.seal_sorted(
-                dict(sorted({**body, "a": args, "exp": None, "h": handle}.items())), now=expires, ttl=0.0
-            )
-        body["n"] = next(self._nonces)
-        # (as _sealed2, the header known: the size of the token is that of its signed part and the MAC)
-        signed = head.encode() + _b2a(_plain_encode(body), newline=False).replace(b"+", b"-").replace(
-            b"/", b"_").rstrip(b"=")
-        size = len(signed) + 44
-        if size > self.max_bytes:
-            raise StateTooLarge(size, self.max_bytes)
-        mac = self._seal2.copy()
-        mac.update(signed)
-        return (signed + b"." + _b2a(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")).decode()
+        return self._sealed2({**payload, "n": next(self._nonces)}, now + ttl)
 
     def _sealed(self, body: bytes) -> str:
         size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
@@ -363,13 +324,13 @@ class StateSealer:
             raise StateTooLarge(size, self.max_bytes)
         return "v1." + _b64(body) + "." + _b64(self._macs[0](body))
 
-    def _sealed2(self, payload: dict[str, Any], encode: Callable[[Any], bytes], expires: float) -> str:
+    def _sealed2(self, payload: dict[str, Any], expires: float) -> str:
         """``v2.<handle>.<arguments digest>.<expiry>.<body>.<MAC>``, the MAC over all before its dot,
         the expiry in whole milliseconds (the text has no dot).
 
         The handle (``"h"``) and the arguments' digest (``"a"``) go in the header when they are
         non-empty ASCII texts without a dot (else they stay in the body, the header's field empty);
-        the body is the rest of ``payload`` (taken: those keys leave it)."""
+        the body is the rest of ``payload`` (taken: those keys leave it), its keys sorted."""
         handle = payload.get("h")
         if type(handle) is str and handle and handle.isascii() and "." not in handle:
             del payload["h"]
@@ -381,16 +342,12 @@ class StateSealer:
         else:
             args = ""
         head = f"v2.{handle}.{args}.{round(expires * 1000)}.".encode()
-        body = encode(payload)
+        body = _encoder.encode(payload)
         size = len(head) + (len(body) * 4 + 2) // 3 + 44
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)
-        # (base64url by two replaces: for a body's few hundred characters they cost less than a translate)
-        signed = head + binascii.b2a_base64(body, newline=False).replace(b"+", b"-").replace(b"/", b"_").rstrip(b"=")
-        mac = self._seal2.copy()
-        mac.update(signed)
-        mac_text = binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")
-        return (signed + b"." + mac_text).decode()
+        signed = head + _b64_bytes(body)
+        return (signed + b"." + _mac2_text(self._seal2, signed)).decode()
 
     @staticmethod
     def state_id(token: str) -> str:
@@ -402,22 +359,26 @@ class StateSealer:
         return token[token.rfind(".") + 1 :][:22]
 
     def open(self, token: str, *, now: float, binding: dict[str, Any]) -> dict[str, Any]:
-        """The payload of ``token`` if it verifies and matches ``binding``.
+        """The payload of ``token`` if it verifies, has not expired and matches ``binding`` (the one opener;
+        a v2 token's MAC, header and expiry are checked by :meth:`open_header_id`).
 
         Raises:
             InvalidState: with the reason (for the log, not for the wire).
         """
         if token.startswith("v2."):
-            handle, args, exp, body = self._fields2(token)
-            if exp < now:
-                raise InvalidState("expired")
+            handle, args, _exp, _id = self.open_header_id(token, now=now)
+            start = token.index(".", 5 + len(handle) + len(args)) + 1  # (past the expiry)
+            try:
+                body = _unb64(token[start : token.rfind(".")])
+            except ValueError:  # pragma: no cover - a body we sealed always decodes
+                raise InvalidState("malformed") from None
             try:
                 payload = msgspec.json.decode(body)
-            except msgspec.DecodeError:  # pragma: no cover - a body we sealed always decodes
+            except msgspec.DecodeError:  # pragma: no cover - as above
                 raise InvalidState("undecodable") from None
             if not isinstance(payload, dict):  # pragma: no cover - as above
                 raise InvalidState("not an object")
-            payload["exp"] = exp
+            payload["exp"] = _exp
             if handle:
                 payload["h"] = handle
             if args:
@@ -437,53 +398,17 @@ class StateSealer:
                 raise InvalidState(f"bound to another {name}")
         return payload
 
-    def open_bound(self, token: str, *, now: float) -> Bound:
-        """:meth:`open` reading only what a retry is bound to and where its call waits (:class:`Bound`):
-        the same checks of the token and its expiry, no tree of the whole payload (the recorded
-        answers, the questions) built. The caller checks the binding.
-
-        Raises:
-            InvalidState: as :meth:`open` (with a shorter reason for a payload of the wrong shape).
-        """
-        if token.startswith("v2."):
-            handle, args, exp, body = self._fields2(token)
-            if exp < now:
-                raise InvalidState("expired")
-            try:
-                rest = _decode_body_bound(body)
-            except msgspec.DecodeError:  # pragma: no cover - a body we sealed always decodes
-                raise InvalidState("undecodable") from None
-            return Bound(exp=exp, h=handle or rest.h, m=rest.m, t=rest.t, a=args or rest.a, p=rest.p)
-        try:
-            bound = _decode_bound(self._body(token))
-        except msgspec.DecodeError:  # (a ValidationError too: not an object, no expiry, a wrong type)
-            raise InvalidState("undecodable") from None
-        if bound.exp < now:
-            raise InvalidState("expired")
-        return bound
-
-    def open_header(self, token: str) -> tuple[str, str, float]:
-        """A v2 token's header -- its handle, arguments' digest (``""``: not in the header) and
-        expiry -- its MAC checked under one of the keys, the body not decoded (for a retry whose
-        call is parked here, which holds the rest). The caller checks the expiry and the binding.
+    def open_header_id(self, token: str, *, now: float) -> tuple[str, str, float, str]:
+        """A v2 token's header -- its handle, arguments' digest (``""``: not in the header) and expiry --
+        and its :meth:`state_id`, its MAC checked under one of the keys and its expiry against ``now``,
+        the body not decoded (:meth:`open` decodes it; a retry whose call is parked here is checked
+        against the parked run's own record instead: :func:`minimcp.server.mrtr.retry.check_retry`).
 
         The MAC covers the token's text as sent, up to its last dot: an echo that is not byte for
-        byte the token fails it, whatever it decodes to.
+        byte the token fails it, whatever it decodes to. A token of another version fails it too.
 
         Raises:
-            InvalidState: not a v2 token, or one that does not verify.
-        """
-        if not token.startswith("v2."):
-            raise InvalidState("unknown version")
-        handle, args, exp, _id = self.open_header_id(token)
-        return handle, args, exp
-
-    def open_header_id(self, token: str) -> tuple[str, str, float, str]:
-        """:meth:`open_header` of a token that starts with ``v2.`` (the caller looked: another is refused
-        by its MAC, not by its version), and its :meth:`state_id` (read as its MAC is checked).
-
-        Raises:
-            InvalidState: it does not verify.
+            InvalidState: it does not verify, or it has expired.
         """
         if len(token) > self.max_bytes:
             raise InvalidState("too large")
@@ -493,36 +418,19 @@ class StateSealer:
         signed_bytes, mac_bytes = signed.encode(), mac_text.encode()
         # The MAC's text is compared with the expected MAC's canonical text (state_id names a token by it);
         # the sealing key first (the usual one), then the older keys.
-        mac = self._seal2.copy()
-        mac.update(signed_bytes)
-        if not hmac.compare_digest(
-            binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"="), mac_bytes
-        ):
-            for mac_of in self._macs2[1:]:
-                mac = mac_of.keyed.copy()
-                mac.update(signed_bytes)
-                if hmac.compare_digest(
-                    binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"="), mac_bytes
-                ):
-                    break
-            else:
-                raise InvalidState("bad signature")
+        for mac_of in self._macs2:
+            if hmac.compare_digest(_mac2_text(mac_of.keyed, signed_bytes), mac_bytes):
+                break
+        else:
+            raise InvalidState("bad signature")
         try:  # (sealed by a key of ours: the shape is ours -- no dot in the body; checked all the same)
             _version, handle, args, expiry, _body = signed.split(".")
             exp = int(expiry) / 1000
         except ValueError:
             raise InvalidState("malformed") from None
+        if exp < now:
+            raise InvalidState("expired")
         return handle, args, exp, mac_text[:22]  # (state_id)
-
-    def _fields2(self, token: str) -> tuple[str, str, float, bytes]:
-        """A v2 token's handle, arguments' digest, expiry and body, its MAC checked (:meth:`open_header`)."""
-        handle, args, exp = self.open_header(token)
-        start = token.index(".", 5 + len(handle) + len(args)) + 1  # (past the expiry)
-        try:
-            body = _unb64(token[start : token.rfind(".")])
-        except ValueError:  # pragma: no cover - a body we sealed always decodes
-            raise InvalidState("malformed") from None
-        return handle, args, exp, body
 
     def _body(self, token: str) -> bytes:
         """The body of ``token``, its MAC checked under one of the keys and its version known."""
@@ -558,26 +466,3 @@ class StateSealer:
         if version != "v1":
             raise InvalidState("unknown version")
         return body
-
-
-class _BodyBound(msgspec.Struct, gc=False):
-    """What :meth:`StateSealer.open_bound` reads of a v2 body (the expiry is in the header, and the
-    handle and the arguments' digest usually are)."""
-
-    h: Any = None
-    m: Any = None
-    t: Any = None
-    a: Any = None
-    p: Any = None
-
-
-class Bound(_BodyBound, kw_only=True, gc=False):
-    """What :meth:`StateSealer.open_bound` reads of a payload: the binding (method ``m``, name ``t``,
-    arguments' digest ``a``, client ``p``; ``None`` where absent), the parked call's handle ``h``,
-    the expiry ``exp``."""
-
-    exp: float
-
-
-_decode_bound = msgspec.json.Decoder(Bound).decode
-_decode_body_bound = msgspec.json.Decoder(_BodyBound).decode

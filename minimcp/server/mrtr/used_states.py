@@ -1,4 +1,4 @@
-"""Which ``requestState`` tokens were already used, and using one: each is good for one retry (revision 2026-07-28).
+"""Which ``requestState`` tokens were already used: each is good for one retry (revision 2026-07-28).
 
 A sealed state proves that this server issued it, not that nobody used it yet.
 The server records the id of every state a retry brings (:meth:`StateSealer.state_id
@@ -10,7 +10,8 @@ records in Redis (``SET key 1 NX PXAT expires_at``), so a state used on one work
 
 A store that cannot answer raises :class:`StoreUnavailable`: the retry is refused
 (``-32603``, "try again later") and the state stays unused. Never the other way: a
-store that is down never lets a state through.
+store that is down never lets a state through. The retry's checks, this one among them, are
+:mod:`minimcp.server.mrtr.retry`.
 """
 
 from __future__ import annotations
@@ -19,20 +20,16 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from minimcp.server.mrtr.state import InvalidState
-from minimcp.wire import errors
-from minimcp.wire.errors import McpError, MinimcpError
+from minimcp.wire.errors import MinimcpError
 
 if TYPE_CHECKING:
-    from minimcp.server.mrtr.state import StateSealer
+    pass
 
-__all__ = ["MemoryUsedStates", "StoreUnavailable", "UsedStates", "use_state"]
+__all__ = ["MemoryUsedStates", "StoreUnavailable", "UsedStates"]
 
 logger = logging.getLogger("minimcp.used_states")
-#: Refusals of a retry's state are logged where the 2026-07-28 rounds always logged them.
-_rounds_logger = logging.getLogger("minimcp.modern")
 
 
 class UsedStates(Protocol):
@@ -113,37 +110,3 @@ class MemoryUsedStates:
             del expiry[order.popleft()]
 
 
-async def use_state(
-    sealer: StateSealer, used: UsedStates, token: str, *, now: float, binding: dict[str, Any]
-) -> dict[str, Any]:
-    """Open a retry's ``requestState`` and record it as used: its payload, good for this retry only.
-
-    Raises:
-        McpError: ``-32602``, frozen "Invalid or expired requestState" for a state that
-            does not verify (the reason goes to the log), or saying it was already used;
-            ``-32603`` when the store of used states cannot tell (the state stays unused).
-    """
-    try:
-        state = sealer.open(token, now=now, binding=binding)
-    except InvalidState as exc:
-        _rounds_logger.info("refused requestState for %r: %s", binding.get("t"), exc.reason)
-        raise McpError(
-            errors.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
-        ) from None
-    try:
-        fresh = await used.consume(sealer.state_id(token), float(state["exp"]))
-    except StoreUnavailable as exc:  # fail closed: refused, and the state stays unused
-        _rounds_logger.warning("refused a requestState for %r: %s", binding.get("t"), exc)
-        raise McpError(
-            errors.INTERNAL_ERROR,
-            "cannot accept this requestState now: the store of used states is unavailable; retry later",
-            {"reason": "state_store_unavailable"},
-        ) from None
-    if not fresh:
-        _rounds_logger.info("refused a used requestState for %r", binding.get("t"))
-        raise McpError(
-            errors.INVALID_PARAMS,
-            "requestState already used: each one is good for one retry (call again without it to start over)",
-            {"reason": "request_state_used"},
-        )
-    return state

@@ -44,7 +44,7 @@ from minimcp.wire.types import CancelledParams
 from minimcp.wire.versions import Feature, is_supported, negotiate, supports
 
 if TYPE_CHECKING:
-    from minimcp.core.dispatch import Dispatcher
+    pass
 
 __all__ = ["StreamableHTTPApp"]
 
@@ -172,11 +172,6 @@ class StreamableHTTPApp:
         """The server connection of a live session (for inspection and tests)."""
         sess = self._sessions.get(session_id)
         return sess.connection if sess is not None else None
-
-    @property
-    def modern_connection(self) -> Dispatcher | None:
-        """The connection serving revision 2026-07-28 requests while the app runs (for inspection and tests)."""
-        return self._stateless.connection
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Own the sessions' task group until cancelled (ASGI lifespan calls this for you).

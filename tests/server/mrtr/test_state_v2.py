@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 from typing import Any
 
 import pytest
@@ -33,18 +34,11 @@ def payload(**extra: Any) -> dict[str, Any]:
 
 
 def refused(sealer: StateSealer, token: str, *, now: float = NOW, binding: dict[str, Any] = BINDING) -> str:
-    """The reason ``open`` gives for ``token``, after checking ``open_bound`` and ``open_header`` refuse it too
-    (those two check no binding: only for ``binding`` left as it is)."""
+    """The reason ``open`` gives for ``token``, after checking ``open_header_id`` (the header route of a retry
+    whose call is parked here) refuses it too (it checks no binding: only for ``binding`` left as it is)."""
     if binding is BINDING:
         with pytest.raises(InvalidState):
-            sealer.open_bound(token, now=now)
-    if token.startswith("v2.") and binding is BINDING:
-        try:
-            _h, _a, exp = sealer.open_header(token)
-        except InvalidState:
-            pass
-        else:  # (the header verifies: it must then be past its expiry, which its caller checks)
-            assert exp < now
+            sealer.open_header_id(token, now=now)
     with pytest.raises(InvalidState) as info:
         sealer.open(token, now=now, binding=binding)
     return info.value.reason
@@ -67,10 +61,7 @@ def test_a_v2_token_is_sealed_by_default_and_opens_with_its_payload() -> None:
     assert b'"h"' not in inside and b'"exp"' not in inside and b'"a"' not in inside  # (in the header)
     opened = sealer.open(token, now=NOW, binding=BINDING)
     assert {k: v for k, v in opened.items() if k != "n"} == {**payload(), "exp": 1060.0}
-    bound = sealer.open_bound(token, now=NOW)
-    assert (bound.m, bound.t, bound.a, bound.p, bound.h, bound.exp) == (
-        "tools/call", "book", BINDING["a"], "client", HANDLE, 1060.0)
-    assert sealer.open_header(token) == (HANDLE, BINDING["a"], 1060.0)
+    assert sealer.open_header_id(token, now=NOW) == (HANDLE, BINDING["a"], 1060.0, mac[:22])
     assert StateSealer.state_id(token) == mac[:22]
 
 
@@ -128,9 +119,8 @@ def test_an_expired_v2_token_is_refused_at_the_millisecond() -> None:
     sealer = StateSealer(KEY)
     token = sealer.seal(payload(), now=NOW, ttl=60.0)
     assert sealer.open(token, now=1060.0, binding=BINDING)  # the last instant still counts
-    assert sealer.open_bound(token, now=1060.0).exp == 1060.0
-    assert refused(sealer, token, now=1060.001) == "expired"
-    assert sealer.open_header(token)[2] == 1060.0  # (the caller compares: the fast path does)
+    assert sealer.open_header_id(token, now=1060.0)[2] == 1060.0
+    assert refused(sealer, token, now=1060.001) == "expired"  # (open_header_id refuses it too: see refused)
 
 
 def test_a_v2_token_is_bound_to_its_call() -> None:
@@ -145,9 +135,8 @@ def test_key_rotation_for_v2_and_v1_the_first_key_seals_every_key_opens() -> Non
     for version in ("v1", "v2"):
         old_token = StateSealer(OLD, version=version).seal(payload(), now=NOW, ttl=60.0)
         assert rolled.open(old_token, now=NOW, binding=BINDING)["ks"] == ["q1"]
-        assert rolled.open_bound(old_token, now=NOW).h == HANDLE
         if version == "v2":
-            assert rolled.open_header(old_token) == (HANDLE, BINDING["a"], 1060.0)
+            assert rolled.open_header_id(old_token, now=NOW)[:3] == (HANDLE, BINDING["a"], 1060.0)
         assert refused(StateSealer(KEY), old_token) == "bad signature"  # the old key dropped
     assert refused(StateSealer(OLD), rolled.seal(payload(), now=NOW, ttl=60.0)) == "bad signature"  # seals: first key
 
@@ -166,24 +155,21 @@ def test_v1_tokens_still_open_in_a_v2_sealer_and_tampered_ones_are_still_refused
     sealer = StateSealer(KEY)
     assert sealer.version == "v2"
     assert sealer.open(token, now=NOW, binding=BINDING)["h"] == HANDLE
-    assert sealer.open_bound(token, now=NOW).a == BINDING["a"]
     version, body, mac = token.split(".")
     assert refused(sealer, f"{version}.{_flip(body, 10)}.{mac}") == "bad signature"
     assert refused(sealer, f"{version}.{body}=.{mac}") == "not canonical base64"
     assert refused(sealer, f"v3.{body}.{mac}") == "unknown version"
     assert refused(sealer, token, now=1060.5) == "expired"
     assert refused(sealer, token, binding={**BINDING, "t": "pay"}) == "bound to another t"
-    with pytest.raises(InvalidState):
-        sealer.open_header(token)  # (v1 has no header: the fast path opens it in full)
+    with pytest.raises(InvalidState, match="bad signature"):
+        sealer.open_header_id(token, now=NOW)  # (v1 has no header: a retry's state is opened in full)
 
 
 def test_seals_are_unique_without_a_read_of_the_systems_randomness_each(monkeypatch: pytest.MonkeyPatch) -> None:
     """The nonce is a prefix drawn once per sealer and a count: no getrandom per seal, never twice the same."""
     sealer = StateSealer(KEY)
     drawn = counted_urandom(monkeypatch)
-    tokens = [sealer.seal(payload(), now=NOW, ttl=60.0) for _ in range(1000)]
-    tokens += [sealer.seal_sorted(dict(sorted({**payload(), "n": None, "exp": None}.items())), now=NOW, ttl=60.0)
-               for _ in range(1000)]
+    tokens = [sealer.seal(payload(), now=NOW, ttl=60.0) for _ in range(2000)]
     assert drawn[0] == 0
     assert len(set(tokens)) == len({StateSealer.state_id(t) for t in tokens}) == 2000
     # Another sealer (another process) draws its own prefix: its nonces are not this one's.
@@ -198,8 +184,8 @@ def test_a_handle_or_digest_the_header_cannot_hold_stays_in_the_body() -> None:
         token = sealer.seal({"m": "tools/call", "h": h, "a": a}, now=NOW, ttl=60.0)
         assert token.count(".") == 5
         opened = sealer.open(token, now=NOW, binding={"h": h, "a": a})
-        bound = sealer.open_bound(token, now=NOW)
-        assert (opened["h"], opened["a"], bound.h, bound.a) == (h, a, h, a)
+        assert (opened["h"], opened["a"]) == (h, a)
+        assert sealer.open_header_id(token, now=NOW)[:2] == ("", "")  # (the header's fields left empty)
 
 
 def test_the_size_bound_counts_the_header() -> None:
@@ -215,3 +201,46 @@ def test_the_size_bound_counts_the_header() -> None:
 def test_an_unknown_version_to_seal_is_refused() -> None:
     with pytest.raises(ValueError, match="v1, v2"):
         StateSealer(KEY, version="v9")
+
+
+# Tokens sealed by the release before the sealers were made one (``seal``, ``seal_sorted`` and ``seal_parts``),
+# key KEY, its nonce prefix drawn from an ``os.urandom`` that gave bytes 0..8: the usual round's (sealed by
+# ``seal_parts``), a general one (``seal``: nested answers, a worker's mark) and the same in v1.
+_USUAL = {"ans": [], "at": 1000.0, "c": None, "ks": ["q1"], "m": "tools/call", "p": "client", "qs": ["d1"],
+          "t": "book", "to": 300.0}
+_GENERAL = {**BINDING, "h": HANDLE, "ks": ["q2"], "qs": ["d2"], "at": 1000.0, "to": None,
+            "ans": [["d1", {"x": "yes", "b": [1, {"z": 2, "y": 1}]}]], "c": "call-1", "w": "w1"}
+SEALED_BEFORE = {
+    "v2_usual": "v2.hAnDle-_0123456.8esHnr9gCCw_dIgZ.1060000.eyJhbnMiOltdLCJhdCI6MTAwMC4wLCJjIjpudWxsLCJrcyI6WyJx"
+    "MSJdLCJtIjoidG9vbHMvY2FsbCIsIm4iOiJBQUVDQXdRRkJnY0kwIiwicCI6ImNsaWVudCIsInFzIjpbImQxIl0sInQiOiJib29rIiwidG8i"
+    "OjMwMC4wfQ.h3EQvgfoSITpobbYcfQHd9odzc-rq9eMsrQIZoKydU0",
+    "v2_general": "v2.hAnDle-_0123456.8esHnr9gCCw_dIgZ.1060000.eyJhbnMiOltbImQxIix7ImIiOlsxLHsieSI6MSwieiI6Mn1dLCJ4"
+    "IjoieWVzIn1dXSwiYXQiOjEwMDAuMCwiYyI6ImNhbGwtMSIsImtzIjpbInEyIl0sIm0iOiJ0b29scy9jYWxsIiwibiI6IkFBRUNBd1FGQmdj"
+    "STEiLCJwIjoiY2xpZW50IiwicXMiOlsiZDIiXSwidCI6ImJvb2siLCJ0byI6bnVsbCwidyI6IncxIn0.eblN4-Xws37lz1noBU96N2dKzUff"
+    "DnvWSSTu-ikWs4w",
+    "v1_general": "v1.eyJhIjoiOGVzSG5yOWdDQ3dfZElnWiIsImFucyI6W1siZDEiLHsiYiI6WzEseyJ5IjoxLCJ6IjoyfV0sIngiOiJ5ZXMi"
+    "fV1dLCJhdCI6MTAwMC4wLCJjIjoiY2FsbC0xIiwiZXhwIjoxMDYwLjAsImgiOiJoQW5EbGUtXzAxMjM0NTYiLCJrcyI6WyJxMiJdLCJtIjoi"
+    "dG9vbHMvY2FsbCIsIm4iOiJBQUVDQXdRRkJnY0kiLCJwIjoiY2xpZW50IiwicXMiOlsiZDIiXSwidCI6ImJvb2siLCJ0byI6bnVsbCwidyI6"
+    "IncxIn0.dUifkB6qOh3hoVCApkN9bw561p2YO9RamrAHc5s6U3Q",
+}
+
+
+def test_tokens_sealed_by_the_release_before_open_the_same_and_are_sealed_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The one sealer seals, for the same nonce, the very bytes the three sealers before it sealed (the
+    usual round's token included), and the one opener opens their tokens to the same payload."""
+    monkeypatch.setattr(os, "urandom", lambda n: bytes(range(n)))  # (read by the sealer: its nonce prefix)
+    sealer, v1 = StateSealer(KEY), StateSealer(KEY, version="v1")
+    usual = {**_USUAL, "m": "tools/call", "t": "book", "a": BINDING["a"], "p": "client", "h": HANDLE}
+    assert sealer.seal(usual, now=NOW, ttl=60.0) == SEALED_BEFORE["v2_usual"]
+    assert sealer.seal(_GENERAL, now=NOW, ttl=60.0) == SEALED_BEFORE["v2_general"]
+    assert v1.seal(_GENERAL, now=NOW, ttl=60.0) == SEALED_BEFORE["v1_general"]
+    fresh = StateSealer(KEY)  # (another process: another nonce prefix)
+    for name, expected in (("v2_usual", usual), ("v2_general", _GENERAL), ("v1_general", _GENERAL)):
+        opened = fresh.open(SEALED_BEFORE[name], now=NOW, binding=BINDING)
+        assert {k: v for k, v in opened.items() if k not in ("n", "exp")} == expected
+        assert opened["exp"] == 1060.0
+        if name.startswith("v2"):
+            assert fresh.open_header_id(SEALED_BEFORE[name], now=NOW) == (
+                HANDLE, BINDING["a"], 1060.0, StateSealer.state_id(SEALED_BEFORE[name]))
