@@ -74,7 +74,7 @@ async def main(args: argparse.Namespace) -> None:
         import logging
 
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # in the run's worker log
-        logging.getLogger("minimcp.core.transport._session_table").setLevel(logging.INFO)  # sessions ended by a bound
+        logging.getLogger("minimcp.http").setLevel(logging.INFO)  # sessions ended by a bound (the session table logs there)
     options: dict[str, Any] = {}
     if args.redis:
         from minimcp.scaleout.bus import RedisBus

@@ -11,8 +11,8 @@ records inside that window are the walk.
 
 Printed (one JSON line): the distinct files entered, the number of file entries (calls that
 cross into a library file; calls within a file and returns are not counted), and the number of
-re-entries (a file entered again after the walk had entered another file; jsonrpc.py and
-types.py, the codecs, left out).
+re-entries (a file entered again after the walk had entered another file; wire/jsonrpc.py and
+wire/types.py, the codecs, left out: jsonrpc.py and types.py in a tree of the flat layout).
 Run it on two checkouts to compare a refactoring's walk before and after; ``--show`` prints the
 sequence of file entries.
 """
@@ -103,7 +103,7 @@ def main() -> None:
     # every 0.1 s, and each wake resumes the page server's coroutine in transports/asgi_server.py. Those
     # resumptions are no step of the call, whatever the window they fall in.
     entries = [(f, n) for t, f, n in rows if start <= t <= end and f != PAGE_SERVER]
-    codecs = {"jsonrpc.py", "types.py"}
+    codecs = {"wire/jsonrpc.py", "wire/types.py", "jsonrpc.py", "types.py"}  # this layout, and the flat one
     loops = 0
     left: set[str] = set()
     for (prev, _), (cur, _) in itertools.pairwise(entries):

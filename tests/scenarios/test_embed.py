@@ -29,7 +29,6 @@ NOT_FOR_A_STDIO_SERVER = (
     "minimcp.transports.websocket",
     "minimcp.transports.asgi_server",
     "minimcp.cli",
-    "minimcp.cli_render",
     "minimcp.diagram.layout",
     "minimcp.diagram.svg",
     "uvicorn",
