@@ -19,6 +19,11 @@ whose lifetime the :meth:`Session.run <minimcp.core.session.Session.run>` owns: 
 it started has ended when it exits), :func:`backend_name`, and for the transports
 :func:`start_owned` and :func:`threadsafe_caller`. No module-global task set exists: every
 task is held by what started it.
+
+No other module touches the event loop (``tests/test_backend_isolation.py``): a session and the
+parked runs of revision 2026-07-28 get the running loop as a token (:func:`running_backend`,
+:func:`loop_of`) and hand it back to the loop helpers here (:func:`call_at`, :func:`loop_clock`,
+:func:`loop_closed`); their one-shot waiters are :func:`one_shot`'s.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import inspect
 import math
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import anyio
 import msgspec
@@ -47,6 +52,14 @@ __all__ = [
     "Handlers",
     "TrioCell",
     "running_loop",
+    "running_backend",
+    "call_at",
+    "loop_clock",
+    "loop_closed",
+    "loop_of",
+    "one_shot",
+    "cell_here",
+    "drop_outcome",
     "start_owned",
     "threadsafe_caller",
     "trio_checkpoint_if_cancelled",
@@ -118,6 +131,11 @@ class AsyncioCell(_Entry, asyncio.Future[msgspec.Raw]):
 
     #: Set when nobody but the future's awaiter can notice it being given up on (may be unset).
     sink: AbandonSink | None
+    #: The cell is the future its requester awaits (``await cell``; a TrioCell: ``await cell.wait()``).
+    is_future: ClassVar[Literal[True]] = True
+    #: A response's raw result into a cell still pending (never done: every ending takes it out of the
+    #: table first): the future's own C ``set_result``, no Python frame per response.
+    resolve_raw = asyncio.Future.set_result
 
     def settle(self, raw: msgspec.Raw | None, error: McpError | None) -> None:
         """Resolve the cell (once; later calls do nothing)."""
@@ -156,6 +174,9 @@ class TrioCell(_Entry):
 
     __slots__ = (*_ENTRY, "done", "error", "task", "value")
 
+    #: See :attr:`AsyncioCell.is_future`: a TrioCell is awaited through :meth:`wait`.
+    is_future: ClassVar[Literal[False]] = False
+
     def __init__(self) -> None:
         self.done = False
         self.value: msgspec.Raw | None = None
@@ -172,6 +193,10 @@ class TrioCell(_Entry):
         task, self.task = self.task, None
         if task is not None:
             _trio().lowlevel.reschedule(task)
+
+    def resolve_raw(self, raw: msgspec.Raw) -> None:
+        """A response's raw result (see :attr:`AsyncioCell.resolve_raw`)."""
+        self.settle(raw, None)
 
     async def wait(self) -> msgspec.Raw:
         """The raw result (or the request's error raised)."""
@@ -209,6 +234,18 @@ def new_cell(loop: asyncio.AbstractEventLoop | None) -> Cell:
     return TrioCell()
 
 
+def cell_here() -> Cell:
+    """A fresh cell for the running backend (see :func:`new_cell`)."""
+    return new_cell(running_loop())
+
+
+def drop_outcome(cell: Cell) -> None:
+    """A cell that ended while nobody awaits it any more: its error is not reported (asyncio would log it
+    as never retrieved)."""
+    if type(cell) is AsyncioCell and cell.done() and not cell.cancelled():
+        cell.exception()
+
+
 def cell_factory(loop: asyncio.AbstractEventLoop | None) -> Callable[[], Cell]:
     """What makes fresh cells for the backend of ``loop`` (``None``: trio), chosen once by its caller.
 
@@ -218,6 +255,45 @@ def cell_factory(loop: asyncio.AbstractEventLoop | None) -> Callable[[], Cell]:
     fields are unset, ``sink`` included (read as ``None``).
     """
     return AsyncioCell if loop is not None else TrioCell
+
+
+def running_backend() -> tuple[asyncio.AbstractEventLoop | None, Callable[[], Cell], Callable[[], float] | None]:
+    """For a session starting to run: the running loop (``None`` on trio), a token for the loop helpers
+    below; what makes its cells (:func:`cell_factory`); and the loop's clock (``None`` on trio)."""
+    loop = running_loop()
+    return loop, cell_factory(loop), (loop.time if loop is not None else None)
+
+
+# --- the loop's clock, timers and one-shot waiters (asyncio), for a session and parked runs -----
+
+
+def call_at(loop: asyncio.AbstractEventLoop, at: float, fire: Callable[[], object]) -> asyncio.TimerHandle:
+    """asyncio: ``fire()`` at ``at`` on ``loop``'s clock, a callback of the loop (no task, no cancel
+    scope); the handle's ``when()`` and ``cancel()`` are what its holder uses."""
+    return loop.call_at(at, fire)
+
+
+def loop_clock(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """asyncio: ``loop``'s clock (what :func:`call_at` times)."""
+    return loop.time
+
+
+def loop_closed(loop: asyncio.AbstractEventLoop) -> bool:
+    """asyncio: whether ``loop`` was closed (what ran on it has ended)."""
+    return loop.is_closed()
+
+
+def one_shot() -> Any:
+    """A one-shot waiter for the running backend: on asyncio a plain future of the running loop, awaited
+    as is (no coroutine around it; settled with ``set_result``); on trio a :class:`TrioCell`
+    (``await cell.wait()``; settled with ``settle``)."""
+    loop = running_loop()
+    return loop.create_future() if loop is not None else TrioCell()
+
+
+def loop_of(waiter: asyncio.Future[Any]) -> asyncio.AbstractEventLoop:
+    """asyncio: the loop of :func:`one_shot`'s ``waiter`` (the loop it runs on)."""
+    return waiter.get_loop()
 
 
 #: What cancels a bare asyncio handler task. Its body returns quietly on it (a request

@@ -7,6 +7,11 @@ cell (from :mod:`minimcp.core._backend`) the requester awaits. An entry ends exa
 response (:meth:`Requests._resolve`), its deadline (:meth:`Requests._expire`, served by the
 session's timer), its requester giving up (:meth:`Requests._abandon`: the peer is
 sent ``notifications/cancelled``), or the end of the connection (the session's close).
+
+A private mixin beside its class, not an object the session holds: composition would cost an attribute
+load per request and per response (``self._requests`` on the session's side, and the session's pending
+table, clock, transport and timer read through a back-reference on this side), on the path every
+request takes.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 import anyio
 import msgspec
 
-from minimcp.core._backend import AsyncioCell, Cell
+from minimcp.core._backend import Cell, drop_outcome
 from minimcp.core.config import Limits
 from minimcp.core.pending import PendingBudget, PendingTable, ProgressWatch
 from minimcp.core.transport import CANCELLED, MessageKind, Outgoing
@@ -84,7 +89,6 @@ class Requests:
     _pending: PendingTable[Cell]
     _next_id: int
     _closed: bool
-    _loop: Any
     #: Makes a fresh cell (:func:`minimcp.core._backend.cell_factory`, chosen once per session).
     _new_cell: Callable[[], Cell]
     now: Callable[[], float]
@@ -93,7 +97,7 @@ class Requests:
     _describes: bool
     transport: Transport
     _trace: WireTrace | None
-    #: The session's timer (minimcp.core.deadline_timer): a deadline came or moved sooner.
+    #: The session's deadline timer (``Session._arm_timer``): a deadline came or moved sooner.
     _arm_timer: Callable[[], None]
 
     # What the session provides (its own methods replace these).
@@ -253,7 +257,7 @@ class Requests:
         self.stats.requests_sent += 1
         if progress is not None:
             self._pending.watch(cell, progress)
-        if type(cell) is AsyncioCell and (
+        if cell.is_future and (
             self._request_sent_now(data, related, cell) if self._describes else self._sent_now(data, related=related)
         ):
             cell.sink = self  # nobody else sees it being given up on (AsyncioCell.cancel)
@@ -275,15 +279,14 @@ class Requests:
                     # the request itself (no answer can have come before the request went out).
                     reason = str(RequestTimeout(cell.method, cell.timeout))
                     await self._send_quietly(_cancelled(cell.id, reason), related, self._about_cancel(cell))
-            if type(cell) is AsyncioCell:
+            if cell.is_future:
                 # From here on, as on the fast path, a cancelled awaiter reaches the session through
                 # the cell (AsyncioCell.cancel), which takes the entry out before the future is done.
                 cell.sink = self
                 return await cell  # the future itself: no coroutine of the cell's own
             return await cell.wait()
         except BaseException:
-            if type(cell) is AsyncioCell and cell.done() and not cell.cancelled():
-                cell.exception()  # it ended (timeout, close) while still being sent: nobody awaits it now
+            drop_outcome(cell)  # it ended (timeout, close) while still being sent: nobody awaits it now
             cancelled = self._abandon(cell)  # nothing, if the request had already ended
             if cancelled is not None and not self._sent_now(cancelled, related=related):
                 with anyio.CancelScope(shield=True):
@@ -353,13 +356,13 @@ class Requests:
             self.stats.unknown_responses += 1
             logger.debug("%s: dropped a response for unknown id %r", self.name, id_)
             return
-        if response is not None and type(cell) is AsyncioCell:
+        if response is not None:
             # A cell in the table is never done (every ending takes it out first; a cancelled
-            # awaiter through AsyncioCell.cancel), so the future's own C set_result does what
-            # settle would, one Python call less per response.
-            cell.set_result(response.result)
+            # awaiter through AsyncioCell.cancel): on asyncio the future's own C set_result does
+            # what settle would, one Python call less per response.
+            cell.resolve_raw(response.result)
         else:
-            cell.settle(response.result if response is not None else None, error)
+            cell.settle(None, error)
 
     def _on_progress(self, message: Notification) -> None:
         try:

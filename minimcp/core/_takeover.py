@@ -7,6 +7,10 @@ Such a request is in flight like a handler's -- it counts against ``max_inflight
 id is busy, the peer's ``notifications/cancelled`` cancels the task answering it, the session's
 end cancels it -- until its reply is handed over; a cancelled one gets no reply, as a
 cancelled handler sends none.
+
+A private mixin beside its class, not an object the session holds: composition would cost an attribute
+load per adopted request (and the session's in-flight table and sender read through a back-reference),
+on the 2026-07-28 path every tool call round takes.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ connection ended). Each hands back only what it took out (or says it took nothin
 the entry's cell once, whatever races. The table does no I/O and imports no event loop: the
 cells come from :mod:`minimcp.core._backend`, the clock from the caller.
 
-Calls parked on revision 2026-07-28 (``minimcp.server.mrtr.run.Parking``) are not in this table. A
+Calls parked on revision 2026-07-28 (``minimcp.server.mrtr.parking.Parking``) are not in this table. A
 parked call is a whole handler waiting for the client's next round, not a request of ours
 waiting for a response, and it belongs to the server, not to a session: on that revision a
 retry may arrive on any HTTP request, with no session in between. Server side, asyncio, 10,000

@@ -23,10 +23,12 @@ timer, no event (see *Lazy per-connection machinery* at the end).
   loop (``loop.call_at``), on trio a task started when the first deadline comes
   and ending when none is left.
 * Backend specifics (the one-shot cells, the bare handler tasks) live in
-  :mod:`minimcp.core._backend`; this module is anyio code. The requests we send
-  (open, wait, time out, abandon) are :class:`minimcp.core._requests.Requests`,
-  which :class:`Session` inherits; one request to its reply is
-  :mod:`minimcp.core.dispatch`.
+  :mod:`minimcp.core._backend`; this module is anyio code. :class:`Session` is one
+  class; two private mixins beside it hold its other halves, where composition would
+  cost an attribute load per request: the requests we send (open, wait, time out,
+  abandon) are :class:`minimcp.core._requests.Requests`, the requests a role takes
+  over (2026-07-28) :class:`minimcp.core._takeover.AdoptedRequests`. One request to
+  its reply is :mod:`minimcp.core.dispatch`.
 * A transport that asks (``wants_outgoing``, read once) is told what each message it is
   handed is -- a :class:`~minimcp.core.transport.Outgoing` (kind, id, method) -- so it routes
   without parsing it (Streamable HTTP's client); other transports get the bytes alone.
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
@@ -60,7 +63,6 @@ from minimcp.core._backend import Cell, Handlers
 from minimcp.core._requests import Requests
 from minimcp.core._takeover import AdoptedRequests
 from minimcp.core.config import Limits
-from minimcp.core.deadline_timer import DeadlineTimer
 from minimcp.core.dispatch import Deferred, Dispatcher, error_reply
 from minimcp.core.pending import PendingBudget, PendingTable
 from minimcp.core.stats import SessionStats
@@ -87,7 +89,7 @@ _DRAIN_TURN = 64
 _FULL_TRIES = 8
 
 
-class Session(Requests, DeadlineTimer, AdoptedRequests):
+class Session(Requests, AdoptedRequests):
     """Drives one connection: run :meth:`run` in a task, use :meth:`request` / :meth:`notify`.
 
     Args:
@@ -196,10 +198,9 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
         on_end: Callable[[], object] | None = None,
     ) -> None:
         """Serve the connection until it ends or :meth:`close` is called; then call ``on_end``, if given."""
-        self._loop = loop = _backend.running_loop()
-        self._new_cell = _backend.cell_factory(loop)
-        if loop is not None:
-            self.now = loop.time
+        self._loop, self._new_cell, clock = _backend.running_backend()
+        if clock is not None:
+            self.now = clock
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -297,6 +298,64 @@ class Session(Requests, DeadlineTimer, AdoptedRequests):
             return
         cancelling.add(id_)
         handle.cancel()
+
+    # --- the deadline timer --------------------------------------------------------------------
+    # Armed only while a deadline is ahead (an idle session has none): on asyncio one
+    # ``loop.call_at`` handle, re-armed when a sooner deadline comes and cancelled on close; on trio
+    # (no loop callbacks) a task in the session's task group, started with the first deadline and
+    # ending when none is left. A standing timer task per session cost about 4.3 KB per idle session
+    # (its anyio task, cancel scope and wake event). What falls due is ``Requests._expire``'s.
+
+    def _arm_timer(self) -> None:
+        """A deadline came, or moved sooner than the timer waits for: have it fire by then."""
+        if self._closed:
+            return
+        loop = self._loop
+        if loop is None:  # trio (or not running yet: run() arms it)
+            if self._timer is not None:
+                wake = self._timer_wake
+                if wake is not None:
+                    wake.set()
+            elif self._tg is not None and self._pending.deadlines:
+                self._timer = True
+                self._tg.start_soon(self._timer_task)
+            return
+        at = self._pending.deadlines.earliest()
+        handle = self._timer
+        if handle is not None:
+            if handle.when() <= at:
+                return
+            handle.cancel()
+        self._timer = None if at == math.inf else _backend.call_at(loop, at, self._on_timer)
+
+    def _on_timer(self) -> None:
+        """asyncio: the earliest deadline has come (a callback of the loop: no task, no scope)."""
+        self._timer = None
+        try:
+            self._expire(self.now())
+        except Exception:  # pragma: no cover - a failing timer ends the session, as a failing task would
+            logger.exception("%s: the deadline timer failed", self.name)
+            self.close()
+            return
+        self._arm_timer()
+
+    async def _timer_task(self) -> None:
+        """trio: serve the deadlines while any is ahead, then end (:meth:`_arm_timer` starts it again)."""
+        try:
+            while True:
+                earliest = self._pending.deadlines.earliest()
+                if earliest == math.inf:
+                    return
+                delay = earliest - self.now()
+                if delay > 0:
+                    wake = self._timer_wake = anyio.Event()
+                    with anyio.move_on_after(delay):
+                        await wake.wait()
+                    self._timer_wake = None
+                self._expire(self.now())
+        finally:
+            self._timer = None
+            self._timer_wake = None
 
     # --- outbound ----------------------------------------------------------------------------
 

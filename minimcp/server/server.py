@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     # What revision 2026-07-28, shared states and the bus need loads on first use (see Server.__init__).
     from minimcp.forms.cache import FormCache
     from minimcp.server.bus import Bus, WorkerSide
-    from minimcp.server.mrtr.run import Parking
+    from minimcp.server.mrtr.parking import Parking
     from minimcp.server.mrtr.state import StateKey, StateSealer
     from minimcp.server.mrtr.used_states import UsedStates
     from minimcp.wire.envelope import ServerWire
@@ -199,7 +199,7 @@ class Server:
     @functools.cached_property
     def parking(self) -> Parking:
         """Tool calls suspended between rounds of the modern revision."""
-        from minimcp.server.mrtr.run import Parking
+        from minimcp.server.mrtr.parking import Parking
 
         return Parking(self.limits.max_pending_outbound)
 

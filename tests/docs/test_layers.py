@@ -100,8 +100,8 @@ def test_pure_module_pulls_in_no_io_transitively(filename: str) -> None:
 def test_transitive_probe_names_the_chain() -> None:
     """The probe catches an indirect import and names each module on the way to it."""
     assert transitive_imports("minimcp.wire.errors") == "clean"
-    # run.py (the runs and parking of revision 2026-07-28) is not pure; logging brings threading.
-    assert transitive_imports("minimcp.server.mrtr.run") == "minimcp.server.mrtr.run -> logging -> threading"
+    # parking.py (where the runs of revision 2026-07-28 wait) is not pure; logging brings threading.
+    assert transitive_imports("minimcp.server.mrtr.parking") == "minimcp.server.mrtr.parking -> logging -> threading"
     assert transitive_imports("minimcp.server.mrtr.run", ("anyio",)) == "minimcp.server.mrtr.run -> anyio"
     # rounds.py reaches anyio through the backend module.
     assert transitive_imports("minimcp.server.mrtr.rounds", ("anyio",)) == "minimcp.server.mrtr.rounds -> minimcp.core._backend -> anyio"  # noqa: E501

@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from minimcp.core.deadlines import Deadlines
-from minimcp.server.mrtr.run import Parking, Run
+from minimcp.server.mrtr.parking import Parking
+from minimcp.server.mrtr.run import Run
 from tests.helpers import raw_client
 from tests.helpers.modern import Modern, accept, complete, input_required, text_of
 from tests.helpers.modern_form_work import ask_rounds, pick_server

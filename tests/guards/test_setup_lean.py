@@ -17,7 +17,8 @@ import pytest
 from minimcp.server.context.call import Call
 from minimcp.server.metrics import ElicitationMetrics, ToolMetrics
 from minimcp.server.mrtr import rounds
-from minimcp.server.mrtr.run import Parking, Returned, Run
+from minimcp.server.mrtr.parking import Parking
+from minimcp.server.mrtr.run import Returned, Run
 from tests.helpers import raw_client
 from tests.helpers.modern import Modern
 from tests.helpers.modern_form_work import ask_rounds, pick_server

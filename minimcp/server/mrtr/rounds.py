@@ -12,7 +12,7 @@ gave it.
 minimcp keeps the tool author's ``await ctx.elicit(...)`` unchanged, anywhere
 in a tool body. The tool runs in a task of its own (a :class:`Run`); when it
 asks, the request being served answers ``input_required`` and the run stays
-suspended -- *parked* (:class:`~minimcp.server.mrtr.run.Parking`) under a handle sealed
+suspended -- *parked* (:class:`~minimcp.server.mrtr.parking.Parking`) under a handle sealed
 into ``requestState``. The retry finds the handle and delivers the answer: the
 same coroutine goes on, exactly as on the handshake era.
 

@@ -3,38 +3,33 @@
 A :class:`Run` is the tool's coroutine suspended between the requests of one call: it hands
 back recorded answers on a replay, asks what is not on record (the request being served then
 answers ``input_required``, see :mod:`minimcp.server.mrtr.rounds`), and waits for the retry's answers --
-parked -- until they come, the questions' timeout passes, or it is stopped.
+parked (:mod:`minimcp.server.mrtr.parking`) -- until they come, the questions' timeout passes, or it is
+stopped. A run's handle and call id are unguessable names drawn in batches (:func:`more_names`).
 """
 
 from __future__ import annotations
 
-import logging
+import binascii
 import math
+import os
 import time
-from collections import OrderedDict
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import msgspec
 
-from minimcp.core._backend import TrioCell, running_loop, trio_deadline_in
-from minimcp.server.mrtr.run_names import NAMES as _NAMES
-from minimcp.server.mrtr.run_names import more_names as _more_names
-from minimcp.server.mrtr.run_sweep import TIMED_OUT as _TIMED_OUT
-from minimcp.server.mrtr.run_sweep import Sweep as _Sweep
-from minimcp.transports._ports import PARK_OWNER
+from minimcp.core._backend import TrioCell, one_shot, trio_deadline_in
 from minimcp.wire import errors
 from minimcp.wire.errors import McpError
 from minimcp.wire.input_required import Question, take_answer
+from minimcp.wire.jsonrpc import CALL_ID_BYTES
 
 if TYPE_CHECKING:
     from minimcp.server.context import Context
+    from minimcp.server.mrtr.parking import Parking
 
-__all__ = ["Asking", "Outcome", "Raised", "Returned", "Run", "Parking"]
-
-logger = logging.getLogger("minimcp.modern")
-
+__all__ = ["NAMES", "NAMES_PER_DRAW", "TIMED_OUT", "Asking", "Outcome", "Raised", "Returned", "Run", "more_names"]
 
 # --- a run's outcome: what the request being served learns from the tool ------------------------
 
@@ -59,6 +54,39 @@ class Raised(NamedTuple):
 
 #: What :meth:`Run.next_outcome` gives.
 Outcome = Asking | Returned | Raised
+
+#: What a parked run's answer cell is settled with when its questions time out (:meth:`Run.out_of_time`).
+TIMED_OUT = msgspec.Raw(b"null")
+
+
+# --- names: unguessable handles and call ids, drawn from the system's randomness in batches -----
+# A run takes each name with one ``NAMES.pop()`` (atomic: two threads never get the same one), and
+# calls :func:`more_names` when the batch is used up: one read of the system's randomness and one
+# base64 coding per :data:`NAMES_PER_DRAW` names, not per run.
+
+#: Names drawn and not yet taken: CALL_ID_BYTES random bytes each, base64url, unpadded.
+NAMES: list[str] = []
+#: How many names one read of the system's randomness draws (what secrets.token_bytes reads).
+NAMES_PER_DRAW = 64
+
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+assert CALL_ID_BYTES % 3 == 0, "the names split the base64 text where their bytes split"
+_CHARS = CALL_ID_BYTES * 4 // 3
+#: Where each name of a draw's text sits.
+_SLICES = [slice(i, i + _CHARS) for i in range(0, _CHARS * NAMES_PER_DRAW, _CHARS)]
+
+
+def more_names() -> str:
+    """Draw a batch of names into :data:`NAMES`; one of them."""
+    text = binascii.b2a_base64(os.urandom(CALL_ID_BYTES * NAMES_PER_DRAW), newline=False).translate(_TO_URLSAFE)
+    NAMES.extend(map(text.decode().__getitem__, _SLICES))  # (cut in C: no bytecode per name)
+    return NAMES.pop()
+
+
+if hasattr(os, "register_at_fork"):  # a forked worker draws its own names, never its parent's
+    os.register_at_fork(after_in_child=NAMES.clear)
+
+_next_name = NAMES.pop  # (one name: NAMES.pop, bound once)
 
 
 # --- runs: a tool executing across rounds ----------------------------------------------------
@@ -112,17 +140,17 @@ class Run:
         #: Set on a parked run dropped because its retry continued the call on another worker.
         self.continued_elsewhere = False
         self._keys: set[str] | None = None  # made on the first question with a key
-        # Unguessable names from a batch drawn at once (minimcp.server.mrtr.run_names): no read of the system's
+        # Unguessable names from a batch drawn at once (:func:`more_names`): no read of the system's
         # randomness and no base64 coding per run (a new call needs two names).
         try:
             self.handle = _next_name()
         except IndexError:
-            self.handle = _more_names()
+            self.handle = more_names()
         if not call_id:
             try:
                 call_id = _next_name()
             except IndexError:
-                call_id = _more_names()
+                call_id = more_names()
         #: Stable across every round and replay of this one call (carried in the sealed state).
         self.call_id = call_id
         #: The tool's context, when it takes one (its envelope follows each round's request).
@@ -154,7 +182,7 @@ class Run:
         #: rounds (:mod:`minimcp.server.mrtr.rounds`): a retry repeating them has the digest its state is bound to.
         self.arguments: bytes | None = arguments
         #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
-        #: :class:`~minimcp.server.mrtr.run_sweep.Sweep`; infinity: not timed), and whether that deadline sits in a
+        #: :class:`~minimcp.server.mrtr.parking.Sweep`; infinity: not timed), and whether that deadline sits in a
         #: FIFO lane.
         self.deadline = _INF
         self.laned = False
@@ -205,16 +233,17 @@ class Run:
             and not self.offered and self._asked is None
         ):  # (``_replay`` is never past the record's end: at it, it is the number of questions asked)
             # The usual round (one numbered question, nothing on record, offered or asked before for
-            # it): as _recorded and _open would do, written out (no loops, no calls of ours).
+            # it): as _recorded and _open would do, written out (no loops, no calls of ours), with
+            # _take_answers' loop below: folded back, a round trip took 1.2-1.9 % more instructions
+            # (benchmarks/tools/instr_modern.py). Held equal by tests/guards/test_run_cuts.py
+            # (test_run_ask_written_out_usual_round_equals_recorded_open_and_take_answers).
             results: list[Any] = [None]
             need: tuple[int, ...] = _FIRST_ONLY
             self.pending = (question,)
             self.pending_keys = _ONE_KEY[self._replay]  # (a shared tuple)
             self.pending_timeout = delay = ttl  # (asked now: the whole timeout, which puts it in a lane)
             self.asked_at = time.time()
-            loop = running_loop()
-            cell: Any = loop.create_future() if loop is not None else TrioCell()
-            self._answer_cell = cell
+            self._answer_cell = cell = one_shot()
             if self.serving is None:
                 self._emit(Asking(self.pending))
         else:
@@ -222,26 +251,22 @@ class Run:
             results, need = self._recorded(questions)
             if need:
                 question = questions[0]  # (the one question of a round of one, as above)
-                loop = running_loop()
-                cell = loop.create_future() if loop is not None else TrioCell()
+                cell = one_shot()
                 delay = self._open(questions, need, ttl, cell)
         if need:
             if self.serving is not None:
                 await self.answer_asking()  # this task answers its request itself: no hand-over
-            if loop is not None:
+            if type(cell) is not TrioCell:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
                 # the parking's one sweep settles it as timed out (no timer or cancel scope per park).
                 if delay is None:
                     sweep = None
                 else:
-                    sweep = self.parking._sweep
-                    if sweep is None or sweep.loop is not loop:
-                        sweep = self.parking.sweep_of(loop)
                     # (a lane only for a run's first question: a later one may still have a stale place
                     # in it, which would look live again and hold up the deadlines behind it)
-                    sweep.add(self, delay, delay == ttl and not self.answers)
+                    sweep = self.parking.time_out(self, cell, delay, delay == ttl and not self.answers)
                 try:
-                    answered = await cell is not _TIMED_OUT
+                    answered = await cell is not TIMED_OUT
                 finally:
                     if sweep is not None:
                         sweep.let_go(self, self.pending_timeout)  # (answered or ended: not timed any more)
@@ -414,25 +439,25 @@ class Run:
         self._answers = None
         _settle(cell, _DONE)
 
+    def out_of_time(self) -> None:
+        """asyncio: the open questions' timeout passed while the run waits (its parking's sweep tells it):
+        the tool wakes to :data:`TIMED_OUT`, and the call is dropped."""
+        cell = self._answer_cell
+        if cell is not None and not cell.done():  # (an asyncio future: the sweep is asyncio's)
+            cell.set_result(TIMED_OUT)
+
     async def next_outcome(self) -> Outcome:
         """Wait until the tool asks its next question or ends."""
         if self._outcome is None:
-            # The cell awaited as is on asyncio (a plain future: no coroutine of the backend's around it).
-            loop = running_loop()
-            if loop is not None:
-                self._outcome = future = loop.create_future()
-                try:
-                    await future
-                finally:
-                    if self._outcome is future:  # (no outcome came: given up on)
-                        self._outcome = None
-            else:
-                self._outcome = cell = TrioCell()
-                try:
+            self._outcome = cell = one_shot()
+            try:
+                if type(cell) is TrioCell:
                     await cell.wait()
-                finally:
-                    if self._outcome is cell:
-                        self._outcome = None
+                else:
+                    await cell  # (a plain future, awaited as is: no coroutine of the backend's around it)
+            finally:
+                if self._outcome is cell:  # (no outcome came: given up on)
+                    self._outcome = None
         outcome: Outcome = self._outcome  # (an Outcome: _emit put it there)
         self._outcome = None
         return outcome
@@ -448,7 +473,6 @@ class _NotStarted:
 
 
 _NOT_STARTED = _NotStarted()
-_next_name = _NAMES.pop  # (one name: NAMES.pop, bound once)
 _INF = math.inf
 #: The :attr:`Run.scope` of a run that does not run: ``run.scope is NOT_STARTED`` is :attr:`Run.stopped`.
 NOT_STARTED = _NOT_STARTED
@@ -476,97 +500,3 @@ def _settle(cell: Any, value: msgspec.Raw) -> None:
         cell.settle(value, None)
     elif not cell.done():
         cell.set_result(value)
-
-
-# --- parking: where runs wait between rounds ----------------------------------------------
-
-class Parking:
-    """Suspended runs by handle, bounded: the oldest are dropped (their retries replay).
-
-    Runs parked under a :data:`~minimcp.transports._ports.PARK_OWNER` also count against that owner's own
-    bound: one more is refused with ``-32003`` (and its run cancelled).
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._runs: OrderedDict[str, Run] = OrderedDict()
-        self._owner_of: dict[str, str] = {}  # handle -> owner, for runs parked under an owner
-        self._owned: dict[str, int] = {}  # owner -> how many of its runs are parked
-        # asyncio: the parked runs' timeouts, one sweep per event loop (made with its first parked
-        # run): the last one used, and every one by its loop (a server shared by loops in threads).
-        self._sweep: _Sweep | None = None
-        self._sweeps: list[_Sweep] = []
-
-    def __len__(self) -> int:
-        return len(self._runs)
-
-    def park(self, run: Run) -> None:
-        """Keep ``run`` until its retry takes it.
-
-        Raises:
-            McpError: ``-32003``: the client of the request being served has its bound of parked calls.
-        """
-        owner = PARK_OWNER.get()
-        if owner is not None:
-            key, bound = owner
-            mine = self._owned.get(key, 0)
-            if mine >= bound:
-                run.stop()
-                raise McpError(
-                    errors.SERVER_BUSY,
-                    f"too many calls waiting for answers from this client (limit {bound}); "
-                    "answer or abandon one first",
-                )
-            self._owned[key] = mine + 1
-            self._owner_of[run.handle] = key
-        self._runs[run.handle] = run
-        while len(self._runs) > self.limit:
-            handle, oldest = self._runs.popitem(last=False)
-            self._disown(handle)
-            logger.info("dropping the oldest parked call (limit %d); its retry will replay", self.limit)
-            oldest.stop()
-
-    def time_out(self, run: Run, loop: Any, delay: float, laned: bool) -> _Sweep:
-        """asyncio: time ``run``'s open questions out in ``delay`` seconds (see
-        :class:`~minimcp.server.mrtr.run_sweep.Sweep`); the sweep to tell when they are answered."""
-        sweep = self._sweep
-        if sweep is None or sweep.loop is not loop:
-            sweep = self.sweep_of(loop)
-        sweep.add(run, delay, laned)
-        return sweep
-
-    def sweep_of(self, loop: Any) -> _Sweep:
-        """asyncio: the sweep of ``loop``'s parked runs (made with the first), now the last one used."""
-        # (the sweeps of closed loops go: their runs ended with them)
-        self._sweeps = sweeps = [s for s in self._sweeps if not s.loop.is_closed()]
-        sweep = next((s for s in sweeps if s.loop is loop), None)
-        if sweep is None:
-            sweep = _Sweep(loop)
-            sweeps.append(sweep)
-        self._sweep = sweep
-        return sweep
-
-    def peek(self, handle: str) -> Run | None:
-        """The run parked under ``handle`` (left parked)."""
-        return self._runs.get(handle)
-
-    def take(self, handle: str) -> Run | None:
-        run = self._runs.pop(handle, None)
-        if run is not None and self._owner_of:  # (no owners: nothing to disown, no call)
-            self._disown(handle)
-        return run
-
-    def discard(self, run: Run) -> None:
-        if self._runs.get(run.handle) is run:
-            del self._runs[run.handle]
-            if self._owner_of:
-                self._disown(run.handle)
-
-    def _disown(self, handle: str) -> None:
-        key = self._owner_of.pop(handle, None)
-        if key is not None:
-            mine = self._owned[key] - 1
-            if mine:
-                self._owned[key] = mine
-            else:
-                del self._owned[key]

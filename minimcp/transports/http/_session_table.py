@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import anyio
 import msgspec
 
-from minimcp.core._backend import BareTaskCancelled, Cell, Handlers, new_cell, running_loop
+from minimcp.core._backend import BareTaskCancelled, Cell, Handlers, cell_here
 from minimcp.transports.http._asgi import ASSUMED_VERSION
 from minimcp.wire.errors import MinimcpError
 from minimcp.wire.jsonrpc import RequestId
@@ -307,7 +307,7 @@ class _Status:
     __slots__ = ("cell", "error", "reported", "value")
 
     def __init__(self) -> None:
-        self.cell: Cell = new_cell(running_loop())
+        self.cell: Cell = cell_here()
         self.value: Any = None
         self.error: BaseException | None = None
         self.reported = False

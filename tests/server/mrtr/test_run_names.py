@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from minimcp.server.mrtr import run_names
-from minimcp.server.mrtr.run import Parking, Run
+from minimcp.server.mrtr import run as run_names
+from minimcp.server.mrtr.parking import Parking
+from minimcp.server.mrtr.run import Run
 from tests.helpers import counted_urandom
 
 

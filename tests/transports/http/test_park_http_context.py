@@ -19,7 +19,8 @@ from typing import Any
 import anyio
 
 from minimcp import Accepted, Context, Limits, Server
-from minimcp.server.mrtr.run import Parking, Run
+from minimcp.server.mrtr.parking import Parking
+from minimcp.server.mrtr.run import Run
 from minimcp.transports._ports import PARK_OWNER
 from minimcp.transports.http import StreamableHTTPApp
 from tests.helpers.http_modern_leg import call_scope
