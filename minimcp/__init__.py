@@ -3,6 +3,9 @@
 The public API is re-exported here; modules hold the details. The HTTP and WebSocket
 entry points (and a few names only some programs need) are loaded on first use, so the
 ``http`` and ``ws`` extras stay optional and ``import minimcp`` stays quick.
+
+The code is in packages by layer; ``docs/internals.md`` says in which order to read them on a first
+reading, and what to skip.
 """
 
 from __future__ import annotations

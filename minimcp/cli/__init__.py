@@ -1,5 +1,7 @@
 """The command-line client: ``python -m minimcp`` (or the installed ``minimcp`` command).
 
+Layer 8, the top: nothing in the package imports it. Skip it on a first reading.
+
 ::
 
     minimcp tools   TARGET                          list the server's tools

@@ -1,5 +1,8 @@
 """Elicitation forms: the Form, compile_form and parse_schema; Python types <-> the restricted MCP form schema.
 
+Layer 2, pure. A first reading needs only :func:`compile_form` and :class:`Form` (how ``ctx.elicit``
+turns a type into a schema and checks the answer); the field, schema and cache modules may be skipped.
+
 Theory of operation
 -------------------
 A form-mode ``elicitation/create`` request carries a ``requestedSchema``: a flat JSON object whose properties

@@ -7,5 +7,6 @@ envelope and complete result of revision 2026-07-28 (``envelope``) and its quest
 (``input_required``).
 
 No module here does I/O or imports anyio, asyncio or trio (``tests/docs/test_layers.py`` checks it).
-Read ``jsonrpc`` first; the rest may be read as the code that uses it points at them.
+Read ``jsonrpc`` first (part of the first reading); the rest may be skipped on a first reading and read
+as the code that uses it points at them.
 """

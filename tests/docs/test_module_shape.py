@@ -31,6 +31,13 @@ def _source(filename: str) -> str:
     return (PACKAGE / filename).read_text()
 
 
+@pytest.mark.parametrize("filename", [m for m in ALL_MODULES if m.endswith("__init__.py")])
+def test_every_package_says_what_a_first_reading_may_skip(filename: str) -> None:
+    """Each package's docstring says what it is (its first line) and how it stands on a first reading."""
+    doc = ast.get_docstring(ast.parse(_source(filename))) or ""
+    assert "first reading" in " ".join(doc.split()), f"{filename}: say whether a first reading may skip it"
+
+
 @pytest.mark.parametrize("filename", ALL_MODULES)
 def test_every_module_opens_with_its_job(filename: str) -> None:
     doc = ast.get_docstring(ast.parse(_source(filename)))

@@ -1,5 +1,8 @@
 """The tool context: the one object a tool gets to learn who is calling and to ask them things mid-call.
 
+Part of the first reading (``ctx.elicit`` is how a tool asks): this package, then
+:mod:`~minimcp.server.context.asking` and :mod:`~minimcp.server.context.call`; ``keepalive`` may be skipped.
+
 A :class:`Context` is what a tool (or a prompt) gets as its ``Context``-typed
 parameter. It is era-neutral: ``ctx.elicit`` sends a nested ``elicitation/create``
 on the handshake era, and becomes an ``input_required`` round on revision

@@ -1,5 +1,8 @@
 """Streamable HTTP (revisions 2025-11-25 and 2026-07-28): a bare ASGI 3 server app, and an httpx client transport.
 
+Layer 4, the largest transport. Skip it on a first reading: :mod:`minimcp.transports.memory` shows
+what a transport is.
+
 Needs the ``http`` extra (``pip install minimcp[http]``): httpx for the client,
 uvicorn or hypercorn to serve the app. They are imported only when used.
 
