@@ -84,7 +84,11 @@ _EMPTY: dict[str, Any] = {}
 #: only for a transport that asks (with ``related`` = the id it answers), so replies cost the others nothing.
 _RESPONSE = Outgoing(MessageKind.RESPONSE)
 # Messages the read loop takes in a row before yielding to its handlers, and how often it yields,
-# at most, while every in-flight slot is taken before refusing a request.
+# at most, while every in-flight slot is taken before refusing a request. Why these: a read loop
+# that never yields while messages keep coming starves the handlers it started and the deadline timer,
+# and refuses a burst of quick requests as busy (test_a_burst_of_quick_requests_is_not_refused_as_busy); one
+# checkpoint per 64 messages is a small share of taking 64 messages, and a quick handler ends within a
+# turn or two, so 8 turns free a slot whenever one can be freed without waiting on I/O.
 _DRAIN_TURN = 64
 _FULL_TRIES = 8
 
@@ -215,10 +219,9 @@ class Session(Requests, AdoptedRequests):
                         await self._read_loop()
                 finally:
                     self._handlers = None
-                    self._close_pending()
                     tg.cancel_scope.cancel()
         finally:
-            self._close_pending()
+            self._close_pending()  # (a no-op after the handlers' block did it; else, a run that never got there)
             self._cancelling = None
             self._tg = None
             with anyio.CancelScope(shield=True):

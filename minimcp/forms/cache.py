@@ -11,8 +11,9 @@ The schema that goes out is the tool's own dict, as written, encoded at once.
 
 Bounded: at most ``Limits.max_form_shapes`` shapes are kept (the oldest dropped first; the
 bound of the server whose tool asks). Form *types* (Structs, dataclasses, TypedDicts) are
-cached by :func:`minimcp.forms.compile_form` itself. A server reaches these tables through its
-:class:`FormCache`, which also keeps the form types asked on revision 2026-07-28 ready.
+cached by :func:`minimcp.forms.compile_form` itself. The tables belong to one server's
+:class:`FormCache` (nothing here is module-global), which also keeps the form types asked on
+revision 2026-07-28 ready.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ if TYPE_CHECKING:
 #: The default bound (``Limits.max_form_shapes``); a tool has a handful of shapes.
 MAX_SHAPES = 256
 
-#: shape -> (its compiled form, the defaults it was compiled with, one-field checkers for other defaults)
-_shapes: dict[bytes, tuple[forms.Form[dict[str, Any]], bytes, dict[str, forms.Form[dict[str, Any]]]]] = {}
 _encode = msgspec.json.Encoder(order="sorted").encode
-#: form type -> its compiled form without exemptions (as compile_form caches it; types are as few as the code's)
-_types: dict[Any, forms.Form[Any]] = {}
-MAX_TYPES = 1024  # (past it, a type's form is found through compile_form, as before this table)
+#: Most form types a :class:`FormCache` keeps compiled by the type alone (types are as few as the code's; past
+#: it, a type's form is found through compile_form, whose own cache is keyed by the type and its exemptions).
+MAX_TYPES = 1024
+#: shape -> (its compiled form, the defaults it was compiled with, one-field checkers for other defaults)
+Shapes = dict[bytes, tuple[forms.Form[dict[str, Any]], bytes, dict[str, forms.Form[dict[str, Any]]]]]
 
 
 def _split(schema: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -54,54 +55,6 @@ def _split(schema: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
             prop = {k: v for k, v in prop.items() if k != "default"}
         bare[name] = prop
     return {**schema, "properties": bare}, defaults
-
-
-def question_form(
-    form: Any, allow_sensitive: Collection[str], version: str, max_shapes: int = MAX_SHAPES,
-    *, as_written: bool | None = None,
-) -> tuple[forms.Form[Any], dict[str, Any] | None]:
-    """The compiled form of a question and the raw schema to send as written (None: ``schema_for(version)``).
-
-    ``form`` is a form type or a raw schema dict; raises like :func:`minimcp.forms.compile_form`.
-    ``as_written``: whether ``version`` sends a raw schema as written (``Feature.ELICITATION_ENUMS``),
-    if the caller knows already (a connection works it out once).
-    """
-    if isinstance(form, type) or (type(form) is not dict and not isinstance(form, Mapping)):  # a form type
-        if allow_sensitive:
-            return forms.compile_form(form, allow_sensitive=allow_sensitive), None
-        compiled = _types.get(form)  # (compile_form(form): its own cache, without making its key)
-        if compiled is None:
-            compiled = forms.compile_form(form)
-            if len(_types) < MAX_TYPES:
-                _types[form] = compiled
-        return compiled, None
-    split = _split(form)
-    if as_written is None:
-        as_written = supports(version, Feature.ELICITATION_ENUMS)
-    if split is None or not as_written or max_shapes <= 0:  # unusual, rendered for its revision, or no cache
-        return forms.compile_form(form, allow_sensitive=allow_sensitive), None
-    bare, defaults = split
-    given = cast("dict[str, Any]", form)  # (a dict: _split checked it)
-    try:
-        key = _encode([bare, sorted(allow_sensitive)])
-        seen = _encode(defaults)
-    except (TypeError, msgspec.EncodeError):  # not JSON: compile_form says what is wrong
-        return forms.compile_form(form, allow_sensitive=allow_sensitive), None
-    entry = _shapes.get(key)
-    if entry is None:
-        compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)  # every check, this call's defaults
-        while len(_shapes) >= max_shapes:
-            try:
-                del _shapes[next(iter(_shapes))]
-            except (KeyError, RuntimeError, StopIteration):  # servers in other threads share the cache
-                break
-        _shapes[key] = (compiled, seen, {})
-        return compiled, given
-    compiled, checked, checkers = entry
-    if seen != checked:  # other defaults: each must be a valid answer to its own field
-        for name, value in defaults.items():
-            _check_default(compiled, checkers, name, value)
-    return compiled, given
 
 
 def _check_default(
@@ -132,16 +85,19 @@ class FormCache:
     """The forms one server's tools ask, as the server keeps them: one per server (``Server.form_cache``, made
     with its first form question, which loads the forms machinery; a call reaches it through its connection).
 
-    :meth:`question_form` compiles a question's form (through the shapes and types tables above). On revision
+    :meth:`question_form` compiles a question's form, keeping raw schemas by shape and form types by type. On revision
     2026-07-28 a form type's question is made from prepared bytes (the schema encoded once per form and
     revision, :func:`minimcp.wire.input_required.form_parts`); once made, the type is kept *ready* by (type,
     revision) with its compiled form and those bytes, and its later questions skip the params, the schema
     lookup and the encoding (:meth:`ready_question`; measured at 1.5 % of a 2026-07-28 round trip).
     """
 
-    __slots__ = ("_make", "_parts", "_ready")
+    __slots__ = ("_make", "_parts", "_ready", "shapes", "types")
 
     def __init__(self) -> None:
+        self.shapes: Shapes = {}
+        #: form type -> its compiled form without exemptions (bounded by ``MAX_TYPES``)
+        self.types: dict[Any, forms.Form[Any]] = {}
         self._ready: dict[tuple[type, str], tuple[forms.Form[Any], FormParts]] = {}
         #: ``ready_question`` and ``form_parts`` of :mod:`minimcp.wire.input_required`: bound with the first
         #: 2026-07-28 form question (a handshake-era server does not load that module).
@@ -149,10 +105,51 @@ class FormCache:
         self._parts: Callable[..., FormParts] | None = None
 
     def question_form(
-        self, form: Any, allow_sensitive: Collection[str], version: str, max_shapes: int, *, as_written: bool
+        self, form: Any, allow_sensitive: Collection[str], version: str, max_shapes: int = MAX_SHAPES,
+        *, as_written: bool | None = None,
     ) -> tuple[forms.Form[Any], dict[str, Any] | None]:
-        """:func:`question_form` (the compiled form of a question, and the raw schema to send as written)."""
-        return question_form(form, allow_sensitive, version, max_shapes, as_written=as_written)
+        """The compiled form of a question and the raw schema to send as written (None: ``schema_for(version)``).
+
+        ``form`` is a form type or a raw schema dict; raises like :func:`minimcp.forms.compile_form`.
+        ``as_written``: whether ``version`` sends a raw schema as written (``Feature.ELICITATION_ENUMS``),
+        if the caller knows already (a connection works it out once).
+        """
+        if isinstance(form, type) or (type(form) is not dict and not isinstance(form, Mapping)):  # a form type
+            if allow_sensitive:
+                return forms.compile_form(form, allow_sensitive=allow_sensitive), None
+            compiled = self.types.get(form)  # (compile_form(form): its own cache, without making its key)
+            if compiled is None:
+                compiled = forms.compile_form(form)
+                if len(self.types) < MAX_TYPES:
+                    self.types[form] = compiled
+            return compiled, None
+        split = _split(form)
+        if as_written is None:
+            as_written = supports(version, Feature.ELICITATION_ENUMS)
+        if split is None or not as_written or max_shapes <= 0:  # unusual, rendered for its revision, or no cache
+            return forms.compile_form(form, allow_sensitive=allow_sensitive), None
+        bare, defaults = split
+        given = cast("dict[str, Any]", form)  # (a dict: _split checked it)
+        try:
+            key = _encode([bare, sorted(allow_sensitive)])
+            seen = _encode(defaults)
+        except (TypeError, msgspec.EncodeError):  # not JSON: compile_form says what is wrong
+            return forms.compile_form(form, allow_sensitive=allow_sensitive), None
+        entry = self.shapes.get(key)
+        if entry is None:
+            compiled = forms.compile_form(form, allow_sensitive=allow_sensitive)  # every check, this call's defaults
+            while len(self.shapes) >= max_shapes:
+                try:
+                    del self.shapes[next(iter(self.shapes))]
+                except (KeyError, RuntimeError, StopIteration):  # a server served from several threads at once
+                    break
+            self.shapes[key] = (compiled, seen, {})
+            return compiled, given
+        compiled, checked, checkers = entry
+        if seen != checked:  # other defaults: each must be a valid answer to its own field
+            for name, value in defaults.items():
+                _check_default(compiled, checkers, name, value)
+        return compiled, given
 
     def ready_question(
         self, form: type, version: str, message: str, key: str | None

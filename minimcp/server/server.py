@@ -51,6 +51,14 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 #: The environment variable of the sealing keys (``minimcp.server.mrtr.state.ENV_STATE_KEYS``: checked here without
 #: loading it).
 _ENV_STATE_KEYS = "MINIMCP_STATE_KEYS"
+#: Logged once by a host that may be one of several workers (:meth:`Server.warn_if_state_key_random`).
+RANDOM_KEY_WARNING = (
+    "server %s seals 2026-07-28 requestState with a key random to this process: with several workers, a retry "
+    "that reaches another worker is refused (-32602 Invalid or expired requestState) and the call has to start "
+    f"over. Give every worker the same keys: set {_ENV_STATE_KEYS} (comma-separated hex, 32+ bytes each, e.g. from: "
+    "python -c \"import secrets; print(secrets.token_hex(32))\") or pass Server(state_key=...). "
+    "One worker only: nothing to do."
+)
 _ENV_STATE_FORMAT = "MINIMCP_STATE_FORMAT"
 
 
@@ -463,8 +471,6 @@ class Server:
         if self.state_key_source != "random" or self._warned_random_key:
             return
         self._warned_random_key = True
-        from minimcp.server.mrtr.state import RANDOM_KEY_WARNING
-
         logger.warning(RANDOM_KEY_WARNING, self.name)
 
     @property
@@ -480,7 +486,8 @@ class Server:
         The Streamable HTTP app, :meth:`serve_stdio` and the WebSocket server start it; when you
         call :meth:`serve` yourself, start it beside (running it twice at once is harmless).
         """
-        run = getattr(self.used_states, "run", None)
+        # (a store given to the server, read without making the default one: that loads the 2026-07-28 machinery)
+        run = getattr(self.__dict__.get("used_states"), "run", None)
         async with anyio.create_task_group() as tg:
             if run is not None:
                 await tg.start(run)

@@ -89,21 +89,25 @@ async def test_waiting_calls_share_one_compiled_form_and_each_question_keeps_its
 def test_one_shape_one_compiled_form_whatever_its_default() -> None:
     from minimcp.forms import cache as form_cache
 
-    a, schema_a = form_cache.question_form(question("2030-01-01"), (), "2025-11-25")
-    b, schema_b = form_cache.question_form(question("2031-05-06"), (), "2025-11-25")
+    cache = form_cache.FormCache()
+
+    a, schema_a = cache.question_form(question("2030-01-01"), (), "2025-11-25")
+    b, schema_b = cache.question_form(question("2031-05-06"), (), "2025-11-25")
     assert a is b
     assert schema_a is not None and schema_a["properties"]["date"]["default"] == "2030-01-01"
     assert schema_b is not None and schema_b["properties"]["date"]["default"] == "2031-05-06"
-    other, _ = form_cache.question_form({**question("2030-01-01"), "required": []}, (), "2025-11-25")
+    other, _ = cache.question_form({**question("2030-01-01"), "required": []}, (), "2025-11-25")
     assert other is not a  # another shape (what is required changes validation)
 
 
 def test_a_bad_default_is_refused_on_a_cached_shape_too() -> None:
     from minimcp.forms import cache as form_cache
 
-    form_cache.question_form(question("2030-01-01"), (), "2025-11-25")
+    cache = form_cache.FormCache()
+
+    cache.question_form(question("2030-01-01"), (), "2025-11-25")
     with pytest.raises(forms.FormDefinitionError, match="date"):
-        form_cache.question_form(question("not a date"), (), "2025-11-25")
+        cache.question_form(question("not a date"), (), "2025-11-25")
 
 
 async def test_a_bad_default_ends_the_call_with_a_tool_error_and_the_session_goes_on() -> None:
@@ -123,22 +127,39 @@ def test_the_shapes_kept_are_bounded() -> None:
     from minimcp import Limits
     from minimcp.forms import cache as form_cache
 
+    cache = form_cache.FormCache()
+
     assert Limits().max_form_shapes == form_cache.MAX_SHAPES
     for n in range(form_cache.MAX_SHAPES + 20):
         schema = question("2030-01-01")
         schema["properties"]["date"]["description"] = f"shape {n}"
-        form_cache.question_form(schema, (), "2025-11-25")
-    assert len(form_cache._shapes) == form_cache.MAX_SHAPES
-    form_cache.question_form(question("2030-01-01"), (), "2025-11-25", 10)  # a smaller bound: the oldest go
-    assert len(form_cache._shapes) == 10
-    first, _ = form_cache.question_form(question("2030-01-01"), (), "2025-11-25", 0)
-    again, _ = form_cache.question_form(question("2030-01-01"), (), "2025-11-25", 0)
-    assert first is not again and len(form_cache._shapes) == 10  # 0: every question compiled, nothing kept
+        cache.question_form(schema, (), "2025-11-25")
+    assert len(cache.shapes) == form_cache.MAX_SHAPES
+    cache.question_form(question("2030-01-01"), (), "2025-11-25", 10)  # a smaller bound: the oldest go
+    assert len(cache.shapes) == 10
+    first, _ = cache.question_form(question("2030-01-01"), (), "2025-11-25", 0)
+    again, _ = cache.question_form(question("2030-01-01"), (), "2025-11-25", 0)
+    assert first is not again and len(cache.shapes) == 10  # 0: every question compiled, nothing kept
 
 
 def test_older_revisions_and_types_render_as_before() -> None:
     from minimcp.forms import cache as form_cache
 
-    form, schema = form_cache.question_form(question("2030-01-01"), (), "2025-06-18")
+    cache = form_cache.FormCache()
+
+    form, schema = cache.question_form(question("2030-01-01"), (), "2025-06-18")
     assert schema is None  # 2025-06-18 gets the schema rendered for it (no default on the string)
     assert "default" not in form.schema_for("2025-06-18")["properties"]["date"]
+
+
+def test_each_cache_keeps_its_own_shapes() -> None:
+    """The tables belong to one FormCache (one per server), not to the module: two servers share nothing."""
+    from minimcp.forms import cache as form_cache
+
+    one, other = form_cache.FormCache(), form_cache.FormCache()
+    a, _ = one.question_form(question("2030-01-01"), (), "2025-11-25")
+    assert len(one.shapes) == 1 and other.shapes == {}
+    b, _ = other.question_form(question("2030-01-01"), (), "2025-11-25")
+    assert a is not b and len(other.shapes) == 1
+    mutable = [name for name, value in vars(form_cache).items() if isinstance(value, dict | list | set)]
+    assert mutable == ["__builtins__"]  # (no table of its own)

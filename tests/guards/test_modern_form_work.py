@@ -371,11 +371,15 @@ def test_the_form_type_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None
     per call cannot grow it); such a type's form is still the one compile_form gives."""
     from minimcp.forms import cache as form_cache
 
-    monkeypatch.setattr(form_cache, "MAX_TYPES", len(form_cache._types))
+    cache = form_cache.FormCache()
+    known: Any = msgspec.defstruct("Known", [("n", int)])
+    cache.question_form(known, (), VERSION)
+    assert known in cache.types  # (below the bound a type is kept)
+    monkeypatch.setattr(form_cache, "MAX_TYPES", len(cache.types))
     fresh: Any = msgspec.defstruct("Fresh", [("n", int)])  # (a form type made at run time: not one mypy knows)
-    compiled, given = form_cache.question_form(fresh, (), VERSION)
+    compiled, given = cache.question_form(fresh, (), VERSION)
     assert given is None and compiled is forms.compile_form(fresh)
-    assert fresh not in form_cache._types
+    assert fresh not in cache.types
 
 
 

@@ -132,12 +132,13 @@ async def test_a_stdio_server_loads_no_client_transport_or_cli(tmp_path: pathlib
     assert set(NOT_UNTIL_A_FORM) - {"minimcp.forms.types"} <= loaded_after_a_form
 
 
-def test_importing_the_http_app_loads_no_run_machinery() -> None:
+def test_the_http_app_loads_no_run_machinery_until_a_2026_07_28_request() -> None:
     """Importing the Streamable HTTP app (and making one) loads nothing of server/mrtr/ (the runs, rounds,
     parking, sealed states of 2026-07-28), nor the HTTP client's httpx: it reads the revision's envelope
-    through the pure wire, and its package loads each name on first use. A
-    running app serves a 2026-07-28 request with them (its 2026-07-28 connection, made when the app
-    starts, loads them)."""
+    through the pure wire, and its package loads each name on first use. A running app that serves the
+    handshake era loads none of it either (its server's key is random: the warning says so without the
+    state module); its first 2026-07-28 request makes the connection that serves that revision, which
+    loads them."""
     code = textwrap.dedent(
         f"""
         import json, sys
@@ -158,6 +159,17 @@ def test_importing_the_http_app_loads_no_run_machinery() -> None:
                 await tg.start(app.run)
                 client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8000")
                 headers = {{"accept": "application/json, text/event-stream", "content-type": "application/json"}}
+                hello = {{"name": "c", "version": "1"}}
+                init = {{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {{
+                    "protocolVersion": "2025-11-25", "capabilities": {{}}, "clientInfo": hello}}}}
+                reply = await client.post("/mcp", json=init, headers=headers)
+                sid = reply.headers["mcp-session-id"]
+                follow = {{**headers, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}}
+                initialized = {{"jsonrpc": "2.0", "method": "notifications/initialized"}}
+                await client.post("/mcp", json=initialized, headers=follow)
+                listed = await client.post("/mcp", json={{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}},
+                                           headers=follow)
+                seen.append([str(reply.status_code), str(listed.status_code), *(m for m in era() if m != "httpx")])
                 modern = {{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {{"_meta": {{
                     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                     "io.modelcontextprotocol/clientCapabilities": {{}},
@@ -173,8 +185,9 @@ def test_importing_the_http_app_loads_no_run_machinery() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    imported, after_a_modern_request = json.loads(done.stdout)
+    imported, serving_the_handshake_era, after_a_modern_request = json.loads(done.stdout)
     assert imported == []
+    assert serving_the_handshake_era == ["200", "200"]
     assert after_a_modern_request[0] == "200" and "minimcp.server.mrtr.rounds" in after_a_modern_request
 
 

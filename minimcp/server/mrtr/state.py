@@ -60,7 +60,6 @@ from minimcp.wire.errors import MinimcpError
 __all__ = [
     "ENV_STATE_KEYS",
     "InvalidState",
-    "RANDOM_KEY_WARNING",
     "StateKey",
     "StateSealer",
     "StateTooLarge",
@@ -76,13 +75,6 @@ ENV_STATE_KEYS = "MINIMCP_STATE_KEYS"
 #: upgrade from a release that opens only ``v1`` is under way).
 ENV_STATE_FORMAT = "MINIMCP_STATE_FORMAT"
 #: What a server whose key is random to its process logs once (``%s``: the server's name).
-RANDOM_KEY_WARNING = (
-    "server %s seals 2026-07-28 requestState with a key random to this process: with several workers, a retry "
-    "that reaches another worker is refused (-32602 Invalid or expired requestState) and the call has to start "
-    f"over. Give every worker the same keys: set {ENV_STATE_KEYS} (comma-separated hex, 32+ bytes each, e.g. from: "
-    "python -c \"import secrets; print(secrets.token_hex(32))\") or pass Server(state_key=...). "
-    "One worker only: nothing to do."
-)
 #: Fewest bytes in a sealing key.
 MIN_KEY_BYTES = 32
 #: One sealing key: raw bytes, or hex text.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 import logging
@@ -211,7 +212,7 @@ class _ModernTransport:
 
 
 class _ModernHost:
-    """The one connection serving every 2026-07-28 POST of an app (started with the app)."""
+    """The one connection serving every 2026-07-28 POST of an app (made by the app's first 2026-07-28 request)."""
 
     __slots__ = ("connection", "ids", "session", "transport")
 
@@ -225,9 +226,11 @@ class _ModernHost:
 class StatelessLeg:
     """The app's 2026-07-28 POSTs: no sessions; every request is answered on its own POST.
 
-    Every request is handled by one long-lived connection (started with the
-    app by :meth:`start`), whose task group hosts the tool runs, so that a tool
-    parked between rounds outlives the POST that started it.
+    Every request is handled by one long-lived connection, whose task group (the
+    app's, given to :meth:`start`) hosts the tool runs, so that a tool parked
+    between rounds outlives the POST that started it. The connection is made by
+    the first 2026-07-28 request, so an app that serves only the handshake era
+    never loads this revision's run machinery.
     """
 
     def __init__(
@@ -250,6 +253,10 @@ class StatelessLeg:
             server.limits.stream_write_timeout if stream_write_timeout is None else stream_write_timeout
         )
         self._host: _ModernHost | None = None
+        self._tg: anyio.abc.TaskGroup | None = None  # the app's, while it runs: hosts the connection when made
+        self._opening: anyio.Lock | None = None  # one first request makes the connection, the others wait for it
+        self._unserved = False  # the app is bound to no role: the handshake era only (503 here)
+        self._context = contextvars.Context()
         self._sweeper: anyio.Event | None = None  # set to wake the sweeps when a first POST comes
         # tool name -> (its definition, its x-mcp-header annotations), recomputed when the definition changes
         self._annotations: dict[str, tuple[Tool, tuple[mcp_headers.ParamHeader, ...]]] = {}
@@ -259,16 +266,41 @@ class StatelessLeg:
         return self._host.connection if self._host is not None else None
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
-        """Start the connection that serves every 2026-07-28 POST; ``tg`` hosts parked tool calls."""
-        transport = _ModernTransport(self.stream_write_timeout)
-        try:
-            conn, session = self._connect(transport)
-        except NotImplementedError:  # an app bound to no role: the handshake era only (503 here)
-            return
-        await tg.start(session.run)
-        transport.watch = functools.partial(self._start_watch, tg)
-        tg.start_soon(self._sweep, tg, transport.routes)
-        self._host = _ModernHost(conn, session, transport)
+        """Take the app's task group: the first 2026-07-28 request starts its connection there (and its parked
+        tool calls run there)."""
+        self._tg, self._opening = tg, anyio.Lock()
+        # What the app's tasks start from: the connection is made in a request's task, but must not take that
+        # request's context along (its runs, parked, would hold it; they start from the session's context).
+        self._context = contextvars.copy_context()
+
+    async def _opened(self) -> _ModernHost | None:
+        """The connection serving every 2026-07-28 POST, made by the first (``None``: the app is not running)."""
+        tg, opening = self._tg, self._opening
+        if tg is None or opening is None or self._unserved:
+            return None
+        async with opening:
+            if self._host is not None or self._unserved:
+                return self._host
+            transport = _ModernTransport(self.stream_write_timeout)
+            try:
+                conn, session = self._connect(transport)
+            except NotImplementedError:  # an app bound to no role: the handshake era only (503 here)
+                self._unserved = True
+                return None
+            started = anyio.Event()
+
+            async def run_in_the_apps_context() -> None:
+                try:
+                    await tg.start(session.run)
+                    transport.watch = functools.partial(self._start_watch, tg)
+                    tg.start_soon(self._sweep, tg, transport.routes)
+                    self._host = _ModernHost(conn, session, transport)
+                finally:
+                    started.set()
+
+            self._context.run(tg.start_soon, run_in_the_apps_context)
+            await started.wait()
+            return self._host
 
     def close(self) -> None:
         """End the connection: parked tool calls end (their retries replay, see :mod:`minimcp.server.mrtr.run`)."""
@@ -276,7 +308,7 @@ class StatelessLeg:
             self._host.session.close()
 
     def stopped(self) -> None:
-        self._host = None
+        self._host = self._tg = self._opening = None
         self._sweeper = None
 
     async def post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
@@ -284,6 +316,8 @@ class StatelessLeg:
         body = await read_body(headers, receive, send, self.max_message_bytes, headers.get("mcp-protocol-version"))
         if body is None:
             return
+        if self._host is None:
+            await self._opened()  # (before the trace: the first request is recorded on the connection too)
         self._trace("receive", body)
         try:
             message = jsonrpc.decode(body)
@@ -302,6 +336,8 @@ class StatelessLeg:
         self, headers: Mapping[str, str], message: jsonrpc.Message, receive: Receive, send: Send, scope: Scope
     ) -> None:
         """Answer one decoded 2026-07-28 message (its headers checked against its body first)."""
+        if self._host is None:
+            await self._opened()
         if type(message) is not Request and type(message) is not Notification:
             await _respond_modern_error(
                 send,
