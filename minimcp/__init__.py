@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from minimcp.core.config import Limits as Limits
 from minimcp.server.context import Context as Context
-from minimcp.server.context.asking import Elicit as Elicit
-from minimcp.server.context.asking import ListRoots as ListRoots
-from minimcp.server.context.asking import Sample as Sample
+from minimcp.server.context import Elicit as Elicit
+from minimcp.server.context import ListRoots as ListRoots
+from minimcp.server.context import Sample as Sample
 from minimcp.server.server import Server as Server
 from minimcp.server.tools import ToolError as ToolError
 from minimcp.server.tools import tool_result as tool_result

@@ -40,7 +40,7 @@ from minimcp.wire.versions import LATEST_MODERN, MARKER, Era, Feature, has_envel
 
 if TYPE_CHECKING:
     from minimcp.forms.cache import FormCache
-    from minimcp.server.context.call import Call
+    from minimcp.server.context import Context
     from minimcp.server.context.keepalive import Wait, Waits
     from minimcp.server.server import Server
 
@@ -188,7 +188,7 @@ class ServerConnection:
 
     # CallHost: what a Context uses
 
-    def begin_wait(self, ctx: Call, what: str) -> Wait | None:
+    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (see
         :mod:`minimcp.server.context.keepalive`)."""
         waits = self.waits

@@ -270,7 +270,7 @@ class Server:
         restart, another worker); such a retry fails cleanly instead.
 
         ``forms``: the forms the tool asks with ``ctx.elicit`` (Struct, dataclass or
-        TypedDict types, raw schema dicts, or :class:`~minimcp.server.context.asking.Elicit` items
+        TypedDict types, raw schema dicts, or :class:`~minimcp.server.context.Elicit` items
         when ``allow_sensitive`` applies), checked here: one that cannot be sent raises
         :class:`~minimcp.forms.FormDefinitionError` naming the tool and the field. A form
         not named here is compiled when the tool asks; if it cannot be sent, the call

@@ -235,7 +235,7 @@ def check_tool_forms(tool: str, items: Iterable[Any]) -> None:
     """Compile each form a tool names (``@app.tool(forms=...)``): a broken one fails registration.
 
     An item is a form (a type or a raw schema dict), or an object with ``form`` and
-    ``allow_sensitive`` (an :class:`~minimcp.server.context.asking.Elicit`).
+    ``allow_sensitive`` (an :class:`~minimcp.server.context.Elicit`).
     """
     if not items:
         return

@@ -14,7 +14,6 @@ import ast
 import importlib
 import inspect
 import pathlib
-import re
 
 import pytest
 
@@ -89,11 +88,6 @@ SUBCLASSES = {
         "minimcp.transports.http.client",
         "StreamableHTTPClientTransport",
     ): "minimcp.transports.http.client_stateless.StatelessExchanges",
-    # The tool context in two layers along a seam, telling and asking (see the test at the end): Call is a
-    # whole class (the type the connection and the keep-alive see), AskingCall adds the questions using
-    # only Call's public members, and Context is the name tools use.
-    ("minimcp.server.context", "Context"): "minimcp.server.context.asking.AskingCall",
-    ("minimcp.server.context.asking", "AskingCall"): "minimcp.server.context.call.Call",
 }
 
 
@@ -192,17 +186,18 @@ def test_each_allowed_reach_is_a_module_of_the_package() -> None:
     assert set(ALLOWED_REACHES) <= set(ALL_MODULES)
 
 
-def test_the_context_layers_are_layers_not_mixins() -> None:
-    """``AskingCall`` uses only its own private members (Call's public ones otherwise), ``Call`` declares
-    nothing it lacks (no attribute stub, no ``NotImplementedError``), and ``Context`` adds no state."""
+def test_the_context_is_one_class_in_one_module() -> None:
+    """``Context`` is one class (no base class of the package, no mixin), defined with the question specs
+    in the package's main module: a reader finds all of what a tool's ``ctx`` does in one place."""
+    import minimcp.server.context as module
     from minimcp.server.context import Context
-    from minimcp.server.context.asking import AskingCall
-    from minimcp.server.context.call import Call
 
-    asking = _source("server/context/asking.py")
-    used = {m.group(1) for m in re.finditer(r"\bself\.(_[a-z]\w*)", asking)}
-    own = set(AskingCall.__slots__) | {name for name in vars(AskingCall) if name.startswith("_")}
-    assert used and used <= own, used - own
-    assert "NotImplementedError" not in _source("server/context/call.py")
-    assert set(inspect.get_annotations(Call)) <= set(Call.__slots__)
-    assert Context.__slots__ == () and callable(Call.keep_alive)
+    assert Context.__mro__ == (Context, object)
+    for name in ("Context", "Elicit", "ListRoots", "Sample"):
+        assert getattr(minimcp, name) is getattr(module, name), name
+        assert getattr(module, name).__module__ == "minimcp.server.context", name
+    assert sorted(path.name for path in (PACKAGE / "server" / "context").glob("*.py")) == [
+        "__init__.py",
+        "keepalive.py",
+        "ports.py",
+    ]

@@ -17,16 +17,15 @@ import msgspec
 import pytest
 
 from minimcp import Accepted, Client, Context, Server
-from minimcp.server.context.call import Call
 from minimcp.transports.memory import memory_pair
 from minimcp.wire import jsonrpc
 from minimcp.wire.types import UNSET
 
 
 def test_a_calls_revision_and_client_are_plain_attributes() -> None:
-    assert {"protocol_version", "client_info"} <= set(Call.__slots__)
+    assert {"protocol_version", "client_info"} <= set(Context.__slots__)
     for name in ("protocol_version", "client_info"):
-        assert not isinstance(inspect.getattr_static(Call, name), property), name
+        assert not isinstance(inspect.getattr_static(Context, name), property), name
 
 
 class _Point(msgspec.Struct):

@@ -19,7 +19,6 @@ import msgspec
 import pytest
 
 from minimcp import Accepted, Context, Limits, Server, forms
-from minimcp.server.context.asking import AskingCall
 from minimcp.wire import envelope as wire_envelope
 from minimcp.wire import input_required as wire_questions
 from minimcp.wire.types import ElicitRequestParams, UnsetType
@@ -168,7 +167,7 @@ async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: 
     """A kept form answer with nothing to drop reaches ``ctx.elicit`` as the ``ElicitResult`` it was
     converted to when kept (it was converted a second time from the kept values); one with extras, a
     ``_meta`` or a decline still reaches the tool with the form's values only."""
-    from minimcp.server.context import asking
+    from minimcp.server import context
 
     server = pick_server()
     with anyio.fail_after(TIMEOUT):
@@ -179,7 +178,7 @@ async def test_a_form_answer_is_converted_once(anyio_backend: str, monkeypatch: 
             convert, converts = msgspec.convert, [0]
 
             def counted(value: Any, *args: Any, **kwargs: Any) -> Any:
-                converts[0] += sys._getframe(1).f_code.co_filename == asking.__file__  # (in the tool's context)
+                converts[0] += sys._getframe(1).f_code.co_filename == context.__file__  # (in the tool's context)
                 return convert(value, *args, **kwargs)
 
             monkeypatch.setattr(msgspec, "convert", counted)
@@ -254,7 +253,7 @@ async def test_a_form_type_asked_before_skips_the_question_work(
                 requests, state = input_required(await m.call("ask", {"i": n}))
                 asked.append(requests)
                 await m.call("ask", {"i": n}, responses={only(requests)[0]: accept(n=n)}, state=state)
-            with counting(monkeypatch, AskingCall, "_form_question") as made, \
+            with counting(monkeypatch, Context, "_form_question") as made, \
                     counting(monkeypatch, forms.Form, "encoded_schema") as encoded:
                 for n in range(2, 2 + ROUNDS):
                     requests, state = input_required(await m.call("ask", {"i": n}))

@@ -12,7 +12,6 @@ import pytest
 from minimcp import Accepted, Context, Limits, Server, ToolError
 from minimcp.core._backend import one_shot
 from minimcp.core.deadlines import Deadlines
-from minimcp.server.context.asking import AskingCall
 from minimcp.server.mrtr.parking import Parking, Sweep
 from minimcp.server.mrtr.run import Run
 from minimcp.server.outcome import ToolRun
@@ -119,13 +118,13 @@ async def test_a_form_answer_kept_as_converted_is_not_typed_again(
         async with raw_client(server) as (peer, _conn):
             m = Modern(peer)
             typed = [0]
-            original = AskingCall._typed
+            original = Context._typed
 
             def counted(method: str, answer: Any, result_type: Any) -> Any:
                 typed[0] += 1
                 return original(method, answer, result_type)
 
-            monkeypatch.setattr(AskingCall, "_typed", staticmethod(counted))
+            monkeypatch.setattr(Context, "_typed", staticmethod(counted))
             await ask_rounds(m, ROUNDS)
             assert typed[0] == 0
     ask = server.metrics.snapshot()["tools"]["ask"]

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from minimcp.server.context.call import Call
+from minimcp.server.context import Context
 from minimcp.server.metrics import ElicitationMetrics, ToolMetrics
 from minimcp.server.mrtr import rounds
 from minimcp.server.mrtr.parking import Parking
@@ -53,7 +53,7 @@ def test_a_new_run_stores_no_round_defaults() -> None:
     for name in ("pending", "pending_keys", "asked_at", "pending_timeout", "_answer_cell"):
         assert not hasattr(run, name), name
     assert "_outcome_cell" not in Run.__slots__  # (one slot: the outcome, or the cell waiting for it)
-    assert [s for s in Call.__slots__ if "progress" in s] == ["_progress"]
+    assert [s for s in Context.__slots__ if "progress" in s] == ["_progress"]
 
 
 def test_metrics_read_pending_and_wait_count_from_their_counters() -> None:

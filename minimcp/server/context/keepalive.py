@@ -11,7 +11,7 @@ Cost: a call without a progress token pays nothing (no entry, no task, no frame)
 waiting question with one costs one small entry in a :class:`~minimcp.core.deadlines.Deadlines`
 (one lane: every entry has the same interval, so adding is an append and the earliest
 entry is the lane's head) and one coroutine frame that ends the entry when the answer
-arrives (``AskingCall._kept_alive``); no task. The connection runs one timer task while any
+arrives (``Context._kept_alive``); no task. The connection runs one timer task while any
 entry exists, and it ends when the last one does. With 100,000 waiting questions the
 timer sends 100,000 notifications per interval (15 s by default), spread over it the way
 the questions were asked.
@@ -29,7 +29,7 @@ from minimcp.wire.errors import ConnectionClosed
 
 if TYPE_CHECKING:
     from minimcp.core.session import Session
-    from minimcp.server.context.call import Call
+    from minimcp.server.context import Context
 
 __all__ = ["Wait", "Waits"]
 
@@ -39,9 +39,9 @@ class Wait:
 
     __slots__ = ("ctx", "deadline", "laned", "what")
 
-    def __init__(self, ctx: Call, what: str) -> None:
+    def __init__(self, ctx: Context, what: str) -> None:
         #: ``None`` once the answer arrived (the timer may hold the entry at that moment).
-        self.ctx: Call | None = ctx
+        self.ctx: Context | None = ctx
         self.what = what
         self.deadline = math.inf
         self.laned = False
@@ -67,7 +67,7 @@ class Waits:
         """Whether the timer task is running."""
         return self._running
 
-    def begin(self, ctx: Call, what: str) -> Wait | None:
+    def begin(self, ctx: Context, what: str) -> Wait | None:
         """A question of ``ctx``'s call (which carries a progress token) waits on a person from now."""
         session = self.session
         wait = Wait(ctx, what)

@@ -20,7 +20,7 @@ from minimcp.wire.types import ClientCapabilities, Implementation, LoggingLevel,
 if TYPE_CHECKING:
     from minimcp.core.session import Session
     from minimcp.forms.cache import FormCache
-    from minimcp.server.context.call import Call
+    from minimcp.server.context import Context
     from minimcp.server.context.keepalive import Wait
     from minimcp.wire.input_required import Question
 
@@ -81,7 +81,7 @@ class CallHost(Protocol):
 
     def can_elicit_url(self) -> bool: ...
 
-    def begin_wait(self, ctx: Call, what: str) -> Wait | None:
+    def begin_wait(self, ctx: Context, what: str) -> Wait | None:
         """Keep the call of ``ctx`` alive with progress while a person answers (``None``: not kept)."""
         ...
 
