@@ -124,7 +124,14 @@ _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
 def _digest_of(encoded: bytes) -> str:
     """:func:`digest` of a value whose sorted JSON is ``encoded``: 12 bytes of its SHA-256, in 16 base64url
     characters without padding (through binascii directly)."""
-    return binascii.b2a_base64(hashlib.sha256(encoded).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
+    return _b2a(_sha256(encoded).digest()[:12], newline=False).translate(_TO_URLSAFE).decode()
+
+
+# (module globals: one load each, where ``binascii.b2a_base64`` is two; once or twice per round)
+_b2a = binascii.b2a_base64
+_sha256 = hashlib.sha256
+_convert = msgspec.convert
+_UNSET = msgspec.UNSET
 
 
 def input_required(
@@ -198,15 +205,15 @@ def _cleaned(question: Question, answer: Any) -> tuple[Any, dict[str, Any] | Non
     same values: the tool's ``ctx.elicit`` does not convert them again)."""
     try:
         if question.method == "elicitation/create":
-            result = msgspec.convert(answer, ElicitResult)
+            result = _convert(answer, ElicitResult)
             kept: dict[str, Any] = {"action": result.action}
             content = result.content
-            if result.action != "accept" or isinstance(content, UnsetType):
-                return (result if isinstance(result.meta, UnsetType) else kept), kept
+            if result.action != "accept" or content is _UNSET:  # (UNSET: UnsetType's one value)
+                return (result if result.meta is _UNSET else kept), kept
             names = question.names if type(question) is FormQuestion else _field_names(question.wire).keys()
             if content.keys() <= names:  # (the usual answer: nothing to drop)
                 kept["content"] = dict(content)
-                return (result if isinstance(result.meta, UnsetType) else kept), kept
+                return (result if result.meta is _UNSET else kept), kept
             kept["content"] = {k: v for k, v in content.items() if k in names}
             return kept, kept
         if question.method == "sampling/createMessage":

@@ -82,6 +82,7 @@ def check_retry(
     now: float,
     arguments_digest: Callable[[], str],
     arguments: bytes | None = None,
+    envelope: Envelope | None = None,
 ) -> Retry:
     """Whether ``token`` may carry this retry on: it verifies, has not expired at ``now``, and is bound to
     ``method``, ``name``, the arguments (their digest: ``arguments_digest()``) and ``client``.
@@ -91,7 +92,9 @@ def check_retry(
     same call itself -- the tool, the argument bytes and the client of its first call -- is then checked
     from its MAC and header alone: every state sealed for that run is bound to that first call (each
     retry was checked against it), so the run's record is the binding, and the body is not decoded.
-    Any other state is opened in full and checked against :func:`binding`.
+    Any other state is opened in full and checked against :func:`binding`. ``envelope``: the request's
+    (its :func:`client_of` is ``client``); a run whose context holds that same frozen envelope has that
+    client, not read again.
 
     Raises:
         InvalidState: the state may not carry the retry (the reason is for the log: :func:`refusal`).
@@ -102,7 +105,8 @@ def check_retry(
         run = conn.server.parking.peek(handle)
         if (
             run is not None and sealed and method == "tools/call" and run.conn is conn and run.tool == name
-            and run.arguments == arguments and (ctx := run.context) is not None and client_of(ctx.envelope) == client
+            and run.arguments == arguments and (ctx := run.context) is not None
+            and ((held := ctx.envelope) is envelope is not None or client_of(held) == client)
         ):
             return Retry(run, None, handle, sealed, state_id, exp)
     bound = binding(method, name, arguments_digest(), client)

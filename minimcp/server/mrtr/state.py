@@ -105,14 +105,15 @@ _sha256 = hashlib.sha256
 # base64url without padding, through binascii directly (base64's wrappers cost more than the coding).
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_b2a = binascii.b2a_base64  # (a module global: one load, where ``binascii.b2a_base64`` is two)
 
 
 def _b64(data: bytes) -> str:
-    return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
+    return _b2a(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
 
 
 def _b64_bytes(data: bytes) -> bytes:
-    return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
+    return _b2a(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
 
 
 def _mac2_text(keyed: Any, signed: bytes) -> bytes:
@@ -120,7 +121,7 @@ def _mac2_text(keyed: Any, signed: bytes) -> bytes:
     (:class:`_Mac2`), copied (sealing and opening both come here)."""
     mac = keyed.copy()
     mac.update(signed)
-    return binascii.b2a_base64(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")  # (_b64_bytes)
+    return _b2a(mac.digest(), newline=False).translate(_TO_URLSAFE).rstrip(b"=")  # (_b64_bytes)
 
 
 #: base64url without padding (what ``secrets.token_urlsafe`` gives for the same bytes).

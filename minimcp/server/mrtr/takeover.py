@@ -132,7 +132,8 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
     client = client_of(envelope)
     try:
         retry = check_retry(
-            conn, "tools/call", name, client, token, now, lambda: _arguments_digest(tool, arguments), bytes(arguments)
+            conn, "tools/call", name, client, token, now, lambda: _arguments_digest(tool, arguments), bytes(arguments),
+            envelope,
         )
     except Exception:  # (InvalidState, or arguments that do not decode: refused by the usual way)
         return False
