@@ -20,7 +20,7 @@ it started has ended when it exits), :func:`backend_name`, and for the transport
 :func:`start_owned` and :func:`threadsafe_caller`. No module-global task set exists: every
 task is held by what started it.
 
-No other module touches the event loop (``tests/test_backend_isolation.py``): a session and the
+No other module touches the event loop (``tests/docs/test_backend_isolation.py``): a session and the
 parked runs of revision 2026-07-28 get the running loop as a token (:func:`running_backend`,
 :func:`loop_of`) and hand it back to the loop helpers here (:func:`call_at`, :func:`loop_clock`,
 :func:`loop_closed`); their one-shot waiters are :func:`one_shot`'s.

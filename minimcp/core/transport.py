@@ -106,7 +106,7 @@ class FastTransport(Protocol):
 
     None is required, and each is looked up on its own (once per session, or per request for
     ``send_nowait_described``); a transport offers the ones it can do without waiting. They spare a
-    coroutine per message when nothing has to wait. ``tests/test_layers.py`` checks that these are
+    coroutine per message when nothing has to wait. ``tests/docs/test_layers.py`` checks that these are
     exactly the names the session looks up.
     """
 

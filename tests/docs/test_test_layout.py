@@ -91,3 +91,13 @@ def test_every_test_a_document_cites_exists() -> None:
             elif name and not any(n == name or (name.endswith("_") and n.startswith(name)) for n in names[file]):
                 stale.append(f"{doc}: {match[0]} (no such test in {file})")
     assert not stale, "\n".join(stale)
+
+
+def test_every_test_path_the_library_names_exists() -> None:
+    """A docstring that points at the test keeping a rule names a file that is there."""
+    stale = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for match in re.finditer(r"(?<![\w/])tests/[\w/]+\.py", path.read_text(encoding="utf-8")):
+            if not (TESTS.parent / match[0]).is_file():
+                stale.append(f"{path.relative_to(TESTS.parent)}: {match[0]}")
+    assert not stale, "\n".join(stale)
