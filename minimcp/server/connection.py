@@ -50,20 +50,14 @@ logger = logging.getLogger("minimcp.server")
 _marked = MARKER.search
 
 
-def _not_loaded(conn: ServerConnection, request: Request) -> Awaitable[Any]:
-    raise AssertionError("a connection serves 2026-07-28 requests only once it locked that era")
-
-
-#: How a connection locked to revision 2026-07-28 serves a request (:func:`minimcp.server.mrtr.rounds.serve`): bound
-#: by the first :meth:`ServerConnection.lock_era` to it, so a handshake-era server never loads the
-#: 2026-07-28 machinery (rounds, the sealed state, parking), and a 2026-07-28 request pays no import.
-_serve_modern: Callable[[ServerConnection, Request], Awaitable[Any]] = _not_loaded
-
-
 class ServerConnection:
     """Server-side state of one connection: handshake results and dispatch."""
 
     session: Session
+    #: How this connection, once locked to revision 2026-07-28, serves a request
+    #: (:func:`minimcp.server.mrtr.rounds.serve`): bound by :meth:`lock_era`, so a handshake-era server never
+    #: loads the 2026-07-28 machinery (rounds, the sealed state, parking), and a 2026-07-28 request pays no import.
+    _serve_modern: Callable[[ServerConnection, Request], Awaitable[Any]]
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -114,7 +108,7 @@ class ServerConnection:
                 if method != "initialize":
                     era = self.lock_era(Era.MODERN)
         if era is Era.MODERN:
-            return _serve_modern(self, request)
+            return self._serve_modern(self, request)
         if method == "ping":
             return ready(EMPTY)
         if method == "initialize":
@@ -146,12 +140,10 @@ class ServerConnection:
         """Serve this connection by the rules of ``era`` from now on."""
         self.era = era
         if era is Era.MODERN:
-            global _serve_modern
-            if _serve_modern is _not_loaded:  # the first 2026-07-28 connection of the process
-                from minimcp.server.mrtr.rounds import serve
-
-                _serve_modern = serve
+            from minimcp.server.mrtr.rounds import serve
             from minimcp.server.mrtr.takeover import take_call, take_over
+
+            self._serve_modern = serve
 
             # Its tool calls are started (and their retries resumed) by the read loop itself.
             self.session.take_over = functools.partial(take_over, self)
