@@ -76,3 +76,52 @@ def test_an_error_without_an_id_says_null_only_when_asked() -> None:
     exc = McpError(-32700, "parse error")
     assert b'"id"' not in error_reply(None, exc, method="?")
     assert b'"id":null' in error_reply(None, exc, method="?", null_id=True)
+
+
+async def test_the_sessions_handler_task_answers_as_answer_does(caplog: pytest.LogCaptureFixture) -> None:
+    """``Session._serve_bare`` writes out :func:`answer`'s steps (no frame of its own while a handler waits on a
+    person): for each kind of handler outcome, the reply it sends is the one ``answer`` gives, byte for byte."""
+    import anyio
+
+    from minimcp.core.session import Session
+    from minimcp.transports.memory import memory_pair
+
+    async def value() -> Any:
+        return {"n": 1}
+
+    async def fails() -> Any:
+        raise ValueError("no")
+
+    def mcp_error(req: Request) -> Any:
+        raise McpError(-32602, "bad params", {"field": "x"})
+
+    async def crashes() -> Any:
+        raise RuntimeError("secret")
+
+    outcomes: dict[str, Any] = {
+        "coroutine": lambda req: value(),
+        "deferred": lambda req: Shaped(value()),
+        "deferred-error": lambda req: Shaped(fails()),
+        "mcp-error": mcp_error,
+        "crash": lambda req: crashes(),
+    }
+
+    class Dispatcher:
+        def handle_request(self, session: Session, req: Request) -> Any:
+            return outcomes[req.method](req)
+
+        def handle_notification(self, session: Session, notification: Any) -> None:
+            pass
+
+    ours, theirs = memory_pair()
+    session = Session(ours, Dispatcher())
+    caplog.set_level(logging.CRITICAL, logger="minimcp")
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(session.run)
+            for id_, method in enumerate(outcomes, 1):
+                await theirs.send(msgspec.json.encode({"jsonrpc": "2.0", "id": id_, "method": method}))
+                sent = await theirs.receive()
+                expected, _code = await answer(lambda req: outcomes[req.method](req), request(method, id_))
+                assert sent == expected, method
+            session.close()
