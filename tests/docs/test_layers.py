@@ -117,7 +117,7 @@ def test_transitive_probe_names_the_chain() -> None:
 #: diagrams, so ``diagram`` sits beside ``hosting``, below ``cli``. ``minimcp`` is the public face
 #: (``minimcp/__init__.py``): it gathers names from every library package, and the command line is
 #: one of its users (``__version__``). ``minimcp/__main__.py`` is the entry point, outside the table.
-ORDER = "wire < forms < core < transports < server | client < scaleout | hosting | diagram < minimcp < cli"
+ORDER = "wire < forms < core < auth < transports < server | client < scaleout | hosting | diagram < minimcp < cli"
 RANK = {name.strip(): rank for rank, tier in enumerate(ORDER.split("<")) for name in tier.split("|")}
 
 
