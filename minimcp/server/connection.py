@@ -39,6 +39,7 @@ from minimcp.wire.types import (
 from minimcp.wire.versions import LATEST_MODERN, MARKER, Era, Feature, has_envelope, negotiate, supports
 
 if TYPE_CHECKING:
+    from minimcp.auth.principal import Principal
     from minimcp.forms.cache import FormCache
     from minimcp.server.context import Context
     from minimcp.server.context.keepalive import Wait, Waits
@@ -87,6 +88,9 @@ class ServerConnection:
         self.era: Era | None = None
         #: Questions a person is answering for calls that asked for progress (made on first need).
         self.waits: Waits | None = None
+        #: Who this connection's requests come from, when the server checks bearer tokens (set by the
+        #: transport from each request's verified token; the connection is bound to that person), else None.
+        self.principal: Principal | None = None
 
     # Dispatcher protocol
 

@@ -68,6 +68,7 @@ from minimcp.wire.types import (
 
 if TYPE_CHECKING:  # interfaces for the type checker only: nothing of them runs
     from minimcp import forms
+    from minimcp.auth.principal import Principal
     from minimcp.server.context.keepalive import Wait
     from minimcp.server.context.ports import CallHost, RunHandle
     from minimcp.wire.envelope import Envelope
@@ -238,6 +239,12 @@ class Context:
         worker (``Server(bus=...)``): the copy is cancelled as an abandoned one would be, but the call goes
         on there, so clean-up must not undo what it made. False on the handshake era."""
         return self.run is not None and self.run.continued_elsewhere
+
+    @property
+    def auth(self) -> Principal | None:
+        """Who is calling, as their verified bearer token says (issuer, subject, client id, scopes, expiry,
+        claims); ``None`` when the server does not check tokens (:class:`minimcp.auth.config.Authorization`)."""
+        return self.connection.principal
 
     @property
     def client_capabilities(self) -> ClientCapabilities:

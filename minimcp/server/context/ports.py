@@ -18,6 +18,7 @@ from minimcp.server.metrics import ElicitationMetrics
 from minimcp.wire.types import ClientCapabilities, Implementation, LoggingLevel, UnsetType
 
 if TYPE_CHECKING:
+    from minimcp.auth.principal import Principal
     from minimcp.core.session import Session
     from minimcp.forms.cache import FormCache
     from minimcp.server.context import Context
@@ -57,6 +58,11 @@ class CallHost(Protocol):
 
     @property
     def log_level(self) -> LoggingLevel: ...
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the connection's requests come from (a verified bearer token's), or None without authorization."""
+        ...
 
     @property
     def form_allowed(self) -> bool:
