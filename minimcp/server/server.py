@@ -300,6 +300,12 @@ class Server:
         """The registered tool definitions, in registration order."""
         return list(self.registry.tool_list)
 
+    def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
+        """The scopes a request needs (the tool's, prompt's or resource's ``scopes=``); empty: none beyond the
+        server's ``required_scopes``. ``params``: the request's params as :class:`~minimcp.wire.jsonrpc.Request`
+        holds them."""
+        return frozenset()
+
     def tool_definition(self, name: str) -> Tool | None:
         """The definition of tool ``name``, or ``None``."""
         registered = self.registry.tools.get(name)
