@@ -39,7 +39,6 @@ import urllib.parse
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import httpx
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -200,12 +199,16 @@ class NanoIDP:
         self.log = self.directory / "nanoidp.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.metadata: dict[str, Any] = {}
+        import httpx  # here, not at the top: as a script, tests/helpers/http.py would shadow the stdlib's http
+
         self.http = httpx.Client(timeout=HTTP_TIMEOUT)
         self._client: Client | None = None
 
     # -- the process
 
     def start(self) -> None:
+        import httpx
+
         command = [str(self.python), "-m", "nanoidp", "--config", str(self.directory), "--strict-config"]
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
@@ -370,6 +373,8 @@ class NanoIDP:
         return self._token(form, client or self.client)
 
     def _token(self, form: dict[str, str], client: Client) -> Tokens:
+        import httpx
+
         if client.auth is None:
             form = {**form, "client_id": client.client_id}
         answer = self.http.post(self.endpoint("token"), data=form, auth=client.auth or httpx.USE_CLIENT_DEFAULT)
