@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import urllib.parse
+
 import jwt
 import pytest
 
@@ -163,3 +165,28 @@ def test_a_confidential_page_client_gets_an_id_token_and_userinfo(nanoidp: NanoI
     )
     assert userinfo.status_code == 200
     assert userinfo.json()["sub"] == "bob"
+
+
+def test_a_page_that_builds_its_own_request_signs_the_person_in_through_the_picker(nanoidp: NanoIDP) -> None:
+    page = nanoidp.register_client(confidential=True, name="calendar page")
+    assert page.client_secret is not None
+    verifier, challenge = idp.pkce_pair()
+    query = {
+        "response_type": "code",
+        "client_id": page.client_id,
+        "redirect_uri": page.redirect_uri,
+        "scope": "openid",
+        "state": "st-1",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    url = nanoidp.endpoint("authorization") + "?" + urllib.parse.urlencode(query)
+    back = urllib.parse.urlsplit(nanoidp.sign_in_at(url, "bob"))
+    answer = dict(urllib.parse.parse_qsl(back.query))
+    assert answer["state"] == "st-1"
+    form = {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": page.redirect_uri}
+    tokens = nanoidp.http.post(
+        nanoidp.endpoint("token"), data={**form, "code_verifier": verifier}, auth=(page.client_id, page.client_secret)
+    )
+    assert tokens.status_code == 200, tokens.text
+    assert verified(nanoidp, tokens.json()["id_token"], page.client_id)["sub"] == "bob"

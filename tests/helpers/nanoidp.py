@@ -27,6 +27,7 @@ import fcntl
 import hashlib
 import os
 import pathlib
+import re
 import secrets
 import shutil
 import signal
@@ -389,6 +390,24 @@ class NanoIDP:
             expires_in=int(body.get("expires_in", 0)),
             raw=body,
         )
+
+    def sign_in_at(self, authorization_url: str, user: str) -> str:
+        """Where the browser is sent back after ``user`` signs in at ``authorization_url`` (built by someone else).
+
+        For a page that sends the person to the authorization server with its own request (no
+        ``login_hint``): NanoIDP then shows its persona picker, a form of one button per user,
+        which this submits as a browser would. Returns the redirect (``...?code=...&state=...``,
+        or ``...?error=...``).
+        """
+        answer = self.http.get(authorization_url)
+        if answer.status_code == 200:  # the picker: <input name="transaction_id"> and a button per persona
+            found = re.search(r'name="transaction_id" value="([^"]+)"', answer.text)
+            assert found is not None, answer.text[:2000]
+            assert f'name="username" value="{user}"' in answer.text, f"no persona {user!r} to pick"
+            form = {"transaction_id": found.group(1), "username": user}
+            answer = self.http.post(str(answer.url), data=form)
+        assert answer.status_code in (302, 303), (answer.status_code, answer.text[:500])
+        return answer.headers["location"]
 
     def introspect(self, token: str) -> dict[str, Any]:
         """RFC 7662 introspection, as the confidential introspection client."""
