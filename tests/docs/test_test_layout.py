@@ -22,7 +22,8 @@ CROSS_CUTTING = {
 
 
 def all_test_files() -> list[pathlib.Path]:
-    return sorted(TESTS.rglob("test_*.py"))
+    """The suite's test files (not those of packages installed under tests/, e.g. a peer's own venv)."""
+    return sorted(p for p in TESTS.rglob("test_*.py") if not any(part.startswith(".") for part in p.parts))
 
 
 def test_every_test_folder_is_a_package_or_a_named_cross_cutting_one() -> None:
