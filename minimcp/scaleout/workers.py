@@ -83,7 +83,9 @@ class Workers:
             return
         server, kind, key = self.server, notice.kind, notice.key
         if kind == "url_complete":
-            if notice.person is not None and not server.url_step_is_for(key, notice.person or None):
+            person = notice.person  # (): nobody signed in; anything but (iss, sub) is read as nobody too
+            who = (person[0], person[1]) if person is not None and len(person) == 2 else None
+            if person is not None and not server.url_step_is_for(key, who):
                 # Completed for someone else than the step's person: refused; the step stays open for its own.
                 logger.warning("bus: refused worker %s's completion of a URL step made for another person",
                                notice.origin)

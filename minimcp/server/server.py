@@ -54,12 +54,9 @@ logger = logging.getLogger("minimcp.server")
 class _Unchecked:
     """``complete_url_elicitation(id)`` without ``person=``: the application completes the step itself."""
 
-    def __repr__(self) -> str:
-        return "UNCHECKED"
 
-
-#: Not checked: the application completes a URL step itself (a payment provider's callback, say).
 UNCHECKED = _Unchecked()
+
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 #: The environment variable of the sealing keys (``minimcp.server.mrtr.state.ENV_STATE_KEYS``: checked here without
 #: loading it).
@@ -199,14 +196,8 @@ class Server:
 
     @functools.cached_property
     def url_step_keys(self) -> tuple[bytes, ...]:
-        """The keys that bind URL step ids to their person (:mod:`minimcp.server.url_steps`): the state keys
-        when given (every worker sharing them checks the others' steps; the first binds), else one random
-        to this process."""
-        if self._state_keys:
-            return self._state_keys
-        import secrets
-
-        return (secrets.token_bytes(32),)
+        """The keys binding URL steps to their person (:mod:`minimcp.server.url_steps`): the state keys, else random."""
+        return self._state_keys or (os.urandom(32),)
 
     @functools.cached_property
     def used_states(self) -> UsedStates:
@@ -448,8 +439,7 @@ class Server:
         return self._url_owners.get(elicitation_id)
 
     def bind_url(self, elicitation_id: str, conn: ServerConnection, person: Principal | None = None) -> None:
-        """Record that ``conn`` received ``elicitation_id``, made for ``person`` (``None``: nobody, without
-        authorization); see :meth:`ServerConnection.register_url_elicitation`."""
+        """Record that ``conn`` received ``elicitation_id``, made for ``person`` (``None``: nobody)."""
         self._url_owners[elicitation_id] = conn
         if person is not None:
             self._url_people[elicitation_id] = person.key
@@ -458,44 +448,27 @@ class Server:
         """Forget ``elicitation_id``, if ``conn`` holds it."""
         if self._url_owners.get(elicitation_id) is conn:
             del self._url_owners[elicitation_id]
-            if self._url_people:
-                self._url_people.pop(elicitation_id, None)
+            self._url_people.pop(elicitation_id, None)
 
     def take_url_owner(self, elicitation_id: str) -> ServerConnection | None:
         """Forget ``elicitation_id`` and return the connection that held it (its completion is sent once)."""
-        if self._url_people:
-            self._url_people.pop(elicitation_id, None)
+        self._url_people.pop(elicitation_id, None)
         return self._url_owners.pop(elicitation_id, None)
 
     def url_person(self, elicitation_id: str) -> PersonKey | None:
-        """The person (``(iss, sub)``) a URL elicitation held by a session of this worker was made for
-        (``None``: made for nobody, or not held here; :meth:`url_step_is_for` answers on any worker)."""
+        """Who a URL elicitation held here was made for (``None``: nobody, or not held here)."""
         return self._url_people.get(elicitation_id)
 
     def url_step_is_for(self, step_id: str, person: Principal | PersonKey | None) -> bool:
-        """Whether URL step ``step_id`` (an elicitation id, or a page id from :meth:`Context.url_step_id`)
-        was made for ``person`` (the one signed in on its page; ``None``: nobody). Ask before showing or
-        accepting anything.
+        """Whether URL step ``step_id`` (an elicitation id or :meth:`Context.url_step_id`) was made for ``person``
+        (who signed in on its page; ``None``: nobody): ask before showing or accepting anything. See
+        :func:`minimcp.server.url_steps.made_for` (bound ids: on any worker sharing the state keys)."""
+        from minimcp.server.url_steps import made_for
 
-        A bound id (made with authorization on) is checked by its tag on any worker sharing the state
-        keys; another id by what this worker recorded when its session received it (made for nobody:
-        anyone, as without authorization). An id neither bound nor held here is for nobody but
-        ``None``: with a person signed in it cannot be checked, so it is refused (fail closed).
-        """
-        from minimcp.server.url_steps import SEPARATOR, is_for, person_key
-
-        key = person_key(person)
-        if SEPARATOR in step_id:
-            verdict = is_for(step_id, key, self.url_step_keys)
-            if verdict is not None:
-                return verdict
-        if step_id in self._url_owners:
-            made_for = self._url_people.get(step_id)
-            return made_for is None or made_for == key
-        return key is None
+        return made_for(step_id, person, self.url_step_keys, self._url_owners, self._url_people)
 
     async def complete_url_elicitation(
-        self, elicitation_id: str, *, person: Principal | PersonKey | None | _Unchecked = UNCHECKED
+        self, elicitation_id: str, *, person: Principal | PersonKey | _Unchecked | None = UNCHECKED
     ) -> bool:
         """Signal that URL elicitation ``elicitation_id`` finished (call from anywhere in the server).
 
@@ -504,19 +477,13 @@ class Server:
         sent from this worker: repeating it, an unknown id, or a connection that is
         gone send nothing.
 
-        ``person``: who completed it on the page (the :class:`~minimcp.auth.principal.Principal` the
-        page signed in, its key, or ``None`` for nobody). When given, a step made for someone else is
-        refused (:meth:`url_step_is_for`): nothing is sent and the step stays open for its person.
-        Omitted: the application vouches for the completion (a provider's callback), as without
-        authorization.
+        ``person``: who completed it on its page (a Principal, its key, ``None``: nobody). A step made
+        for someone else raises :class:`~minimcp.server.url_steps.WrongPerson`: nothing is sent, the
+        step stays open. Omitted: the application vouches for it (a provider's callback).
 
-        With a ``bus``, an id that no session of this worker holds is published for
-        the other workers (with ``person``'s key), and returns False (it was not sent *here*): the
-        worker whose session holds it checks the person again and sends the notice, once; if none
-        does, nothing is sent.
-
-        Raises:
-            WrongPerson: ``person`` is not the one the step was made for (:mod:`minimcp.server.url_steps`).
+        With a ``bus``, an id that no session of this worker holds is published for the other workers
+        (with ``person``), and returns False (not sent *here*): the worker whose session holds it
+        checks the person again and sends the notice, once; if none does, nothing is sent.
         """
         checked: tuple[str, ...] | None = None
         if not isinstance(person, _Unchecked):

@@ -23,13 +23,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Union
+from collections.abc import Container, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from minimcp.auth.principal import Principal
 
-__all__ = ["SEPARATOR", "PersonKey", "WrongPerson", "bind", "is_bound", "is_for", "person_key"]
+__all__ = ["SEPARATOR", "PersonKey", "WrongPerson", "bind", "is_bound", "is_for", "made_for", "person_key"]
 
 #: A person: ``(iss, sub)`` (:attr:`minimcp.auth.principal.Principal.key`).
 PersonKey = tuple[str, str]
@@ -49,7 +49,7 @@ class WrongPerson(PermissionError):
         self.step_id = step_id
 
 
-def person_key(person: Union[Principal, PersonKey, None]) -> PersonKey | None:
+def person_key(person: Principal | PersonKey | None) -> PersonKey | None:
     """The key of ``person`` (a :class:`Principal`, a key already, or ``None`` for nobody)."""
     if person is None or isinstance(person, tuple):
         return person
@@ -83,3 +83,28 @@ def is_for(step_id: str, person: PersonKey | None, keys: Sequence[bytes]) -> boo
     if person is None:
         return False
     return any(hmac.compare_digest(tag, _tag(key, base, person)) for key in keys)
+
+
+def made_for(
+    step_id: str,
+    person: Principal | PersonKey | None,
+    keys: Sequence[bytes],
+    held: Container[str],
+    people: Mapping[str, PersonKey],
+) -> bool:
+    """Whether ``step_id`` was made for ``person`` (:meth:`Server.url_step_is_for
+    <minimcp.server.server.Server.url_step_is_for>`).
+
+    A bound id is checked by its tag (``keys``: on any worker sharing them). Another id by what this
+    worker recorded when one of its sessions received it (``held``, ``people``; made for nobody:
+    anyone, as without authorization). An id neither bound nor held here is for nobody but ``None``:
+    with a person signed in it cannot be checked, so it is refused (fail closed).
+    """
+    key = person_key(person)
+    verdict = is_for(step_id, key, keys)
+    if verdict is not None:
+        return verdict
+    if step_id in held:
+        recorded = people.get(step_id)
+        return recorded is None or recorded == key
+    return key is None
