@@ -9,5 +9,7 @@ Read in this order: :mod:`~minimcp.auth.principal` (who a token names, why one i
 verifier protocol), :mod:`~minimcp.auth.config` (the one object a server is given: verifier,
 resource URL, authorization servers, scopes; it checks the audience whatever the verifier), then
 the verifiers (``jwt``: signed access tokens against the issuer's keys; ``introspection``: RFC 7662
-for opaque tokens). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the verifiers only.
+for opaque tokens), and ``signin`` (a page signs the person in at the same authorization server,
+to check who opened a URL step). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the
+verifiers and the sign-in only.
 """

@@ -125,6 +125,10 @@ class Limits(msgspec.Struct, frozen=True):
         max_http_inbox: Messages (POST bodies) one HTTP session holds for its
             handlers to read; beyond, a POST waits in line (keeping its
             connection): each message the session reads lets the first one in.
+        max_pending_sign_ins: Page sign-ins begun and not yet finished that a
+            :class:`minimcp.auth.signin.PageSignIn` remembers (their ``state``,
+            PKCE verifier and nonce); beyond, the oldest is dropped (its callback
+            is then refused as an unknown ``state``), and expired ones go first.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -154,6 +158,7 @@ class Limits(msgspec.Struct, frozen=True):
     max_http_head_bytes: int = 16 * 1024
     stream_write_timeout: float = 30.0
     max_http_inbox: int = 1024
+    max_pending_sign_ins: int = 10_000
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

@@ -25,7 +25,8 @@ class Workers:
     """This worker on the bus: it publishes what the others must know, and acts on what they publish.
 
     Every notice is a hint, re-checked against this worker's own tables: a URL completion goes
-    out only for an id one of its sessions holds (and only once), a ``continued`` notice drops
+    out only for an id one of its sessions holds (and only once), and not when it names a person
+    other than the one the step was made for, a ``continued`` notice drops
     only a call parked here, a list or resource notice only re-sends what a local change would.
     Its own notices (``Notice.origin`` is :attr:`worker_id`) it ignores: it acted on them already.
     Bus failures are the bus's to log and retry; nothing here waits on the bus.
@@ -55,13 +56,14 @@ class Workers:
 
     # publishing
 
-    def publish(self, kind: str, key: str) -> bool:
-        """Tell the other workers (never blocks, never raises); False without a bus."""
+    def publish(self, kind: str, key: str, person: tuple[str, ...] | None = None) -> bool:
+        """Tell the other workers (never blocks, never raises); False without a bus. ``person``: who
+        completed a URL step (see :attr:`Notice.person`)."""
         bus = self.bus
         if bus is None:
             return False
         try:
-            bus.publish(Notice(kind, key, self.worker_id))
+            bus.publish(Notice(kind, key, self.worker_id, person))
         except Exception:  # a bus must not fail the caller; local delivery goes on
             logger.exception("bus: publishing %s %r failed", kind, key)
             return False
@@ -81,6 +83,13 @@ class Workers:
             return
         server, kind, key = self.server, notice.kind, notice.key
         if kind == "url_complete":
+            person = notice.person  # (): nobody signed in; anything but (iss, sub) is read as nobody too
+            who = (person[0], person[1]) if person is not None and len(person) == 2 else None
+            if person is not None and not server.url_step_is_for(key, who):
+                # Completed for someone else than the step's person: refused; the step stays open for its own.
+                logger.warning("bus: refused worker %s's completion of a URL step made for another person",
+                               notice.origin)
+                return
             conn = server.take_url_owner(key)  # a session here holds that id: tell it, once
             if conn is not None:
                 with contextlib.suppress(ConnectionClosed):  # the session is ending: nobody to tell

@@ -26,6 +26,10 @@ class Notice(msgspec.Struct, frozen=True, array_like=True):
     kind: str  #: one of :data:`KINDS`
     key: str  #: what it is about: an elicitation id, a list's name, a URI, a parked call's handle
     origin: str  #: the worker that published it
+    #: For ``url_complete``: who completed it, checked by the worker holding the step against the person
+    #: it was made for (``None``: not checked, the application completed it itself; ``()``: nobody signed
+    #: in; ``(iss, sub)``: that person). Absent in older notices (read as ``None``).
+    person: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -70,7 +74,7 @@ class WorkerSide(Protocol):
 
     def adopt_id(self, worker_id: str) -> None: ...
 
-    def publish(self, kind: str, key: str) -> bool: ...
+    def publish(self, kind: str, key: str, person: tuple[str, ...] | None = None) -> bool: ...
 
     def continued_here(self, state: dict[str, object]) -> None: ...
 

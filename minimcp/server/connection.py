@@ -218,8 +218,9 @@ class ServerConnection:
 
     # URL elicitations: the ids this connection received (their completion notice comes here only)
 
-    def register_url_elicitation(self, elicitation_id: str) -> None:
-        """Bind a URL elicitation id to this connection (completion is sent here only)."""
+    def register_url_elicitation(self, elicitation_id: str, person: Principal | None = None) -> None:
+        """Bind a URL elicitation id to this connection (completion is sent here only) and to ``person``
+        (the call's ``ctx.auth``; a completion by anyone else is refused)."""
         owner = self.server.url_owner(elicitation_id)
         if owner is not None and owner is not self:
             raise ValueError(f"elicitation id {elicitation_id!r} belongs to another session")
@@ -227,25 +228,35 @@ class ServerConnection:
         if owner is None and len(self.url_elicitations) >= limit:
             raise errors.TooManyPending(limit)
         self.url_elicitations.add(elicitation_id)
-        self.server.bind_url(elicitation_id, self)
+        self.server.bind_url(elicitation_id, self, person)
 
     def forget_url_elicitation(self, elicitation_id: str) -> None:
         """Drop the binding of ``elicitation_id`` (its step was declined, failed or timed out)."""
         self.url_elicitations.discard(elicitation_id)
         self.server.release_url(elicitation_id, self)
 
-    async def complete_url_elicitation(self, elicitation_id: str) -> bool:
-        """Like :meth:`Server.complete_url_elicitation`, but only for this connection's own ids.
+    def bind_url_step(self, base: str, person: Principal | None) -> str:
+        """``base`` as a URL step id bound to ``person`` (unchanged for ``None``; :mod:`minimcp.server.url_steps`)."""
+        if person is None:
+            return base
+        from minimcp.server.url_steps import bind
+
+        return bind(base, person.key, self.server.url_step_keys[0])
+
+    async def complete_url_elicitation(self, elicitation_id: str, **person: Any) -> bool:
+        """Like :meth:`Server.complete_url_elicitation` (``person=`` as there), but only for this
+        connection's own ids.
 
         Raises:
             ValueError: the id belongs to another session.
+            WrongPerson: ``person`` is given and is not the one the step was made for.
         """
         owner = self.server.url_owner(elicitation_id)
         if owner is None:
             return False
         if owner is not self:
             raise ValueError(f"elicitation id {elicitation_id!r} belongs to another session")
-        return await self.server.complete_url_elicitation(elicitation_id)
+        return await self.server.complete_url_elicitation(elicitation_id, **person)
 
     async def send_url_complete(self, elicitation_id: str) -> bool:
         """Send ``notifications/elicitation/complete`` for ``elicitation_id`` (whether it was sent)."""

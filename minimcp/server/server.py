@@ -37,16 +37,26 @@ from minimcp.wire.versions import Era
 
 if TYPE_CHECKING:
     # What revision 2026-07-28, shared states and the bus need loads on first use (see Server.__init__).
+    from minimcp.auth.principal import Principal
     from minimcp.forms.cache import FormCache
     from minimcp.server.bus import Bus, WorkerSide
     from minimcp.server.mrtr.parking import Parking
     from minimcp.server.mrtr.state import StateKey, StateSealer
     from minimcp.server.mrtr.used_states import UsedStates
+    from minimcp.server.url_steps import PersonKey
     from minimcp.wire.envelope import ServerWire
 
 __all__ = ["Server"]
 
 logger = logging.getLogger("minimcp.server")
+
+
+class _Unchecked:
+    """``complete_url_elicitation(id)`` without ``person=``: the application completes the step itself."""
+
+
+UNCHECKED = _Unchecked()
+
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 #: The environment variable of the sealing keys (``minimcp.server.mrtr.state.ENV_STATE_KEYS``: checked here without
 #: loading it).
@@ -148,6 +158,7 @@ class Server:
         #: Where the sealing keys came from: ``"argument"``, ``"environment"``, or ``"random"``
         #: (to this process: other workers cannot open its states).
         self.state_key_source = "argument" if state_key is not None else "environment" if keys else "random"
+        self._state_keys = keys
         self._warned_random_key = False
         self.state_ttl = state_ttl
         if used_states is not None:
@@ -167,6 +178,8 @@ class Server:
         # URL elicitation id -> the connection that received it (completion goes there only;
         # see url_owner, bind_url, release_url).
         self._url_owners: dict[str, ServerConnection] = {}
+        # URL elicitation id -> the person it was made for, for ids held here made with authorization on.
+        self._url_people: dict[str, PersonKey] = {}
         self._bus = bus
         if bus is not None or worker_id is not None:
             from minimcp.scaleout.workers import Workers
@@ -180,6 +193,11 @@ class Server:
         from minimcp.server.mrtr.state import StateSealer
 
         return StateSealer(version=self._state_format)
+
+    @functools.cached_property
+    def url_step_keys(self) -> tuple[bytes, ...]:
+        """The keys binding URL steps to their person (:mod:`minimcp.server.url_steps`): the state keys, else random."""
+        return self._state_keys or (os.urandom(32),)
 
     @functools.cached_property
     def used_states(self) -> UsedStates:
@@ -420,20 +438,38 @@ class Server:
         """The connection that received URL elicitation ``elicitation_id`` (``None``: none here)."""
         return self._url_owners.get(elicitation_id)
 
-    def bind_url(self, elicitation_id: str, conn: ServerConnection) -> None:
-        """Record that ``conn`` received ``elicitation_id`` (see :meth:`ServerConnection.register_url_elicitation`)."""
+    def bind_url(self, elicitation_id: str, conn: ServerConnection, person: Principal | None = None) -> None:
+        """Record that ``conn`` received ``elicitation_id``, made for ``person`` (``None``: nobody)."""
         self._url_owners[elicitation_id] = conn
+        if person is not None:
+            self._url_people[elicitation_id] = person.key
 
     def release_url(self, elicitation_id: str, conn: ServerConnection) -> None:
         """Forget ``elicitation_id``, if ``conn`` holds it."""
         if self._url_owners.get(elicitation_id) is conn:
             del self._url_owners[elicitation_id]
+            self._url_people.pop(elicitation_id, None)
 
     def take_url_owner(self, elicitation_id: str) -> ServerConnection | None:
         """Forget ``elicitation_id`` and return the connection that held it (its completion is sent once)."""
+        self._url_people.pop(elicitation_id, None)
         return self._url_owners.pop(elicitation_id, None)
 
-    async def complete_url_elicitation(self, elicitation_id: str) -> bool:
+    def url_person(self, elicitation_id: str) -> PersonKey | None:
+        """Who a URL elicitation held here was made for (``None``: nobody, or not held here)."""
+        return self._url_people.get(elicitation_id)
+
+    def url_step_is_for(self, step_id: str, person: Principal | PersonKey | None) -> bool:
+        """Whether URL step ``step_id`` (an elicitation id or :meth:`Context.url_step_id`) was made for ``person``
+        (who signed in on its page; ``None``: nobody): ask before showing or accepting anything. See
+        :func:`minimcp.server.url_steps.made_for` (bound ids: on any worker sharing the state keys)."""
+        from minimcp.server.url_steps import made_for
+
+        return made_for(step_id, person, self.url_step_keys, self._url_owners, self._url_people)
+
+    async def complete_url_elicitation(
+        self, elicitation_id: str, *, person: Principal | PersonKey | _Unchecked | None = UNCHECKED
+    ) -> bool:
         """Signal that URL elicitation ``elicitation_id`` finished (call from anywhere in the server).
 
         Sends ``notifications/elicitation/complete`` to the one connection that
@@ -441,14 +477,25 @@ class Server:
         sent from this worker: repeating it, an unknown id, or a connection that is
         gone send nothing.
 
-        With a ``bus``, an id that no session of this worker holds is published for
-        the other workers, and returns False (it was not sent *here*): the worker
-        whose session holds it sends the notice, once; if none does, nothing is sent.
+        ``person``: who completed it on its page (a Principal, its key, ``None``: nobody). A step made
+        for someone else raises :class:`~minimcp.server.url_steps.WrongPerson`: nothing is sent, the
+        step stays open. Omitted: the application vouches for it (a provider's callback).
+
+        With a ``bus``, an id that no session of this worker holds is published for the other workers
+        (with ``person``), and returns False (not sent *here*): the worker whose session holds it
+        checks the person again and sends the notice, once; if none does, nothing is sent.
         """
+        checked: tuple[str, ...] | None = None
+        if not isinstance(person, _Unchecked):
+            from minimcp.server.url_steps import WrongPerson, person_key
+
+            if not self.url_step_is_for(elicitation_id, person):
+                raise WrongPerson(elicitation_id)
+            checked = person_key(person) or ()
         conn = self.take_url_owner(elicitation_id)
         if conn is None:
             if self._bus is not None:
-                self.workers.publish("url_complete", elicitation_id)
+                self.workers.publish("url_complete", elicitation_id, checked)
             return False
         return await conn.send_url_complete(elicitation_id)
 

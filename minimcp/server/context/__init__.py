@@ -233,6 +233,20 @@ class Context:
             self._call_id = secrets.token_urlsafe(CALL_ID_BYTES)
         return self._call_id
 
+    def url_step_id(self, name: str = "") -> str:
+        """An id for a page this call sends the person to (``call_id-name``), bound to the caller.
+
+        The same in every round and replay of the call, so a page keyed by it is found again. With
+        authorization on, it ends in a tag binding it to :attr:`auth` (``~…``): the page asks
+        :meth:`Server.url_step_is_for` whether the person signed in there is that one (on any worker
+        sharing the state keys) and completes with ``Server.complete_url_elicitation(id, person=...)``.
+        Without authorization it is just ``call_id-name``. Use it as ``elicitation_id=`` on the
+        handshake era too, and as the page's own id on revision 2026-07-28 (whose URL entries carry no
+        elicitation id).
+        """
+        base = f"{self.call_id}-{name}" if name else self.call_id
+        return self.connection.bind_url_step(base, self.auth)
+
     @property
     def continued_elsewhere(self) -> bool:
         """True once this copy of a 2026-07-28 call was dropped because its retry continued it on another
@@ -695,12 +709,16 @@ class Context:
 
         Checks the URL, mints an unguessable id (unless given) and binds it to
         this session, so a later :meth:`Server.complete_url_elicitation` reaches
-        this client only.
+        this client only. The id is bound to the caller (:attr:`auth`; a minted id carries the binding,
+        see :meth:`url_step_id`): a completion with ``person=`` someone else is refused.
         """
         self._require_url_mode(message)
         eid = _checked_url_step(url, elicitation_id)
+        auth = self.auth
+        if auth is not None and elicitation_id is None:
+            eid = self.connection.bind_url_step(eid, auth)
         if not self.modern:
-            self.connection.register_url_elicitation(eid)
+            self.connection.register_url_elicitation(eid, auth)
         return UrlElicitation(message, url, eid)
 
     def _require_url_mode(self, message: str, url: str | None = None) -> None:
@@ -737,6 +755,9 @@ class Context:
         self._require_url_mode(message, url if self.modern else None)
         eid = _checked_url_step(url, elicitation_id)
         conn = self.connection
+        auth = self.auth
+        if auth is not None and elicitation_id is None:
+            eid = conn.bind_url_step(eid, auth)
         if timeout is DEFAULT:
             timeout = conn.limits.elicitation_timeout
         if self.modern:
@@ -744,7 +765,7 @@ class Context:
             # stays the application's own handle for the step.
             params = ElicitRequestParams(message=message, mode="url", url=url)
         else:
-            conn.register_url_elicitation(eid)
+            conn.register_url_elicitation(eid, auth)
             params = ElicitRequestParams(message=message, mode="url", elicitation_id=eid, url=url)
         self._started()
         try:
