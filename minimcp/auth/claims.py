@@ -28,13 +28,13 @@ def _malformed(claim: str) -> TokenRefused:
     return TokenRefused("malformed", f"the token's {claim!r} claim has the wrong type")
 
 
-def _strings(claims: Mapping[str, Any], name: str, *, split: bool) -> tuple[str, ...]:
+def _strings(claims: Mapping[str, Any], name: str, *, split: bool, lists: bool = True) -> tuple[str, ...]:
     value = claims.get(name)
     if value is None:
         return ()
     if isinstance(value, str):
         return tuple(value.split()) if split else (value,)
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+    if lists and isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
     raise _malformed(name)
 
@@ -69,7 +69,10 @@ def principal_from_claims(claims: Mapping[str, Any], issuer: str) -> Principal:
     Raises:
         TokenRefused: ``malformed``: a claim of the wrong type.
     """
-    scopes = _strings(claims, "scope", split=True) if "scope" in claims else _strings(claims, "scp", split=True)
+    if "scope" in claims:  # RFC 9068 / RFC 7662: one space-separated string
+        scopes = _strings(claims, "scope", split=True, lists=False)
+    else:  # Entra, Okta: a list (or a string) under ``scp``
+        scopes = _strings(claims, "scp", split=True)
     if "exp" in claims and finite_number(claims["exp"]) is None:
         raise _malformed("exp")
     return Principal(

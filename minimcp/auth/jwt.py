@@ -162,6 +162,10 @@ class JWTVerifier:
         self._keys = _KeySet() if keys is None else _read_keys(keys, allowed, self._limits.max_auth_keys)
         self._fetched_at: float | None = time.monotonic() if keys is not None else None
         self._last_attempt = -math.inf
+        #: The last fetch failed or was made for an unknown key: the next waits for the interval.
+        self._spent = False
+        #: Fetches ended (got keys or failed; not cancelled).
+        self._finished = 0
         self._last_failed = False
         self._inflight: anyio.Event | None = None
 
@@ -234,7 +238,11 @@ class JWTVerifier:
         return fitting[0] if len(fitting) == 1 else None
 
     def _may_fetch(self) -> bool:
-        return self._fetches and time.monotonic() - self._last_attempt >= self._limits.auth_key_refetch_interval
+        """Whether the keys may be fetched now: the last fetch neither failed nor was made for an unknown key,
+        or it was ``auth_key_refetch_interval`` ago."""
+        if not self._fetches:
+            return False
+        return not self._spent or time.monotonic() - self._last_attempt >= self._limits.auth_key_refetch_interval
 
     def _stale(self) -> bool:
         max_age = self._limits.auth_keys_max_age
@@ -242,42 +250,51 @@ class JWTVerifier:
 
     async def _key(self, kid: str | None, alg: str) -> jwt.PyJWK:
         if self._stale() and self._may_fetch():
-            await self._refresh()  # a failure keeps the keys in use
-        for _ in range(2):
-            key = self._find(kid, alg)
+            await self._refresh(spend=False)  # a failure keeps the keys in use
+        key = self._find(kid, alg)
+        for _ in range(3):  # a fetch cancelled under a waiter lets it try again, a few times
             if key is not None:
                 return key
             if self._inflight is None and not self._may_fetch():
                 break
-            await self._refresh()
+            finished = self._finished
+            # The first fetch is not a refetch: a key rotated in just after it is still fetched.
+            await self._refresh(spend=self._fetched_at is not None)
+            key = self._find(kid, alg)
+            if self._finished != finished:
+                break  # a fetch ended (ours or another's): the keys it found are the answer
+        if key is not None:
+            return key
         if self._last_failed:
             raise TokenRefused("unavailable", "the authorization server's keys could not be fetched")
         if kid is None:
             raise TokenRefused("unknown_key", "the token names no key (kid) and no single key fits it")
         raise TokenRefused("unknown_key", "the token is signed with a key the issuer does not publish")
 
-    async def _refresh(self) -> None:
-        """Fetch the keys, or wait for the fetch under way (one at a time, whoever asks)."""
+    async def _refresh(self, *, spend: bool) -> None:
+        """Fetch the keys, or wait for the fetch under way (one at a time, whoever asks). ``spend``: the
+        fetch is for a key not known (the next one waits ``auth_key_refetch_interval``; a failed one too)."""
         inflight = self._inflight
         if inflight is not None:
             await inflight.wait()
             return
         done = self._inflight = anyio.Event()
-        before = self._last_attempt
-        self._last_attempt = time.monotonic()
+        before = self._last_attempt, self._spent
+        self._last_attempt, self._spent = time.monotonic(), True
         try:
             self._keys = _read_keys(await self._fetch_key_set(), self.algorithms, self._limits.max_auth_keys)
             self._fetched_at = time.monotonic()
-            self._last_failed = False
+            self._last_failed, self._spent = False, spend
         except FetchFailed as error:
             self._last_failed = True
             logger.warning("the keys of %s could not be fetched: %s", self.issuer, error)
         except BaseException:
-            self._last_attempt = before  # cancelled: the next request may try at once
+            self._last_attempt, self._spent = before  # cancelled: as if not tried
             raise
         finally:
             self._inflight = None
             done.set()
+        self._finished += 1
 
     async def _fetch_key_set(self) -> dict[str, Any]:
         if self._jwks_uri is None:
