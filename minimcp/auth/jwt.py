@@ -27,7 +27,7 @@ import jwt
 
 from minimcp.auth.claims import principal_from_claims
 from minimcp.auth.fetch import Fetcher, FetchFailed
-from minimcp.auth.principal import Principal, TokenRefused
+from minimcp.auth.principal import Principal, Refusal, TokenRefused
 from minimcp.core.config import Limits
 
 __all__ = ["DEFAULT_ALGORITHMS", "JWTVerifier"]
@@ -42,6 +42,17 @@ _KEY_OF: dict[str, tuple[str, str | None]] = {
     "EdDSA": ("OKP", None),
 }
 _HMAC = frozenset({"HS256", "HS384", "HS512"})
+
+#: What each of pyjwt's refusals means, the first that fits (subclasses before their bases).
+_DECODE_REFUSALS: tuple[tuple[type[jwt.PyJWTError], Refusal, str], ...] = (
+    (jwt.ExpiredSignatureError, "expired", "the token has expired"),
+    (jwt.ImmatureSignatureError, "not_yet_valid", "the token is not valid yet"),
+    (jwt.InvalidIssuerError, "issuer", "the token was issued by another authorization server"),
+    (jwt.InvalidSignatureError, "signature", "the token's signature does not verify"),
+    (jwt.InvalidAlgorithmError, "algorithm", "the token's signing algorithm is not accepted"),
+    (jwt.MissingRequiredClaimError, "malformed", "the token lacks a required claim (exp, iss)"),
+    (jwt.PyJWTError, "malformed", "the token's claims are not valid"),
+)
 
 #: The algorithms taken unless told otherwise: every asymmetric one in common use (no HMAC, never ``none``).
 DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -206,20 +217,11 @@ class JWTVerifier:
                 leeway=self.leeway,
                 options={"require": ["exp", "iss"], "verify_aud": False},
             )
-        except jwt.ExpiredSignatureError:
-            raise TokenRefused("expired", "the token has expired") from None
-        except jwt.ImmatureSignatureError:
-            raise TokenRefused("not_yet_valid", "the token is not valid yet") from None
-        except jwt.InvalidIssuerError:
-            raise TokenRefused("issuer", "the token was issued by another authorization server") from None
-        except jwt.InvalidSignatureError:
-            raise TokenRefused("signature", "the token's signature does not verify") from None
-        except jwt.InvalidAlgorithmError:
-            raise TokenRefused("algorithm", "the token's signing algorithm is not accepted") from None
-        except jwt.MissingRequiredClaimError:
-            raise TokenRefused("malformed", "the token lacks a required claim (exp, iss)") from None
-        except jwt.PyJWTError:
-            raise TokenRefused("malformed", "the token's claims are not valid") from None
+        except jwt.PyJWTError as error:
+            for kind, reason, description in _DECODE_REFUSALS:
+                if isinstance(error, kind):
+                    raise TokenRefused(reason, description) from None
+            raise  # not reached: the last entry takes any PyJWTError
         return claims
 
     # --- keys -------------------------------------------------------------------------------------

@@ -197,3 +197,16 @@ async def test_tokens_never_appear_in_log_records(caplog: pytest.LogCaptureFixtu
         text = record.getMessage() + repr(record.args)
         for token in (OPAQUE, "inactive-token-zzz", "token-with-wrong-client-yyy", "token-while-down-xxx"):
             assert token not in text
+
+
+async def test_a_client_given_is_used_and_left_open() -> None:
+    httpx = pytest.importorskip("httpx")
+    issuer = Issuer()
+    async with serving(issuer) as url, httpx.AsyncClient(headers={"X-Probe": "mine"}) as client:
+        issuer.answers[OPAQUE] = active(url)
+        verifier = verifier_of(url, http_client=client)
+        assert (await verifier.verify(OPAQUE)).subject == "alice"
+        await verifier.aclose()
+        assert not client.is_closed
+        assert (await client.get(url + "/jwks")).status_code == 200
+    assert issuer.headers[0][b"x-probe"] == b"mine"

@@ -104,7 +104,8 @@ class Issuer:
         self.answers: dict[str, dict[str, Any]] = {}
         self.padding = 0
         self.hits: collections.Counter[str] = collections.Counter()
-        self.seen: list[bytes] = []  # every request body, to check what the verifier sends
+        self.seen: list[bytes] = []  # every request's body and headers, to check what the verifier sends
+        self.headers: list[dict[bytes, bytes]] = []
 
     def _metadata(self) -> dict[str, Any]:
         return {
@@ -128,6 +129,7 @@ class Issuer:
             if not message.get("more_body"):
                 break
         self.seen.append(body)
+        self.headers.append(dict(scope["headers"]))
         path = scope["path"]
         self.hits[path] += 1
         status, answer = 404, dict[str, Any](error="not_found")
