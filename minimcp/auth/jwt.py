@@ -131,7 +131,7 @@ class JWTVerifier:
 
     Raises:
         ValueError: an algorithm it does not know, ``none``, HMAC without a secret (or a secret without
-            HMAC, or shorter than 32 bytes), or nothing to get keys from.
+            HMAC, or shorter than 32 bytes), or ``keys`` that is not a key set.
     """
 
     def __init__(
@@ -170,7 +170,12 @@ class JWTVerifier:
         self._jwks_uri = jwks_uri
         #: Whether keys come from the issuer at all (not: only the key set given).
         self._fetches = jwks_uri is not None or keys is None
-        self._keys = _KeySet() if keys is None else _read_keys(keys, allowed, self._limits.max_auth_keys)
+        self._keys = _KeySet()
+        if keys is not None:
+            try:
+                self._keys = _read_keys(keys, allowed, self._limits.max_auth_keys)
+            except FetchFailed as error:
+                raise ValueError(f"keys= must be a key set (JWKS): {error}") from None
         self._fetched_at: float | None = time.monotonic() if keys is not None else None
         self._last_attempt = -math.inf
         #: The last fetch failed or was made for an unknown key: the next waits for the interval.

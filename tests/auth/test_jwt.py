@@ -342,6 +342,8 @@ def test_the_configuration_is_checked() -> None:
         JWTVerifier("https://as.example.com", secret="x" * 40)
     with pytest.raises(ValueError, match="leeway"):
         JWTVerifier("https://as.example.com", leeway=-1)
+    with pytest.raises(ValueError, match="key set"):
+        JWTVerifier("https://as.example.com", keys={"kty": "RSA"})
 
 
 async def test_tokens_never_appear_in_log_records(caplog: pytest.LogCaptureFixture) -> None:
