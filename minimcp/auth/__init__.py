@@ -13,3 +13,47 @@ for opaque tokens), and ``signin`` (a page signs the person in at the same autho
 to check who opened a URL step). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the
 verifiers and the sign-in only.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minimcp.auth.config import Authorization, canonical_resource
+    from minimcp.auth.introspection import IntrospectionVerifier
+    from minimcp.auth.jwt import JWTVerifier
+    from minimcp.auth.principal import Principal, Refusal, TokenRefused, Verifier
+
+# This package's public names, each loaded on first use from its module here: a server with
+# authorization loads only the verifier it uses (pyjwt for JWTs, httpx for fetches), and importing
+# one module of the package (``principal``, say) loads no other.
+_LAZY = {
+    "Authorization": "config",
+    "canonical_resource": "config",
+    "IntrospectionVerifier": "introspection",
+    "JWTVerifier": "jwt",
+    "Principal": "principal",
+    "Refusal": "principal",
+    "TokenRefused": "principal",
+    "Verifier": "principal",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'minimcp.auth' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = [
+    "Authorization",
+    "IntrospectionVerifier",
+    "JWTVerifier",
+    "Principal",
+    "Refusal",
+    "TokenRefused",
+    "Verifier",
+    "canonical_resource",
+]

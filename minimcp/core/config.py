@@ -129,6 +129,32 @@ class Limits(msgspec.Struct, frozen=True):
             :class:`minimcp.auth.signin.PageSignIn` remembers (their ``state``,
             PKCE verifier and nonce); beyond, the oldest is dropped (its callback
             is then refused as an unknown ``state``), and expired ones go first.
+        max_token_bytes: Characters of an access token a verifier
+            (:mod:`minimcp.auth`) reads; a longer one is refused unread
+            (``too_large``), before any parsing or fetch.
+        max_auth_keys: Keys kept from one issuer's key set (JWKS); keys beyond
+            are ignored (a warning is logged), so a key set cannot grow the cache.
+        auth_key_refetch_interval: Minimum seconds between two fetches of an
+            issuer's keys. A token naming an unknown key (``kid``) makes one fetch
+            (concurrent ones share it); another within this interval is refused
+            (``unknown_key``, or ``unavailable`` while the issuer cannot be reached)
+            without a fetch.
+        auth_keys_max_age: Seconds an issuer's fetched keys are used before the
+            next token makes them be fetched again (a key the issuer withdrew stops
+            verifying). A failed fetch keeps the keys in use. ``None``: only an
+            unknown ``kid`` fetches them again.
+        auth_fetch_timeout: Seconds one request to an authorization server (its
+            metadata, its keys, an introspection) may take in all; then the token
+            is refused ``unavailable``.
+        max_auth_response_bytes: Bytes of an authorization server's answer (its
+            metadata, its key set, an introspection answer) read at most; a
+            longer one is treated as a failed fetch.
+        max_introspection_cache: Introspection outcomes a verifier remembers
+            (keyed by a hash of the token, never the token); beyond, the least
+            recently used is forgotten.
+        introspection_cache_ttl: Seconds an introspection outcome is reused
+            (never past the token's ``exp``); a token revoked meanwhile is still
+            taken this long.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -159,6 +185,14 @@ class Limits(msgspec.Struct, frozen=True):
     stream_write_timeout: float = 30.0
     max_http_inbox: int = 1024
     max_pending_sign_ins: int = 10_000
+    max_token_bytes: int = 8192
+    max_auth_keys: int = 100
+    auth_key_refetch_interval: float = 30.0
+    auth_keys_max_age: float | None = 3600.0
+    auth_fetch_timeout: float = 10.0
+    max_auth_response_bytes: int = 256 * 1024
+    max_introspection_cache: int = 10_000
+    introspection_cache_ttl: float = 60.0
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

@@ -390,6 +390,7 @@ PACKAGE_FACES = {
     "__init__.py": "the public names of minimcp (lazily where they load a stack)",
     "forms/__init__.py": "users import the form names from minimcp.forms (README, examples/demo.py)",
     "transports/http/__init__.py": "the HTTP transport's names (StreamableHTTPApp lazily: it is this package's own)",
+    "auth/__init__.py": "users import the authorization names from minimcp.auth (lazily: verifiers load pyjwt, httpx)",
 }
 
 
