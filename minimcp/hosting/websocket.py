@@ -220,12 +220,14 @@ async def serve_websocket(
             refused = await _authorize(protocol, request, auth, slot)
             if refused is not None:
                 return refused
+            key = slot.principal.key if slot.principal is not None else None
             try:
-                room = table.make_room_for_person(slot.person)
+                room = table.make_room_for_person(key)
             except NoSlot as exc:
                 return protocol.reject(exc.status, f"{exc}\n")
             if room is not None:
                 evict(*room)
+            slot.person = key  # (after the search above, which must not pick this very connection)
             table.add_person(slot)
         return protocol.accept(request)
 
@@ -276,7 +278,6 @@ async def _authorize(protocol: ServerProtocol, request: Request, auth: Authoriza
         return response
     slot.principal = principal
     slot.auth = auth
-    slot.person = principal.key
     return None
 
 

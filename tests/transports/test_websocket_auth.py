@@ -38,6 +38,12 @@ def make_server(**limits: Any) -> ScopedServer:
         return "nobody" if auth is None else f"{auth.subject} {' '.join(sorted(auth.scopes))}"
 
     @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Ask the caller a question (work pending until it answers)."""
+        answer = await ctx.elicit("Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        return type(answer).__name__
+
+    @server.tool()
     async def book(what: str) -> str:
         """Book something (needs bookings:write)."""
         server.booked.append(what)  # type: ignore[attr-defined]
@@ -183,3 +189,25 @@ async def test_connections_per_person_are_bounded_like_per_address(anyio_backend
             for n, raw in enumerate(raws[1:]):
                 await raw.send({"jsonrpc": "2.0", "id": f"p{n}", "method": "ping"})
                 assert (await raw.recv())["id"] == f"p{n}"
+
+
+async def test_a_person_whose_connections_all_have_work_pending_is_refused_429(anyio_backend: str) -> None:
+    server = make_server(max_sessions_per_client=1)
+    with anyio.fail_after(30):
+        async with (
+            serving(server, auth=authorization()) as url,
+            RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-token"), local_host="127.0.0.2") as busy,
+        ):
+            await busy.send(INIT)
+            assert (await busy.recv())["id"] == "init"
+            call = {"name": "ask", "arguments": {}}
+            await busy.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": call})
+            assert (await busy.recv())["method"] == "elicitation/create"
+            headers = bearer("alice-token-2")
+            async with RawWs.connect(url, subprotocols=["mcp"], headers=headers, local_host="127.0.0.3") as refused:
+                assert refused.response is not None and refused.response.status_code == 429
+                assert b"too many connections for your account" in refused.response.body
+            async with connect_websocket(url, headers=bearer("bob-token")) as client:  # another person
+                assert await text_of(client, "whoami") == "bob bookings:read bookings:write"
+            await busy.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+            assert (await busy.recv())["id"] == "p"
