@@ -63,7 +63,14 @@ class Limits(msgspec.Struct, frozen=True):
             ``/64``) may hold; one more ends that client's least recently used
             session without pending work (``503`` when all have work).
             ``None``: no per-client bound (behind a proxy every client shares
-            the proxy's address).
+            the proxy's address). The WebSocket server bounds its connections
+            (an upgrade in progress counts) the same way per address and, with
+            authorization on, per person: one more ends that address's (or
+            person's) least recently used idle connection (close code 1008)
+            or is refused (``429``) when all have work. Whatever this bound, a
+            full WebSocket server makes room for a new address at the expense
+            of the address holding the most connections
+            (:mod:`minimcp.transports._ws_slots`).
         max_parked_per_client: Tool calls of revision 2026-07-28 that one
             client address may have parked waiting for answers; a new call
             that would park one more is refused with ``-32003``.

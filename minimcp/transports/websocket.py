@@ -29,6 +29,12 @@ The connection behaviour, documented as the spec asks:
   request within ``initialize_timeout`` (1008), and one that stays idle for
   ``idle_timeout`` (1000): nothing received and no work pending -- a tool
   waiting on a person's answer keeps its connection however long it takes.
+* Slots and authorization (the server, :func:`minimcp.serve_websocket`): connections are
+  bounded in total (``max_connections``, from the TCP accept), per client address and, with
+  authorization, per person (``limits.max_sessions_per_client``); a new connection beyond a
+  bound ends another one with 1008 and a reason, or is refused (``429``/``503``); the rules are
+  in :mod:`minimcp.transports._ws_slots`. With ``auth``, the upgrade request's bearer token is
+  checked before the upgrade (``401`` with ``WWW-Authenticate`` when refused).
 * Closing is the normal closing handshake (code 1000); losing the TCP
   connection ends the session like a close does: pending requests fail with
   ConnectionClosed and running handlers (tools waiting on a question) are
@@ -50,6 +56,7 @@ import contextlib
 import logging
 import math
 import os
+import typing
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 
@@ -57,7 +64,7 @@ import anyio
 import anyio.abc
 
 from minimcp.core.config import Limits
-from minimcp.transports._ports import SessionActivity, is_utf8
+from minimcp.transports._ports import is_utf8
 from minimcp.wire.errors import MinimcpError
 from minimcp.wire.jsonrpc import RequestId
 
@@ -86,6 +93,15 @@ SUBPROTOCOL = "mcp"
 
 _MCP = Subprotocol(SUBPROTOCOL)
 _CHUNK = 65536
+
+
+class Watched(typing.Protocol):
+    """What a server's watchdog reads of the session it guards (a
+    :class:`~minimcp.transports._ports.SessionActivity`, or what holds one); read at its ticks only."""
+
+    def has_requested(self) -> bool: ...
+
+    def activity(self) -> tuple[int, bool]: ...
 
 
 class WebSocketHandshakeError(MinimcpError):
@@ -202,6 +218,24 @@ class WebSocketTransport:
     async def aclose(self) -> None:
         """Close with code 1000 and finish the closing handshake (at most ``close_timeout`` seconds)."""
         await self._close_with(CloseCode.NORMAL_CLOSURE, "")
+
+    async def fail(self, code: int, reason: str) -> None:
+        """Close now with ``code`` and ``reason``: the close frame is sent, then the TCP connection is
+        closed without waiting for the peer's answer (RFC 6455 7.1.7; at most ``close_timeout``
+        seconds for the frame to go out). The server ends a connection so to make room for another."""
+        if self._closing:
+            await self._closed.wait()
+            return
+        self._closing = True
+        try:
+            with anyio.move_on_after(self._close_timeout):
+                if self._protocol.state is OPEN:
+                    self._protocol.fail(code, reason)
+                    self._pull()
+                await self._flush()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._drop()
 
     async def _close_with(self, code: int, reason: str) -> None:
         if self._closing:
@@ -373,7 +407,7 @@ class WebSocketTransport:
 
     # --- liveness ----------------------------------------------------------------------------
 
-    async def _keep_watch(self, peer: SessionActivity | None) -> None:
+    async def _keep_watch(self, peer: Watched | None) -> None:
         """Keepalive pings; on a server (``peer``) also the initialize and idle deadlines.
 
         One task per connection that sleeps until its next deadline: nothing on the
@@ -435,7 +469,7 @@ async def running(
     close_timeout: float,
     early_events: Sequence[object],
     limits: Limits,
-    peer: SessionActivity | None = None,
+    peer: Watched | None = None,
 ) -> AsyncIterator[WebSocketTransport]:
     """The transport over an upgraded connection, its writer (and watchdog) running until the block ends."""
     transport = WebSocketTransport(

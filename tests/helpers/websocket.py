@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -56,10 +56,17 @@ class RawWs:
     @classmethod
     @contextlib.asynccontextmanager
     async def connect(
-        cls, url: str, *, subprotocols: list[str] | None = None, origin: str | None = None
+        cls,
+        url: str,
+        *,
+        subprotocols: list[str] | None = None,
+        origin: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        local_host: str | None = None,
     ) -> AsyncIterator[RawWs]:
+        """Upgrade (from ``local_host``, e.g. another loopback address) and yield once the response is in."""
         uri = parse_uri(url)
-        stream = await anyio.connect_tcp(uri.host, uri.port)
+        stream = await anyio.connect_tcp(uri.host, uri.port, local_host=local_host)
         async with stream:
             protocol = ClientProtocol(
                 uri,
@@ -69,6 +76,8 @@ class RawWs:
             request = protocol.connect()
             if origin is not None:
                 request.headers["Origin"] = origin
+            for name, value in (headers or {}).items():
+                request.headers[name] = value
             protocol.send_request(request)
             raw = cls(stream, protocol)
             await raw.flush()

@@ -1,0 +1,213 @@
+"""Authorization on the WebSocket server: the upgrade's bearer token, the principal in a tool, scopes per request."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from minimcp import Context, Limits, McpError, Server, connect_websocket
+from minimcp.hosting.websocket import INSUFFICIENT_SCOPE
+from minimcp.transports.websocket import WebSocketHandshakeError, websocket_client
+from tests.helpers.websocket import INIT, RawWs, serving
+from tests.helpers.ws_auth import RESOURCE, FixedVerifier, authorization, bearer, http_get
+
+WRITE = frozenset({"bookings:write"})
+
+
+class ScopedServer(Server):
+    """``book`` needs ``bookings:write`` (what ``@tool(scopes=...)`` will declare)."""
+
+    def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
+        if method == "tools/call" and msgspec.json.decode(params).get("name") == "book":
+            return WRITE
+        return frozenset()
+
+
+def make_server(**limits: Any) -> ScopedServer:
+    server = ScopedServer("auth", limits=Limits(**limits))
+    server.booked = []  # type: ignore[attr-defined]
+
+    @server.tool()
+    async def whoami(ctx: Context) -> str:
+        """Who the caller is."""
+        auth = ctx.auth
+        return "nobody" if auth is None else f"{auth.subject} {' '.join(sorted(auth.scopes))}"
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Ask the caller a question (work pending until it answers)."""
+        answer = await ctx.elicit("Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        return type(answer).__name__
+
+    @server.tool()
+    async def book(what: str) -> str:
+        """Book something (needs bookings:write)."""
+        server.booked.append(what)  # type: ignore[attr-defined]
+        return f"booked {what}"
+
+    return server
+
+
+async def text_of(client: Any, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    return str(result.content[0].text)
+
+
+async def test_upgrade_without_a_token_or_with_a_bad_one_gets_401_and_no_websocket(anyio_backend: str) -> None:
+    server = make_server()
+    verifier = FixedVerifier()
+    with anyio.fail_after(20):
+        async with serving(server, auth=authorization(verifier)) as url:
+            async with RawWs.connect(url, subprotocols=["mcp"]) as raw:
+                assert raw.response is not None and raw.response.status_code == 401
+                challenge = raw.response.headers["WWW-Authenticate"]
+                assert challenge.startswith('Bearer resource_metadata="http://127.0.0.1/.well-known/')
+                assert "error=" not in challenge  # no credentials: no error code (RFC 6750 3.1)
+            for token in ("nonsense", "elsewhere-token"):
+                async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token)) as raw:
+                    assert raw.response is not None and raw.response.status_code == 401
+                    challenge = raw.response.headers["WWW-Authenticate"]
+                    assert 'error="invalid_token"' in challenge and token not in challenge
+            async with RawWs.connect(url, subprotocols=["mcp"], headers={"Authorization": "Basic YTpi"}) as raw:
+                assert raw.response is not None and raw.response.status_code == 401
+            with pytest.raises(WebSocketHandshakeError) as info:
+                async with websocket_client(url, headers=bearer("nonsense")):
+                    pass  # pragma: no cover
+            assert info.value.status == 401
+            assert not server.connections
+            assert verifier.seen == ["nonsense", "elsewhere-token", "nonsense"]
+
+
+async def test_authorization_server_down_is_503_never_an_acceptance(anyio_backend: str) -> None:
+    server = make_server()
+    with anyio.fail_after(20):
+        async with serving(server, auth=authorization()) as url:
+            with pytest.raises(WebSocketHandshakeError) as info:
+                async with websocket_client(url, headers=bearer("down")):
+                    pass  # pragma: no cover
+            assert info.value.status == 503
+            assert not server.connections
+
+
+async def test_a_token_without_the_required_scopes_gets_403(anyio_backend: str) -> None:
+    server = make_server()
+    with anyio.fail_after(20):
+        async with serving(server, auth=authorization(required_scopes=["bookings:write"])) as url:
+            async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-token")) as raw:
+                assert raw.response is not None and raw.response.status_code == 403
+                challenge = raw.response.headers["WWW-Authenticate"]
+                assert 'error="insufficient_scope"' in challenge and 'scope="bookings:write"' in challenge
+            async with connect_websocket(url, headers=bearer("bob-token")) as client:
+                assert await text_of(client, "whoami") == "bob bookings:read bookings:write"
+
+
+async def test_an_accepted_token_is_the_principal_in_the_tool(anyio_backend: str) -> None:
+    server = make_server()
+    with anyio.fail_after(20):
+        async with (
+            serving(server, auth=authorization()) as url,
+            connect_websocket(url, headers=bearer("alice-token")) as client,
+        ):
+            assert await text_of(client, "whoami") == "alice bookings:read"
+            conn = next(iter(server.connections))
+            assert conn.principal is not None and conn.principal.key == ("https://issuer.test", "alice")
+
+
+async def test_a_request_needing_scopes_the_token_lacks_is_refused_and_runs_nothing(anyio_backend: str) -> None:
+    server = make_server()
+    with anyio.fail_after(20):
+        async with serving(server, auth=authorization(required_scopes=["bookings:read"])) as url:
+            async with connect_websocket(url, headers=bearer("alice-token")) as client:
+                with pytest.raises(McpError) as info:
+                    await client.call_tool("book", {"what": "room 7"})
+                assert info.value.code == INSUFFICIENT_SCOPE
+                data = info.value.data
+                assert isinstance(data, dict)
+                assert data["requiredScopes"] == ["bookings:read", "bookings:write"]
+                assert 'error="insufficient_scope"' in data["wwwAuthenticate"]
+                assert server.booked == []  # type: ignore[attr-defined]
+                assert await text_of(client, "whoami") == "alice bookings:read"  # the connection goes on
+            async with connect_websocket(url, headers=bearer("bob-token")) as client:
+                assert await text_of(client, "book", what="room 7") == "booked room 7"
+                assert server.booked == ["room 7"]  # type: ignore[attr-defined]
+
+
+async def test_protected_resource_metadata_on_a_plain_get(anyio_backend: str) -> None:
+    with anyio.fail_after(20):
+        async with serving(make_server(), auth=authorization()) as url:
+            port = int(url.rsplit(":", 1)[1].split("/")[0])
+            for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+                status, headers, body = await http_get("127.0.0.1", port, path)
+                assert status == 200 and headers["content-type"] == "application/json"
+                document = msgspec.json.decode(body)
+                assert document["resource"] == RESOURCE
+                assert document["authorization_servers"] == ["https://issuer.test"]
+            status, _, _ = await http_get("127.0.0.1", port, "/mcp")  # not an upgrade, not the metadata
+            assert status == 401
+
+
+async def test_without_auth_nothing_changes(anyio_backend: str) -> None:
+    server = make_server()
+    with anyio.fail_after(20):
+        async with serving(server) as url:
+            async with connect_websocket(url, headers=bearer("alice-token")) as client:  # the header is ignored
+                assert await text_of(client, "whoami") == "nobody"
+                assert await text_of(client, "book", what="x") == "booked x"  # no scope check
+                conn = next(iter(server.connections))
+                assert conn.principal is None
+                assert type(conn.session.dispatcher).__name__ == "ServerConnection"
+            port = int(url.rsplit(":", 1)[1].split("/")[0])
+            status, _, _ = await http_get("127.0.0.1", port, "/.well-known/oauth-protected-resource/mcp")
+            assert status == 404
+
+
+async def test_connections_per_person_are_bounded_like_per_address(anyio_backend: str) -> None:
+    """Three addresses, one person: with a bound of 2 per person (and per address), the person's third
+    connection ends its least recently used idle one; another person is not counted with it."""
+    server = make_server(max_sessions_per_client=2)
+    with anyio.fail_after(30):
+        async with serving(server, auth=authorization()) as url, contextlib.AsyncExitStack() as stack:
+            raws = []
+            for n, (address, token) in enumerate(
+                [("127.0.0.2", "alice-token"), ("127.0.0.3", "bob-token"), ("127.0.0.4", "alice-token-2"),
+                 ("127.0.0.5", "alice-token")]
+            ):
+                raw = await stack.enter_async_context(
+                    RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token), local_host=address)
+                )
+                assert raw.response is not None and raw.response.status_code == 101
+                await raw.send({**INIT, "id": f"init{n}"})
+                assert (await raw.recv())["id"] == f"init{n}"
+                raws.append(raw)
+            assert await raws[0].close_code() == 1008
+            rcvd = raws[0].protocol.close_rcvd
+            assert rcvd is not None and rcvd.reason == "too many connections for your account (limit 2)"
+            for n, raw in enumerate(raws[1:]):
+                await raw.send({"jsonrpc": "2.0", "id": f"p{n}", "method": "ping"})
+                assert (await raw.recv())["id"] == f"p{n}"
+
+
+async def test_a_person_whose_connections_all_have_work_pending_is_refused_429(anyio_backend: str) -> None:
+    server = make_server(max_sessions_per_client=1)
+    with anyio.fail_after(30):
+        async with (
+            serving(server, auth=authorization()) as url,
+            RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-token"), local_host="127.0.0.2") as busy,
+        ):
+            await busy.send(INIT)
+            assert (await busy.recv())["id"] == "init"
+            call = {"name": "ask", "arguments": {}}
+            await busy.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": call})
+            assert (await busy.recv())["method"] == "elicitation/create"
+            headers = bearer("alice-token-2")
+            async with RawWs.connect(url, subprotocols=["mcp"], headers=headers, local_host="127.0.0.3") as refused:
+                assert refused.response is not None and refused.response.status_code == 429
+                assert b"too many connections for your account" in refused.response.body
+            async with connect_websocket(url, headers=bearer("bob-token")) as client:  # another person
+                assert await text_of(client, "whoami") == "bob bookings:read bookings:write"
+            await busy.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+            assert (await busy.recv())["id"] == "p"
