@@ -7,7 +7,8 @@ server without :class:`~minimcp.auth.config.Authorization` never loads it, and s
 
 Read in this order: :mod:`~minimcp.auth.principal` (who a token names, why one is refused, the
 verifier protocol), :mod:`~minimcp.auth.config` (the one object a server is given: verifier,
-resource URL, authorization servers, scopes; it checks the audience whatever the verifier), then
+resource URL, authorization servers, scopes; it checks the audience whatever the verifier),
+:mod:`~minimcp.auth.request` (a 2026-07-28 request with its person: no session holds it), then
 the verifiers (``jwt``: signed access tokens against the issuer's keys; ``introspection``: RFC 7662
 for opaque tokens), and ``signin`` (a page signs the person in at the same authorization server,
 to check who opened a URL step). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -78,6 +78,8 @@ class Servable(Protocol):
     def stateless_connection(self, transport: Transport) -> tuple[Dispatcher, Session]: ...
 
     def tool_definition(self, name: str) -> Tool | None: ...
+
+    def scopes_needed(self, method: str, params: Any) -> frozenset[str]: ...
 
     async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = ...) -> None: ...
 

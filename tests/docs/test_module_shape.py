@@ -83,6 +83,9 @@ SUBCLASSES = {
     ("minimcp.server.outcome", "ToolRun"): "minimcp.core.dispatch.Deferred",
     # A parked run that serves the rounds of one tools/call (the retry's side of a Run).
     ("minimcp.server.mrtr.rounds", "ServingRun"): "minimcp.server.mrtr.run.Run",
+    # A 2026-07-28 request with the person its token names: a Request to every handler on its way (dispatch,
+    # the connection), its principal read where the person matters (no wrapper to unwrap without authorization).
+    ("minimcp.auth.request", "AuthenticatedRequest"): "minimcp.wire.jsonrpc.Request",
     # The client transport's 2026-07-28 exchanges: an era seam, loaded with the transport.
     (
         "minimcp.transports.http.client",

@@ -161,6 +161,7 @@ class Context:
         "envelope",
         "finished",
         "meta",
+        "principal",
         "protocol_version",
         "request_id",
         "run",
@@ -183,6 +184,7 @@ class Context:
         run: RunHandle | None = None,
         *,
         tool: str = "",
+        principal: Principal | None = None,
     ) -> None:
         #: The connection serving this call (through the narrow :class:`~minimcp.server.context.ports.CallHost`
         #: interface).
@@ -195,6 +197,10 @@ class Context:
         self.envelope = envelope
         #: The multi round-trip run this call executes in (modern revision only).
         self.run = run
+        #: Who sent this request, when its transport tells per request (revision 2026-07-28 over HTTP: no
+        #: session to hold the person; renewed with each round's request, like :attr:`envelope`); ``None``:
+        #: the connection's (:attr:`auth`).
+        self.principal = principal
         if envelope is not None:
             self.protocol_version = envelope.version
             self.client_info = envelope.client_info
@@ -257,8 +263,12 @@ class Context:
     @property
     def auth(self) -> Principal | None:
         """Who is calling, as their verified bearer token says (issuer, subject, client id, scopes, expiry,
-        claims); ``None`` when the server does not check tokens (:class:`minimcp.auth.config.Authorization`)."""
-        return self.connection.principal
+        claims); ``None`` when the server does not check tokens (:class:`minimcp.auth.config.Authorization`).
+
+        On revision 2026-07-28 over HTTP, the current request's: a call resumed by a retry sees the retry's
+        token (the same person, its scopes and expiry as refreshed since)."""
+        principal = self.principal
+        return principal if principal is not None else self.connection.principal
 
     @property
     def client_capabilities(self) -> ClientCapabilities:

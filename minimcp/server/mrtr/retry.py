@@ -22,6 +22,8 @@ The binding a state is sealed with is made here only (:func:`binding`).
 
 from __future__ import annotations
 
+import binascii
+import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -36,10 +38,13 @@ from minimcp.wire.errors import McpError
 from minimcp.wire.input_required import asked
 
 if TYPE_CHECKING:
+    from minimcp.auth.principal import Principal
     from minimcp.server.connection import ServerConnection
     from minimcp.server.mrtr.run import Run
 
-__all__ = ["Retry", "answered_late", "binding", "check_retry", "client_of", "refusal", "resume", "use", "use_now"]
+__all__ = [
+    "Retry", "answered_late", "binding", "check_retry", "client_of", "refusal", "resume", "use", "use_now", "user_of",
+]
 
 #: Refusals of a retry's state are logged where the 2026-07-28 rounds always logged them.
 logger = logging.getLogger("minimcp.modern")
@@ -51,10 +56,25 @@ def client_of(envelope: Envelope | None) -> str | None:
     return info.name if info is not None else None
 
 
-def binding(method: str, name: str, arguments_digest: str, client: str | None) -> dict[str, Any]:
-    """What a state is bound to: the method (``m``), the tool or prompt (``t``), the arguments' digest (``a``)
-    and the client's name (``p``, ``None`` when it gave none)."""
-    return {"m": method, "t": name, "a": arguments_digest, "p": client}
+def user_of(principal: Principal) -> str:
+    """The person a state is bound to (``u``): a digest of the principal's key ``(iss, sub)``, never the
+    token's bytes (a refreshed token is the same person) nor the subject itself (the state is signed, not
+    encrypted: it does not show who the person is)."""
+    key = b"minimcp principal\x00" + msgspec.json.encode(principal.key)
+    return binascii.b2a_base64(hashlib.sha256(key).digest()[:16], newline=False).rstrip(b"=").decode()
+
+
+def binding(
+    method: str, name: str, arguments_digest: str, client: str | None, user: str | None = None
+) -> dict[str, Any]:
+    """What a state is bound to: the method (``m``), the tool or prompt (``t``), the arguments' digest (``a``),
+    the client's name (``p``, ``None`` when it gave none) and, with authorization, the person (``u``:
+    :func:`user_of`; left out without, so a state sealed by a server that checks no tokens never opens on
+    one that does)."""
+    bound = {"m": method, "t": name, "a": arguments_digest, "p": client}
+    if user is not None:
+        bound["u"] = user
+    return bound
 
 
 class Retry(msgspec.Struct, gc=False):
@@ -83,13 +103,16 @@ def check_retry(
     arguments_digest: Callable[[], str],
     arguments: bytes | None = None,
     envelope: Envelope | None = None,
+    user: str | None = None,
 ) -> Retry:
     """Whether ``token`` may carry this retry on: it verifies, has not expired at ``now``, and is bound to
-    ``method``, ``name``, the arguments (their digest: ``arguments_digest()``) and ``client``.
+    ``method``, ``name``, the arguments (their digest: ``arguments_digest()``), ``client`` and ``user`` (the
+    retry's person, :func:`user_of`; ``None`` without authorization). A state of another person is refused
+    before anything runs and is not used up: its owner may still retry with it.
 
     ``arguments``: the call's argument bytes, given by a caller that takes the parked run at once (no
     await between). A v2 state naming a run parked on ``conn`` that answered the first round of this
-    same call itself -- the tool, the argument bytes and the client of its first call -- is then checked
+    same call itself -- the tool, the argument bytes, the client and the person of its first call -- is then checked
     from its MAC and header alone: every state sealed for that run is bound to that first call (each
     retry was checked against it), so the run's record is the binding, and the body is not decoded.
     Any other state is opened in full and checked against :func:`binding`. ``envelope``: the request's
@@ -105,11 +128,11 @@ def check_retry(
         run = conn.server.parking.peek(handle)
         if (
             run is not None and sealed and method == "tools/call" and run.conn is conn and run.tool == name
-            and run.arguments == arguments and (ctx := run.context) is not None
+            and run.arguments == arguments and run.user == user and (ctx := run.context) is not None
             and ((held := ctx.envelope) is envelope is not None or client_of(held) == client)
         ):
             return Retry(run, None, handle, sealed, state_id, exp)
-    bound = binding(method, name, arguments_digest(), client)
+    bound = binding(method, name, arguments_digest(), client, user)
     state = sealer.open(token, now=now, binding=bound)
     named = state.get("h")
     named_handle = named if isinstance(named, str) else None

@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -48,7 +48,7 @@ from minimcp.core._backend import BareTaskCancelled
 from minimcp.core.dispatch import Deferred
 from minimcp.server import handlers
 from minimcp.server.context import Context
-from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, refusal, resume, use
+from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, refusal, resume, use, user_of
 from minimcp.server.mrtr.run import NOT_STARTED, Asking, Raised, Returned, Run
 from minimcp.server.mrtr.state import InvalidState, StateTooLarge
 from minimcp.server.outcome import ToolRun
@@ -70,6 +70,8 @@ from minimcp.wire.types import UNSET, GetPromptParams, ServerCapabilities, Unset
 from minimcp.wire.versions import MODERN, SUPPORTED, has_envelope
 
 if TYPE_CHECKING:
+    from minimcp.auth.principal import Principal
+    from minimcp.auth.request import AuthenticatedRequest
     from minimcp.server.connection import ServerConnection
 
 __all__ = ["CallParams", "ServingRun", "answers_of", "bound_arguments", "drive", "serve"]
@@ -228,12 +230,15 @@ async def _rounds(
     server = conn.server
     client = client_of(envelope)
     sealed = digest(arguments)
-    bound = binding(method, name, sealed, client)
+    # Who is calling: the request's person (2026-07-28 over HTTP, authorization on), else the connection's.
+    principal = conn.principal if type(request) is Request else cast("AuthenticatedRequest", request).principal
+    user = user_of(principal) if principal is not None else None
+    bound = binding(method, name, sealed, client, user)
     inputs = answers_of(params)
     if isinstance(params.request_state, str):
         now = time.time()
         try:  # (opened in full: the run is taken only after the awaited use below)
-            retry = check_retry(conn, method, name, client, params.request_state, now, lambda: sealed)
+            retry = check_retry(conn, method, name, client, params.request_state, now, lambda: sealed, user=user)
         except InvalidState as exc:
             raise refusal(exc, name) from None
         await use(conn, retry, name)
@@ -242,9 +247,11 @@ async def _rounds(
         run = server.parking.take(retry.handle) if retry.handle is not None else None
         if run is not None:
             if run.context is not None:
-                # Capabilities, identity and log level come from this request only.
+                # Capabilities, identity and log level come from this request only; so does the person's
+                # token (the same person: the state is bound to them; its scopes and expiry maybe renewed).
                 run.context.envelope = envelope
                 run.context.request_id = request.id
+                run.context.principal = principal
             if not resume(run, inputs, now):
                 # A needed answer is missing: ask the same questions again, still parked.
                 return _input_required(conn, run, bound)
@@ -269,11 +276,14 @@ async def _rounds(
             run = _start_run(
                 conn, name, envelope, request, meta, wants_context, body, recorded,
                 call_id if isinstance(call_id, str) else None,
-                asked=(digests, asked_at) if asked_at is not None else None,
+                asked=(digests, asked_at) if asked_at is not None else None, principal=principal, user=user,
             )
     else:
         # A first call may carry answers to questions asked by name (key=...).
-        run = _start_run(conn, name, envelope, request, meta, wants_context, body, [], offered=inputs)
+        run = _start_run(
+            conn, name, envelope, request, meta, wants_context, body, [], offered=inputs, principal=principal,
+            user=user,
+        )
     try:
         outcome = await run.next_outcome()
     except BaseException:
@@ -301,16 +311,18 @@ def _start_run(
     *,
     offered: dict[str, Any] | None = None,
     asked: tuple[list[str], float] | None = None,
+    principal: Principal | None = None,
+    user: str | None = None,
 ) -> Run:
     # (conn: a later retry on this connection may be taken over by its read loop)
-    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked, conn=conn)
+    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked, conn=conn, user=user)
     ctx: Context | None = None
     if wants_context:
         if isinstance(meta, dict):
             # The envelope's keys live on in ``envelope`` (renewed each round); the context keeps the
             # rest (a progress token): a parked call need not hold a second copy of the envelope.
             meta = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or UNSET
-        ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name)
+        ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name, principal=principal)
     # The body is made here (a coroutine, not run yet): the parked task keeps only it, not the
     # closure that makes it.
     awaitable = body(ctx)

@@ -105,7 +105,7 @@ class Run:
         "_answer_cell", "_answers", "_asked", "_keys", "_outcome", "_replay", "answers", "arguments",
         "asked_at", "binding", "call_id", "conn", "context", "continued_elsewhere", "deadline", "finished",
         "handle", "laned", "offered", "parking", "pending", "pending_keys", "pending_timeout", "scope",
-        "serving", "tool",
+        "serving", "tool", "user",
     )
 
     # Set by the run's first question (:meth:`ask`), not here: each is read only once the run has asked
@@ -131,6 +131,7 @@ class Run:
         serving: Any = None,
         binding: dict[str, Any] | None = None,
         arguments: bytes | None = None,
+        user: str | None = None,
     ) -> None:
         self.tool = tool
         #: Where this run waits between rounds (it leaves on its own when its question times out).
@@ -181,6 +182,9 @@ class Run:
         #: The call's arguments as its first request sent them (JSON bytes), for a run answering its
         #: rounds (:mod:`minimcp.server.mrtr.rounds`): a retry repeating them has the digest its state is bound to.
         self.arguments: bytes | None = arguments
+        #: The person of the call's first request (:func:`minimcp.server.mrtr.retry.user_of`; ``None`` without
+        #: authorization): a retry of another person's never reaches this run.
+        self.user = user
         #: When the open questions time out, on the loop's clock, while they wait (asyncio: see
         #: :class:`~minimcp.server.mrtr.parking.Sweep`; infinity: not timed), and whether that deadline sits in a
         #: FIFO lane.

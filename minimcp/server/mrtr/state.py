@@ -3,7 +3,8 @@
 The client must echo ``requestState`` byte for byte, and the server must treat
 it as attacker-controlled. We seal it under a server key and bind it to what it
 belongs to: the method, the tool (or prompt / resource) name, a digest of the
-arguments, and the client identity where one is known, with an expiry. Anything
+arguments, the client identity where one is known and, with authorization, the person (a digest of
+the token's ``(iss, sub)``: :func:`minimcp.server.mrtr.retry.user_of`), with an expiry. Anything
 that does not verify -- tampered, expired, replayed onto another call, sealed by
 another key -- is refused with one frozen message (the real reason goes to the
 log only), never a crash and never a silent re-ask.

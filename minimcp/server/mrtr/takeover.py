@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from minimcp.server.context import Context
-from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, use_now
+from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, use_now, user_of
 from minimcp.server.mrtr.rounds import CallParams, ServingRun, answers_of, bound_arguments, drive
 from minimcp.server.mrtr.used_states import MemoryUsedStates
 from minimcp.wire.errors import ConnectionClosed
@@ -103,6 +103,8 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
     server = conn.server
     arguments = params.arguments
     token = params.request_state
+    # (the read loop's transports hold the person on the connection: none tells it per request)
+    user = user_of(principal) if (principal := conn.principal) is not None else None
     if token is UNSET:  # a new call: its ServingRun started, answering request id_
         # (a retry's arguments are those its state is bound to: they were checked on its first call)
         try:
@@ -113,8 +115,9 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
         offered = None if params.input_responses is UNSET else inputs
         new = ServingRun(
             name, [], None, offered, parking=server.parking, conn=conn, serving=id_,
-            binding=binding("tools/call", name, sealed, client_of(envelope)),
+            binding=binding("tools/call", name, sealed, client_of(envelope), user),
             arguments=bytes(arguments),  # (a copy: not the whole request's buffer)
+            user=user,
         )
         ctx = None
         if tool.context_param is not None:
@@ -133,7 +136,7 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
     try:
         retry = check_retry(
             conn, "tools/call", name, client, token, now, lambda: _arguments_digest(tool, arguments), bytes(arguments),
-            envelope,
+            envelope, user,
         )
     except Exception:  # (InvalidState, or arguments that do not decode: refused by the usual way)
         return False
@@ -147,7 +150,7 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
     if not use_now(conn, retry):
         return False  # (already used: refused by the usual way)
     server.parking.take(run.handle)
-    run.serving, run.binding = id_, binding("tools/call", name, retry.digest, client)
+    run.serving, run.binding = id_, binding("tools/call", name, retry.digest, client, user)
     ctx.envelope = envelope  # capabilities, identity and log level from this request only
     ctx.request_id = id_
     inflight[id_] = run.scope

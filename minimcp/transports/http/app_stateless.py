@@ -27,6 +27,8 @@ from minimcp.wire.jsonrpc import Notification, Request, RequestId
 from minimcp.wire.versions import has_envelope, is_modern, is_supported
 
 if TYPE_CHECKING:
+    from minimcp.auth.config import Authorization
+    from minimcp.auth.principal import Principal
     from minimcp.core.dispatch import Dispatcher
     from minimcp.core.session import Session
     from minimcp.core.transport import Transport
@@ -231,6 +233,11 @@ class StatelessLeg:
     between rounds outlives the POST that started it. The connection is made by
     the first 2026-07-28 request, so an app that serves only the handshake era
     never loads this revision's run machinery.
+
+    With authorization (``auth``), the app has verified each POST's bearer token and gives its
+    principal to :meth:`post` / :meth:`message`: a request whose operation needs scopes the token
+    lacks is answered ``403`` before anything runs, and the others reach the server with their
+    person (there is no session to hold it; see :class:`~minimcp.auth.request.AuthenticatedRequest`).
     """
 
     def __init__(
@@ -242,8 +249,11 @@ class StatelessLeg:
         max_parked_per_client: int,
         keepalive_interval: float,
         stream_write_timeout: float | None = None,
+        auth: Authorization | None = None,
     ) -> None:
         self.server = server
+        #: The app's authorization (``None``: off; then no request carries a principal).
+        self.auth = auth
         self._connect = connect
         self.max_message_bytes = max_message_bytes
         self.max_parked_per_client = max_parked_per_client
@@ -311,8 +321,17 @@ class StatelessLeg:
         self._host = self._tg = self._opening = None
         self._sweeper = None
 
-    async def post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
-        """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored."""
+    async def post(
+        self,
+        headers: Mapping[str, str],
+        receive: Receive,
+        send: Send,
+        scope: Scope,
+        *,
+        principal: Principal | None = None,
+    ) -> None:
+        """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored. ``principal``: whom
+        its bearer token names (authorization on; the app verified it)."""
         body = await read_body(headers, receive, send, self.max_message_bytes, headers.get("mcp-protocol-version"))
         if body is None:
             return
@@ -324,7 +343,7 @@ class StatelessLeg:
         except jsonrpc.InvalidMessage as exc:
             await _respond_modern_error(send, exc.id, exc.code, exc.message)
             return
-        await self.message(headers, message, receive, send, scope)
+        await self.message(headers, message, receive, send, scope, principal=principal)
 
     def _trace(self, direction: str, data: bytes, related: RequestId | None = None) -> None:
         """Record a 2026-07-28 POST's request or final reply (its notifications go through the session)."""
@@ -333,9 +352,17 @@ class StatelessLeg:
             trace.record(host.session.name, direction, data, related=related, origin=host.session)
 
     async def message(
-        self, headers: Mapping[str, str], message: jsonrpc.Message, receive: Receive, send: Send, scope: Scope
+        self,
+        headers: Mapping[str, str],
+        message: jsonrpc.Message,
+        receive: Receive,
+        send: Send,
+        scope: Scope,
+        *,
+        principal: Principal | None = None,
     ) -> None:
-        """Answer one decoded 2026-07-28 message (its headers checked against its body first)."""
+        """Answer one decoded 2026-07-28 message (its headers checked against its body first, then, with
+        authorization, the scopes its operation needs against ``principal``'s)."""
         if self._host is None:
             await self._opened()
         if type(message) is not Request and type(message) is not Notification:
@@ -352,9 +379,42 @@ class StatelessLeg:
             await _respond_modern_error(send, request_id, HEADER_MISMATCH, f"Header mismatch: {problem}")
             return
         if type(message) is Request:
-            await self._request(message, receive, send, scope)
+            if self.auth is not None and await self._refused_scopes(message, principal, send):
+                return
+            await self._request(message, receive, send, scope, principal)
         else:  # This revision defines no client notifications on HTTP (cancelling is closing the stream).
             await respond(send, 202)
+
+    async def _refused_scopes(self, message: Request, principal: Principal | None, send: Send) -> bool:
+        """Whether ``message`` was answered ``403 insufficient_scope``: its operation (the tool, prompt or
+        resource it names) needs scopes ``principal``'s token does not grant. Nothing of it has run; the
+        challenge names every scope the operation needs, so a client asks for them all at once."""
+        auth = self.auth
+        assert auth is not None
+        needed = self.server.scopes_needed(message.method, message.params)
+        if not needed:
+            return False
+        granted = principal.scopes if principal is not None else frozenset()
+        if needed <= granted:
+            return False
+        from minimcp.auth.resource import challenge
+
+        wanted = needed | auth.required_scopes
+        logger.info("modern request %r: %s needs scopes the token lacks (403)", message.id, message.method)
+        body = jsonrpc.encode_error(
+            message.id,
+            errors.INVALID_REQUEST,
+            "insufficient scope: this operation needs " + " ".join(sorted(wanted)),
+            {"reason": "insufficient_scope", "scopes": sorted(wanted)},
+        )
+        await respond(
+            send,
+            403,
+            body,
+            content_type=JSON,
+            headers=[(b"www-authenticate", challenge(auth, scopes=wanted).encode())],
+        )
+        return True
 
     def _tool_annotations(self, name: str) -> tuple[mcp_headers.ParamHeader, ...]:
         """The ``x-mcp-header`` annotations of tool ``name`` (none for an unknown tool)."""
@@ -372,7 +432,9 @@ class StatelessLeg:
         self._annotations[name] = (definition, found)
         return found
 
-    async def _request(self, message: Request, receive: Receive, send: Send, scope: Scope) -> None:
+    async def _request(
+        self, message: Request, receive: Receive, send: Send, scope: Scope, principal: Principal | None = None
+    ) -> None:
         """Serve one 2026-07-28 request on its own POST: JSON, or SSE once a notification comes first.
 
         The handler runs in this task; a request that runs on, or sends a note, gets a watcher
@@ -406,7 +468,14 @@ class StatelessLeg:
             token = PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
             try:
                 with post.scope:
-                    request = Request(id=internal, method=message.method, params=message.params)
+                    if principal is None:
+                        request = Request(id=internal, method=message.method, params=message.params)
+                    else:  # the person travels with the request: the connection serves everyone
+                        from minimcp.auth.request import AuthenticatedRequest  # (authorization on: loaded)
+
+                        request = AuthenticatedRequest(
+                            id=internal, method=message.method, params=message.params, principal=principal
+                        )
                     final = await dispatch(host.connection, host.session, request, message.id)
             finally:
                 PARK_OWNER.reset(token)
