@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import anyio.abc
 
+    from minimcp.auth.principal import Principal
     from minimcp.core.config import Limits
     from minimcp.core.dispatch import Dispatcher
     from minimcp.core.session import Session
@@ -38,6 +39,11 @@ PARK_OWNER: contextvars.ContextVar[tuple[str, int] | None] = contextvars.Context
 
 class Connection(Protocol):
     """One served connection, as a transport's bookkeeping reads it."""
+
+    #: Who its requests come from (a transport that checks bearer tokens sets it on each request).
+    principal: Principal | None
+    #: Whether its lists leave out what the principal's scopes do not allow.
+    hide_unpermitted: bool
 
     @property
     def session(self) -> Session: ...
@@ -78,6 +84,8 @@ class Servable(Protocol):
     def stateless_connection(self, transport: Transport) -> tuple[Dispatcher, Session]: ...
 
     def tool_definition(self, name: str) -> Tool | None: ...
+
+    def scopes_needed(self, method: str, params: Any) -> frozenset[str]: ...
 
     async def run_background(self, *, task_status: anyio.abc.TaskStatus[None] = ...) -> None: ...
 

@@ -27,6 +27,7 @@ from minimcp.wire.jsonrpc import Notification, Request, RequestId
 from minimcp.wire.versions import has_envelope, is_modern, is_supported
 
 if TYPE_CHECKING:
+    from minimcp.auth.principal import Principal
     from minimcp.core.dispatch import Dispatcher
     from minimcp.core.session import Session
     from minimcp.core.transport import Transport
@@ -311,8 +312,17 @@ class StatelessLeg:
         self._host = self._tg = self._opening = None
         self._sweeper = None
 
-    async def post(self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope) -> None:
-        """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored."""
+    async def post(
+        self,
+        headers: Mapping[str, str],
+        receive: Receive,
+        send: Send,
+        scope: Scope,
+        *,
+        principal: Principal | None = None,
+    ) -> None:
+        """A POST with a 2026-07-28 ``MCP-Protocol-Version``: any session id is ignored. ``principal``: whom its
+        verified bearer token names (with authorization on), else ``None``."""
         body = await read_body(headers, receive, send, self.max_message_bytes, headers.get("mcp-protocol-version"))
         if body is None:
             return
@@ -324,7 +334,7 @@ class StatelessLeg:
         except jsonrpc.InvalidMessage as exc:
             await _respond_modern_error(send, exc.id, exc.code, exc.message)
             return
-        await self.message(headers, message, receive, send, scope)
+        await self.message(headers, message, receive, send, scope, principal=principal)
 
     def _trace(self, direction: str, data: bytes, related: RequestId | None = None) -> None:
         """Record a 2026-07-28 POST's request or final reply (its notifications go through the session)."""
@@ -333,9 +343,17 @@ class StatelessLeg:
             trace.record(host.session.name, direction, data, related=related, origin=host.session)
 
     async def message(
-        self, headers: Mapping[str, str], message: jsonrpc.Message, receive: Receive, send: Send, scope: Scope
+        self,
+        headers: Mapping[str, str],
+        message: jsonrpc.Message,
+        receive: Receive,
+        send: Send,
+        scope: Scope,
+        *,
+        principal: Principal | None = None,
     ) -> None:
-        """Answer one decoded 2026-07-28 message (its headers checked against its body first)."""
+        """Answer one decoded 2026-07-28 message (its headers checked against its body first). ``principal``: as
+        :meth:`post`'s."""
         if self._host is None:
             await self._opened()
         if type(message) is not Request and type(message) is not Notification:
