@@ -628,7 +628,8 @@ class Server:
         HTTP at ``http://HOST:PORT/mcp``; the ``http`` extra) or ``"ws"`` (WebSocket at
         ``ws://HOST:PORT/mcp``; the ``ws`` extra). A network transport logs its endpoint
         URL on stderr at start; ``options`` go to :func:`~minimcp.hosting.http.serve_http`
-        or :func:`~minimcp.hosting.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
+        or :func:`~minimcp.hosting.websocket.serve_websocket` (``path``, ``allowed_hosts``,
+        ``auth=Authorization(...)`` to check bearer tokens on every request, ...).
 
         ``"http"`` tunes the cyclic GC for serving unless ``tune_gc=False`` is passed (see
         :func:`~minimcp.hosting.http.serve_http`: this call runs its own event loop until the
