@@ -8,6 +8,7 @@ never logged, never echoed: a refusal names the reason (``error_description``), 
 from __future__ import annotations
 
 import logging
+import urllib.parse
 from collections.abc import Collection, Mapping
 
 from minimcp.auth.config import Authorization
@@ -33,10 +34,11 @@ _METADATA_HEADERS = ((b"cache-control", b"max-age=3600"),)
 
 
 def _has_query_token(query: bytes) -> bool:
-    """Whether a query string carries an ``access_token`` parameter (RFC 6750 §2.3)."""
-    if b"access_token" not in query:
+    """Whether a query string carries an ``access_token`` parameter (RFC 6750 §2.3), however encoded."""
+    if b"access_token" not in query and b"%" not in query:
         return False
-    return any(part.partition(b"=")[0] == b"access_token" for part in query.split(b"&"))
+    pairs = urllib.parse.parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+    return any(name == "access_token" for name, _ in pairs)
 
 
 class Gate:

@@ -229,6 +229,8 @@ async def test_a_token_in_the_query_string_is_refused_400_unread() -> None:
         found = challenge_of(response)
         assert found["error"] == "invalid_request"
         assert "Authorization header" in found["error_description"]
+        encoded = await Bearer(http, url + "?x=1&access%5Ftoken=alice-1", None).post(initialize_request())
+        assert encoded.status_code == 400
         assert verifier.asked == []  # the token in the URL was never checked, so never accepted
         fine = await Bearer(http, url + "?access_tokens=1&x=access_token", "alice-1").post(initialize_request())
         assert fine.status_code == 200
