@@ -11,7 +11,7 @@ import msgspec
 from minimcp.auth.config import Authorization
 from minimcp.auth.principal import TokenRefused
 
-__all__ = ["challenge", "metadata", "metadata_paths", "metadata_url"]
+__all__ = ["challenge", "invalid_request", "metadata", "metadata_paths", "metadata_url"]
 
 _WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
@@ -63,4 +63,15 @@ def challenge(auth: Authorization, refused: TokenRefused | None = None, scopes: 
     elif refused is None and scopes:
         parts.append('error="insufficient_scope"')
         parts.append(f"error_description={_quoted('this operation needs more scopes than the token has')}")
+    return "Bearer " + ", ".join(parts)
+
+
+def invalid_request(auth: Authorization, description: str) -> str:
+    """A ``WWW-Authenticate`` value for a malformed request (a ``400``, RFC 6750 §3.1 ``invalid_request``): a token
+    sent another way than the ``Authorization`` header, say."""
+    parts = [
+        f"resource_metadata={_quoted(metadata_url(auth))}",
+        'error="invalid_request"',
+        f"error_description={_quoted(description)}",
+    ]
     return "Bearer " + ", ".join(parts)

@@ -58,7 +58,10 @@ async def serve_http(
     most ``graceful_timeout`` for connections).
 
     Binding a non-loopback address needs ``allowed_hosts`` (and usually
-    authentication in front): the default accepts only loopback host names.
+    authorization): the default accepts only loopback host names. Pass
+    ``auth=Authorization(verifier, resource=..., authorization_servers=[...])``
+    (:class:`~minimcp.auth.config.Authorization`) to make every request carry a
+    bearer token for this server (see :class:`StreamableHTTPApp`'s ``auth``).
 
     ``tune_gc=True`` (for a process that only serves; ``Server.run("http")``, which
     runs its own event loop until the server stops, passes it unless told

@@ -161,7 +161,9 @@ async def serve_network(
 
     ``options`` go to :func:`~minimcp.hosting.http.serve_http` (the
     :class:`~minimcp.transports.http.StreamableHTTPApp` options: ``path``,
-    ``allowed_hosts``, ...) or :func:`~minimcp.hosting.websocket.serve_websocket`.
+    ``allowed_hosts``, ``auth`` (an :class:`~minimcp.auth.config.Authorization`:
+    bearer tokens checked on every request), ...) or
+    :func:`~minimcp.hosting.websocket.serve_websocket`.
     """
     path = str(options.get("path") or "/mcp")
     async with anyio.create_task_group() as tg:

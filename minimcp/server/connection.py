@@ -91,6 +91,9 @@ class ServerConnection:
         #: Who this connection's requests come from, when the server checks bearer tokens (set by the
         #: transport from each request's verified token; the connection is bound to that person), else None.
         self.principal: Principal | None = None
+        #: Whether the lists leave out what :attr:`principal`'s scopes do not allow (set with it by a transport
+        #: whose authorization says ``hide_unpermitted``; without a principal nothing is left out).
+        self.hide_unpermitted = False
 
     # Dispatcher protocol
 
@@ -126,7 +129,9 @@ class ServerConnection:
             return handlers.call_tool(self, self.registry, request)
         lister = handlers.LISTS.get(method)
         if lister is not None:
-            return lister(self.registry, self.server.limits.page_size, request)
+            principal = self.principal
+            allowed = principal.scopes if principal is not None and self.hide_unpermitted else None
+            return lister(self.registry, self.server.limits.page_size, request, allowed)
         handler = _HANDLERS.get(method)
         if handler is None:
             raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")

@@ -10,8 +10,8 @@ the result (or raises :class:`~minimcp.wire.errors.McpError`). Both eras use the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -98,25 +98,35 @@ def call_tool(host: CallHost, registry: Registry, request: Request) -> Awaitable
     return ToolRun(host, tool, params.name, tool.fn(**kwargs), ctx, False)
 
 
-async def list_tools(registry: Registry, page_size: int, request: Request) -> ListToolsResult:
+async def list_tools(
+    registry: Registry, page_size: int, request: Request, allowed: frozenset[str] | None = None
+) -> ListToolsResult:
     params = jsonrpc.decode_params(request.params, PaginatedParams)
-    tools, cursor = page(registry.tool_list, params.cursor, page_size)
+    items = registry.tool_list
+    if allowed is not None and registry.scoped:
+        tools_ = registry.tools
+        items = [t for t in items if tools_[t.name].scopes <= allowed]
+    tools, cursor = page(items, params.cursor, page_size)
     return ListToolsResult(tools=tools, next_cursor=cursor)
 
 
 # --- resources -----------------------------------------------------------------------------------
 
 
-async def list_resources(registry: Registry, page_size: int, request: Request) -> ListResourcesResult:
+async def list_resources(
+    registry: Registry, page_size: int, request: Request, allowed: frozenset[str] | None = None
+) -> ListResourcesResult:
     params = jsonrpc.decode_params(request.params, PaginatedParams)
-    items = [r.definition for r in registry.resources.values()]
+    items = [r.definition for r in registry.resources.values() if allowed is None or r.scopes <= allowed]
     found, cursor = page(items, params.cursor, page_size)
     return ListResourcesResult(resources=found, next_cursor=cursor)
 
 
-async def list_templates(registry: Registry, page_size: int, request: Request) -> ListResourceTemplatesResult:
+async def list_templates(
+    registry: Registry, page_size: int, request: Request, allowed: frozenset[str] | None = None
+) -> ListResourceTemplatesResult:
     params = jsonrpc.decode_params(request.params, PaginatedParams)
-    items = [t.definition for t in registry.templates]
+    items = [t.definition for t in registry.templates if allowed is None or t.scopes <= allowed]
     found, cursor = page(items, params.cursor, page_size)
     return ListResourceTemplatesResult(resource_templates=found, next_cursor=cursor)
 
@@ -148,9 +158,11 @@ async def unsubscribe(subscriptions: set[str], request: Request) -> dict[str, An
 # --- prompts -------------------------------------------------------------------------------------
 
 
-async def list_prompts(registry: Registry, page_size: int, request: Request) -> ListPromptsResult:
+async def list_prompts(
+    registry: Registry, page_size: int, request: Request, allowed: frozenset[str] | None = None
+) -> ListPromptsResult:
     params = jsonrpc.decode_params(request.params, PaginatedParams)
-    items = [p.definition for p in registry.prompts.values()]
+    items = [p.definition for p in registry.prompts.values() if allowed is None or p.scopes <= allowed]
     found, cursor = page(items, params.cursor, page_size)
     return ListPromptsResult(prompts=found, next_cursor=cursor)
 
@@ -216,9 +228,18 @@ async def complete(registry: Registry, request: Request) -> CompleteResult:
     )
 
 
-#: The methods that page through what the registry holds: (registry, page size, request) -> result.
+class Lister(Protocol):
+    """A list handler: (registry, page size, request, the caller's scopes) -> result. ``allowed``: leave out what
+    needs a scope outside it (``None``: leave nothing out)."""
+
+    def __call__(
+        self, registry: Registry, page_size: int, request: Request, allowed: frozenset[str] | None = None, /
+    ) -> Awaitable[Any]: ...
+
+
+#: The methods that page through what the registry holds (see :class:`Lister`).
 #: Their answers on 2026-07-28 may be cached by the client.
-LISTS: dict[str, Callable[[Registry, int, Request], Awaitable[Any]]] = {
+LISTS: dict[str, Lister] = {
     "tools/list": list_tools,
     "resources/list": list_resources,
     "resources/templates/list": list_templates,

@@ -39,6 +39,8 @@ class RegisteredPrompt:
     names: frozenset[str]
     #: The parameter that receives the call's Context (it can ask the person, like a tool).
     context_param: str | None = None
+    #: The scopes a bearer token must grant to get it (``@server.prompt(scopes=...)``; empty: none).
+    scopes: frozenset[str] = frozenset()
 
 
 def build_prompt(

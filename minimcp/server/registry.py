@@ -9,8 +9,10 @@ request handlers (:mod:`minimcp.server.handlers`) read it, taking it as an argum
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
 
 from minimcp.server.tools import RegisteredTool, check_tool_forms
 from minimcp.wire import errors
@@ -21,7 +23,7 @@ if TYPE_CHECKING:  # both load with the first resource or prompt registered (a t
     from minimcp.server.prompts import RegisteredPrompt
     from minimcp.server.resources import Reader, RegisteredResource, RegisteredTemplate
 
-__all__ = ["CompletionHandler", "Registry", "described", "page"]
+__all__ = ["NO_SCOPES", "CompletionHandler", "Registry", "described", "page"]
 
 T = TypeVar("T")
 
@@ -31,6 +33,25 @@ CompletionHandler = Callable[[dict[str, Any], str, str, dict[str, str]], Awaitab
 #: The longest cursor we read: our cursors are offsets, and ``int()`` of a longer digit string
 #: can raise past Python's digit limit (4,300), which would be a -32603 instead of a -32602.
 _MAX_CURSOR_DIGITS = 18
+
+#: What an operation registered without ``scopes=`` needs.
+NO_SCOPES: frozenset[str] = frozenset()
+
+
+class _Named(msgspec.Struct):
+    """The one field of ``tools/call`` and ``prompts/get`` params that says what needs which scopes."""
+
+    name: str
+
+
+class _Addressed(msgspec.Struct):
+    """The one field of ``resources/read`` params that says what needs which scopes."""
+
+    uri: str
+
+
+_named = msgspec.json.Decoder(_Named)
+_addressed = msgspec.json.Decoder(_Addressed)
 
 
 def described(
@@ -71,15 +92,34 @@ class Registry:
         self.templates: list[RegisteredTemplate] = []
         self.prompts: dict[str, RegisteredPrompt] = {}
         self.completion: CompletionHandler | None = None
+        #: Whether anything was registered with ``scopes=`` (else :meth:`scopes_needed` reads no params).
+        self.scoped = False
+
+    def _scopes(self, scopes: Collection[str]) -> frozenset[str]:
+        if isinstance(scopes, str):
+            raise TypeError(f"scopes must be a collection of scope names, not the string {scopes!r}")
+        found = frozenset(scopes)
+        if found:
+            self.scoped = True
+        return found
 
     # tools
 
-    def add_tool(self, tool: RegisteredTool, *, replayable: bool = True, forms: Iterable[Any] = ()) -> None:
-        """Register ``tool`` (after checking that the ``forms`` it declares can be sent)."""
+    def add_tool(
+        self,
+        tool: RegisteredTool,
+        *,
+        replayable: bool = True,
+        forms: Iterable[Any] = (),
+        scopes: Collection[str] = (),
+    ) -> None:
+        """Register ``tool`` (after checking that the ``forms`` it declares can be sent); ``scopes``: what a
+        bearer token must grant to call it."""
         name = tool.definition.name
         if name in self.tools:
             raise ValueError(f"a tool named {name!r} is already registered")
         check_tool_forms(name, forms)
+        tool.scopes = self._scopes(scopes)
         self.tools[name] = tool
         self.tool_list.append(tool.definition)
         if not replayable:
@@ -98,16 +138,20 @@ class Registry:
         fields: dict[str, Any],
         *,
         template: bool,
+        scopes: Collection[str] = (),
     ) -> None:
-        """Register a resource reader: for the fixed ``uri``, or (``template``) for a URI template."""
+        """Register a resource reader: for the fixed ``uri``, or (``template``) for a URI template; ``scopes``:
+        what a bearer token must grant to read it."""
         from minimcp.server.resources import RegisteredResource, RegisteredTemplate
 
+        needed = self._scopes(scopes)
         if template:
-            self.templates.append(RegisteredTemplate.create(ResourceTemplate(uri_template=uri, **fields), fn))
+            definition = ResourceTemplate(uri_template=uri, **fields)
+            self.templates.append(RegisteredTemplate.create(definition, fn, needed))
             return
         if uri in self.resources:
             raise ValueError(f"a resource {uri!r} is already registered")
-        self.resources[uri] = RegisteredResource(Resource(uri=uri, **fields), fn)
+        self.resources[uri] = RegisteredResource(Resource(uri=uri, **fields), fn, needed)
 
     def reader_for(self, uri: str) -> tuple[Awaitable[Any], str | None] | None:
         """The read of ``uri`` (a fixed resource first, else the first template that matches) and its
@@ -125,11 +169,44 @@ class Registry:
 
     # prompts
 
-    def add_prompt(self, prompt: RegisteredPrompt) -> None:
+    def add_prompt(self, prompt: RegisteredPrompt, *, scopes: Collection[str] = ()) -> None:
         name = prompt.definition.name
         if name in self.prompts:
             raise ValueError(f"a prompt named {name!r} is already registered")
+        prompt.scopes = self._scopes(scopes)
         self.prompts[name] = prompt
+
+    # scopes
+
+    def scopes_for_uri(self, uri: str) -> frozenset[str]:
+        """The scopes a read of ``uri`` needs: its fixed resource's, else those of the first template that
+        matches it (the reader :meth:`reader_for` picks)."""
+        fixed = self.resources.get(uri)
+        if fixed is not None:
+            return fixed.scopes
+        for template in self.templates:
+            if template.template.match(uri) is not None:
+                return template.scopes
+        return NO_SCOPES
+
+    def scopes_needed(self, method: str, params: msgspec.Raw | bytes) -> frozenset[str]:
+        """The scopes a request of ``method`` with these raw ``params`` needs (``tools/call``, ``prompts/get``,
+        ``resources/read``; ``scopes=`` of what it names). Params that do not decode need none: the handler
+        refuses them before anything runs."""
+        if not self.scoped or not params:
+            return NO_SCOPES
+        try:
+            if method == "tools/call":
+                tool = self.tools.get(_named.decode(params).name)
+                return tool.scopes if tool is not None else NO_SCOPES
+            if method == "prompts/get":
+                prompt = self.prompts.get(_named.decode(params).name)
+                return prompt.scopes if prompt is not None else NO_SCOPES
+            if method == "resources/read":
+                return self.scopes_for_uri(_addressed.decode(params).uri)
+        except msgspec.DecodeError:
+            pass
+        return NO_SCOPES
 
     # what the server declares
 

@@ -57,6 +57,8 @@ Reader = Callable[..., Awaitable[Any]]
 class RegisteredResource:
     definition: Resource
     fn: Reader
+    #: The scopes a bearer token must grant to read it (``scopes=`` of its decorator; empty: none).
+    scopes: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(slots=True)
@@ -64,15 +66,19 @@ class RegisteredTemplate:
     definition: ResourceTemplate
     template: UriTemplate
     fn: Reader
+    #: The scopes a bearer token must grant to read a URI it matches (empty: none).
+    scopes: frozenset[str] = frozenset()
 
     @classmethod
-    def create(cls, definition: ResourceTemplate, fn: Reader) -> RegisteredTemplate:
+    def create(
+        cls, definition: ResourceTemplate, fn: Reader, scopes: frozenset[str] = frozenset()
+    ) -> RegisteredTemplate:
         template = UriTemplate(definition.uri_template)
         params = set(inspect.signature(fn).parameters)
         missing = set(template.names) - params
         if missing:
             raise TypeError(f"resource template reader {fn.__name__!r} lacks parameters {sorted(missing)}")
-        return cls(definition, template, fn)
+        return cls(definition, template, fn, scopes)
 
 
 def to_contents(uri: str, mime_type: str | None, value: Any) -> list[ResourceContents]:

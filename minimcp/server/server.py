@@ -15,7 +15,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
@@ -258,6 +258,7 @@ class Server:
         structured: bool | None = None,
         replayable: bool = True,
         forms: Iterable[Any] = (),
+        scopes: Collection[str] = (),
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -273,6 +274,7 @@ class Server:
         structured: bool | None = None,
         replayable: bool = True,
         forms: Iterable[Any] = (),
+        scopes: Collection[str] = (),
     ) -> Any:
         """Register an async function as a tool.
 
@@ -294,6 +296,11 @@ class Server:
         not named here is compiled when the tool asks; if it cannot be sent, the call
         ends with a tool error and the server logs the reason. Parameters without a type
         annotation accept any JSON value and draw a warning here.
+
+        ``scopes``: with authorization on (``auth=`` of the HTTP app), the scopes a bearer token
+        must grant to call this tool; a call without them is refused (``403 insufficient_scope``)
+        before it runs, and ``tools/list`` leaves the tool out for such a caller when the
+        authorization's ``hide_unpermitted`` says so. Without authorization it is not checked.
         """
 
         def register(f: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -308,7 +315,7 @@ class Server:
                 structured=structured,
                 context_type=Context,
             )
-            self.registry.add_tool(t, replayable=replayable, forms=forms)
+            self.registry.add_tool(t, replayable=replayable, forms=forms, scopes=scopes)
             return f
 
         return register(fn) if fn is not None else register
@@ -321,8 +328,8 @@ class Server:
     def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
         """The scopes a request needs (the tool's, prompt's or resource's ``scopes=``); empty: none beyond the
         server's ``required_scopes``. ``params``: the request's params as :class:`~minimcp.wire.jsonrpc.Request`
-        holds them."""
-        return frozenset()
+        holds them (raw JSON; only the name or URI is decoded, and only when something has scopes)."""
+        return self.registry.scopes_needed(method, params)
 
     def tool_definition(self, name: str) -> Tool | None:
         """The definition of tool ``name``, or ``None``."""
@@ -341,9 +348,11 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
+        scopes: Collection[str] = (),
     ) -> Callable[[F], F]:
-        """Register an async reader for a fixed resource URI (returns str, bytes or contents)."""
-        return self._reader(uri, False, name, title, description, mime_type)
+        """Register an async reader for a fixed resource URI (returns str, bytes or contents); ``scopes``: what
+        a bearer token must grant to read it (as :meth:`tool`'s)."""
+        return self._reader(uri, False, name, title, description, mime_type, scopes)
 
     def resource_template(
         self,
@@ -353,9 +362,11 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
+        scopes: Collection[str] = (),
     ) -> Callable[[F], F]:
-        """Register a reader for a URI template; its variables are passed as keyword arguments."""
-        return self._reader(uri_template, True, name, title, description, mime_type)
+        """Register a reader for a URI template; its variables are passed as keyword arguments. ``scopes``: what
+        a bearer token must grant to read a URI it matches (as :meth:`tool`'s)."""
+        return self._reader(uri_template, True, name, title, description, mime_type, scopes)
 
     def _reader(
         self,
@@ -365,24 +376,31 @@ class Server:
         title: str | None,
         description: str | None,
         mime_type: str | None,
+        scopes: Collection[str],
     ) -> Callable[[F], F]:
         def register(fn: F) -> F:
             fields = described(fn, name, title, description, mime_type)
-            self.registry.add_reader(uri, fn, fields, template=template)
+            self.registry.add_reader(uri, fn, fields, template=template, scopes=scopes)
             return fn
 
         return register
 
     def prompt(
-        self, *, name: str | None = None, title: str | None = None, description: str | None = None
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        scopes: Collection[str] = (),
     ) -> Callable[[F], F]:
-        """Register an async prompt; its ``str`` parameters are the prompt's arguments."""
+        """Register an async prompt; its ``str`` parameters are the prompt's arguments. ``scopes``: what a bearer
+        token must grant to get it (as :meth:`tool`'s)."""
 
         from minimcp.server.prompts import build_prompt  # a server without prompts never loads them
 
         def register(fn: F) -> F:
             p = build_prompt(fn, name=name, title=title, description=description, context_type=Context)
-            self.registry.add_prompt(p)
+            self.registry.add_prompt(p, scopes=scopes)
             return fn
 
         return register
@@ -610,7 +628,8 @@ class Server:
         HTTP at ``http://HOST:PORT/mcp``; the ``http`` extra) or ``"ws"`` (WebSocket at
         ``ws://HOST:PORT/mcp``; the ``ws`` extra). A network transport logs its endpoint
         URL on stderr at start; ``options`` go to :func:`~minimcp.hosting.http.serve_http`
-        or :func:`~minimcp.hosting.websocket.serve_websocket` (``path``, ``allowed_hosts``, ...).
+        or :func:`~minimcp.hosting.websocket.serve_websocket` (``path``, ``allowed_hosts``,
+        ``auth=Authorization(...)`` to check bearer tokens on every request, ...).
 
         ``"http"`` tunes the cyclic GC for serving unless ``tune_gc=False`` is passed (see
         :func:`~minimcp.hosting.http.serve_http`: this call runs its own event loop until the

@@ -75,6 +75,8 @@ class RegisteredTool:
     structured: bool
     #: Parameters without a type annotation: their arguments reach the tool unchecked.
     unchecked: tuple[str, ...] = ()
+    #: The scopes a bearer token must grant to call it (``@server.tool(scopes=...)``; empty: none).
+    scopes: frozenset[str] = frozenset()
     _decoder: msgspec.json.Decoder[Any] | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import anyio.abc
 
+    from minimcp.auth.principal import Principal
     from minimcp.core.config import Limits
     from minimcp.core.dispatch import Dispatcher
     from minimcp.core.session import Session
@@ -38,6 +39,11 @@ PARK_OWNER: contextvars.ContextVar[tuple[str, int] | None] = contextvars.Context
 
 class Connection(Protocol):
     """One served connection, as a transport's bookkeeping reads it."""
+
+    #: Who its requests come from (a transport that checks bearer tokens sets it on each request).
+    principal: Principal | None
+    #: Whether its lists leave out what the principal's scopes do not allow.
+    hide_unpermitted: bool
 
     @property
     def session(self) -> Session: ...

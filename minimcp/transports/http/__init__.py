@@ -123,6 +123,8 @@ The package, one job per module
   stream's writing loop;
 * ``_pacing`` -- the app's two clocks for response streams (priming events held a moment, keep-alives);
 * ``_session_table`` -- the app's sessions: LRU order, per-client bounds, eviction;
+* ``_auth`` -- with ``auth=`` only: the bearer-token gate (metadata routes, 401 / 400 / 503, the 403
+  step-up, refusal counters); an app without authorization never loads it;
 * ``app`` -- the ASGI app, :class:`StreamableHTTPApp` (loaded from here on first use): sessions,
   lifespan, handshake-era POST / GET / DELETE;
 * ``app_stateless`` -- the 2026-07-28 POSTs: header checks, one request answered per POST;

@@ -40,6 +40,7 @@ class HTTPSession:
         "initialized",
         "last_active",
         "live",
+        "owner",
         "transport",
     )
 
@@ -54,6 +55,8 @@ class HTTPSession:
         self.ended = False  # its server connection has finished
         self._finished: anyio.Event | None = None  # made only when someone waits for the end (DELETE)
         self._version: str | None = None  # once negotiated, it stays
+        #: The key (``Principal.key``) of the person who opened it, with authorization on: only they may use it.
+        self.owner: tuple[str, str] | None = None
 
     def busy(self) -> bool:
         """Whether it has work pending: a request being answered, a question asked, or an open stream."""

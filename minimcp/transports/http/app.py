@@ -44,7 +44,9 @@ from minimcp.wire.types import CancelledParams
 from minimcp.wire.versions import Feature, is_supported, negotiate, supports
 
 if TYPE_CHECKING:
-    pass
+    from minimcp.auth.config import Authorization
+    from minimcp.auth.principal import Principal
+    from minimcp.transports.http._auth import Gate
 
 __all__ = ["StreamableHTTPApp"]
 
@@ -52,6 +54,8 @@ logger = logging.getLogger("minimcp.http")
 
 #: What a request without a session gets (and an initialize that never came).
 _NO_SESSION = "missing MCP-Session-Id header (send initialize first)"
+#: What a request for a session that does not exist gets (and one that belongs to another person).
+_UNKNOWN_SESSION = "session not found (it ended or expired)"
 #: What a request for a session that ended between its lookup and its delivery gets.
 _SESSION_ENDED = "session not found (it ended)"
 #: Seconds a DELETE waits for its session's work to wind down before answering 204.
@@ -101,6 +105,14 @@ class StreamableHTTPApp:
             worker by the id's prefix. 1 to 32 ASCII letters, digits, ``_`` or ``-``
             (``ValueError`` otherwise). It also names the worker on the server's bus
             unless ``Server(worker_id=...)`` does.
+        auth: Turn authorization on (:class:`~minimcp.auth.config.Authorization`): every request to
+            the endpoint needs a bearer token for this resource in its ``Authorization`` header
+            (``401`` with a ``WWW-Authenticate`` challenge otherwise; ``503`` when the authorization
+            server cannot be asked; ``400`` for a token in the query string), the protected resource
+            metadata (RFC 9728) is served at its well-known paths, an operation whose ``scopes=``
+            the token lacks is refused with ``403 insufficient_scope`` before it runs, a session
+            belongs to the person who opened it (another person gets ``404``), and refusals are
+            counted on the ``metrics_path`` page. ``None`` (the default): nothing is checked.
     """
 
     def __init__(
@@ -119,8 +131,17 @@ class StreamableHTTPApp:
         limits: Limits | None = None,
         metrics_path: str | None = None,
         session_id_prefix: str | None = None,
+        auth: Authorization | None = None,
     ) -> None:
         self.server = server
+        self.auth = auth
+        self._gate: Gate | None = None
+        self._metadata_paths: frozenset[str] = frozenset()
+        if auth is not None:
+            from minimcp.transports.http._auth import Gate  # an app without authorization never loads it
+
+            self._gate = Gate(auth)
+            self._metadata_paths = self._gate.paths
         self._sid_prefix = ""
         if session_id_prefix is not None:
             self._sid_prefix = check_worker_id(session_id_prefix, "session_id_prefix") + "."
@@ -151,7 +172,7 @@ class StreamableHTTPApp:
         self._stateless = StatelessLeg(
             server, server.stateless_connection, max_message_bytes=limits.max_message_bytes,
             max_parked_per_client=limits.max_parked_per_client, keepalive_interval=keepalive_interval,
-            stream_write_timeout=limits.stream_write_timeout,
+            stream_write_timeout=limits.stream_write_timeout, auth=auth,
         )
 
     # --- running -------------------------------------------------------------------------------
@@ -247,7 +268,7 @@ class StreamableHTTPApp:
             await sess.transport.aclose()
             sess.finish()
 
-    async def _new_session(self, client: str) -> HTTPSession | str:
+    async def _new_session(self, client: str, principal: Principal | None) -> HTTPSession | str:
         tg, tasks = self._tg, self._session_tasks
         if tg is None or tasks is None:
             return "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)"
@@ -268,11 +289,15 @@ class StreamableHTTPApp:
         sess = HTTPSession(sid, transport, client)
         self._sessions.add(sess)
         try:
-            sess.connection = await tasks.start(self._run_session, sess)
+            sess.connection = conn = await tasks.start(self._run_session, sess)
         except Exception:
             logger.exception("could not start an MCP session")
             self._sessions.remove(sess)
             return "could not start the session"
+        if principal is not None:  # authorization on: the session is this person's (and only theirs)
+            sess.owner = principal.key
+            conn.principal = principal
+            conn.hide_unpermitted = self.auth is not None and self.auth.hide_unpermitted
         return sess
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -311,7 +336,7 @@ class StreamableHTTPApp:
             path = path[len(root) :]
         path = path.rstrip("/") or "/"
         metrics = path == self.metrics_path
-        if path != self.path and not metrics:
+        if path != self.path and not metrics and path not in self._metadata_paths:
             await respond_error(send, 404, f"not found; the MCP endpoint is {self.path}")
             return
         headers = scope_headers(scope)
@@ -327,13 +352,16 @@ class StreamableHTTPApp:
             await respond_error(send, 403, refused)
             return
         method = scope.get("method", "GET")
-        if metrics:
-            if method != "GET":
-                await respond_error(send, 405, "the metrics route answers GET only")
-                return
-            content_type, body = self.server.metrics_page()
-            await respond(send, 200, body, content_type=content_type)
+        if path != self.path:
+            await self._side_route(metrics, method, send)
             return
+        gate = self._gate
+        principal = None
+        if gate is not None:  # authorization on: the token is checked before anything of MCP runs
+            principal = await gate.admit(headers, scope, send)
+            if principal is None:
+                return
+            self._as_owner(headers, principal)
         if method in ("GET", "DELETE") and wants_modern(headers):
             await respond_error(
                 send,
@@ -343,7 +371,7 @@ class StreamableHTTPApp:
             )
             return
         if method == "POST":
-            handling = self._post(headers, receive, send, scope)
+            handling = self._post(headers, receive, send, scope, principal)
         elif method == "GET":
             handling = self._get(headers, receive, send)
         elif method == "DELETE":
@@ -361,6 +389,36 @@ class StreamableHTTPApp:
             del handling  # a finished coroutine still holds about 400 bytes
             await reading  # the response (Reader.respond), once the frame that opened it is gone
 
+    async def _side_route(self, metrics: bool, method: str, send: Send) -> None:
+        """A request to the metrics route or to the protected resource metadata (Host / Origin checked)."""
+        if not metrics:
+            assert self._gate is not None  # (only its paths lead here)
+            await self._gate.serve_metadata(method, send)
+            return
+        if method != "GET":
+            await respond_error(send, 405, "the metrics route answers GET only")
+            return
+        content_type, body = self.server.metrics_page()
+        if self._gate is not None:
+            body += self._gate.metrics.prometheus_text().encode()
+        await respond(send, 200, body, content_type=content_type)
+
+    def _as_owner(self, headers: dict[str, str], principal: Principal) -> None:
+        """With authorization on: a request naming a session of another person is served as if that session did
+        not exist (its id is replaced by one no session has: every answer is an unknown session's, ``404``, and
+        another person learns nothing of it). A request of the session's owner is served as them: their current
+        token (a refreshed one may grant other scopes) is what ``ctx.auth`` returns."""
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            return
+        sess = self._sessions.get(sid)
+        if sess is None:
+            return
+        if sess.owner != principal.key:
+            headers["mcp-session-id"] = ""  # (session ids are never empty)
+        elif sess.connection is not None:
+            sess.connection.principal = principal
+
     async def _session_of(self, headers: Mapping[str, str], send: Send) -> HTTPSession | None:
         """The session a request names; answers the request itself (400/404) when there is none."""
         sid = headers.get("mcp-session-id")
@@ -370,7 +428,7 @@ class StreamableHTTPApp:
             return None
         sess = self._sessions.get(sid)
         if sess is None:
-            await respond_error(send, 404, "session not found (it ended or expired)", version=version)
+            await respond_error(send, 404, _UNKNOWN_SESSION, version=version)
             return None
         if version is not None and not is_supported(version):
             await respond_error(send, 400, f"unsupported MCP-Protocol-Version {version!r}", version=sess.version)
@@ -378,7 +436,7 @@ class StreamableHTTPApp:
         return sess
 
     async def _post(
-        self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope
+        self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope, principal: Principal | None
     ) -> Awaitable[None] | None:
         version = headers.get("mcp-protocol-version")
         accept = headers.get("accept", "")
@@ -389,7 +447,7 @@ class StreamableHTTPApp:
             await respond_error(send, 415, f"Content-Type must be {JSON}", version=version)
             return None
         if wants_modern(headers):
-            await self._stateless.post(headers, receive, send, scope)
+            await self._stateless.post(headers, receive, send, scope, principal=principal)
             return None
         sid = headers.get("mcp-session-id")
         sess = None if sid is None else self._sessions.get(sid)
@@ -408,13 +466,19 @@ class StreamableHTTPApp:
             return None
         new = False
         if sess is None and claims_modern(message):
-            await self._stateless.message(headers, message, receive, send, scope)
+            await self._stateless.message(headers, message, receive, send, scope, principal=principal)
             return None
+        if principal is not None and type(message) is Request:
+            assert self._gate is not None  # (a principal comes from it)
+            needed = self._gate.lacks(principal, self.server.scopes_needed(message.method, message.params))
+            if needed is not None:  # refused before the session sees anything: nothing runs
+                await self._gate.refuse_scopes(send, needed, message.id, version)
+                return None
         if sess is None:
             if not (type(message) is Request and message.method == "initialize"):
                 await respond_error(send, 400, _NO_SESSION, version=version)
                 return None
-            created = await self._new_session(client_key(scope))
+            created = await self._new_session(client_key(scope), principal)
             if isinstance(created, str):
                 await respond_error(send, 503, created, code=errors.SERVER_BUSY, version=version)
                 return None
