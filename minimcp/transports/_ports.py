@@ -18,18 +18,19 @@ import contextvars
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
+from minimcp.core.dispatch import Dispatcher
+
 if TYPE_CHECKING:
     import anyio.abc
 
     from minimcp.auth.principal import Principal
     from minimcp.core.config import Limits
-    from minimcp.core.dispatch import Dispatcher
     from minimcp.core.session import Session
     from minimcp.core.trace import WireTrace
     from minimcp.core.transport import Transport
     from minimcp.wire.types import Tool
 
-__all__ = ["PARK_OWNER", "Connection", "Servable", "SessionActivity", "is_utf8"]
+__all__ = ["PARK_OWNER", "Connection", "Servable", "SessionActivity", "StatelessConnection", "is_utf8"]
 
 #: Whom the request being served comes from, and how many calls that client may have parked on
 #: revision 2026-07-28 (set by the HTTP app around each request, read by the server's parking;
@@ -58,6 +59,13 @@ class Connection(Protocol):
     def subscriptions(self) -> Collection[str]: ...
 
 
+class StatelessConnection(Dispatcher, Protocol):
+    """The connection serving every 2026-07-28 POST of an HTTP app: a dispatcher whose lists the app's
+    authorization may trim to each request's principal."""
+
+    hide_unpermitted: bool
+
+
 class _Workers(Protocol):
     def adopt_id(self, worker_id: str) -> None: ...
 
@@ -81,7 +89,7 @@ class Servable(Protocol):
 
     def metrics_page(self) -> tuple[str, bytes]: ...
 
-    def stateless_connection(self, transport: Transport) -> tuple[Dispatcher, Session]: ...
+    def stateless_connection(self, transport: Transport) -> tuple[StatelessConnection, Session]: ...
 
     def tool_definition(self, name: str) -> Tool | None: ...
 

@@ -109,7 +109,9 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
         return complete(result, info, cacheable=True)
     lister = handlers.LISTS.get(method)
     if lister is not None:
-        return complete(await lister(registry, conn.limits.page_size, request), info, cacheable=True)
+        principal = conn.principal if type(request) is Request else cast("AuthenticatedRequest", request).principal
+        allowed = principal.scopes if principal is not None and conn.hide_unpermitted else None
+        return complete(await lister(registry, conn.limits.page_size, request, allowed), info, cacheable=True)
     if method == "resources/read":
         try:
             value = await handlers.read_resource(registry, request)

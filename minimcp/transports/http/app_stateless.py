@@ -32,14 +32,14 @@ if TYPE_CHECKING:
     from minimcp.core.dispatch import Dispatcher
     from minimcp.core.session import Session
     from minimcp.core.transport import Transport
-    from minimcp.transports._ports import Servable
+    from minimcp.transports._ports import Servable, StatelessConnection
     from minimcp.wire.types import Tool
 
 __all__ = ["StatelessConnector", "StatelessLeg", "claims_modern", "dispatch", "wants_modern"]
 
 #: Makes the connection that serves every 2026-07-28 POST of an app, over the transport given:
 #: its dispatcher (locked to revision 2026-07-28) and its session, not yet running.
-StatelessConnector = Callable[["Transport"], "tuple[Dispatcher, Session]"]
+StatelessConnector = Callable[["Transport"], "tuple[StatelessConnection, Session]"]
 
 logger = logging.getLogger("minimcp.http")
 
@@ -297,6 +297,8 @@ class StatelessLeg:
             except NotImplementedError:  # an app bound to no role: the handshake era only (503 here)
                 self._unserved = True
                 return None
+            if self.auth is not None:  # each request's own principal decides what its lists show
+                conn.hide_unpermitted = self.auth.hide_unpermitted
             started = anyio.Event()
 
             async def run_in_the_apps_context() -> None:
