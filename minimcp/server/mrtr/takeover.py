@@ -124,7 +124,7 @@ def take_call(
         return False
     run = retry.run
     # (the run must answer through this connection, with a context to renew; else the usual way serves)
-    if run is None or run.conn is not conn or not isinstance(ctx := run.context, Context):
+    if run is None or run.conn is not conn or (ctx := run.context) is None:
         return False
     late = answered_late(run, None, now)
     if not late and run.missing(inputs):
