@@ -113,7 +113,9 @@ def _b64(data: bytes) -> str:
 
 
 def _b64_bytes(data: bytes) -> bytes:
-    return _b2a(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
+    """base64url of ``data``, unpadded, as bytes: a sealed body. (Two replaces, not a translate: for a body's
+    few hundred characters they cost fewer instructions -- a translate maps every byte -- about 2k per seal.)"""
+    return _b2a(data, newline=False).replace(b"+", b"-").replace(b"/", b"_").rstrip(b"=")
 
 
 def _mac2_text(keyed: Any, signed: bytes) -> bytes:

@@ -23,6 +23,7 @@ refusals included. Nothing is changed before everything is checked.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -117,7 +118,7 @@ def take_call(
     try:
         inputs = answers_of(params)
         retry = check_retry(
-            conn, "tools/call", name, client, token, now, lambda: _arguments_digest(tool, arguments), bytes(arguments),
+            conn, "tools/call", name, client, token, now, partial(_arguments_digest, tool, arguments), bytes(arguments),
             envelope,
         )
     except Exception:  # (answers that are not objects, InvalidState, arguments that do not decode: the usual way)
