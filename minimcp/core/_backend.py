@@ -291,9 +291,9 @@ def one_shot() -> Any:
     return loop.create_future() if loop is not None else TrioCell()
 
 
-def loop_of(waiter: asyncio.Future[Any]) -> asyncio.AbstractEventLoop:
-    """asyncio: the loop of :func:`one_shot`'s ``waiter`` (the loop it runs on)."""
-    return waiter.get_loop()
+#: ``loop_of(waiter)``, asyncio: the loop of :func:`one_shot`'s ``waiter`` (the loop it runs on); the future's
+#: own ``get_loop``, called in C (no frame of ours: once per parked round).
+loop_of: Callable[[asyncio.Future[Any]], asyncio.AbstractEventLoop] = asyncio.Future.get_loop
 
 
 #: What cancels a bare asyncio handler task. Its body returns quietly on it (a request

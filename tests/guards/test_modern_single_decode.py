@@ -115,7 +115,7 @@ async def test_a_call_decoded_the_usual_way_is_still_taken_over(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A ``tools/call`` whose method name is escaped (no literal ``"tools/call"`` in its bytes) is decoded
-    the usual way and still taken over (``takeover.take_over``, the same ``_take`` as the read loop's): its run
+    the usual way and still taken over (``takeover.take_over``, the same ``take_call`` as the read loop's): its run
     answers it, and its retry resumes that run; each request counted once."""
     server = ask_server()
     escaped = msgspec.json.encode  # (the method written "tools\/call": the same text once decoded)
@@ -129,7 +129,7 @@ async def test_a_call_decoded_the_usual_way_is_still_taken_over(
             m = Modern(peer)
             await first_round_trip(m)
             received = conn.session.stats.requests_received
-            with counting(monkeypatch, taken_calls, "_take") as taken:
+            with counting(monkeypatch, taken_calls, "take_call") as taken:
                 await peer.send(request(50, {"name": "greet", "arguments": {"a": 7}, "_meta": meta()}))
                 requests, state = input_required(await peer.recv())
                 key, _ = only(requests)

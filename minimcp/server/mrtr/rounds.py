@@ -37,7 +37,9 @@ is the entry from
 
 from __future__ import annotations
 
+import itertools
 import logging
+import operator
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
@@ -141,6 +143,8 @@ class CallParams(msgspec.Struct, rename="camel", gc=False):
 
 
 _decode_call_params = msgspec.json.Decoder(CallParams).decode
+_DICTS = itertools.repeat(dict)  # (answers_of: ``dict`` for each value; endless, and holds no state of a call)
+_DIGEST = operator.attrgetter("digest")  # (_sealed_round: each question's digest, read in C)
 
 
 def answers_of(params: CallParams | GetPromptParams) -> dict[str, Any]:
@@ -150,14 +154,11 @@ def answers_of(params: CallParams | GetPromptParams) -> dict[str, Any]:
         McpError: ``-32602``, they are not an object of objects.
     """
     responses = params.input_responses
-    if isinstance(responses, UnsetType):
+    if responses is UNSET:
         return {}
-    if isinstance(responses, dict):
-        for value in responses.values():  # (a loop, not all() over a generator: once per request)
-            if not isinstance(value, dict):
-                break
-        else:
-            return responses
+    # (every value checked in C: isinstance of each value and dict, no frame or loop of ours per request)
+    if isinstance(responses, dict) and all(map(isinstance, responses.values(), _DICTS)):
+        return responses
     raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
 
 
@@ -483,7 +484,7 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
     ``tools/call`` whose state would be too large."""
     server = conn.server
     try:
-        payload = {**binding, "h": run.handle, "ks": run.pending_keys, "qs": [q.digest for q in run.pending],
+        payload = {**binding, "h": run.handle, "ks": run.pending_keys, "qs": list(map(_DIGEST, run.pending)),
                    "at": run.asked_at, "to": run.pending_timeout, "ans": run.answers, "c": run.call_id,
                    **server.workers.sealed}
         state = server.sealer.seal(payload, now=time.time(), ttl=server.state_ttl)

@@ -114,7 +114,9 @@ def _b64(data: bytes) -> str:
 
 
 def _b64_bytes(data: bytes) -> bytes:
-    return _b2a(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
+    """base64url of ``data``, unpadded, as bytes: a sealed body. (Two replaces, not a translate: for a body's
+    few hundred characters they cost fewer instructions -- a translate maps every byte -- about 2k per seal.)"""
+    return _b2a(data, newline=False).replace(b"+", b"-").replace(b"/", b"_").rstrip(b"=")
 
 
 def _mac2_text(keyed: Any, signed: bytes) -> bytes:
@@ -310,21 +312,11 @@ class StateSealer:
         if self.version == "v1":
             body = {**payload, "n": _b64(os.urandom(9)), "exp": round(now + ttl, 3)}
             return self._sealed(_encoder.encode(body))
-        return self._sealed2({**payload, "n": next(self._nonces)}, now + ttl)
-
-    def _sealed(self, body: bytes) -> str:
-        size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
-        if size > self.max_bytes:
-            raise StateTooLarge(size, self.max_bytes)
-        return "v1." + _b64(body) + "." + _b64(self._macs[0](body))
-
-    def _sealed2(self, payload: dict[str, Any], expires: float) -> str:
-        """``v2.<handle>.<arguments digest>.<expiry>.<body>.<MAC>``, the MAC over all before its dot,
-        the expiry in whole milliseconds (the text has no dot).
-
-        The handle (``"h"``) and the arguments' digest (``"a"``) go in the header when they are
-        non-empty ASCII texts without a dot (else they stay in the body, the header's field empty);
-        the body is the rest of ``payload`` (taken: those keys leave it), its keys sorted."""
+        # v2: ``v2.<handle>.<arguments digest>.<expiry>.<body>.<MAC>``, the MAC over all before its dot, the
+        # expiry in whole milliseconds (the text has no dot). The handle (``"h"``) and the arguments' digest
+        # (``"a"``) go in the header when they are non-empty ASCII texts without a dot (else they stay in
+        # the body, the header's field empty); the body is the rest of the payload and the nonce, keys sorted.
+        payload = {**payload, "n": next(self._nonces)}
         handle = payload.get("h")
         if type(handle) is str and handle and handle.isascii() and "." not in handle:
             del payload["h"]
@@ -335,13 +327,17 @@ class StateSealer:
             del payload["a"]
         else:
             args = ""
-        head = f"v2.{handle}.{args}.{round(expires * 1000)}.".encode()
-        body = _encoder.encode(payload)
-        size = len(head) + (len(body) * 4 + 2) // 3 + 44
+        signed = f"v2.{handle}.{args}.{round((now + ttl) * 1000)}.".encode() + _b64_bytes(_encoder.encode(payload))
+        size = len(signed) + 44  # (the token: its signed part, a dot and the MAC's 43 characters)
         if size > self.max_bytes:
             raise StateTooLarge(size, self.max_bytes)
-        signed = head + _b64_bytes(body)
         return (signed + b"." + _mac2_text(self._seal2, signed)).decode()
+
+    def _sealed(self, body: bytes) -> str:
+        size = 4 + (len(body) * 4 + 2) // 3 + 43  # "v1." + unpadded base64 of the body + "." + the MAC
+        if size > self.max_bytes:
+            raise StateTooLarge(size, self.max_bytes)
+        return "v1." + _b64(body) + "." + _b64(self._macs[0](body))
 
     @staticmethod
     def state_id(token: str) -> str:

@@ -23,6 +23,7 @@ refusals included. Nothing is changed before everything is checked.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -58,42 +59,26 @@ _decode_params = msgspec.json.Decoder(CallParams).decode
 _MARK = b'"tools/call"'
 
 
-def take_call(conn: ServerConnection, data: bytes, inflight: dict[Any, Any]) -> bool:
+def take_call(
+    conn: ServerConnection, data: bytes, inflight: dict[Any, Any], message: _CallMessage | None = None
+) -> bool:
     """Whether the message ``data`` was a 2026-07-28 ``tools/call`` request taken over (a new call, or a
     retry of one parked here); if so it is entered in ``inflight``, the session's table of requests in
-    flight (the read loop counts it received)."""
-    if _MARK not in data:
-        return False
-    try:
-        message = _decode(data)
-    except Exception:  # (msgspec's errors, a RecursionError: told by the usual way)
-        return False
-    return _take(conn, message.id, message.params, inflight)
-
-
-def take_over(conn: ServerConnection, request: Request) -> bool:
-    """:func:`take_call` of a request decoded the usual way (``Session.take_over``, from ``_start_handler``,
-    which checked its id and the in-flight slots): True if taken."""
-    if request.method != "tools/call" or not request.params:
-        return False
-    inflight = conn.session.adoption(request.id)
-    if inflight is None:
-        return False
-    try:
-        params = _decode_params(request.params)
-    except Exception:  # (told by the usual way)
-        return False
-    return _take(conn, request.id, params, inflight)
-
-
-def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[Any, Any]) -> bool:
-    """Take request ``id_`` over, with its decoded ``params``: True if taken (entered in ``inflight``)."""
+    flight (the read loop counts it received). ``message``: the request already decoded (:func:`take_over`;
+    ``data`` is then not read)."""
+    if message is None:
+        if _MARK not in data:
+            return False
+        try:
+            message = _decode(data)
+        except Exception:  # (msgspec's errors, a RecursionError: told by the usual way)
+            return False
+    id_, params = message.id, message.params
     # The checks of Session._start_handler, in its order (the session serves: its read loop runs).
     if id_ in inflight or len(inflight) >= conn.session.limits.max_inflight_inbound:
         return False
     try:
         envelope = conn.server.modern_wire.envelope_of(params.meta)
-        inputs = answers_of(params)
     except Exception:  # (told by the usual way)
         return False
     name = params.name
@@ -110,9 +95,9 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
         try:
             kwargs = tool.arguments(arguments)
             sealed = _arguments_digest(tool, arguments)
+            offered = None if params.input_responses is UNSET else answers_of(params)
         except Exception:  # (told by the usual way)
             return False
-        offered = None if params.input_responses is UNSET else inputs
         new = ServingRun(
             name, [], None, offered, parking=server.parking, conn=conn, serving=id_,
             binding=binding("tools/call", name, sealed, client_of(envelope), user),
@@ -134,15 +119,16 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
     now = time.time()
     client = client_of(envelope)
     try:
+        inputs = answers_of(params)
         retry = check_retry(
-            conn, "tools/call", name, client, token, now, lambda: _arguments_digest(tool, arguments), bytes(arguments),
+            conn, "tools/call", name, client, token, now, partial(_arguments_digest, tool, arguments), bytes(arguments),
             envelope, user,
         )
-    except Exception:  # (InvalidState, or arguments that do not decode: refused by the usual way)
+    except Exception:  # (answers that are not objects, InvalidState, arguments that do not decode: the usual way)
         return False
     run = retry.run
     # (the run must answer through this connection, with a context to renew; else the usual way serves)
-    if run is None or run.conn is not conn or not isinstance(ctx := run.context, Context):
+    if run is None or run.conn is not conn or (ctx := run.context) is None:
         return False
     late = answered_late(run, None, now)
     if not late and run.missing(inputs):
@@ -159,6 +145,21 @@ def _take(conn: ServerConnection, id_: Any, params: CallParams, inflight: dict[A
     else:
         run.deliver(inputs)
     return True
+
+
+def take_over(conn: ServerConnection, request: Request) -> bool:
+    """:func:`take_call` of a request decoded the usual way (``Session.take_over``, from ``_start_handler``,
+    which checked its id and the in-flight slots): True if taken."""
+    if request.method != "tools/call" or not request.params:
+        return False
+    inflight = conn.session.adoption(request.id)
+    if inflight is None:
+        return False
+    try:
+        params = _decode_params(request.params)
+    except Exception:  # (told by the usual way)
+        return False
+    return take_call(conn, b"", inflight, _CallMessage("2.0", request.id, "tools/call", params))
 
 
 def _arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
