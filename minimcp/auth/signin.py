@@ -24,6 +24,8 @@ refused. Chosen over a cookie (the library sees only the callback's query, whate
 framework) and over a table of its own in Redis (the used-state store already gives "first use
 wins" on every worker, and a forged or expired ``state`` is refused before it is asked). The
 ``return_to`` travels signed, not encrypted: the authorization server sees it in the request.
+The bound is then the store's (``Limits.max_used_states`` in memory; Redis forgets a record when its
+sign-in expires); without keys it is ``Limits.max_pending_sign_ins``, as before.
 
 Who signed in is read from the ``userinfo`` endpoint with the access token just obtained (and,
 when an ``id_token`` comes back, its ``iss``, ``aud``, ``nonce`` and ``sub`` must agree; it was
@@ -69,7 +71,8 @@ class SignInRefused(Exception):
     """A sign-in did not prove who the person is; :attr:`reason` says why in one word (``state``: unknown,
     used or expired; ``issuer``: RFC 9207 mismatch; ``denied``: the authorization server said no;
     ``token``: the code exchange failed; ``identity``: the answer did not name one person;
-    ``unavailable``: the authorization server could not be asked; ``metadata``: it is unfit)."""
+    ``unavailable``: the authorization server, or the store of used sign-ins, could not be asked (a
+    sealed sign-in is then not used up); ``metadata``: it is unfit)."""
 
     def __init__(self, reason: str, description: str) -> None:
         super().__init__(description)

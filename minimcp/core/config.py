@@ -136,6 +136,7 @@ class Limits(msgspec.Struct, frozen=True):
             :class:`minimcp.auth.signin.PageSignIn` remembers (their ``state``,
             PKCE verifier and nonce); beyond, the oldest is dropped (its callback
             is then refused as an unknown ``state``), and expired ones go first.
+            A sealed sign-in (``PageSignIn(keys=...)``) is kept in no process.
         max_token_bytes: Characters of an access token a verifier
             (:mod:`minimcp.auth`) reads; a longer one is refused unread
             (``too_large``), before any parsing or fetch.
