@@ -273,7 +273,8 @@ async def test_a_url_step_made_for_alice_on_w1_is_refused_to_bob_from_w2_and_com
             refused = await browser.get(on_worker(callback, cluster, 1))
             assert refused.status_code == 403 and refused.text == "this step is not for bob", refused.text
 
-            callback = await signed_in_callback(cluster, browser, on_worker(page, cluster, 1), "alice")
+            # alice opens the page on w1 and the sign-in's callback reaches w2, which completes the step.
+            callback = await signed_in_callback(cluster, browser, on_worker(page, cluster, 0), "alice")
             done = await browser.get(on_worker(callback, cluster, 1))
             assert done.status_code == 200 and done.text == "completed for alice", done.text
             with anyio.fail_after(WAIT):
