@@ -248,7 +248,8 @@ def run_one(issuer: Issuer, variant: str, c: int, warmup: float, seconds: float)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         resource = resource_of(port)
-        make = {"off": lambda subject, resource: None, "jwt": issuer.jwt_for, "introspection": issuer.opaque_for}[variant]
+        makers = {"off": lambda subject, resource: None, "jwt": issuer.jwt_for, "introspection": issuer.opaque_for}
+        make = makers[variant]
         tokens = [make(f"person-{n}", resource) for n in range(c)]
         load = os.getloadavg()[0]
         row = asyncio.run(drive(port, tokens, warmup, seconds, proc.pid))
