@@ -67,7 +67,7 @@ class UsedOnce(Protocol):
         ...
 
 
-class SignInRefused(Exception):
+class SignInRefused(MinimcpError):
     """A sign-in did not prove who the person is; :attr:`reason` says why in one word (``state``: unknown,
     used or expired; ``issuer``: RFC 9207 mismatch; ``denied``: the authorization server said no;
     ``token``: the code exchange failed; ``identity``: the answer did not name one person;

@@ -25,6 +25,11 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
         +-- MessageTooLarge               [core.transport] a message over the size limit, dropped
         +-- WebSocketHandshakeError       [transports.websocket] the upgrade was refused
         +-- TableFull                     [transports.http._session_table] no room for a new session
+        |   +-- NoSlot                    [transports._ws_slots] no WebSocket slot for a new connection
+        +-- TokenRefused                  [auth.principal] a bearer token not accepted (401/503), with its reason
+        +-- FetchFailed                   [auth.fetch] an authorization server's metadata, keys or answer not fetched
+        +-- SignInRefused                 [auth.signin] a page sign-in that did not prove who the person is
+        +-- WrongPerson                   [server.url_steps] also PermissionError: a URL step made for someone else
         +-- ElicitationUnsupported        [wire.elicitation] the client cannot be asked this way
         +-- FormDefinitionError           [wire.errors] also TypeError: a form type the schema cannot express
         |   +-- SensitiveFieldError       [wire.errors] a field that looks like a secret (URL mode only)
