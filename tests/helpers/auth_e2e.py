@@ -88,21 +88,25 @@ class Deployment:
         )
 
     @contextlib.asynccontextmanager
-    async def serving(self, server: Server, auth: Authorization, transport: str = "http") -> AsyncIterator[str]:
-        """``server`` protected by ``auth`` on this deployment's port, over ``transport`` (``http`` or ``websocket``);
-        yields its URL. The verifier is closed after."""
+    async def serving(
+        self, server: Server, auth: Authorization, transport: str = "http", *, port: int | None = None,
+        close_verifier: bool = True,
+    ) -> AsyncIterator[str]:
+        """``server`` protected by ``auth`` on this deployment's port (or ``port``), over ``transport`` (``http`` or
+        ``websocket``); yields its URL. The verifier is closed after unless told not to."""
         serve: Callable[..., Any] = serve_http if transport == "http" else serve_websocket
         scheme = "http" if transport == "http" else "ws"
+        port = port or self.port
         try:
             async with anyio.create_task_group() as tg:
-                await tg.start(functools.partial(serve, server, port=self.port, auth=auth))
+                await tg.start(functools.partial(serve, server, port=port, auth=auth))
                 try:
-                    yield f"{scheme}://127.0.0.1:{self.port}/mcp"
+                    yield f"{scheme}://127.0.0.1:{port}/mcp"
                 finally:
                     tg.cancel_scope.cancel()
         finally:
             close = getattr(auth.verifier, "aclose", None)
-            if close is not None:
+            if close is not None and close_verifier:
                 await close()
 
 
@@ -218,8 +222,9 @@ def resigned(token: str, key: bytes, kid: str, **changes: Any) -> str:
     return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
 
 
+@functools.cache
 def rogue_key() -> bytes:
-    """A fresh RSA key (PEM) that no issuer publishes."""
+    """An RSA key (PEM) that no issuer publishes (made once: a 2048-bit key takes a while)."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
