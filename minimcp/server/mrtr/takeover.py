@@ -125,7 +125,9 @@ def take_call(
         return False  # (the usual way: a replay, a missing answer, a state used before, ...)
     run = retry.run
     # (check_retry gives, on this way, a run parked on this connection with a context to renew)
-    assert run is not None and (ctx := run.context) is not None
+    assert run is not None
+    ctx = run.context
+    assert ctx is not None
     server.parking.take(run.handle)
     run.serving, run.binding = id_, retry.binding
     ctx.envelope = envelope  # capabilities, identity and log level from this request only
