@@ -12,8 +12,8 @@ import pytest
 from minimcp import Context, Limits, McpError, Server, connect_websocket
 from minimcp.hosting.websocket import INSUFFICIENT_SCOPE
 from minimcp.transports.websocket import WebSocketHandshakeError, websocket_client
-from tests.helpers.websocket import INIT, RawWs, serving
-from tests.helpers.ws_auth import RESOURCE, FixedVerifier, authorization, bearer, http_get
+from tests.helpers.auth_tokens import ISSUER, RESOURCE, FixedTokens, authorization, bearer
+from tests.helpers.websocket import INIT, RawWs, http_get, serving
 
 WRITE = frozenset({"bookings:write"})
 
@@ -59,7 +59,7 @@ async def text_of(client: Any, tool: str, **arguments: Any) -> str:
 
 async def test_upgrade_without_a_token_or_with_a_bad_one_gets_401_and_no_websocket(anyio_backend: str) -> None:
     server = make_server()
-    verifier = FixedVerifier()
+    verifier = FixedTokens()
     with anyio.fail_after(20):
         async with serving(server, auth=authorization(verifier)) as url:
             async with RawWs.connect(url, subprotocols=["mcp"]) as raw:
@@ -67,7 +67,7 @@ async def test_upgrade_without_a_token_or_with_a_bad_one_gets_401_and_no_websock
                 challenge = raw.response.headers["WWW-Authenticate"]
                 assert challenge.startswith('Bearer resource_metadata="http://127.0.0.1/.well-known/')
                 assert "error=" not in challenge  # no credentials: no error code (RFC 6750 3.1)
-            for token in ("nonsense", "elsewhere-token"):
+            for token in ("nonsense", "carol-elsewhere"):
                 async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token)) as raw:
                     assert raw.response is not None and raw.response.status_code == 401
                     challenge = raw.response.headers["WWW-Authenticate"]
@@ -79,7 +79,7 @@ async def test_upgrade_without_a_token_or_with_a_bad_one_gets_401_and_no_websock
                     pass  # pragma: no cover
             assert info.value.status == 401
             assert not server.connections
-            assert verifier.seen == ["nonsense", "elsewhere-token", "nonsense"]
+            assert verifier.asked == ["nonsense", "carol-elsewhere", "nonsense"]
 
 
 async def test_authorization_server_down_is_503_never_an_acceptance(anyio_backend: str) -> None:
@@ -97,11 +97,11 @@ async def test_a_token_without_the_required_scopes_gets_403(anyio_backend: str) 
     server = make_server()
     with anyio.fail_after(20):
         async with serving(server, auth=authorization(required_scopes=["bookings:write"])) as url:
-            async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-token")) as raw:
+            async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-1")) as raw:
                 assert raw.response is not None and raw.response.status_code == 403
                 challenge = raw.response.headers["WWW-Authenticate"]
                 assert 'error="insufficient_scope"' in challenge and 'scope="bookings:write"' in challenge
-            async with connect_websocket(url, headers=bearer("bob-token")) as client:
+            async with connect_websocket(url, headers=bearer("bob-1")) as client:
                 assert await text_of(client, "whoami") == "bob bookings:read bookings:write"
 
 
@@ -110,18 +110,18 @@ async def test_an_accepted_token_is_the_principal_in_the_tool(anyio_backend: str
     with anyio.fail_after(20):
         async with (
             serving(server, auth=authorization()) as url,
-            connect_websocket(url, headers=bearer("alice-token")) as client,
+            connect_websocket(url, headers=bearer("alice-1")) as client,
         ):
             assert await text_of(client, "whoami") == "alice bookings:read"
             conn = next(iter(server.connections))
-            assert conn.principal is not None and conn.principal.key == ("https://issuer.test", "alice")
+            assert conn.principal is not None and conn.principal.key == (ISSUER, "alice")
 
 
 async def test_a_request_needing_scopes_the_token_lacks_is_refused_and_runs_nothing(anyio_backend: str) -> None:
     server = make_server()
     with anyio.fail_after(20):
         async with serving(server, auth=authorization(required_scopes=["bookings:read"])) as url:
-            async with connect_websocket(url, headers=bearer("alice-token")) as client:
+            async with connect_websocket(url, headers=bearer("alice-1")) as client:
                 with pytest.raises(McpError) as info:
                     await client.call_tool("book", {"what": "room 7"})
                 assert info.value.code == INSUFFICIENT_SCOPE
@@ -131,7 +131,7 @@ async def test_a_request_needing_scopes_the_token_lacks_is_refused_and_runs_noth
                 assert 'error="insufficient_scope"' in data["wwwAuthenticate"]
                 assert server.booked == []  # type: ignore[attr-defined]
                 assert await text_of(client, "whoami") == "alice bookings:read"  # the connection goes on
-            async with connect_websocket(url, headers=bearer("bob-token")) as client:
+            async with connect_websocket(url, headers=bearer("bob-1")) as client:
                 assert await text_of(client, "book", what="room 7") == "booked room 7"
                 assert server.booked == ["room 7"]  # type: ignore[attr-defined]
 
@@ -145,7 +145,7 @@ async def test_protected_resource_metadata_on_a_plain_get(anyio_backend: str) ->
                 assert status == 200 and headers["content-type"] == "application/json"
                 document = msgspec.json.decode(body)
                 assert document["resource"] == RESOURCE
-                assert document["authorization_servers"] == ["https://issuer.test"]
+                assert document["authorization_servers"] == [ISSUER]
             status, _, _ = await http_get("127.0.0.1", port, "/mcp")  # not an upgrade, not the metadata
             assert status == 401
 
@@ -154,7 +154,7 @@ async def test_without_auth_nothing_changes(anyio_backend: str) -> None:
     server = make_server()
     with anyio.fail_after(20):
         async with serving(server) as url:
-            async with connect_websocket(url, headers=bearer("alice-token")) as client:  # the header is ignored
+            async with connect_websocket(url, headers=bearer("alice-1")) as client:  # the header is ignored
                 assert await text_of(client, "whoami") == "nobody"
                 assert await text_of(client, "book", what="x") == "booked x"  # no scope check
                 conn = next(iter(server.connections))
@@ -173,8 +173,7 @@ async def test_connections_per_person_are_bounded_like_per_address(anyio_backend
         async with serving(server, auth=authorization()) as url, contextlib.AsyncExitStack() as stack:
             raws = []
             for n, (address, token) in enumerate(
-                [("127.0.0.2", "alice-token"), ("127.0.0.3", "bob-token"), ("127.0.0.4", "alice-token-2"),
-                 ("127.0.0.5", "alice-token")]
+                [("127.0.0.2", "alice-1"), ("127.0.0.3", "bob-1"), ("127.0.0.4", "alice-2"), ("127.0.0.5", "alice-1")]
             ):
                 raw = await stack.enter_async_context(
                     RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token), local_host=address)
@@ -196,18 +195,18 @@ async def test_a_person_whose_connections_all_have_work_pending_is_refused_429(a
     with anyio.fail_after(30):
         async with (
             serving(server, auth=authorization()) as url,
-            RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-token"), local_host="127.0.0.2") as busy,
+            RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-1"), local_host="127.0.0.2") as busy,
         ):
             await busy.send(INIT)
             assert (await busy.recv())["id"] == "init"
             call = {"name": "ask", "arguments": {}}
             await busy.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": call})
             assert (await busy.recv())["method"] == "elicitation/create"
-            headers = bearer("alice-token-2")
+            headers = bearer("alice-2")
             async with RawWs.connect(url, subprotocols=["mcp"], headers=headers, local_host="127.0.0.3") as refused:
                 assert refused.response is not None and refused.response.status_code == 429
                 assert b"too many connections for your account" in refused.response.body
-            async with connect_websocket(url, headers=bearer("bob-token")) as client:  # another person
+            async with connect_websocket(url, headers=bearer("bob-1")) as client:  # another person
                 assert await text_of(client, "whoami") == "bob bookings:read bookings:write"
             await busy.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
             assert (await busy.recv())["id"] == "p"

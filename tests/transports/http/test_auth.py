@@ -21,7 +21,6 @@ import pytest
 
 import minimcp
 from minimcp import Server
-from minimcp.auth.principal import TokenRefused
 from minimcp.core.trace import WireTrace
 from tests.helpers.auth_tokens import ISSUER, FixedTokens, authorization, person
 from tests.helpers.http import JSON_SSE, Raw, dump, httpx, initialize_request, req, serving
@@ -45,11 +44,7 @@ def tokens() -> FixedTokens:
             "alice-2": ALICE_REFRESHED,
             "bob-1": BOB,
             "carol-elsewhere": person("carol", *ALL_SCOPES, audience="https://other.example/mcp"),
-        },
-        {
-            "down": TokenRefused("unavailable", "the authorization server did not answer"),
-            "old": TokenRefused("expired", "the token has expired"),
-        },
+        }
     )
 
 

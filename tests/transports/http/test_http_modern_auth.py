@@ -4,8 +4,8 @@ One connection serves every 2026-07-28 POST of a worker, so the person travels w
 ``ctx.auth`` is the caller's own; a ``requestState`` is bound to its person (another person's token on
 it is refused with -32602, runs nothing, and leaves the state to its owner; a refreshed token of the
 same person goes on); an operation needing scopes the token lacks is answered ``403`` before anything
-runs. The app's own check of each token (``401``) is stood in for by
-:func:`tests.helpers.modern_auth.guard_modern_leg`: what is tested is the modern leg's part.
+runs; ``tools/list`` leaves out what the caller's scopes do not allow. The app checks each POST's token
+itself (``StreamableHTTPApp(server, auth=...)``; its ``401`` is tested in ``test_auth.py``).
 
 Every async test runs on asyncio and on trio; servers bind 127.0.0.1.
 """
@@ -23,9 +23,9 @@ import pytest
 from minimcp import Accepted, Context, Server
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.wire import errors
+from tests.helpers.auth_tokens import READ, WRITE, authorization, bearer
 from tests.helpers.http import serving_asgi
 from tests.helpers.http_modern import Modern, accept, complete_text, error_of, input_required, modern_http
-from tests.helpers.modern_auth import READ, WRITE, authorization, bearer, guard_modern_leg
 
 TIMEOUT = 20
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -59,16 +59,19 @@ def make_server(counts: Counts, *, replay: bool = False) -> Server:
 
 @contextlib.asynccontextmanager
 async def served(server: Server, *, auth: bool = True) -> AsyncIterator[Modern]:
-    app = StreamableHTTPApp(server)
-    if auth:
-        guard_modern_leg(app, authorization())
+    app = StreamableHTTPApp(server, auth=authorization() if auth else None)
     with anyio.fail_after(TIMEOUT):
         async with serving_asgi(app) as base, modern_http(base + "/mcp") as client:
             yield client
 
 
 async def call(
-    client: Modern, token: str, name: str, arguments: dict[str, Any], *, state: str | None = None,
+    client: Modern,
+    token: str,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    state: str | None = None,
     responses: dict[str, Any] | None = None,
 ) -> Any:
     params: dict[str, Any] = {"name": name, "arguments": arguments}
@@ -76,7 +79,7 @@ async def call(
         params["inputResponses"] = responses
     if state is not None:
         params["requestState"] = state
-    return await client.request("tools/call", params, authorization=bearer(token))
+    return await client.request("tools/call", params, **bearer(token))
 
 
 async def test_ctx_auth_is_the_callers_own_on_the_one_shared_connection(anyio_backend: str) -> None:
@@ -156,3 +159,43 @@ async def test_an_operation_needing_scopes_the_token_lacks_is_403_before_anythin
         assert stepped_up.status_code == 200, stepped_up.text
         input_required(stepped_up.json())
         assert counts.started == 1
+
+
+def listing_server() -> Server:
+    """Three tools: one open, one needing :data:`WRITE`, one needing a scope no token here has."""
+    server = Server("list28", state_key=b"k" * 32)
+
+    @server.tool
+    async def public() -> str:
+        return "open"
+
+    @server.tool(scopes=[WRITE])
+    async def book(room: str) -> str:
+        return f"booked {room}"
+
+    @server.tool(scopes=["admin"])
+    async def audit() -> str:
+        return "audited"
+
+    return server
+
+
+async def listed(client: Modern, token: str | None) -> set[str]:
+    headers = bearer(token) if token is not None else {}
+    reply = await client.request("tools/list", None, **headers)
+    assert reply.status_code == 200, reply.text
+    return {tool["name"] for tool in reply.json()["result"]["tools"]}
+
+
+async def test_tools_list_hides_what_the_callers_scopes_do_not_allow(anyio_backend: str) -> None:
+    """Each POST's own person decides its list (the one shared connection serves everyone, in any order)."""
+    async with served(listing_server()) as client:
+        assert await listed(client, "alice-1") == {"public"}
+        assert await listed(client, "bob-1") == {"public", "book"}
+        assert await listed(client, "alice-1") == {"public"}  # bob's list is not what alice is shown next
+        assert await listed(client, "alice-2") == {"public", "book"}  # her refreshed token grants more
+
+
+async def test_without_authorization_tools_list_shows_every_tool(anyio_backend: str) -> None:
+    async with served(listing_server(), auth=False) as client:
+        assert await listed(client, None) == {"public", "book", "audit"}
