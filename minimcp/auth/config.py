@@ -5,6 +5,7 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Collection, Sequence
 
+from minimcp.auth.metrics import RefusalMetrics
 from minimcp.auth.principal import Principal, TokenRefused, Verifier
 
 __all__ = ["Authorization", "canonical_resource"]
@@ -90,6 +91,9 @@ class Authorization:
         self.resource_name = resource_name
         self.hide_unpermitted = hide_unpermitted
         self.max_token_bytes = max_token_bytes
+        #: Requests refused, by reason, and the scope refusals: counted by every transport given this object
+        #: (HTTP on both eras, WebSocket upgrades and requests); the HTTP app's ``metrics_path`` page shows them.
+        self.metrics = RefusalMetrics()
 
     async def authenticate(self, header: str | None) -> Principal:
         """The principal of a request whose ``Authorization`` header is ``header``.

@@ -10,9 +10,11 @@ import msgspec
 import pytest
 
 from minimcp import Context, Limits, McpError, Server, connect_websocket
-from minimcp.hosting.websocket import INSUFFICIENT_SCOPE
 from minimcp.transports.websocket import WebSocketHandshakeError, websocket_client
+from minimcp.wire import errors
 from tests.helpers.auth_tokens import ISSUER, RESOURCE, FixedTokens, authorization, bearer
+from tests.helpers.http import httpx
+from tests.helpers.http import serving as http_serving
 from tests.helpers.websocket import INIT, RawWs, http_get, serving
 
 WRITE = frozenset({"bookings:write"})
@@ -124,7 +126,7 @@ async def test_a_request_needing_scopes_the_token_lacks_is_refused_and_runs_noth
             async with connect_websocket(url, headers=bearer("alice-1")) as client:
                 with pytest.raises(McpError) as info:
                     await client.call_tool("book", {"what": "room 7"})
-                assert info.value.code == INSUFFICIENT_SCOPE
+                assert info.value.code == errors.INSUFFICIENT_SCOPE == -32004
                 data = info.value.data
                 assert isinstance(data, dict)
                 assert data["requiredScopes"] == ["bookings:read", "bookings:write"]
@@ -210,3 +212,39 @@ async def test_a_person_whose_connections_all_have_work_pending_is_refused_429(a
                 assert await text_of(client, "whoami") == "bob bookings:read bookings:write"
             await busy.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
             assert (await busy.recv())["id"] == "p"
+
+
+async def test_refusals_are_counted_on_the_authorization_and_shown_on_the_http_metrics_page(
+    anyio_backend: str,
+) -> None:
+    """Upgrades refused for their token or the required scopes, and requests refused for a scope, count on
+    ``auth.metrics``: an HTTP app given the same object shows the WebSocket's refusals with its own."""
+    auth = authorization(required_scopes=["bookings:read"])
+    server = make_server()
+    with anyio.fail_after(30):
+        async with (
+            serving(server, auth=auth) as url,
+            http_serving(make_server(), auth=auth, metrics_path="/metrics") as (
+                http_url,
+                _app,
+            ),
+        ):
+            for token in ("nonsense", "nonsense", "carol-elsewhere", "down", "mallory-other-issuer"):
+                async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token)) as raw:
+                    assert raw.response is not None and raw.response.status_code in (401, 403, 503)
+            async with RawWs.connect(url, subprotocols=["mcp"]) as raw:
+                assert raw.response is not None and raw.response.status_code == 401
+            async with connect_websocket(url, headers=bearer("alice-1")) as client:
+                for _ in range(2):
+                    with pytest.raises(McpError):
+                        await client.call_tool("book", {"what": "room 7"})
+            assert auth.metrics.refused == {"signature": 2, "audience": 1, "unavailable": 1, "missing": 1}
+            assert auth.metrics.insufficient_scope == 3  # mallory's upgrade (no bookings:read), alice's two calls
+            async with httpx.AsyncClient() as http:
+                page = (await http.get(http_url.removesuffix("/mcp") + "/metrics")).text.splitlines()
+    for line in (
+        'minimcp_auth_refused_total{reason="signature"} 2',
+        'minimcp_auth_refused_total{reason="missing"} 1',
+        "minimcp_auth_insufficient_scope_total 3",
+    ):
+        assert line in page, line

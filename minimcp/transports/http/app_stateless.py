@@ -402,6 +402,7 @@ class StatelessLeg:
         from minimcp.auth.resource import challenge
 
         wanted = needed | auth.required_scopes
+        auth.metrics.insufficient_scope += 1
         logger.info("modern request %r: %s needs scopes the token lacks (403)", message.id, message.method)
         body = jsonrpc.encode_error(
             message.id,

@@ -21,6 +21,7 @@ import msgspec
 import pytest
 
 from minimcp import Accepted, Context, Server
+from minimcp.auth.config import Authorization
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.wire import errors
 from tests.helpers.auth_tokens import READ, WRITE, authorization, bearer
@@ -58,8 +59,9 @@ def make_server(counts: Counts, *, replay: bool = False) -> Server:
 
 
 @contextlib.asynccontextmanager
-async def served(server: Server, *, auth: bool = True) -> AsyncIterator[Modern]:
-    app = StreamableHTTPApp(server, auth=authorization() if auth else None)
+async def served(server: Server, *, auth: Authorization | bool | None = True) -> AsyncIterator[Modern]:
+    """``server`` behind an app checking tokens with ``auth`` (``True``: a new :func:`authorization`)."""
+    app = StreamableHTTPApp(server, auth=authorization() if auth is True else auth or None)
     with anyio.fail_after(TIMEOUT):
         async with serving_asgi(app) as base, modern_http(base + "/mcp") as client:
             yield client
@@ -143,7 +145,8 @@ async def test_an_operation_needing_scopes_the_token_lacks_is_403_before_anythin
     counts = Counts()
     server = make_server(counts)
     server.scopes_needed = needs_write_to_book  # type: ignore[method-assign]
-    async with served(server) as client:
+    auth = authorization()
+    async with served(server, auth=auth) as client:
         refused = await call(client, "alice-1", "book", {"room": "9"})
         assert refused.status_code == 403, refused.text
         challenge = refused.headers["www-authenticate"]
@@ -153,6 +156,7 @@ async def test_an_operation_needing_scopes_the_token_lacks_is_403_before_anythin
         assert "resource_metadata=" in challenge
         assert refused.json()["error"]["data"] == {"reason": "insufficient_scope", "scopes": [WRITE]}
         assert counts.started == 0
+        assert auth.metrics.insufficient_scope == 1  # counted as the other era's 403s are
         # What needs no more scopes is served; the same person, stepped up, gets the call.
         assert complete_text((await call(client, "alice-1", "whoami", {})).json()) == f"alice {READ}"
         stepped_up = await call(client, "alice-2", "book", {"room": "9"})
