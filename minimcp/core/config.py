@@ -136,8 +136,9 @@ class Limits(msgspec.Struct, frozen=True):
             :class:`minimcp.auth.signin.PageSignIn` remembers (their ``state``,
             PKCE verifier and nonce); beyond, the oldest is dropped (its callback
             is then refused as an unknown ``state``), and expired ones go first.
-        max_token_bytes: Characters of an access token a verifier
-            (:mod:`minimcp.auth`) reads; a longer one is refused unread
+        max_token_bytes: Characters of an access token that
+            ``Authorization`` (on every request) and the verifiers
+            (:mod:`minimcp.auth`) read; a longer one is refused unread
             (``too_large``), before any parsing or fetch.
         max_auth_keys: Keys kept from one issuer's key set (JWKS); keys beyond
             are ignored (a warning is logged), so a key set cannot grow the cache.

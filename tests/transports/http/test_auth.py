@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import minimcp
-from minimcp import Server
+from minimcp import Limits, Server
 from minimcp.core.trace import WireTrace
 from tests.helpers.auth_tokens import ISSUER, FixedTokens, authorization, person
 from tests.helpers.http import JSON_SSE, Raw, dump, httpx, initialize_request, req, serving
@@ -203,6 +203,25 @@ async def test_a_refused_token_gets_401_invalid_token_saying_why(token: str, des
         assert token not in response.headers["www-authenticate"] and token.encode() not in response.content
         assert response.json()["error"]["message"] == description
         assert ran == []
+
+
+async def test_an_oversized_token_gets_401_unread_at_the_bound_of_limits() -> None:
+    """``Authorization`` reads ``Limits.max_token_bytes`` (the bound the verifiers read): a token at the bound
+    is asked about, one character more is refused before the verifier sees it."""
+    assert authorization().max_token_bytes == Limits().max_token_bytes
+    server, ran = build()
+    verifier = tokens()
+    at_bound = "t" * 16
+    verifier.tokens[at_bound] = ALICE
+    auth = authorization(verifier, limits=Limits(max_token_bytes=16))
+    async with serving(server, auth=auth) as (url, _app), client() as http:
+        assert (await Bearer(http, url, at_bound).post(initialize_request())).status_code == 200
+        response = await Bearer(http, url, at_bound + "t").post(initialize_request())
+        assert response.status_code == 401
+        assert challenge_of(response)["error_description"] == "the token is too large"
+        assert verifier.asked == [at_bound]
+        assert auth.metrics.refused == {"too_large": 1}
+    assert ran == []
 
 
 async def test_an_authorization_server_that_cannot_be_asked_gets_503_never_an_acceptance() -> None:
