@@ -20,9 +20,9 @@ import anyio.abc
 from anyio.abc import SocketAttribute
 
 from minimcp.core.config import Limits
+from minimcp.transports._client_bounds import client_key
 from minimcp.transports._ports import SessionActivity
 from minimcp.transports._ws_slots import NoSlot, SlotTable
-from minimcp.transports.http._session_table import client_key
 from minimcp.transports.websocket import (
     SUBPROTOCOL,
     WebSocketTransport,

@@ -24,7 +24,7 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
         +-- InvalidMessage                [wire.jsonrpc] bytes that are not one JSON-RPC message (code to answer with)
         +-- MessageTooLarge               [core.transport] a message over the size limit, dropped
         +-- WebSocketHandshakeError       [transports.websocket] the upgrade was refused
-        +-- TableFull                     [transports.http._session_table] no room for a new session
+        +-- TableFull                     [transports._client_bounds] no room for a new session
         +-- ElicitationUnsupported        [wire.elicitation] the client cannot be asked this way
         +-- FormDefinitionError           [wire.errors] also TypeError: a form type the schema cannot express
         |   +-- SensitiveFieldError       [wire.errors] a field that looks like a secret (URL mode only)

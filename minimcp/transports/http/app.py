@@ -16,6 +16,7 @@ import msgspec
 import minimcp.transports.http._headers as mcp_headers
 from minimcp.core._backend import backend_name
 from minimcp.core.config import Limits, check_worker_id
+from minimcp.transports._client_bounds import SessionTable, TableFull, client_key
 from minimcp.transports._ports import Connection, Servable
 from minimcp.transports.http._asgi import (
     ASSUMED_VERSION,
@@ -33,7 +34,7 @@ from minimcp.transports.http._asgi import (
 )
 from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._response import Reader
-from minimcp.transports.http._session_table import HTTPSession, SessionTable, SessionTasks, TableFull, client_key
+from minimcp.transports.http._session_table import HTTPSession, SessionTasks
 from minimcp.transports.http._sse import encode_event
 from minimcp.transports.http._streams import SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type

@@ -16,9 +16,9 @@ import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
 from minimcp.core.dispatch import answer
+from minimcp.transports._client_bounds import client_key
 from minimcp.transports._ports import PARK_OWNER
 from minimcp.transports.http._asgi import SSE_HEADERS, Receive, Scope, Send, read_body, respond
-from minimcp.transports.http._session_table import client_key
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import JSON
 from minimcp.wire import errors, jsonrpc
