@@ -468,7 +468,9 @@ class StatelessLeg:
             # served, reset before the reply is written (what the ASGI server schedules while it
             # writes, a keep-alive timer, copies this context; a run parked by the request starts
             # from its session's context, see _backend.Handlers.start_detached).
-            token = PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
+            # (With authorization on, the person's parked calls are bounded as the address's are.)
+            person = principal.key if principal is not None else None
+            token = PARK_OWNER.set((client_key(scope), self.max_parked_per_client, person))
             try:
                 with post.scope:
                     if principal is None:

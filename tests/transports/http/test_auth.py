@@ -11,6 +11,7 @@ POSTs authenticated the same way.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
@@ -48,9 +49,9 @@ def tokens() -> FixedTokens:
     )
 
 
-def build() -> tuple[Server, list[str]]:
+def build(limits: Limits | None = None) -> tuple[Server, list[str]]:
     """A server with open and scoped tools, prompts and resources; ``ran`` lists the tools that ran."""
-    server = Server("guarded")
+    server = Server("guarded", limits=limits)
     ran: list[str] = []
 
     @server.tool
@@ -393,6 +394,35 @@ async def test_without_a_principal_nothing_is_hidden_and_scopes_are_not_checked(
         assert {t["name"] for t in listed["result"]["tools"]} == {"public", "book", "whoami"}
         assert text_of(await raw.call(call(2, "book", {"date": "d"}))) == "booked d"
         assert ran == ["book"]
+
+
+async def test_sessions_are_bounded_per_person_as_per_address() -> None:
+    """With authorization on, ``max_sessions_per_client`` bounds a person's sessions wherever they come from:
+    the person's third session (from a third address) ends their least recently used idle one; another
+    person, even on the same address, is not counted with them."""
+    server, _ = build(Limits(max_sessions_per_client=2))
+    async with serving(server, auth=authorization(tokens())) as (url, app), contextlib.AsyncExitStack() as stack:
+
+        async def session(address: str, token: str) -> Bearer:
+            transport = httpx.AsyncHTTPTransport(local_address=address)
+            http = await stack.enter_async_context(httpx.AsyncClient(transport=transport, timeout=10))
+            raw = Bearer(http, url, token)
+            await raw.initialize()
+            return raw
+
+        async def ping(raw: Bearer) -> int:
+            return int((await raw.post(req(7, "ping"))).status_code)
+
+        first = await session("127.0.0.2", "alice-1")
+        second = await session("127.0.0.3", "alice-2")  # a refreshed token: the same person
+        assert await ping(first) == 200  # now `second` is alice's least recently used session
+        third = await session("127.0.0.4", "alice-1")
+        assert app.session_count == 2
+        assert await ping(second) == 404  # ended to make room
+        assert await ping(first) == 200 and await ping(third) == 200
+        bob = await session("127.0.0.4", "bob-1")  # not alice; the address holds 2, its bound
+        assert app.session_count == 3
+        assert await ping(bob) == 200 and await ping(first) == 200 and await ping(third) == 200
 
 
 # --- metrics, logs, traces ---------------------------------------------------------------------------

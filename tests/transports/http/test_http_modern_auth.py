@@ -20,12 +20,12 @@ import anyio
 import msgspec
 import pytest
 
-from minimcp import Accepted, Context, Server
+from minimcp import Accepted, Context, Limits, Server
 from minimcp.auth.config import Authorization
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.wire import errors
 from tests.helpers.auth_tokens import READ, WRITE, authorization, bearer
-from tests.helpers.http import serving_asgi
+from tests.helpers.http import httpx, serving_asgi
 from tests.helpers.http_modern import Modern, accept, complete_text, error_of, input_required, modern_http
 
 TIMEOUT = 20
@@ -38,8 +38,8 @@ class Counts:
         self.continued = 0
 
 
-def make_server(counts: Counts, *, replay: bool = False) -> Server:
-    server = Server("auth28", state_key=b"k" * 32, replay_every_retry=replay)
+def make_server(counts: Counts, *, replay: bool = False, limits: Limits | None = None) -> Server:
+    server = Server("auth28", state_key=b"k" * 32, replay_every_retry=replay, limits=limits)
 
     @server.tool()
     async def whoami(ctx: Context) -> str:
@@ -163,6 +163,33 @@ async def test_an_operation_needing_scopes_the_token_lacks_is_403_before_anythin
         assert stepped_up.status_code == 200, stepped_up.text
         input_required(stepped_up.json())
         assert counts.started == 1
+
+
+async def test_parked_calls_are_bounded_per_person_as_per_address(anyio_backend: str) -> None:
+    """With authorization on, ``max_parked_per_client`` bounds a person's parked calls wherever they come from
+    (``-32003``, the run ends); another person parks on the same address; a finished call frees its place."""
+    counts = Counts()
+    server = make_server(counts, limits=Limits(max_parked_per_client=2))
+    async with served(server) as client, contextlib.AsyncExitStack() as stack:
+
+        async def from_address(address: str) -> Modern:
+            transport = httpx.AsyncHTTPTransport(local_address=address)
+            http = await stack.enter_async_context(httpx.AsyncClient(transport=transport, timeout=10))
+            return Modern(http, client.url)
+
+        here, there, elsewhere = [await from_address(a) for a in ("127.0.0.2", "127.0.0.3", "127.0.0.4")]
+        key, _question, state = input_required((await call(here, "alice-1", "book", {"room": "1"})).json())
+        input_required((await call(there, "alice-2", "book", {"room": "2"})).json())  # the same person
+        assert len(server.parking) == 2
+        refused = (await call(elsewhere, "alice-1", "book", {"room": "3"})).json()
+        assert refused["error"]["code"] == errors.SERVER_BUSY, refused
+        assert "your account (limit 2)" in refused["error"]["message"]
+        assert len(server.parking) == 2  # the refused run did not stay parked
+        input_required((await call(elsewhere, "bob-1", "book", {"room": "4"})).json())  # another person
+        assert len(server.parking) == 3
+        done = await call(here, "alice-1", "book", {"room": "1"}, state=state, responses={key: accept(name="Al")})
+        assert complete_text(done.json()) == f"alice booked 1 for Al ({READ})"
+        input_required((await call(elsewhere, "alice-1", "book", {"room": "5"})).json())  # her place is free again
 
 
 def listing_server() -> Server:
