@@ -53,7 +53,8 @@ class Authorization:
 
     Give it to :class:`~minimcp.transports.http.StreamableHTTPApp` (``auth=``), ``serve_http`` /
     ``server.run("http")`` and the WebSocket server; without it nothing is checked. It checks the
-    token's audience itself (the token must name :attr:`resource`), whatever the verifier did.
+    token's issuer (one of :attr:`authorization_servers`, exactly) and audience (the token must name
+    :attr:`resource`) itself, whatever the verifier did.
 
     Args:
         verifier: Checks a token (:class:`~minimcp.auth.jwt.JWTVerifier`,
@@ -114,6 +115,8 @@ class Authorization:
         if scheme.lower() != "bearer" or not token or " " in token:
             raise TokenRefused("malformed", "the Authorization header is not 'Bearer <token>'")
         principal = await self.verifier.verify(token)
+        if principal.issuer not in self.authorization_servers:  # (whatever the verifier: exact, RFC 9207 style)
+            raise TokenRefused("issuer", "the token was issued by an authorization server this resource does not trust")
         if not _audience_names(principal.audience, self.resource):
             raise TokenRefused("audience", "the token was not issued for this resource")
         return principal

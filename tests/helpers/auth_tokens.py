@@ -15,6 +15,7 @@ from minimcp.auth.config import Authorization
 from minimcp.auth.principal import Principal, TokenRefused
 
 ISSUER = "https://as.example"
+SECOND_ISSUER = "https://as2.example"  # trusted too: the same subject there is another person
 RESOURCE = "http://127.0.0.1/mcp"
 READ, WRITE = "bookings:read", "bookings:write"
 
@@ -35,14 +36,15 @@ def person(
 
 
 #: The tokens :class:`FixedTokens` knows by default: ``alice-2`` is a refreshed token of the same person
-#: (more scopes); ``carol-elsewhere`` names another resource; ``mallory-other-issuer`` names "alice" at
-#: another issuer (so another person).
+#: (more scopes); ``carol-elsewhere`` names another resource; ``alice-second-issuer`` names "alice" at
+#: the second trusted issuer (so another person); ``eve-untrusted`` comes from an issuer nobody trusts.
 TOKENS: dict[str, Principal] = {
     "alice-1": person("alice", READ),
     "alice-2": person("alice", READ, WRITE),
     "bob-1": person("bob", READ, WRITE),
     "carol-elsewhere": person("carol", READ, audience="https://other.example/mcp"),
-    "mallory-other-issuer": person("alice", issuer="https://evil.example"),
+    "alice-second-issuer": person("alice", issuer=SECOND_ISSUER),
+    "eve-untrusted": person("eve", READ, issuer="https://evil.example"),
 }
 
 #: The tokens :class:`FixedTokens` refuses by default with a reason of their own (others: a bad signature).
@@ -76,13 +78,14 @@ class FixedTokens:
 
 
 def authorization(verifier: FixedTokens | None = None, **options: Any) -> Authorization:
-    """An :class:`Authorization` for :data:`RESOURCE` trusting :data:`ISSUER`, checked by ``verifier`` (a new
-    :class:`FixedTokens`); ``scopes_supported`` is :data:`READ` and :data:`WRITE` unless given."""
+    """An :class:`Authorization` for :data:`RESOURCE` trusting :data:`ISSUER` and :data:`SECOND_ISSUER`, checked
+    by ``verifier`` (a new :class:`FixedTokens`); ``scopes_supported`` is :data:`READ` and :data:`WRITE` unless
+    given."""
     options.setdefault("scopes_supported", [READ, WRITE])
     return Authorization(
         verifier if verifier is not None else FixedTokens(),
         resource=RESOURCE,
-        authorization_servers=[ISSUER],
+        authorization_servers=[ISSUER, SECOND_ISSUER],
         **options,
     )
 

@@ -12,7 +12,7 @@ import pytest
 from minimcp import Context, Limits, McpError, Server, connect_websocket
 from minimcp.transports.websocket import WebSocketHandshakeError, websocket_client
 from minimcp.wire import errors
-from tests.helpers.auth_tokens import ISSUER, RESOURCE, FixedTokens, authorization, bearer
+from tests.helpers.auth_tokens import ISSUER, RESOURCE, SECOND_ISSUER, FixedTokens, authorization, bearer
 from tests.helpers.http import httpx
 from tests.helpers.http import serving as http_serving
 from tests.helpers.websocket import INIT, RawWs, http_get, serving
@@ -147,7 +147,7 @@ async def test_protected_resource_metadata_on_a_plain_get(anyio_backend: str) ->
                 assert status == 200 and headers["content-type"] == "application/json"
                 document = msgspec.json.decode(body)
                 assert document["resource"] == RESOURCE
-                assert document["authorization_servers"] == [ISSUER]
+                assert document["authorization_servers"] == [ISSUER, SECOND_ISSUER]
             status, _, _ = await http_get("127.0.0.1", port, "/mcp")  # not an upgrade, not the metadata
             assert status == 401
 
@@ -229,7 +229,7 @@ async def test_refusals_are_counted_on_the_authorization_and_shown_on_the_http_m
                 _app,
             ),
         ):
-            for token in ("nonsense", "nonsense", "carol-elsewhere", "down", "mallory-other-issuer"):
+            for token in ("nonsense", "nonsense", "carol-elsewhere", "down", "alice-second-issuer"):
                 async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token)) as raw:
                     assert raw.response is not None and raw.response.status_code in (401, 403, 503)
             async with RawWs.connect(url, subprotocols=["mcp"]) as raw:

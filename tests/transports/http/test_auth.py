@@ -23,7 +23,7 @@ import pytest
 import minimcp
 from minimcp import Limits, Server
 from minimcp.core.trace import WireTrace
-from tests.helpers.auth_tokens import ISSUER, FixedTokens, authorization, person
+from tests.helpers.auth_tokens import ISSUER, SECOND_ISSUER, FixedTokens, authorization, person
 from tests.helpers.http import JSON_SSE, Raw, dump, httpx, initialize_request, req, serving
 from tests.helpers.http_modern import body as modern_body
 from tests.helpers.http_modern import modern_headers
@@ -45,6 +45,7 @@ def tokens() -> FixedTokens:
             "alice-2": ALICE_REFRESHED,
             "bob-1": BOB,
             "carol-elsewhere": person("carol", *ALL_SCOPES, audience="https://other.example/mcp"),
+            "eve-untrusted": person("eve", *ALL_SCOPES, issuer="https://evil.example"),
         }
     )
 
@@ -144,7 +145,7 @@ async def test_the_metadata_is_served_at_both_well_known_paths_without_a_token()
             assert response.headers["content-type"] == "application/json"
             assert response.json() == {
                 "resource": "http://127.0.0.1/mcp",
-                "authorization_servers": [ISSUER],
+                "authorization_servers": [ISSUER, SECOND_ISSUER],
                 "bearer_methods_supported": ["header"],
                 "scopes_supported": list(ALL_SCOPES),
                 "resource_name": "Guarded",
@@ -190,6 +191,9 @@ async def test_a_request_without_a_token_gets_401_with_the_metadata_url_and_the_
     [
         ("forged", "the token's signature does not verify"),
         ("carol-elsewhere", "the token was not issued for this resource"),
+        # Whatever the verifier accepts, the issuer must be one the resource trusts (a verifier of your own
+        # may not check it).
+        ("eve-untrusted", "the token was issued by an authorization server this resource does not trust"),
         ("old", "the token has expired"),
     ],
 )

@@ -105,7 +105,7 @@ async def test_without_authorization_ctx_auth_is_none(anyio_backend: str) -> Non
 
 
 @pytest.mark.parametrize("replay", [False, True], ids=["parked", "replay-every-retry"])
-@pytest.mark.parametrize("intruder", ["bob-1", "mallory-other-issuer"])
+@pytest.mark.parametrize("intruder", ["bob-1", "alice-second-issuer"])
 async def test_another_persons_token_on_a_state_is_refused_and_leaves_it_to_its_owner(
     anyio_backend: str, replay: bool, intruder: str
 ) -> None:
