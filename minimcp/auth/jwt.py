@@ -228,7 +228,8 @@ class JWTVerifier:
             raise TokenRefused("too_large", "the token is too large")
         digest = hashlib.sha256(token.encode()).digest()
         if digest in self._verified:
-            await self._freshen()  # keys past their age: fetched again first (a withdrawn key then drops it)
+            if self._stale() and self._may_fetch():  # fetched again first (a withdrawn key then drops it)
+                await self._refresh(spend=False)
             known = self._recall(digest)
             if known is not None:
                 return known
@@ -326,12 +327,9 @@ class JWTVerifier:
         max_age = self._limits.auth_keys_max_age
         return max_age is not None and self._fetched_at is not None and time.monotonic() - self._fetched_at > max_age
 
-    async def _freshen(self) -> None:
+    async def _key(self, kid: str | None, alg: str) -> _Key:
         if self._stale() and self._may_fetch():
             await self._refresh(spend=False)  # a failure keeps the keys in use (and what they verified)
-
-    async def _key(self, kid: str | None, alg: str) -> _Key:
-        await self._freshen()
         key = self._find(kid, alg)
         for _ in range(3):  # a fetch cancelled under a waiter lets it try again, a few times
             if key is not None:
