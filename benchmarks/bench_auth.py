@@ -10,7 +10,9 @@ answered with one JSON body, on ``serve_http`` as shipped (uvicorn + httptools, 
 
 * ``off``: no ``auth=``;
 * ``jwt``: ``Authorization(JWTVerifier(issuer))``, RS256 tokens, keys found through the issuer's
-  RFC 8414 metadata and cached (fetched once per server process; the issuer counts the fetches);
+  RFC 8414 metadata and cached (fetched once per server process; the issuer counts the fetches); each
+  caller's token read and its signature checked on its first request, then remembered as verified
+  (``Limits.max_verified_tokens``; its ``exp``/``nbf`` checked on every request);
 * ``introspection``: ``Authorization(IntrospectionVerifier(...))``, one opaque token per caller whose
   outcome is cached after its first request (``Limits.introspection_cache_ttl``, 60 s).
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from minimcp.auth.principal import Principal, TokenRefused
 
-__all__ = ["check_times", "finite_number", "principal_from_claims"]
+__all__ = ["check_times", "check_window", "finite_number", "principal_from_claims"]
 
 
 def finite_number(value: object) -> float | None:
@@ -55,10 +55,18 @@ def check_times(claims: Mapping[str, Any], now: float, leeway: float) -> None:
     for name in ("exp", "nbf"):
         if name in claims and finite_number(claims[name]) is None:
             raise _malformed(name)
-    exp = finite_number(claims.get("exp"))
+    check_window(finite_number(claims.get("exp")), finite_number(claims.get("nbf")), now, leeway)
+
+
+def check_window(exp: float | None, nbf: float | None, now: float, leeway: float) -> None:
+    """Refuse a token whose ``exp`` has passed or whose ``nbf`` has not come at ``now``, ``leeway`` seconds given
+    (``None``: the token does not say).
+
+    Raises:
+        TokenRefused: ``expired`` or ``not_yet_valid``.
+    """
     if exp is not None and exp <= now - leeway:
         raise TokenRefused("expired", "the token has expired")
-    nbf = finite_number(claims.get("nbf"))
     if nbf is not None and nbf > now + leeway:
         raise TokenRefused("not_yet_valid", "the token is not valid yet")
 

@@ -39,6 +39,9 @@ def canonical_resource(url: str) -> str:
 
 
 def _audience_names(audience: Collection[str], resource: str) -> bool:
+    # The common case, unparsed: ``resource`` itself (a canonical form is its own canonical form).
+    if resource in audience:
+        return True
     for name in audience:
         try:
             if canonical_resource(name) == resource:

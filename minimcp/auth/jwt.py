@@ -9,23 +9,33 @@ fetched again when a token names a key (``kid``) not among them, at most once pe
 verifier, never by the token: ``none`` is never taken, an HMAC algorithm only with a secret given
 explicitly, never with a key of the key set). An issuer that cannot be reached makes tokens whose key
 is not known refused ``unavailable`` (never accepted); tokens whose keys are kept go on verifying.
+
+A token whose signature and claims verified is remembered under a SHA-256 hash of it (never the token),
+with the principal it gave and the key that verified it, at most ``Limits.max_verified_tokens`` of them
+(least recently used forgotten first), until its ``exp``: the same token again is not parsed nor
+verified again, but its ``exp`` and ``nbf`` are checked against the clock (with the leeway) every time,
+and it stops verifying as soon as a fetched key set no longer holds that key (the entries of the keys
+withdrawn are dropped when the key set is fetched). Refusals are never remembered.
 Needs the ``auth`` extra.
 """
 
 from __future__ import annotations
 
+import collections
+import hashlib
+import json
 import logging
 import math
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import httpx
 import jwt
 
-from minimcp.auth.claims import principal_from_claims
+from minimcp.auth.claims import check_window, finite_number, principal_from_claims
 from minimcp.auth.fetch import Fetcher, FetchFailed
 from minimcp.auth.principal import Principal, Refusal, TokenRefused
 from minimcp.core.config import Limits
@@ -73,15 +83,32 @@ def metadata_urls(issuer: str) -> list[str]:
     return urls
 
 
+class _Key(NamedTuple):
+    """One usable key of a key set, and a digest of the JWK it was read from (what it is, whoever names it)."""
+
+    jwk: jwt.PyJWK
+    fingerprint: bytes
+
+
 class _KeySet:
     """The signing keys of a key set, each as algorithm -> key: by ``kid``, and all of them."""
 
-    def __init__(self, keys: Sequence[tuple[str | None, dict[str, jwt.PyJWK]]] = ()) -> None:
+    def __init__(self, keys: Sequence[tuple[str | None, dict[str, _Key]]] = ()) -> None:
         self.all = [usable for _, usable in keys]
-        self.by_kid: dict[str, dict[str, jwt.PyJWK]] = {}
+        self.by_kid: dict[str, dict[str, _Key]] = {}
+        self.fingerprints = frozenset(key.fingerprint for _, usable in keys for key in usable.values())
         for kid, usable in keys:
             if kid is not None:
                 self.by_kid.setdefault(kid, usable)
+
+
+class _Verified(NamedTuple):
+    """A token that verified: the principal it gave, its times, and the key it verified under (``None``: the secret)."""
+
+    principal: Principal
+    exp: float
+    nbf: float | None
+    fingerprint: bytes | None
 
 
 def _read_keys(document: Mapping[str, Any], algorithms: frozenset[str], limit: int) -> _KeySet:
@@ -91,20 +118,21 @@ def _read_keys(document: Mapping[str, Any], algorithms: frozenset[str], limit: i
         raise FetchFailed("the key set has no 'keys' list")
     if len(found) > limit:
         logger.warning("the key set has %d keys; only the first %d are kept (Limits.max_auth_keys)", len(found), limit)
-    keys: list[tuple[str | None, dict[str, jwt.PyJWK]]] = []
+    keys: list[tuple[str | None, dict[str, _Key]]] = []
     for jwk in found[:limit]:
         if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
             continue
         kid = jwk.get("kid")
         if kid is not None and not isinstance(kid, str):
             continue
-        usable: dict[str, jwt.PyJWK] = {}
+        usable: dict[str, _Key] = {}
+        fingerprint = hashlib.sha256(json.dumps(jwk, sort_keys=True).encode()).digest()
         for alg in sorted(algorithms & _KEY_OF.keys()):
             kty, crv = _KEY_OF[alg]
             if jwk.get("kty") != kty or (crv is not None and jwk.get("crv") != crv) or jwk.get("alg", alg) != alg:
                 continue
             try:
-                usable[alg] = jwt.PyJWK(jwk, alg)
+                usable[alg] = _Key(jwt.PyJWK(jwk, alg), fingerprint)
             except (jwt.PyJWTError, ValueError, TypeError, KeyError):
                 continue
         if usable:
@@ -127,7 +155,8 @@ class JWTVerifier:
         http_client: The client to fetch with (yours, never closed here); ``None``: one made on
             first use, closed by :meth:`aclose`.
         limits: Its bounds: ``max_token_bytes``, ``max_auth_keys``, ``auth_key_refetch_interval``,
-            ``auth_keys_max_age``, ``auth_fetch_timeout``, ``max_auth_response_bytes``.
+            ``auth_keys_max_age``, ``auth_fetch_timeout``, ``max_auth_response_bytes``,
+            ``max_verified_tokens``.
 
     Raises:
         ValueError: an algorithm it does not know, ``none``, HMAC without a secret (or a secret without
@@ -184,6 +213,8 @@ class JWTVerifier:
         self._finished = 0
         self._last_failed = False
         self._inflight: anyio.Event | None = None
+        #: Tokens that verified, by the SHA-256 of the token (least recently used first).
+        self._verified: collections.OrderedDict[bytes, _Verified] = collections.OrderedDict()
 
     async def verify(self, token: str) -> Principal:
         """The principal ``token`` speaks for.
@@ -195,6 +226,13 @@ class JWTVerifier:
         """
         if len(token) > self._limits.max_token_bytes:
             raise TokenRefused("too_large", "the token is too large")
+        digest = hashlib.sha256(token.encode()).digest()
+        if digest in self._verified:
+            if self._stale() and self._may_fetch():  # fetched again first (a withdrawn key then drops it)
+                await self._refresh(spend=False)
+            known = self._recall(digest)
+            if known is not None:
+                return known
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -203,14 +241,48 @@ class JWTVerifier:
         if not isinstance(alg, str) or alg not in self.algorithms:
             raise TokenRefused("algorithm", "the token's signing algorithm is not accepted")
         kid = header.get("kid")
-        key: jwt.PyJWK | bytes
         if alg in _HMAC:
             assert self._secret is not None  # HMAC is only allowed with a secret (__init__)
-            key = self._secret
+            claims = self._decode(token, self._secret, alg)
+            fingerprint = None
         else:
             key = await self._key(kid if isinstance(kid, str) else None, alg)
-        claims = self._decode(token, key, alg)
-        return principal_from_claims(claims, self.issuer)
+            claims = self._decode(token, key.jwk, alg)
+            fingerprint = key.fingerprint
+        principal = principal_from_claims(claims, self.issuer)
+        exp = finite_number(claims.get("exp"))
+        if exp is not None:  # (always: pyjwt required a numeric exp)
+            self._remember(digest, _Verified(principal, exp, finite_number(claims.get("nbf")), fingerprint))
+        return principal
+
+    def _recall(self, digest: bytes) -> Principal | None:
+        """The principal of a token that verified before, its times checked now; ``None``: not remembered (or
+        no longer: expired, or its key withdrawn).
+
+        Raises:
+            TokenRefused: ``expired`` or ``not_yet_valid`` (the clock, with the leeway).
+        """
+        known = self._verified.get(digest)
+        if known is None:
+            return None
+        if known.fingerprint is not None and known.fingerprint not in self._keys.fingerprints:
+            del self._verified[digest]  # its key was withdrawn: verified again (and refused)
+            return None
+        try:
+            check_window(known.exp, known.nbf, time.time(), self.leeway)
+        except TokenRefused as refused:
+            if refused.reason == "expired":
+                del self._verified[digest]
+            raise
+        self._verified.move_to_end(digest)
+        return known.principal
+
+    def _remember(self, digest: bytes, verified: _Verified) -> None:
+        cache = self._verified
+        cache[digest] = verified
+        cache.move_to_end(digest)
+        while len(cache) > self._limits.max_verified_tokens:
+            cache.popitem(last=False)
 
     def _decode(self, token: str, key: jwt.PyJWK | bytes, alg: str) -> dict[str, Any]:
         try:
@@ -231,7 +303,7 @@ class JWTVerifier:
 
     # --- keys -------------------------------------------------------------------------------------
 
-    def _find(self, kid: str | None, alg: str) -> jwt.PyJWK | None:
+    def _find(self, kid: str | None, alg: str) -> _Key | None:
         if kid is not None:
             by_alg = self._keys.by_kid.get(kid)
             if by_alg is None:
@@ -255,9 +327,9 @@ class JWTVerifier:
         max_age = self._limits.auth_keys_max_age
         return max_age is not None and self._fetched_at is not None and time.monotonic() - self._fetched_at > max_age
 
-    async def _key(self, kid: str | None, alg: str) -> jwt.PyJWK:
+    async def _key(self, kid: str | None, alg: str) -> _Key:
         if self._stale() and self._may_fetch():
-            await self._refresh(spend=False)  # a failure keeps the keys in use
+            await self._refresh(spend=False)  # a failure keeps the keys in use (and what they verified)
         key = self._find(kid, alg)
         for _ in range(3):  # a fetch cancelled under a waiter lets it try again, a few times
             if key is not None:
@@ -290,6 +362,7 @@ class JWTVerifier:
         self._last_attempt, self._spent = time.monotonic(), True
         try:
             self._keys = _read_keys(await self._fetch_key_set(), self.algorithms, self._limits.max_auth_keys)
+            self._forget_withdrawn()
             self._fetched_at = time.monotonic()
             self._last_failed, self._spent = False, spend
         except FetchFailed as error:
@@ -302,6 +375,13 @@ class JWTVerifier:
             self._inflight = None
             done.set()
         self._finished += 1
+
+    def _forget_withdrawn(self) -> None:
+        """Drop the tokens remembered as verified under a key the key set just fetched no longer holds."""
+        kept = self._keys.fingerprints
+        withdrawn = [d for d, v in self._verified.items() if v.fingerprint is not None and v.fingerprint not in kept]
+        for digest in withdrawn:
+            del self._verified[digest]
 
     async def _fetch_key_set(self) -> dict[str, Any]:
         if self._jwks_uri is None:

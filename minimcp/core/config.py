@@ -167,6 +167,12 @@ class Limits(msgspec.Struct, frozen=True):
         introspection_cache_ttl: Seconds an introspection outcome is reused
             (never past the token's ``exp``); a token revoked meanwhile is still
             taken this long.
+        max_verified_tokens: JWTs a :class:`minimcp.auth.jwt.JWTVerifier`
+            remembers as verified (keyed by a hash of the token, never the token;
+            kept until the token's ``exp``, its ``exp`` and ``nbf`` checked on every
+            use, dropped when its key leaves the issuer's key set), so a token
+            seen again is not parsed nor its signature checked again; beyond, the
+            least recently used is forgotten. ``0``: every token verified each time.
     """
 
     max_message_bytes: int = 4 * 1024 * 1024
@@ -205,6 +211,7 @@ class Limits(msgspec.Struct, frozen=True):
     max_auth_response_bytes: int = 256 * 1024
     max_introspection_cache: int = 10_000
     introspection_cache_ttl: float = 60.0
+    max_verified_tokens: int = 10_000
 
     def replace(self, **changes: object) -> Limits:
         """A copy with the given fields changed."""

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import logging
 import time
+import types
 from typing import Any
 
 import anyio
@@ -369,3 +370,117 @@ async def test_tokens_never_appear_in_log_records(caplog: pytest.LogCaptureFixtu
         for token in tokens:
             assert token.split(".")[2] not in text and token.split(".")[1] not in text
 
+
+
+# --- tokens remembered as verified --------------------------------------------------------------------
+
+
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every token pyjwt is asked to read from now on (its header: the first step of a verification)."""
+    read = jwt.get_unverified_header
+    seen: list[str] = []
+
+    def counting(token: str) -> Any:
+        seen.append(token)
+        return read(token)
+
+    monkeypatch.setattr(jwt, "get_unverified_header", counting)
+    return seen
+
+
+def clock_at(monkeypatch: pytest.MonkeyPatch, wall: float) -> None:
+    """The verifier's wall clock set to ``wall`` (its monotonic clock, for key ages, left running)."""
+    monkeypatch.setattr("minimcp.auth.jwt.time", types.SimpleNamespace(time=lambda: wall, monotonic=time.monotonic))
+
+
+async def test_a_token_that_verified_is_not_read_again_and_refusals_are_not_remembered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = "https://as.example.com"
+    verifier = JWTVerifier(url, keys={"keys": [public_jwk("rsa", "k1")]})
+    read = parses(monkeypatch)
+    token, forged = sign(claims(url)), sign(claims(url), key="rsa2")
+    first = await verifier.verify(token)
+    assert await verifier.verify(token) is first
+    assert await refusal(verifier, forged) == "signature"
+    assert await refusal(verifier, forged) == "signature"
+    assert read == [token, forged, forged]  # the token once; a refused one every time
+    never = JWTVerifier(url, keys={"keys": [public_jwk("rsa", "k1")]}, limits=Limits(max_verified_tokens=0))
+    await never.verify(token)
+    await never.verify(token)
+    assert read[3:] == [token, token]
+
+
+async def test_a_remembered_token_past_its_exp_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "https://as.example.com"
+    verifier = JWTVerifier(url, keys={"keys": [public_jwk("rsa", "k1")]}, leeway=30)
+    now = int(time.time())
+    token = sign(claims(url, exp=now + 60))
+    await verifier.verify(token)
+    read = parses(monkeypatch)
+    clock_at(monkeypatch, now + 60 + 29)  # within the leeway: still taken, not read again
+    assert (await verifier.verify(token)).subject == "alice"
+    clock_at(monkeypatch, now + 60 + 31)
+    assert await refusal(verifier, token) == "expired"
+    assert read == []  # refused by its remembered exp, against the clock
+    assert len(verifier._verified) == 0  # and forgotten
+
+
+async def test_a_remembered_token_is_checked_against_its_nbf(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "https://as.example.com"
+    verifier = JWTVerifier(url, keys={"keys": [public_jwk("rsa", "k1")]}, leeway=30)
+    now = int(time.time())
+    token = sign(claims(url, nbf=now + 20))  # taken now: within the leeway
+    await verifier.verify(token)
+    clock_at(monkeypatch, now - 20)  # the clock stepped back: nbf is 40 s ahead
+    assert await refusal(verifier, token) == "not_yet_valid"
+
+
+async def test_a_remembered_token_stops_verifying_when_its_key_is_withdrawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    issuer = Issuer()
+    async with serving(issuer) as url:
+        verifier = JWTVerifier(url, limits=Limits(auth_key_refetch_interval=0.01))
+        token, kept = sign(claims(url)), sign(claims(url, sub="bob"), key="ec", kid="e1", alg="ES256")
+        await verifier.verify(token)
+        await verifier.verify(kept)
+        issuer.keys = [public_jwk("rsa2", "k2"), public_jwk("ec", "e1")]  # k1 withdrawn, e1 kept
+        await anyio.sleep(0.02)
+        read = parses(monkeypatch)
+        assert (await verifier.verify(sign(claims(url), key="rsa2", kid="k2"))).subject == "alice"  # refetch
+        assert issuer.hits["jwks"] == 2
+        assert await refusal(verifier, token) == "unknown_key"  # forgotten with its key: read, then refused
+        assert (await verifier.verify(kept)).subject == "bob"  # its key is still published: not read again
+        assert read[1:] == [token]
+        await verifier.aclose()
+
+
+async def test_a_remembered_token_stops_verifying_when_its_kid_names_another_key_after_max_age() -> None:
+    issuer = Issuer()
+    async with serving(issuer) as url:
+        verifier = JWTVerifier(url, limits=Limits(auth_keys_max_age=0.05, auth_key_refetch_interval=0.01))
+        token = sign(claims(url))
+        await verifier.verify(token)
+        issuer.keys = [public_jwk("rsa2", "k1")]  # the same kid, another key
+        assert (await verifier.verify(token)).subject == "alice"  # the keys are not old yet
+        await anyio.sleep(0.1)
+        assert await refusal(verifier, token) == "signature"  # the keys fetched again on a remembered token
+        await verifier.aclose()
+    assert issuer.hits["jwks"] == 2
+
+
+async def test_the_remembered_tokens_are_bounded_and_keyed_by_their_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "https://as.example.com"
+    verifier = JWTVerifier(url, keys={"keys": [public_jwk("rsa", "k1")]}, limits=Limits(max_verified_tokens=3))
+    tokens = [sign(claims(url, sub=f"person-{n}")) for n in range(5)]
+    for token in tokens:
+        await verifier.verify(token)
+    remembered = verifier._verified
+    assert list(remembered) == [hashlib.sha256(t.encode()).digest() for t in tokens[2:]]  # the 3 used last
+    text = repr(remembered)
+    for token in tokens:  # neither the token, nor its payload or signature, is anywhere in what is kept
+        assert token.encode() not in remembered and token.split(".")[2] not in text and token.split(".")[1] not in text
+    read = parses(monkeypatch)
+    await verifier.verify(tokens[2])  # remembered (and now the most recently used)
+    await verifier.verify(tokens[0])  # forgotten: read again, and the least recently used (tokens[3]) goes
+    assert read == [tokens[0]]
+    assert list(remembered) == [hashlib.sha256(t.encode()).digest() for t in (tokens[4], tokens[2], tokens[0])]

@@ -76,16 +76,18 @@ class Gate:
         acceptance), ``403 insufficient_scope`` when the token lacks the server's ``required_scopes``.
         """
         auth = self.auth
-        version = headers.get("mcp-protocol-version")
-        if _has_query_token(scope.get("query_string", b"")):
+        query = scope.get("query_string")
+        if query and _has_query_token(query):
             self.metrics.count(QUERY_TOKEN)
             header = invalid_request(auth, _QUERY)
+            version = headers.get("mcp-protocol-version")
             await respond_error(send, 400, _QUERY, version=version, headers=[(b"www-authenticate", header.encode())])
             return None
         try:
             principal = await auth.authenticate(headers.get("authorization"))
         except TokenRefused as refused:
             self.metrics.count(refused.reason)
+            version = headers.get("mcp-protocol-version")
             if refused.reason == "unavailable":
                 logger.warning("could not check a bearer token: %s", refused.description)
                 await respond_error(send, 503, _UNAVAILABLE, code=errors.SERVER_BUSY, version=version)
@@ -98,7 +100,7 @@ class Gate:
             return None
         required = auth.required_scopes
         if required and not required <= principal.scopes:
-            await self.refuse_scopes(send, required, None, version)
+            await self.refuse_scopes(send, required, None, headers.get("mcp-protocol-version"))
             return None
         return principal
 
