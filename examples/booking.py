@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime
+import functools
 import hashlib
 import hmac
 import html
@@ -712,6 +713,12 @@ def public_url(value: str) -> str:
     return value.rstrip("/")
 
 
+def issuer_url(value: str) -> str:
+    """An authorization server's issuer: an http(s) URL with a host, kept exactly (``iss`` is compared as is)."""
+    public_url(value)
+    return value
+
+
 def allowed_host(value: str) -> str:
     if not HOST_NAME.fullmatch(value):
         raise argparse.ArgumentTypeError(
@@ -853,7 +860,7 @@ async def serve(
             else:
                 from minimcp import serve_websocket
 
-                mcp_port = await tg.start(serve_websocket, booking.server, args.host, args.port, auth=auth)
+                mcp_port = await tg.start(functools.partial(serve_websocket, auth=auth), booking.server, args.host, args.port)
                 print(f"mcp: ws://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
                 task_status.started((booking, f"ws://{args.host}:{mcp_port}/mcp"))
                 await anyio.sleep_forever()
@@ -878,7 +885,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="where clients reach the service; the pages are then served at URL/pages/ (http)")
     parser.add_argument("--allowed-host", type=allowed_host, action="append", default=[], metavar="HOST",
                         help="also accept this Host / Origin name (repeatable)")  # fmt: skip
-    parser.add_argument("--auth-issuer", type=public_url, metavar="URL",
+    parser.add_argument("--auth-issuer", type=issuer_url, metavar="URL",
                         help="take access tokens of this authorization server (http, ws); the pages sign in there")
     parser.add_argument("--auth-audience", type=public_url, metavar="URL",
                         help="the resource a token must name (default: the MCP endpoint's URL)")
