@@ -136,7 +136,7 @@ async def browsers(server: NanoIDP, count: int) -> AsyncIterator[list[Browser]]:
 
 
 def page_steps(
-    served: Served, seen: list[str], check: Callable[[str], Awaitable[None]]
+    seen: list[str], check: Callable[[str], Awaitable[None]]
 ) -> Callable[[UrlElicitationRequest], Awaitable[Any]]:
     """A URL handler that records the page and runs ``check`` on it (the people's browsers) before accepting."""
 
@@ -146,6 +146,13 @@ def page_steps(
         return Accepted(None)
 
     return handler
+
+
+def connected(served: Served, transport: str, era: str, token: str, **options: Any) -> Any:
+    """The minimcp client of ``served`` with ``token`` as its bearer header (HTTP on ``era``, or WebSocket)."""
+    if transport == "http":
+        return connect_http(served.url, headers=bearer(token), era=era, **options)
+    return connect_websocket(served.url, headers=bearer(token), **options)
 
 
 # --- discovery and refusals -----------------------------------------------------------------------
@@ -245,14 +252,12 @@ async def test_a_booking_is_its_persons_and_another_person_sees_an_unknown_id(
 ) -> None:
     async with serving(nanoidp, transport) as served:
         alice, bob = await served.token("alice", PERSON), await served.token("bob", PERSON)
-        connect = connect_http if transport == "http" else connect_websocket
-        options: dict[str, Any] = {"era": era} if transport == "http" else {}
-        async with connect(served.url, headers=bearer(alice), **options) as client:
+        async with connected(served, transport, era, alice) as client:
             made = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 2})
             booking_id = structured(made)["booking_id"]
             mine = await client.call_tool("booking_status", {"booking_id": booking_id})
             assert structured(mine)["status"] == "booked"
-        async with connect(served.url, headers=bearer(bob), **options) as client:
+        async with connected(served, transport, era, bob) as client:
             theirs = await client.call_tool("booking_status", {"booking_id": booking_id})
             unknown = await client.call_tool("booking_status", {"booking_id": "no-such-booking-id"})
             assert theirs.is_error and unknown.is_error
@@ -341,10 +346,7 @@ async def test_the_deposit_page_signs_in_and_serves_only_its_person(
             assert paid.status_code == 200 and "Deposit paid" in paid.text and deposit_paid()
 
         seen: list[str] = []
-        connect = connect_http if transport == "http" else connect_websocket
-        options: dict[str, Any] = {"era": era} if transport == "http" else {}
-        handler = page_steps(served, seen, people_at_the_page)
-        async with connect(served.url, headers=bearer(alice), url_handler=handler, **options) as client:
+        async with connected(served, transport, era, alice, url_handler=page_steps(seen, people_at_the_page)) as client:
             result = await client.call_tool("book_table", {"date": "2025-12-26", "party_size": 8})
             assert structured(result)["status"] == "booked", result  # paid on the page, then accepted
             assert "/deposit/" in seen[0]
@@ -355,6 +357,30 @@ async def test_the_deposit_page_signs_in_and_serves_only_its_person(
         if transport == "ws":  # the websockets core logs every handshake header at DEBUG: credentials redacted
             assert "websockets.client: > Authorization: [redacted]" in lines
             assert "websockets.server: < Authorization: [redacted]" in lines
+
+
+async def test_the_providers_client_confirms_any_persons_deposit_and_the_person_is_told(nanoidp: NanoIDP) -> None:
+    async with serving(nanoidp) as served:
+        alice, provider = await served.token("alice", PERSON), await served.token("bob", [CONFIRM])
+
+        async def later(url: str) -> None:
+            pass  # the person agrees to open the page; the provider reports the payment
+
+        async with connected(served, "http", "legacy", alice, url_handler=page_steps([], later)) as client:
+            made = await client.call_tool("book_table", {"date": "2025-12-26", "party_size": 8})
+            assert structured(made)["status"] == "deposit_pending"
+            arguments = {"booking_id": structured(made)["booking_id"]}
+            with pytest.raises(McpError, match="deposits:confirm"):  # a person's ordinary token: 403
+                await client.call_tool("confirm_deposit", arguments)
+            assert structured(await client.call_tool("booking_status", arguments))["status"] == "deposit_pending"
+            async with connected(served, "http", "legacy", provider) as payments:
+                confirmed = await payments.call_tool("confirm_deposit", arguments)
+                assert structured(confirmed)["status"] == "booked"
+                with pytest.raises(McpError, match="bookings:read"):  # the provider's token reads nothing
+                    await payments.call_tool("booking_status", arguments)
+            with anyio.fail_after(WAIT):
+                await client.wait_elicitation_complete(structured(made)["elicitation_id"])
+            assert structured(await client.call_tool("booking_status", arguments))["status"] == "booked"
 
 
 async def test_a_callback_not_started_in_this_browser_is_refused(nanoidp: NanoIDP) -> None:
@@ -389,10 +415,7 @@ async def test_the_calendar_page_signs_in_and_serves_only_its_person(
             assert done.status_code == 200 and "authorized" in done.text
 
         seen: list[str] = []
-        connect = connect_http if transport == "http" else connect_websocket
-        options: dict[str, Any] = {"era": era} if transport == "http" else {}
-        handler = page_steps(served, seen, people_at_the_page)
-        async with connect(served.url, headers=bearer(alice), url_handler=handler, **options) as client:
+        async with connected(served, transport, era, alice, url_handler=page_steps(seen, people_at_the_page)) as client:
             made = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 2})
             arguments = {"booking_id": structured(made)["booking_id"]}
             if era == "modern":
