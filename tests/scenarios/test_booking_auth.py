@@ -10,6 +10,7 @@ static bearer header. The pages' sign-in is NanoIDP's persona picker, submitted 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import pathlib
 import sys
@@ -34,6 +35,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples")
 
 import booking
 
+BOOKING = pathlib.Path(booking.__file__)
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
 
 READ, WRITE, CONFIRM = "bookings:read", "bookings:write", "deposits:confirm"
@@ -424,6 +426,47 @@ async def test_the_calendar_page_signs_in_and_serves_only_its_person(
                 added = await client.call_tool_with_consent("add_to_calendar", arguments, completion_timeout=WAIT)
             assert structured(added)["status"] == "added", added
             assert len(seen) == 1 and "/authorize/" in seen[0]
+
+
+async def test_the_program_started_with_auth_issuer_logs_no_token_nor_code(
+    nanoidp: NanoIDP, tmp_path: pathlib.Path
+) -> None:
+    """The real command line and logging set-up (INFO on stderr): a session, a refusal, a page sign-in."""
+    port = idp.free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    log_file = tmp_path / "stderr.txt"
+    argv = [sys.executable, str(BOOKING), "--transport", "http", "--port", str(port), "--auth-issuer", nanoidp.issuer]
+    with log_file.open("wb") as sink:
+        process = await anyio.open_process(argv, stdin=None, stdout=None, stderr=sink)
+    try:
+        for _ in range(WAIT * 20):  # its stderr announces the endpoint once it serves
+            if "mcp: " in log_file.read_text():
+                break
+            await anyio.sleep(0.05)
+        pages = log_file.read_text().split("pages: ", 1)[1].split()[0].rstrip("/")
+        got = [await anyio.to_thread.run_sync(functools.partial(nanoidp.token_for, u, PERSON, resource))
+               for u in ("alice", "bob")]  # fmt: skip
+        tokens = [tokens_of.access_token for tokens_of in got]
+        async with httpx.AsyncClient(timeout=30) as http, browsers(nanoidp, 1) as (browser,):
+            base = {"accept": JSON_SSE, "content-type": "application/json"}
+            init = body(1, "initialize", {"protocolVersion": V_LEGACY, "capabilities": {},
+                                          "clientInfo": {"name": "t", "version": "0"}}, envelope=False)  # fmt: skip
+            opened = await http.post(resource, json=init, headers={**base, **bearer(tokens[0])})
+            assert opened.status_code == 200, opened.text
+            session = {**base, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": V_LEGACY}
+            assert (await http.post(resource, json=init, headers={**session, **bearer(tokens[1])})).status_code == 404
+            assert (await http.post(resource, json=init, headers={**base, **bearer(tokens[0][:-4])})).status_code == 401
+            went = await browser.open(f"{pages}/deposit/unknown-deposit")
+            back = await anyio.to_thread.run_sync(nanoidp.sign_in_at, went.headers["location"], "alice")
+            assert (await browser.http.get(back)).status_code == 303
+            code = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(back).query))["code"]
+    finally:
+        process.terminate()
+        with anyio.fail_after(WAIT):
+            await process.wait()
+    logged = log_file.read_text()
+    assert "authorization on: tokens of" in logged
+    assert not [secret for secret in (*tokens, code) if secret in logged], logged[-2000:]
 
 
 def test_the_command_line_checks_the_authorization_options(capsys: pytest.CaptureFixture[str]) -> None:
