@@ -70,7 +70,12 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serving(server: NanoIDP, transport: str = "http") -> AsyncIterator[Served]:
-    args = booking.parse_args(["--transport", transport, "--auth-issuer", server.issuer, "--elicitation-timeout", "60"])
+    """``transport``: ``http``, ``ws``, or ``http-public`` (``--public-url``: the pages on the MCP app's port)."""
+    argv = ["--transport", transport, "--auth-issuer", server.issuer, "--elicitation-timeout", "60"]
+    if transport == "http-public":
+        port = idp.free_port()
+        argv[1:2] = ["http", "--port", str(port), "--public-url", f"http://127.0.0.1:{port}"]
+    args = booking.parse_args(argv)
     async with anyio.create_task_group() as tg:
         with anyio.fail_after(WAIT):
             app, url = await tg.start(booking.serve, args)
@@ -152,7 +157,7 @@ def page_steps(
 
 def connected(served: Served, transport: str, era: str, token: str, **options: Any) -> Any:
     """The minimcp client of ``served`` with ``token`` as its bearer header (HTTP on ``era``, or WebSocket)."""
-    if transport == "http":
+    if transport.startswith("http"):
         return connect_http(served.url, headers=bearer(token), era=era, **options)
     return connect_websocket(served.url, headers=bearer(token), **options)
 
@@ -320,7 +325,9 @@ async def test_a_2026_retry_with_another_persons_token_is_refused_and_the_owners
 # --- the pages sign the person in -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("transport,era", [("http", "legacy"), ("http", "modern"), ("ws", "legacy")])
+@pytest.mark.parametrize(
+    "transport,era", [("http", "legacy"), ("http", "modern"), ("ws", "legacy"), ("http-public", "modern")]
+)
 async def test_the_deposit_page_signs_in_and_serves_only_its_person(
     nanoidp: NanoIDP, transport: str, era: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -352,6 +359,8 @@ async def test_the_deposit_page_signs_in_and_serves_only_its_person(
             result = await client.call_tool("book_table", {"date": "2025-12-26", "party_size": 8})
             assert structured(result)["status"] == "booked", result  # paid on the page, then accepted
             assert "/deposit/" in seen[0]
+            if transport == "http-public":  # the pages on the MCP app, under /pages/ (their cookies' path)
+                assert seen[0].startswith(served.url.removesuffix("/mcp") + "/pages/deposit/")
             status = await client.call_tool("booking_status", {"booking_id": structured(result)["booking_id"]})
             assert structured(status)["status"] == "booked"
         lines = [f"{r.name}: {r.getMessage()}" for r in caplog.records]
