@@ -5,12 +5,14 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Collection, Sequence
 
+from minimcp.auth.metrics import RefusalMetrics
 from minimcp.auth.principal import Principal, TokenRefused, Verifier
+from minimcp.core.config import Limits
 
 __all__ = ["Authorization", "canonical_resource"]
 
-#: Bytes an ``Authorization`` header may carry at most by default (a JWT with many claims is ~2 KB).
-DEFAULT_MAX_TOKEN_BYTES = 8192
+#: What an ``Authorization`` header holds beside its token: ``"Bearer "``.
+_SCHEME = len("Bearer ")
 
 
 def canonical_resource(url: str) -> str:
@@ -68,7 +70,9 @@ class Authorization:
         resource_name: A name for people, published in the metadata.
         hide_unpermitted: ``tools/list`` (and the prompt and resource lists) leave out what the
             caller's scopes do not allow.
-        max_token_bytes: Longest ``Authorization`` header taken (longer: refused unread).
+        limits: Its bound, ``max_token_bytes`` (the one the verifiers read too): a header whose token may be
+            longer is refused unread (``too_large``). ``None``: the defaults (:class:`~minimcp.core.config.Limits`);
+            give the server's ``limits`` to share its bounds.
     """
 
     def __init__(
@@ -82,7 +86,7 @@ class Authorization:
         challenge_scopes: Sequence[str] = (),
         resource_name: str | None = None,
         hide_unpermitted: bool = True,
-        max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
+        limits: Limits | None = None,
     ) -> None:
         if not authorization_servers:
             raise ValueError("authorization_servers must name at least one issuer (RFC 9728)")
@@ -94,7 +98,11 @@ class Authorization:
         self.challenge_scopes = frozenset(challenge_scopes or required_scopes or scopes_supported)
         self.resource_name = resource_name
         self.hide_unpermitted = hide_unpermitted
-        self.max_token_bytes = max_token_bytes
+        #: Characters of a token taken at most (``limits.max_token_bytes``).
+        self.max_token_bytes = (limits or Limits()).max_token_bytes
+        #: Requests refused, by reason, and the scope refusals: counted by every transport given this object
+        #: (HTTP on both eras, WebSocket upgrades and requests); the HTTP app's ``metrics_path`` page shows them.
+        self.metrics = RefusalMetrics()
 
     async def authenticate(self, header: str | None) -> Principal:
         """The principal of a request whose ``Authorization`` header is ``header``.
@@ -104,7 +112,7 @@ class Authorization:
         """
         if header is None:
             raise TokenRefused("missing", "this resource needs a bearer token")
-        if len(header) > self.max_token_bytes:
+        if len(header) > self.max_token_bytes + _SCHEME:
             raise TokenRefused("too_large", "the token is too large")
         scheme, _, token = header.partition(" ")
         token = token.strip()

@@ -16,11 +16,12 @@ import httpx
 import msgspec
 
 from minimcp.core.config import Limits
+from minimcp.wire.errors import MinimcpError
 
 __all__ = ["FetchFailed", "Fetcher"]
 
 
-class FetchFailed(Exception):
+class FetchFailed(MinimcpError):
     """A fetch gave no usable JSON object; the message says why, for the log (never a token)."""
 
 

@@ -9,16 +9,19 @@ QUERY_TOKEN = "query_token"
 
 
 class RefusalMetrics:
-    """What a transport that checks bearer tokens counts (a few integer increments per refusal, nothing per
-    accepted request). Read :attr:`refused` (reason -> count) and :attr:`insufficient_scope`, or serve
-    :meth:`prometheus_text` beside the server's metrics."""
+    """What the transports that check bearer tokens count (a few integer increments per refusal, nothing per
+    accepted request). One per :class:`~minimcp.auth.config.Authorization` (its ``metrics``), so an HTTP app
+    and a WebSocket server given the same object count together. Read :attr:`refused` (reason -> count)
+    and :attr:`insufficient_scope`, or serve :meth:`prometheus_text` beside the server's metrics (the HTTP
+    app's ``metrics_path`` page does)."""
 
     __slots__ = ("insufficient_scope", "refused")
 
     def __init__(self) -> None:
         #: Requests refused for their token, by :data:`~minimcp.auth.principal.Refusal` (plus ``"query_token"``).
         self.refused: dict[str, int] = {}
-        #: Requests refused with ``403 insufficient_scope`` (the token lacks a scope the operation needs).
+        #: Requests refused for lack of a scope: HTTP ``403 insufficient_scope`` (both eras), a WebSocket upgrade
+        #: without the required scopes (``403``), a WebSocket request answered ``-32004``.
         self.insufficient_scope = 0
 
     def count(self, reason: str) -> None:

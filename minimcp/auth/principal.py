@@ -6,6 +6,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from minimcp.wire.errors import MinimcpError
+
 __all__ = ["Principal", "Refusal", "TokenRefused", "Verifier"]
 
 #: Why a token is refused. Each but ``"unavailable"`` is a ``401 invalid_token`` (``"missing"``: a
@@ -47,7 +49,7 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
         return (self.issuer, f"client:{self.client_id or ''}")
 
 
-class TokenRefused(Exception):
+class TokenRefused(MinimcpError):
     """A token was not accepted; :attr:`reason` says why in one word, :attr:`description` in a short
     sentence fit for ``error_description`` (it never quotes the token)."""
 

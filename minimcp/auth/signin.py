@@ -11,6 +11,22 @@ redirect checked (RFC 9207). It is framework-agnostic: :meth:`PageSignIn.begin` 
 redirect the browser to, :meth:`PageSignIn.finish` takes the callback's query parameters and
 answers the :class:`~minimcp.auth.principal.Principal` (``(iss, sub)`` as in the MCP tokens).
 
+Several workers: by default the sign-ins begun and not finished are kept in this process, so a
+callback that a load balancer sends to another worker is refused. Given the server's state keys
+and its store of used states (``keys=server.url_step_keys, used_states=server.used_states``: with
+``MINIMCP_STATE_KEYS`` and a ``RedisUsedStates`` shared by every worker), nothing is kept in the
+process: the ``state`` parameter is the pending sign-in itself, signed (HMAC-SHA256 under a key
+derived from the first state key; any of them opens it), carrying a random id, its expiry and
+where to go back; the PKCE verifier and the nonce are derived from that id under the key, so
+they never travel and any worker finds them again. Single use is the store's: the first
+:meth:`PageSignIn.finish` records the id (``SET NX`` in Redis), every later one on any worker is
+refused. Chosen over a cookie (the library sees only the callback's query, whatever the page's
+framework) and over a table of its own in Redis (the used-state store already gives "first use
+wins" on every worker, and a forged or expired ``state`` is refused before it is asked). The
+``return_to`` travels signed, not encrypted: the authorization server sees it in the request.
+The bound is then the store's (``Limits.max_used_states`` in memory; Redis forgets a record when its
+sign-in expires); without keys it is ``Limits.max_pending_sign_ins``, as before.
+
 Who signed in is read from the ``userinfo`` endpoint with the access token just obtained (and,
 when an ``id_token`` comes back, its ``iss``, ``aud``, ``nonce`` and ``sub`` must agree; it was
 received directly from the token endpoint, OpenID Connect Core §3.1.3.7). Needs httpx (the
@@ -21,27 +37,42 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import secrets
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minimcp.auth.principal import Principal
 from minimcp.core.config import Limits
+from minimcp.wire.errors import MinimcpError
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["PageSignIn", "SignInRefused", "discovery_urls"]
+__all__ = ["PageSignIn", "SignInRefused", "UsedOnce", "discovery_urls"]
+
+_SEALED = "s1"  # the format of a sealed state: s1.<id>.<expiry s>.<return_to b64>.<MAC>
+_TAG_BYTES = 16  # 128 bits of HMAC-SHA256
 
 
-class SignInRefused(Exception):
+class UsedOnce(Protocol):
+    """Where a sealed sign-in's id is recorded as used (the server's store of used states fits:
+    :class:`~minimcp.server.mrtr.used_states.UsedStates`)."""
+
+    async def consume(self, key: str, expires_at: float) -> bool:
+        """True for the first use of ``key`` only, on every worker sharing the store (``expires_at``: wall clock)."""
+        ...
+
+
+class SignInRefused(MinimcpError):
     """A sign-in did not prove who the person is; :attr:`reason` says why in one word (``state``: unknown,
     used or expired; ``issuer``: RFC 9207 mismatch; ``denied``: the authorization server said no;
     ``token``: the code exchange failed; ``identity``: the answer did not name one person;
-    ``unavailable``: the authorization server could not be asked; ``metadata``: it is unfit)."""
+    ``unavailable``: the authorization server, or the store of used sign-ins, could not be asked (a
+    sealed sign-in is then not used up); ``metadata``: it is unfit)."""
 
     def __init__(self, reason: str, description: str) -> None:
         super().__init__(description)
@@ -67,6 +98,20 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
+def _sign_in_key(key: bytes) -> bytes:
+    """The key a sign-in is signed with: derived from a state key (never the key of a URL step or a state)."""
+    return hmac.new(key, b"minimcp page sign-in", hashlib.sha256).digest()
+
+
+def _mac(key: bytes, *parts: str) -> bytes:
+    return hmac.new(key, "\x00".join(parts).encode(), hashlib.sha256).digest()
+
+
+def _derived(key: bytes, sid: str) -> tuple[str, str]:
+    """The PKCE verifier (43 characters) and the nonce of the sealed sign-in ``sid``: only the key holder knows them."""
+    return _b64(_mac(key, "verifier", sid)), _b64(_mac(key, "nonce", sid)[:18])
+
+
 class _Pending:
     __slots__ = ("expires_at", "nonce", "return_to", "verifier")
 
@@ -85,9 +130,15 @@ class PageSignIn:
             ``application_type: web``).
         client_secret: The pre-registered client's secret (``client_secret_basic``), if it has one.
         scopes: Asked for (``openid`` is what identifies the person).
-        limits: ``max_pending_sign_ins`` bounds the sign-ins begun and not finished (oldest dropped).
+        limits: ``max_pending_sign_ins`` bounds the sign-ins begun and not finished (oldest dropped),
+            kept in this process when no ``keys`` are given.
         timeout: Seconds a sign-in may take from :meth:`begin` to :meth:`finish`.
         http: An ``httpx.AsyncClient`` to use (else one of its own, closed by :meth:`aclose`).
+        keys: The server's state keys (``server.url_step_keys``): the sign-in travels signed in
+            ``state`` and any worker sharing the keys finishes it (see the module docs). With
+            several workers give a pre-registered ``client_id`` too (one client for all of them).
+        used_states: With ``keys``, where each sign-in is used up (``server.used_states``; shared
+            by the workers, as ``RedisUsedStates`` is). Required with ``keys``.
     """
 
     def __init__(
@@ -102,7 +153,13 @@ class PageSignIn:
         limits: Limits | None = None,
         timeout: float = 600.0,
         http: httpx.AsyncClient | None = None,
+        keys: Sequence[bytes] | None = None,
+        used_states: UsedOnce | None = None,
     ) -> None:
+        if (keys is None) != (used_states is None):
+            raise ValueError("give keys and used_states together (a sealed sign-in is used up in the store)")
+        if keys is not None and not keys:
+            raise ValueError("keys: give at least one state key")
         self.issuer = issuer
         self.redirect_uri = redirect_uri
         self.client_id = client_id
@@ -114,6 +171,8 @@ class PageSignIn:
         #: The authorization server's metadata (read by :meth:`start`).
         self.metadata: dict[str, Any] = {}
         self._pending: dict[str, _Pending] = {}
+        self._keys = tuple(_sign_in_key(key) for key in keys) if keys is not None else None
+        self._used = used_states
         self._http = http
         self._own_http = http is None
 
@@ -177,14 +236,17 @@ class PageSignIn:
         says to go afterwards (the page that asked)."""
         if not self.metadata or self.client_id is None:
             raise RuntimeError("PageSignIn.start() must run first")
-        now = time.monotonic()
-        pending = self._pending
-        for state, entry in list(pending.items()):  # expired first, then the oldest beyond the bound
-            if entry.expires_at > now and len(pending) < self.max_pending:
-                break
-            del pending[state]
-        verifier, state, nonce = secrets.token_urlsafe(48), secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        pending[state] = _Pending(verifier, nonce, return_to, now + self.timeout)
+        if self._keys is not None:
+            state, verifier, nonce = self._seal(return_to)
+        else:
+            now = time.monotonic()
+            pending = self._pending
+            for old, entry in list(pending.items()):  # expired first, then the oldest beyond the bound
+                if entry.expires_at > now and len(pending) < self.max_pending:
+                    break
+                del pending[old]
+            verifier, state, nonce = secrets.token_urlsafe(48), secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+            pending[state] = _Pending(verifier, nonce, return_to, now + self.timeout)
         query = {
             "response_type": "code",
             "client_id": self.client_id,
@@ -202,14 +264,20 @@ class PageSignIn:
     async def finish(self, params: Mapping[str, str]) -> tuple[Principal, str]:
         """End a sign-in with the callback's query parameters: who signed in, and where to go back.
 
-        The ``state`` is used up whatever the outcome (a replay is refused).
+        The ``state`` is used up whatever the outcome (a replay is refused; with ``keys``, on every
+        worker sharing ``used_states``).
 
         Raises:
             SignInRefused: see its reasons; nothing about the person is known then.
         """
         state = params.get("state")
-        entry = self._pending.pop(state, None) if isinstance(state, str) else None
-        if entry is None or entry.expires_at <= time.monotonic():
+        if self._keys is not None:
+            entry = await self._open(state) if isinstance(state, str) else None
+        else:
+            entry = self._pending.pop(state, None) if isinstance(state, str) else None
+            if entry is not None and entry.expires_at <= time.monotonic():
+                entry = None
+        if entry is None:
             raise SignInRefused("state", "this sign-in is unknown, was used already, or has expired")
         iss = params.get("iss")
         if (iss is not None or self.metadata.get("authorization_response_iss_parameter_supported")) and (
@@ -235,6 +303,34 @@ class PageSignIn:
         if not isinstance(access, str):
             raise SignInRefused("token", f"the code exchange was refused ({answer.status_code})")
         return await self._who(access, tokens.get("id_token"), entry.nonce), entry.return_to
+
+    def _seal(self, return_to: str) -> tuple[str, str, str]:
+        """A sealed sign-in: its ``state``, PKCE verifier and nonce (the last two derived, never sent)."""
+        assert self._keys is not None
+        key, sid = self._keys[0], secrets.token_urlsafe(18)
+        signed = ".".join((_SEALED, sid, str(int(time.time() + self.timeout)), _b64(return_to.encode())))
+        return f"{signed}.{_b64(_mac(key, 'state', signed)[:_TAG_BYTES])}", *_derived(key, sid)
+
+    async def _open(self, state: str) -> _Pending | None:
+        """The sign-in sealed in ``state`` (``None``: forged, expired or used already), used up now."""
+        assert self._keys is not None and self._used is not None
+        signed, _, tag = state.rpartition(".")
+        parts = signed.split(".")
+        if len(parts) != 4 or parts[0] != _SEALED or not parts[2].isdigit():
+            return None
+        key = next((k for k in self._keys if hmac.compare_digest(tag, _b64(_mac(k, "state", signed)[:_TAG_BYTES]))),
+                   None)  # fmt: skip
+        expires_at = int(parts[2])
+        if key is None or expires_at <= time.time():
+            return None
+        try:
+            first = await self._used.consume("signin." + parts[1], float(expires_at))
+        except MinimcpError as exc:  # the store cannot tell: refuse, never let a sign-in through twice
+            raise SignInRefused("unavailable", "the store of used sign-ins did not answer") from exc
+        if not first:
+            return None
+        return_to = base64.urlsafe_b64decode(parts[3] + "=" * (-len(parts[3]) % 4)).decode()
+        return _Pending(*_derived(key, parts[1]), return_to, expires_at)
 
     async def _who(self, access_token: str, id_token: object, nonce: str) -> Principal:
         claims: dict[str, Any] = {}

@@ -60,8 +60,10 @@ class Limits(msgspec.Struct, frozen=True):
         page_size: Items per page of ``tools/list`` and the other list methods.
         max_subscriptions: Resource subscriptions per session.
         max_sessions_per_client: HTTP sessions one client address (an IPv6
-            ``/64``) may hold; one more ends that client's least recently used
-            session without pending work (``503`` when all have work).
+            ``/64``) may hold, and with authorization on one person
+            (``Principal.key``, wherever they connect from) too; one more ends
+            that address's (or person's) least recently used session without
+            pending work (``503`` when all have work).
             ``None``: no per-client bound (behind a proxy every client shares
             the proxy's address). The WebSocket server bounds its connections
             (an upgrade in progress counts) the same way per address and, with
@@ -72,8 +74,9 @@ class Limits(msgspec.Struct, frozen=True):
             of the address holding the most connections
             (:mod:`minimcp.transports._ws_slots`).
         max_parked_per_client: Tool calls of revision 2026-07-28 that one
-            client address may have parked waiting for answers; a new call
-            that would park one more is refused with ``-32003``.
+            client address, and with authorization on one person, may have
+            parked waiting for answers; a new call that would park one more
+            for either is refused with ``-32003``.
         http_header_timeout: Seconds a client of the HTTP server (uvicorn or
             hypercorn, as run by minimcp) has to send a request's headers,
             counted from the connection or the end of its previous request;
@@ -136,8 +139,10 @@ class Limits(msgspec.Struct, frozen=True):
             :class:`minimcp.auth.signin.PageSignIn` remembers (their ``state``,
             PKCE verifier and nonce); beyond, the oldest is dropped (its callback
             is then refused as an unknown ``state``), and expired ones go first.
-        max_token_bytes: Characters of an access token a verifier
-            (:mod:`minimcp.auth`) reads; a longer one is refused unread
+            A sealed sign-in (``PageSignIn(keys=...)``) is kept in no process.
+        max_token_bytes: Characters of an access token that
+            ``Authorization`` (on every request) and the verifiers
+            (:mod:`minimcp.auth`) read; a longer one is refused unread
             (``too_large``), before any parsing or fetch.
         max_auth_keys: Keys kept from one issuer's key set (JWKS); keys beyond
             are ignored (a warning is logged), so a key set cannot grow the cache.

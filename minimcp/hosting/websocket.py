@@ -20,9 +20,9 @@ import anyio.abc
 from anyio.abc import SocketAttribute
 
 from minimcp.core.config import Limits
+from minimcp.transports._client_bounds import client_key
 from minimcp.transports._ports import SessionActivity
 from minimcp.transports._ws_slots import NoSlot, SlotTable
-from minimcp.transports.http._session_table import client_key
 from minimcp.transports.websocket import (
     SUBPROTOCOL,
     WebSocketTransport,
@@ -32,6 +32,7 @@ from minimcp.transports.websocket import (
     websocket_client,
     write_now,
 )
+from minimcp.wire import errors
 from minimcp.wire.errors import McpError
 
 try:
@@ -64,10 +65,6 @@ MCP = Subprotocol(SUBPROTOCOL)
 _LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?", re.IGNORECASE)
 #: Seconds the accept loop pauses after a failed accept (out of descriptors, ...).
 _ACCEPT_BACKOFF = 0.1
-#: The JSON-RPC error answering a request that needs scopes the connection's token lacks. No MCP revision
-#: names one (over HTTP it is a ``403 insufficient_scope``); an implementation-defined code, outside the
-#: range 2026-07-28 reserves (-32020..-32099) and beside ours (``-32003`` is "busy", which invites a retry).
-INSUFFICIENT_SCOPE = -32004
 
 
 def _select_subprotocol(protocol: ServerProtocol, offered: Sequence[Subprotocol]) -> Subprotocol | None:
@@ -128,11 +125,13 @@ async def serve_websocket(
             (``ctx.auth``) for its whole life (a new token means a new
             connection). A request needing scopes the token lacks
             (``Server.scopes_needed``) is answered with JSON-RPC error
-            ``-32004`` (data: ``requiredScopes``, every scope that request needs,
-            and the ``wwwAuthenticate`` challenge) and runs nothing; the
-            connection stays. The protected resource metadata (RFC 9728) is
-            answered on a plain ``GET`` of its well-known paths on this
-            listener. ``None``: nothing is checked.
+            ``-32004`` (:data:`minimcp.wire.errors.INSUFFICIENT_SCOPE`; data:
+            ``requiredScopes``, every scope that request needs, and the
+            ``wwwAuthenticate`` challenge) and runs nothing; the connection
+            stays. Refusals are counted on ``auth.metrics`` (as over HTTP).
+            The protected resource metadata (RFC 9728) is answered on a plain
+            ``GET`` of its well-known paths on this listener. ``None``:
+            nothing is checked.
     """
     limits = limits or server.limits
     origins: list[Origin | re.Pattern[str] | None] = [None]
@@ -160,9 +159,7 @@ async def serve_websocket(
 
     async def handle(stream: anyio.abc.SocketStream) -> None:
         nonlocal refusing
-        slot = _Slot(
-            str(next(ids)), client_key({"client": stream.extra(SocketAttribute.remote_address, None)}), table
-        )
+        slot = _Slot(str(next(ids)), client_key({"client": stream.extra(SocketAttribute.remote_address, None)}), table)
         refusal: NoSlot | None = None
         try:
             room = table.make_room(slot.client)
@@ -266,6 +263,7 @@ async def _authorize(protocol: ServerProtocol, request: Request, auth: Authoriza
             raise TokenRefused("malformed", "more than one Authorization header")
         principal = await auth.authenticate(headers[0] if headers else None)
     except TokenRefused as refused:
+        auth.metrics.count(refused.reason)
         logger.info("websocket: upgrade refused: token %s", refused.reason)
         if refused.reason == "unavailable":
             return protocol.reject(503, f"{refused.description}\n")
@@ -274,6 +272,7 @@ async def _authorize(protocol: ServerProtocol, request: Request, auth: Authoriza
         return response
     missing = auth.required_scopes - principal.scopes
     if missing:
+        auth.metrics.insufficient_scope += 1
         logger.info("websocket: upgrade refused: token lacks required scopes")
         response = protocol.reject(403, "the token lacks scopes this server requires\n")
         response.headers["WWW-Authenticate"] = challenge(auth, None, auth.required_scopes)
@@ -309,7 +308,17 @@ class _Slot:
     """
 
     __slots__ = (
-        "auth", "client", "evicted", "id", "last_active", "peer", "person", "principal", "scope", "seen", "table",
+        "auth",
+        "client",
+        "evicted",
+        "id",
+        "last_active",
+        "peer",
+        "person",
+        "principal",
+        "scope",
+        "seen",
+        "table",
         "transport",
     )
 
@@ -396,9 +405,10 @@ class _ScopeCheck:
             from minimcp.auth.resource import challenge
 
             every = needed | self.auth.required_scopes  # all this request needs, in one answer (SEP-2350)
+            self.auth.metrics.insufficient_scope += 1
             logger.info("websocket: %s refused: the token lacks scopes it needs", request.method)
             raise McpError(
-                INSUFFICIENT_SCOPE,
+                errors.INSUFFICIENT_SCOPE,
                 f"{request.method} needs scopes the token does not grant; reconnect with a token that has them",
                 {"requiredScopes": sorted(every), "wwwAuthenticate": challenge(self.auth, None, every)},
             )

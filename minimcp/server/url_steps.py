@@ -26,6 +26,8 @@ import hmac
 from collections.abc import Container, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from minimcp.wire.errors import MinimcpError
+
 if TYPE_CHECKING:
     from minimcp.auth.principal import Principal
 
@@ -38,7 +40,7 @@ SEPARATOR = "~"
 _TAG_BYTES = 16  # 128 bits of HMAC-SHA256: forging one is guessing it
 
 
-class WrongPerson(PermissionError):
+class WrongPerson(MinimcpError, PermissionError):
     """A URL step was made for someone else (or for a person, and nobody signed in): nothing was done.
 
     A page answers ``403`` and changes nothing; the step stays open for its person.

@@ -15,7 +15,7 @@ comes from) and :class:`SessionActivity` (what a WebSocket watchdog reads of a s
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from minimcp.core.dispatch import Dispatcher
@@ -32,10 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = ["PARK_OWNER", "Connection", "Servable", "SessionActivity", "StatelessConnection", "is_utf8"]
 
-#: Whom the request being served comes from, and how many calls that client may have parked on
-#: revision 2026-07-28 (set by the HTTP app around each request, read by the server's parking;
-#: ``None``: not counted per client).
-PARK_OWNER: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar("PARK_OWNER", default=None)
+#: Whom the request being served comes from -- its client address, the bound on the calls it may have parked
+#: on revision 2026-07-28, and with authorization on its person (``Principal.key``, bounded the same; else
+#: ``None``) -- set by the HTTP app around each request, read by the server's parking (``None``: not counted).
+PARK_OWNER: contextvars.ContextVar[tuple[str, int, Hashable | None] | None] = contextvars.ContextVar(
+    "PARK_OWNER", default=None
+)
 
 
 class Connection(Protocol):

@@ -2,10 +2,10 @@
 
 A slot is taken when a TCP connection is accepted (a connection still upgrading holds one too, so
 silent sockets cannot fill the server) and given back when it ends. The bookkeeping per client
-address is the HTTP app's :class:`~minimcp.transports.http._session_table.SessionTable` (least
-recently used order, ``max_sessions_per_client``, IPv6 counted per ``/64``); this table adds the
-rule for a full server and the count per person. :meth:`SlotTable.make_room` names the connection
-to end so that a new one fits:
+address and per person is the :class:`~minimcp.transports._client_bounds.SessionTable` the HTTP
+app uses too (least recently used order, ``max_sessions_per_client``, IPv6 counted per ``/64``);
+this table adds the rule for a full server. :meth:`SlotTable.make_room` names the connection to end
+so that a new one fits:
 
 * its address is at ``max_per_client``: that address's least recently used connection without
   pending work (none: the new one is refused, ``429``);
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
-from minimcp.transports.http._session_table import SessionTable, TableFull
+from minimcp.transports._client_bounds import SessionTable, TableFull
 
 __all__ = ["NoSlot", "SlotTable"]
 
@@ -68,7 +68,6 @@ class SlotTable(Generic[E]):
 
     def __init__(self, max_slots: int, max_per_client: int | None) -> None:
         self._table: SessionTable[E] = SessionTable(max_slots, max_per_client)
-        self._persons: dict[Hashable, int] = {}
 
     def __len__(self) -> int:
         return len(self._table)
@@ -77,31 +76,22 @@ class SlotTable(Generic[E]):
         return self._table.count(client)
 
     def count_person(self, person: Hashable) -> int:
-        return self._persons.get(person, 0)
+        return self._table.count_person(person)
 
     def add(self, slot: E) -> None:
         self._table.add(slot)
 
     def add_person(self, slot: E) -> None:
         """Count ``slot`` against its :attr:`person` (set just before)."""
-        if slot.person is not None and self._table.get(slot.id) is slot:
-            self._persons[slot.person] = self._persons.get(slot.person, 0) + 1
+        if slot.person is not None:
+            self._table.claim(slot, slot.person)
 
     def touch(self, slot: E) -> None:
         self._table.touch(slot)
 
     def remove(self, slot: E) -> bool:
         """Give the slot back (False when it had already left)."""
-        if not self._table.remove(slot):
-            return False
-        person = slot.person
-        if person is not None:
-            left = self._persons[person] - 1
-            if left:
-                self._persons[person] = left
-            else:
-                del self._persons[person]
-        return True
+        return self._table.remove(slot)
 
     def make_room(self, client: str) -> tuple[E, str] | None:
         """The connection to end (and the reason to give it) before one more of ``client`` is added.
@@ -143,9 +133,8 @@ class SlotTable(Generic[E]):
             NoSlot: ``person`` is at the bound and each of its connections has work pending.
         """
         limit = self._table.max_per_client
-        if limit is None or self.count_person(person) < limit:
-            return None
-        for slot in self._table.values():
-            if slot.person == person and not slot.busy():
-                return slot, f"too many connections for your account (limit {limit})"
-        raise NoSlot(f"too many connections for your account (limit {limit}), all busy", 429)
+        try:
+            victim = self._table.make_room_for_person(person)
+        except TableFull:
+            raise NoSlot(f"too many connections for your account (limit {limit}), all busy", 429) from None
+        return None if victim is None else (victim, f"too many connections for your account (limit {limit})")

@@ -24,7 +24,12 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
         +-- InvalidMessage                [wire.jsonrpc] bytes that are not one JSON-RPC message (code to answer with)
         +-- MessageTooLarge               [core.transport] a message over the size limit, dropped
         +-- WebSocketHandshakeError       [transports.websocket] the upgrade was refused
-        +-- TableFull                     [transports.http._session_table] no room for a new session
+        +-- TableFull                     [transports._client_bounds] no room for a new session
+        |   +-- NoSlot                    [transports._ws_slots] no WebSocket slot for a new connection
+        +-- TokenRefused                  [auth.principal] a bearer token not accepted (401/503), with its reason
+        +-- FetchFailed                   [auth.fetch] an authorization server's metadata, keys or answer not fetched
+        +-- SignInRefused                 [auth.signin] a page sign-in that did not prove who the person is
+        +-- WrongPerson                   [server.url_steps] also PermissionError: a URL step made for someone else
         +-- ElicitationUnsupported        [wire.elicitation] the client cannot be asked this way
         +-- FormDefinitionError           [wire.errors] also TypeError: a form type the schema cannot express
         |   +-- SensitiveFieldError       [wire.errors] a field that looks like a secret (URL mode only)
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "INSUFFICIENT_SCOPE",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -78,6 +84,15 @@ URL_ELICITATION_REQUIRED = -32042
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 SERVER_BUSY = -32003
+INSUFFICIENT_SCOPE = -32004
+"""A request needs scopes the bearer token of its connection lacks (WebSocket with authorization on).
+
+No MCP revision names a JSON-RPC code for it (over HTTP it is ``403`` with ``error="insufficient_scope"``,
+and WebSocket is in no released spec), so it is implementation-defined: outside the range 2026-07-28
+reserves for MCP (-32020..-32099), beside our others. Not :data:`SERVER_BUSY` (-32003): that one says
+"try again later", and retrying with the same token can never succeed; the client must get a token with
+the scopes named in the error's ``data`` (``requiredScopes``, ``wwwAuthenticate``) and reconnect.
+"""
 # A resource that does not exist (MCP 2025-11-25 names -32002; from 2026-07-28 on it is -32602).
 RESOURCE_NOT_FOUND = -32002
 

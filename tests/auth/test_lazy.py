@@ -29,6 +29,7 @@ def test_import_minimcp_loads_nothing_of_auth() -> None:
 def test_the_face_loads_only_what_a_name_needs() -> None:
     assert loaded_after("from minimcp.auth import Authorization, Principal") == {
         "minimcp.auth", "minimcp.auth.config", "minimcp.auth.principal",
+        "minimcp.auth.metrics",  # (the refusal counters an Authorization holds: no dependency)
     }
     introspection = loaded_after("from minimcp.auth import IntrospectionVerifier")
     assert "minimcp.auth.introspection" in introspection and "httpx" in introspection

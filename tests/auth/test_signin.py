@@ -19,6 +19,7 @@ from minimcp import Server
 from minimcp.auth.principal import Principal
 from minimcp.auth.signin import PageSignIn, SignInRefused, discovery_urls
 from minimcp.core.config import Limits
+from minimcp.server.mrtr.used_states import MemoryUsedStates, StoreUnavailable
 from minimcp.server.url_steps import WrongPerson, bind
 from tests.helpers import nanoidp as idp
 from tests.helpers.nanoidp import NanoIDP, free_port
@@ -197,3 +198,76 @@ def test_discovery_urls_follow_rfc_8414_then_openid() -> None:
         "https://a.example/.well-known/openid-configuration/t1",
         "https://a.example/t1/.well-known/openid-configuration",
     ]
+
+
+# --- sealed: the sign-in travels in its state, any worker sharing the keys finishes it, once ----------------------
+
+
+class FlakyStore:
+    """A store of used states that cannot answer while ``down`` (as Redis restarting), else records in memory."""
+
+    def __init__(self) -> None:
+        self.used = MemoryUsedStates(100)
+        self.down = False
+
+    async def consume(self, key: str, expires_at: float) -> bool:
+        if self.down:
+            raise StoreUnavailable("down")
+        return await self.used.consume(key, expires_at)
+
+
+async def test_a_sealed_sign_in_begun_by_one_worker_finishes_on_another_once(nanoidp: NanoIDP) -> None:
+    redirect = callback()
+    client = nanoidp.register_client(redirect, confidential=True, scopes=["openid"])
+    keys, store = [b"k" * 32], FlakyStore()  # what every worker shares: the state keys and the used states
+    workers = [PageSignIn(nanoidp.issuer, redirect, client_id=client.client_id, client_secret=client.client_secret,
+                          keys=keys, used_states=store) for _ in range(2)]  # fmt: skip
+    first, second = workers
+    try:
+        for worker in workers:
+            await worker.start()
+        params = await signed_in(nanoidp, first, "alice", "/pages/deposit/7")
+        assert not first._pending and params["state"].startswith("s1.")  # nothing kept in the process
+        store.down = True  # the store cannot tell: refused, and the sign-in is not used up
+        with pytest.raises(SignInRefused) as unavailable:
+            await second.finish(params)
+        assert unavailable.value.reason == "unavailable"
+        store.down = False
+        principal, return_to = await second.finish(params)
+        assert principal.key == (nanoidp.issuer, "alice") and return_to == "/pages/deposit/7"
+        for worker in workers:
+            with pytest.raises(SignInRefused) as replayed:
+                await worker.finish(params)
+            assert replayed.value.reason == "state"
+
+        params = await signed_in(nanoidp, first, "bob", "/pages/a")
+        signed, _, tag = params["state"].rpartition(".")
+        altered = signed.replace(signed.split(".")[3], "L3BhZ2VzL2I")  # another return page, the same tag
+        other_key = PageSignIn(nanoidp.issuer, redirect, client_id=client.client_id, keys=[b"x" * 32],
+                               used_states=store)  # fmt: skip
+        other_key.metadata = first.metadata
+        foreign = dict(await signed_in(nanoidp, other_key, "bob"))
+        for state in (f"{altered}.{tag}", foreign["state"], "s1.a.9999999999.L2E.AAAA", "junk"):
+            with pytest.raises(SignInRefused) as forged:
+                await second.finish({**params, "state": state})
+            assert forged.value.reason == "state"
+        assert len(store.used) == 1  # forged states never reach the store
+        assert (await second.finish(params))[0].key == (nanoidp.issuer, "bob")  # the real one is still good
+
+        first.timeout = 0.0  # expires at once
+        params = await signed_in(nanoidp, first, "alice")
+        with pytest.raises(SignInRefused) as expired:
+            await second.finish(params)
+        assert expired.value.reason == "state" and len(store.used) == 2
+    finally:
+        for worker in workers:
+            await worker.aclose()
+
+
+def test_keys_and_used_states_go_together() -> None:
+    with pytest.raises(ValueError, match="together"):
+        PageSignIn("https://as.example", "https://app.example/cb", keys=[b"k" * 32])
+    with pytest.raises(ValueError, match="together"):
+        PageSignIn("https://as.example", "https://app.example/cb", used_states=MemoryUsedStates(1))
+    with pytest.raises(ValueError, match="at least one"):
+        PageSignIn("https://as.example", "https://app.example/cb", keys=[], used_states=MemoryUsedStates(1))

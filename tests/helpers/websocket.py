@@ -128,3 +128,22 @@ class RawWs:
                 await self.read()
         return self.protocol.close_rcvd.code if self.protocol.close_rcvd else None
 
+
+async def http_get(host: str, port: int, path: str) -> tuple[int, dict[str, str], bytes]:
+    """A plain HTTP/1.1 GET (no upgrade): status, headers (lower-case names) and body, read to EOF."""
+    async with await anyio.connect_tcp(host, port) as stream:
+        await stream.send(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        data = b""
+        with anyio.fail_after(5):
+            while True:
+                try:
+                    data += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    break
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(lines[0].split()[1]), headers, body

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import re
 import signal
 import subprocess
 import sys
@@ -36,7 +35,7 @@ import pytest
 
 import minimcp
 from minimcp import Accepted, connect_http
-from tests.helpers.chromium import ChromiumUnavailable, ensure_installed
+from tests.helpers.balancer import binary, render, stop, stopped_at_end, wait_listening
 from tests.helpers.http_modern import Modern, accept, input_required
 from tests.helpers.redis_server import RedisProcess, free_port
 
@@ -52,46 +51,6 @@ WAIT = 30  # seconds: generous bounds on a busy machine
 FULL = {"date": "2025-12-25", "party_size": 2}  # a full day: the form question
 DEPOSIT = {"date": "2025-12-26", "party_size": 8}  # a deposit: the URL question
 ALTERNATIVE = {"accept_alternative": True, "date": "2025-12-26"}
-
-
-def binary(package: str, name: str) -> str:
-    """Debian's ``package``, installed on first use when missing and we are root; else a clear failure."""
-    try:
-        return ensure_installed(package, (name,), purpose="the tests of several workers behind a balancer")
-    except ChromiumUnavailable as exc:  # (the installer's error, whatever the package)
-        pytest.fail(str(exc), pytrace=False)
-
-
-def render(template: str, front: int, ports: list[int]) -> str:
-    """A deploy/ config with its placeholder ports (8100 in front, 8101... the workers) replaced."""
-    text = template.replace("127.0.0.1:8100", f"127.0.0.1:{front}")
-    for n, port in enumerate(ports, 1):
-        text = text.replace(f"127.0.0.1:810{n}", f"127.0.0.1:{port}")
-    assert not re.search(r"127\.0\.0\.1:810\d", text), "a placeholder port was left"
-    return text
-
-
-def wait_listening(port: int, process: subprocess.Popen[bytes], what: str) -> None:
-    import socket
-
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"{what} exited with {process.returncode}"
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not listen on {port}")
-
-
-def stop(process: subprocess.Popen[bytes] | None) -> None:
-    if process is not None and process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class Cluster:
@@ -192,12 +151,8 @@ def running(backend: str) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def clusters() -> Iterator[dict[str, Cluster]]:
     """One cluster per backend for the whole module (started on first use), stopped at its end."""
-    made: dict[str, Cluster] = {}
-    try:
+    with stopped_at_end() as made:
         yield made
-    finally:
-        for cluster in made.values():
-            cluster.stop()
 
 
 @pytest.fixture

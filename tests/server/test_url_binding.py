@@ -18,16 +18,16 @@ import anyio
 import pytest
 
 from minimcp import Context, Server, UrlElicitationRequired
-from minimcp.auth.principal import Principal
 from minimcp.scaleout.bus import InMemoryBus
 from minimcp.server.bus import Notice
 from minimcp.server.url_steps import WrongPerson
 from tests.helpers import RawPeer, raw_client
+from tests.helpers.auth_tokens import person
 from tests.helpers.modern import KEY, input_required, modern_peer, only
 
-ALICE = Principal(issuer="https://idp.example", subject="alice")
-BOB = Principal(issuer="https://idp.example", subject="bob")
-ALICE_ELSEWHERE = Principal(issuer="https://other.example", subject="alice")  # same sub, another issuer
+ALICE = person("alice")
+BOB = person("bob")
+ALICE_ELSEWHERE = person("alice", issuer="https://other.example")  # same sub, another issuer
 PAGES = "https://pages.example/step/"
 WAIT = 10
 
@@ -47,8 +47,7 @@ def make_server(name: str = "urls", **options: Any) -> Server:
     @server.tool()
     async def page(ctx: Context) -> str:
         step = ctx.url_step_id("deposit")
-        answer = await ctx.elicit_url("Pay the deposit", PAGES + urllib.parse.quote(step, safe=""),
-                                      elicitation_id=step)
+        answer = await ctx.elicit_url("Pay the deposit", PAGES + urllib.parse.quote(step, safe=""), elicitation_id=step)
         return type(answer).__name__
 
     return server

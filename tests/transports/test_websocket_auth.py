@@ -10,10 +10,12 @@ import msgspec
 import pytest
 
 from minimcp import Context, Limits, McpError, Server, connect_websocket
-from minimcp.hosting.websocket import INSUFFICIENT_SCOPE
 from minimcp.transports.websocket import WebSocketHandshakeError, websocket_client
-from tests.helpers.websocket import INIT, RawWs, serving
-from tests.helpers.ws_auth import RESOURCE, FixedVerifier, authorization, bearer, http_get
+from minimcp.wire import errors
+from tests.helpers.auth_tokens import ISSUER, RESOURCE, FixedTokens, authorization, bearer
+from tests.helpers.http import httpx
+from tests.helpers.http import serving as http_serving
+from tests.helpers.websocket import INIT, RawWs, http_get, serving
 
 WRITE = frozenset({"bookings:write"})
 
@@ -59,7 +61,7 @@ async def text_of(client: Any, tool: str, **arguments: Any) -> str:
 
 async def test_upgrade_without_a_token_or_with_a_bad_one_gets_401_and_no_websocket(anyio_backend: str) -> None:
     server = make_server()
-    verifier = FixedVerifier()
+    verifier = FixedTokens()
     with anyio.fail_after(20):
         async with serving(server, auth=authorization(verifier)) as url:
             async with RawWs.connect(url, subprotocols=["mcp"]) as raw:
@@ -67,7 +69,7 @@ async def test_upgrade_without_a_token_or_with_a_bad_one_gets_401_and_no_websock
                 challenge = raw.response.headers["WWW-Authenticate"]
                 assert challenge.startswith('Bearer resource_metadata="http://127.0.0.1/.well-known/')
                 assert "error=" not in challenge  # no credentials: no error code (RFC 6750 3.1)
-            for token in ("nonsense", "elsewhere-token"):
+            for token in ("nonsense", "carol-elsewhere"):
                 async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token)) as raw:
                     assert raw.response is not None and raw.response.status_code == 401
                     challenge = raw.response.headers["WWW-Authenticate"]
@@ -79,7 +81,7 @@ async def test_upgrade_without_a_token_or_with_a_bad_one_gets_401_and_no_websock
                     pass  # pragma: no cover
             assert info.value.status == 401
             assert not server.connections
-            assert verifier.seen == ["nonsense", "elsewhere-token", "nonsense"]
+            assert verifier.asked == ["nonsense", "carol-elsewhere", "nonsense"]
 
 
 async def test_authorization_server_down_is_503_never_an_acceptance(anyio_backend: str) -> None:
@@ -97,11 +99,11 @@ async def test_a_token_without_the_required_scopes_gets_403(anyio_backend: str) 
     server = make_server()
     with anyio.fail_after(20):
         async with serving(server, auth=authorization(required_scopes=["bookings:write"])) as url:
-            async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-token")) as raw:
+            async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-1")) as raw:
                 assert raw.response is not None and raw.response.status_code == 403
                 challenge = raw.response.headers["WWW-Authenticate"]
                 assert 'error="insufficient_scope"' in challenge and 'scope="bookings:write"' in challenge
-            async with connect_websocket(url, headers=bearer("bob-token")) as client:
+            async with connect_websocket(url, headers=bearer("bob-1")) as client:
                 assert await text_of(client, "whoami") == "bob bookings:read bookings:write"
 
 
@@ -110,28 +112,28 @@ async def test_an_accepted_token_is_the_principal_in_the_tool(anyio_backend: str
     with anyio.fail_after(20):
         async with (
             serving(server, auth=authorization()) as url,
-            connect_websocket(url, headers=bearer("alice-token")) as client,
+            connect_websocket(url, headers=bearer("alice-1")) as client,
         ):
             assert await text_of(client, "whoami") == "alice bookings:read"
             conn = next(iter(server.connections))
-            assert conn.principal is not None and conn.principal.key == ("https://issuer.test", "alice")
+            assert conn.principal is not None and conn.principal.key == (ISSUER, "alice")
 
 
 async def test_a_request_needing_scopes_the_token_lacks_is_refused_and_runs_nothing(anyio_backend: str) -> None:
     server = make_server()
     with anyio.fail_after(20):
         async with serving(server, auth=authorization(required_scopes=["bookings:read"])) as url:
-            async with connect_websocket(url, headers=bearer("alice-token")) as client:
+            async with connect_websocket(url, headers=bearer("alice-1")) as client:
                 with pytest.raises(McpError) as info:
                     await client.call_tool("book", {"what": "room 7"})
-                assert info.value.code == INSUFFICIENT_SCOPE
+                assert info.value.code == errors.INSUFFICIENT_SCOPE == -32004
                 data = info.value.data
                 assert isinstance(data, dict)
                 assert data["requiredScopes"] == ["bookings:read", "bookings:write"]
                 assert 'error="insufficient_scope"' in data["wwwAuthenticate"]
                 assert server.booked == []  # type: ignore[attr-defined]
                 assert await text_of(client, "whoami") == "alice bookings:read"  # the connection goes on
-            async with connect_websocket(url, headers=bearer("bob-token")) as client:
+            async with connect_websocket(url, headers=bearer("bob-1")) as client:
                 assert await text_of(client, "book", what="room 7") == "booked room 7"
                 assert server.booked == ["room 7"]  # type: ignore[attr-defined]
 
@@ -145,7 +147,7 @@ async def test_protected_resource_metadata_on_a_plain_get(anyio_backend: str) ->
                 assert status == 200 and headers["content-type"] == "application/json"
                 document = msgspec.json.decode(body)
                 assert document["resource"] == RESOURCE
-                assert document["authorization_servers"] == ["https://issuer.test"]
+                assert document["authorization_servers"] == [ISSUER]
             status, _, _ = await http_get("127.0.0.1", port, "/mcp")  # not an upgrade, not the metadata
             assert status == 401
 
@@ -154,7 +156,7 @@ async def test_without_auth_nothing_changes(anyio_backend: str) -> None:
     server = make_server()
     with anyio.fail_after(20):
         async with serving(server) as url:
-            async with connect_websocket(url, headers=bearer("alice-token")) as client:  # the header is ignored
+            async with connect_websocket(url, headers=bearer("alice-1")) as client:  # the header is ignored
                 assert await text_of(client, "whoami") == "nobody"
                 assert await text_of(client, "book", what="x") == "booked x"  # no scope check
                 conn = next(iter(server.connections))
@@ -173,8 +175,7 @@ async def test_connections_per_person_are_bounded_like_per_address(anyio_backend
         async with serving(server, auth=authorization()) as url, contextlib.AsyncExitStack() as stack:
             raws = []
             for n, (address, token) in enumerate(
-                [("127.0.0.2", "alice-token"), ("127.0.0.3", "bob-token"), ("127.0.0.4", "alice-token-2"),
-                 ("127.0.0.5", "alice-token")]
+                [("127.0.0.2", "alice-1"), ("127.0.0.3", "bob-1"), ("127.0.0.4", "alice-2"), ("127.0.0.5", "alice-1")]
             ):
                 raw = await stack.enter_async_context(
                     RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token), local_host=address)
@@ -196,18 +197,54 @@ async def test_a_person_whose_connections_all_have_work_pending_is_refused_429(a
     with anyio.fail_after(30):
         async with (
             serving(server, auth=authorization()) as url,
-            RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-token"), local_host="127.0.0.2") as busy,
+            RawWs.connect(url, subprotocols=["mcp"], headers=bearer("alice-1"), local_host="127.0.0.2") as busy,
         ):
             await busy.send(INIT)
             assert (await busy.recv())["id"] == "init"
             call = {"name": "ask", "arguments": {}}
             await busy.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": call})
             assert (await busy.recv())["method"] == "elicitation/create"
-            headers = bearer("alice-token-2")
+            headers = bearer("alice-2")
             async with RawWs.connect(url, subprotocols=["mcp"], headers=headers, local_host="127.0.0.3") as refused:
                 assert refused.response is not None and refused.response.status_code == 429
                 assert b"too many connections for your account" in refused.response.body
-            async with connect_websocket(url, headers=bearer("bob-token")) as client:  # another person
+            async with connect_websocket(url, headers=bearer("bob-1")) as client:  # another person
                 assert await text_of(client, "whoami") == "bob bookings:read bookings:write"
             await busy.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
             assert (await busy.recv())["id"] == "p"
+
+
+async def test_refusals_are_counted_on_the_authorization_and_shown_on_the_http_metrics_page(
+    anyio_backend: str,
+) -> None:
+    """Upgrades refused for their token or the required scopes, and requests refused for a scope, count on
+    ``auth.metrics``: an HTTP app given the same object shows the WebSocket's refusals with its own."""
+    auth = authorization(required_scopes=["bookings:read"])
+    server = make_server()
+    with anyio.fail_after(30):
+        async with (
+            serving(server, auth=auth) as url,
+            http_serving(make_server(), auth=auth, metrics_path="/metrics") as (
+                http_url,
+                _app,
+            ),
+        ):
+            for token in ("nonsense", "nonsense", "carol-elsewhere", "down", "mallory-other-issuer"):
+                async with RawWs.connect(url, subprotocols=["mcp"], headers=bearer(token)) as raw:
+                    assert raw.response is not None and raw.response.status_code in (401, 403, 503)
+            async with RawWs.connect(url, subprotocols=["mcp"]) as raw:
+                assert raw.response is not None and raw.response.status_code == 401
+            async with connect_websocket(url, headers=bearer("alice-1")) as client:
+                for _ in range(2):
+                    with pytest.raises(McpError):
+                        await client.call_tool("book", {"what": "room 7"})
+            assert auth.metrics.refused == {"signature": 2, "audience": 1, "unavailable": 1, "missing": 1}
+            assert auth.metrics.insufficient_scope == 3  # mallory's upgrade (no bookings:read), alice's two calls
+            async with httpx.AsyncClient() as http:
+                page = (await http.get(http_url.removesuffix("/mcp") + "/metrics")).text.splitlines()
+    for line in (
+        'minimcp_auth_refused_total{reason="signature"} 2',
+        'minimcp_auth_refused_total{reason="missing"} 1',
+        "minimcp_auth_insufficient_scope_total 3",
+    ):
+        assert line in page, line

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from minimcp.core._backend import call_at, loop_clock, loop_closed, loop_of
@@ -31,14 +32,17 @@ class Parking:
     """Suspended runs by handle, bounded: the oldest are dropped (their retries replay).
 
     Runs parked under a :data:`~minimcp.transports._ports.PARK_OWNER` also count against that owner's own
-    bound: one more is refused with ``-32003`` (and its run cancelled).
+    bound, and (with authorization on) against its person's, the same bound: one more at either is refused
+    with ``-32003`` (and its run cancelled).
     """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._owner_of: dict[str, str] = {}  # handle -> owner, for runs parked under an owner
-        self._owned: dict[str, int] = {}  # owner -> how many of its runs are parked
+        self._person_of: dict[str, Hashable] = {}  # handle -> person, for runs parked under one (auth on)
+        # owner (a client address) or person (a Principal.key tuple) -> how many of its runs are parked
+        self._owned: dict[Hashable, int] = {}
         # asyncio: the parked runs' timeouts, one sweep per event loop (made with its first parked
         # run): the last one used, and every one by its loop (a server shared by loops in threads).
         self._sweep: Sweep | None = None
@@ -55,17 +59,21 @@ class Parking:
         """
         owner = PARK_OWNER.get()
         if owner is not None:
-            key, bound = owner
-            mine = self._owned.get(key, 0)
-            if mine >= bound:
+            key, bound, person = owner
+            owned = self._owned
+            mine = owned.get(key, 0)
+            if mine >= bound or (person is not None and owned.get(person, 0) >= bound):
                 run.stop()
+                whose = "this client" if mine >= bound else "your account"
                 raise McpError(
                     errors.SERVER_BUSY,
-                    f"too many calls waiting for answers from this client (limit {bound}); "
-                    "answer or abandon one first",
+                    f"too many calls waiting for answers from {whose} (limit {bound}); answer or abandon one first",
                 )
-            self._owned[key] = mine + 1
+            owned[key] = mine + 1
             self._owner_of[run.handle] = key
+            if person is not None:
+                owned[person] = owned.get(person, 0) + 1
+                self._person_of[run.handle] = person
         self._runs[run.handle] = run
         while len(self._runs) > self.limit:
             handle, oldest = self._runs.popitem(last=False)
@@ -111,7 +119,11 @@ class Parking:
                 self._disown(run.handle)
 
     def _disown(self, handle: str) -> None:
-        key = self._owner_of.pop(handle, None)
+        self._uncount(self._owner_of.pop(handle, None))
+        if self._person_of:
+            self._uncount(self._person_of.pop(handle, None))
+
+    def _uncount(self, key: Hashable | None) -> None:
         if key is not None:
             mine = self._owned[key] - 1
             if mine:

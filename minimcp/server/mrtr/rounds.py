@@ -50,7 +50,7 @@ from minimcp.core._backend import BareTaskCancelled
 from minimcp.core.dispatch import Deferred
 from minimcp.server import handlers
 from minimcp.server.context import Context
-from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, refusal, resume, use, user_of
+from minimcp.server.mrtr.retry import binding, check_retry, client_of, refusal, resume, use, user_of
 from minimcp.server.mrtr.run import NOT_STARTED, Asking, Raised, Returned, Run
 from minimcp.server.mrtr.state import InvalidState, StateTooLarge
 from minimcp.server.outcome import ToolRun
@@ -236,17 +236,16 @@ async def _rounds(
     # Who is calling: the request's person (2026-07-28 over HTTP, authorization on), else the connection's.
     principal = conn.principal if type(request) is Request else cast("AuthenticatedRequest", request).principal
     user = user_of(principal) if principal is not None else None
-    bound = binding(method, name, sealed, client, user)
     inputs = answers_of(params)
     if isinstance(params.request_state, str):
         now = time.time()
         try:  # (opened in full: the run is taken only after the awaited use below)
-            retry = check_retry(conn, method, name, client, params.request_state, now, lambda: sealed, user=user)
+            retry = check_retry(conn, method, name, client, params.request_state, now, sealed, user)
         except InvalidState as exc:
             raise refusal(exc, name) from None
+        assert retry is not None and retry.state is not None  # (this way: opened in full, or refused)
         await use(conn, retry, name)
-        state = retry.state
-        assert state is not None  # (opened in full: no argument bytes given)
+        state, bound = retry.state, retry.binding
         run = server.parking.take(retry.handle) if retry.handle is not None else None
         if run is not None:
             if run.context is not None:
@@ -255,14 +254,12 @@ async def _rounds(
                 run.context.envelope = envelope
                 run.context.request_id = request.id
                 run.context.principal = principal
-            if not resume(run, inputs, now):
+            if not resume(run, inputs, retry.late):
                 # A needed answer is missing: ask the same questions again, still parked.
                 return _input_required(conn, run, bound)
         else:
             keys = [str(k) for k in state.get("ks", [])]
             digests, asked_at, _timeout = asked(state)
-            # An answer after the question's timeout is no answer: the call goes on as timed out.
-            late = answered_late(None, state, now)
             if method == "tools/call" and name in conn.registry.not_replayable:
                 raise McpError(
                     errors.INVALID_PARAMS,
@@ -271,7 +268,7 @@ async def _rounds(
                 )
             server.workers.continued_here(state)  # parked on another worker: it drops its copy
             recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
-            if late:
+            if retry.late:  # an answer after the question's timeout is no answer: the call goes on as timed out
                 recorded.extend([d, None] for d in digests)
             elif keys and all(isinstance(inputs.get(k), dict) for k in keys):
                 recorded.extend([d, inputs[k]] for k, d in zip(keys, digests, strict=False))
@@ -282,6 +279,7 @@ async def _rounds(
                 asked=(digests, asked_at) if asked_at is not None else None, principal=principal, user=user,
             )
     else:
+        bound = binding(method, name, sealed, client, user)
         # A first call may carry answers to questions asked by name (key=...).
         run = _start_run(
             conn, name, envelope, request, meta, wants_context, body, [], offered=inputs, principal=principal,

@@ -9,10 +9,9 @@ through :func:`take_over` (``Session.take_over``) with its params' bytes.
 
 A new call starts its :class:`~minimcp.server.mrtr.rounds.ServingRun` at once; a retry whose run is
 parked on this connection is handed its answers at once. A retry is checked by
-:mod:`minimcp.server.mrtr.retry`, the same steps the handler task's way takes
-(:func:`~minimcp.server.mrtr.retry.check_retry`, :func:`~minimcp.server.mrtr.retry.answered_late`, the
-state recorded as used by :func:`~minimcp.server.mrtr.retry.use_now`); nothing is checked here that is
-not checked there, and no check is written here. Either
+:func:`~minimcp.server.mrtr.retry.check_retry`, the one function the handler task's way calls too (the
+state, its binding, late answers, and on this way its single use); nothing is checked here, and no
+check is written here. Either
 way the run's task answers the request, in flight as one the session's ``_start_handler`` took over.
 Anything else -- not a valid request, an id in use, no free in-flight slot, a state or params that
 do not check out, a replay, a missing answer, a store of used states that must be awaited -- is left
@@ -29,9 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from minimcp.server.context import Context
-from minimcp.server.mrtr.retry import answered_late, binding, check_retry, client_of, use_now, user_of
+from minimcp.server.mrtr.retry import binding, check_retry, client_of, user_of
 from minimcp.server.mrtr.rounds import CallParams, ServingRun, answers_of, bound_arguments, drive
-from minimcp.server.mrtr.used_states import MemoryUsedStates
 from minimcp.wire.errors import ConnectionClosed
 from minimcp.wire.input_required import digest
 from minimcp.wire.types import UNSET
@@ -114,33 +112,28 @@ def take_call(
             return False
         inflight[id_] = scope
         return True
-    if type(server.used_states) is not MemoryUsedStates:
-        return False  # (a store that must be awaited: the usual way)
-    now = time.time()
-    client = client_of(envelope)
     try:
         inputs = answers_of(params)
         retry = check_retry(
-            conn, "tools/call", name, client, token, now, partial(_arguments_digest, tool, arguments), bytes(arguments),
-            envelope, user,
+            conn, "tools/call", name, client_of(envelope), token, time.time(),
+            partial(_arguments_digest, tool, arguments), user,
+            arguments=bytes(arguments), envelope=envelope, responses=inputs,
         )
-    except Exception:  # (answers that are not objects, InvalidState, arguments that do not decode: the usual way)
+    except Exception:  # (answers that are not objects, InvalidState: the usual way)
         return False
+    if retry is None:
+        return False  # (the usual way: a replay, a missing answer, a state used before, ...)
     run = retry.run
-    # (the run must answer through this connection, with a context to renew; else the usual way serves)
-    if run is None or run.conn is not conn or (ctx := run.context) is None:
-        return False
-    late = answered_late(run, None, now)
-    if not late and run.missing(inputs):
-        return False  # (the usual way asks again)
-    if not use_now(conn, retry):
-        return False  # (already used: refused by the usual way)
+    # (check_retry gives, on this way, a run parked on this connection with a context to renew)
+    assert run is not None
+    ctx = run.context
+    assert ctx is not None
     server.parking.take(run.handle)
-    run.serving, run.binding = id_, binding("tools/call", name, retry.digest, client, user)
+    run.serving, run.binding = id_, retry.binding
     ctx.envelope = envelope  # capabilities, identity and log level from this request only
     ctx.request_id = id_
     inflight[id_] = run.scope
-    if late:  # (retry.resume's two ends, the rule decided above: an answer after the timeout is no answer)
+    if retry.late:  # (retry.resume's two ends, decided by check_retry: an answer after the timeout is no answer)
         run.expire()
     else:
         run.deliver(inputs)

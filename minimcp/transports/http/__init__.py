@@ -28,7 +28,7 @@ One endpoint (default ``/mcp``) takes POST, GET and DELETE.
   past ``initialize`` after ``limits.initialize_timeout``. At most
   ``max_sessions`` live at once, ``limits.max_sessions_per_client`` per client
   address: one more ends the least recently used one without pending work
-  (``503`` when all have work; see :mod:`minimcp.transports.http._session_table`).
+  (``503`` when all have work; see :mod:`minimcp.transports._client_bounds`).
 * **Streams.** Every SSE stream of a session has its own number; event ids are
   ``<stream>-<seq>``, unique in the session. On clients of 2025-11-25 and later
   a stream starts with a *priming* event (an id, empty data, and ``retry``).
@@ -122,7 +122,8 @@ The package, one job per module
   readers that write a request's stream to its response with no task of their own, the standalone
   stream's writing loop;
 * ``_pacing`` -- the app's two clocks for response streams (priming events held a moment, keep-alives);
-* ``_session_table`` -- the app's sessions: LRU order, per-client bounds, eviction;
+* ``_session_table`` -- one session of the app, and the sessions' tasks (their table, LRU order and
+  per-client bounds, is :mod:`minimcp.transports._client_bounds`, shared with WebSocket);
 * ``_auth`` -- with ``auth=`` only: the bearer-token gate (metadata routes, 401 / 400 / 503, the 403
   step-up, refusal counters); an app without authorization never loads it;
 * ``app`` -- the ASGI app, :class:`StreamableHTTPApp` (loaded from here on first use): sessions,

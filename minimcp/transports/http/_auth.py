@@ -52,8 +52,9 @@ class Gate:
 
     def __init__(self, auth: Authorization) -> None:
         self.auth = auth
-        #: Refusals counted by reason, and the 403s.
-        self.metrics = RefusalMetrics()
+        #: Refusals counted by reason, and the 403s: the authorization's own (a WebSocket server given the same
+        #: object counts on it too).
+        self.metrics: RefusalMetrics = auth.metrics
         #: The paths the protected resource metadata is served at.
         self.paths = frozenset(metadata_paths(auth))
         self._document = metadata(auth)

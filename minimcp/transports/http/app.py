@@ -16,6 +16,7 @@ import msgspec
 import minimcp.transports.http._headers as mcp_headers
 from minimcp.core._backend import backend_name
 from minimcp.core.config import Limits, check_worker_id
+from minimcp.transports._client_bounds import SessionTable, TableFull, client_key
 from minimcp.transports._ports import Connection, Servable
 from minimcp.transports.http._asgi import (
     ASSUMED_VERSION,
@@ -33,7 +34,7 @@ from minimcp.transports.http._asgi import (
 )
 from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._response import Reader
-from minimcp.transports.http._session_table import HTTPSession, SessionTable, SessionTasks, TableFull, client_key
+from minimcp.transports.http._session_table import HTTPSession, SessionTasks
 from minimcp.transports.http._sse import encode_event
 from minimcp.transports.http._streams import SessionTransport, Stream
 from minimcp.transports.http._wire import JSON, SSE, initialize_version, media_type
@@ -272,13 +273,14 @@ class StreamableHTTPApp:
         tg, tasks = self._tg, self._session_tasks
         if tg is None or tasks is None:
             return "the MCP server is not running (serve the app with ASGI lifespan, or run StreamableHTTPApp.run)"
+        sessions = self._sessions
+        person = principal.key if principal is not None else None
         try:
-            victim = self._sessions.make_room(client)
+            if person is not None:  # authorization on: a person is bounded as an address is
+                self._evict(sessions.make_room_for_person(person))
+            self._evict(sessions.make_room(client))
         except TableFull as exc:
             return f"{exc}; try again later"
-        if victim is not None:
-            logger.info("MCP session %s ended to make room for a new one (least recently used)", victim.id[:8])
-            self._end(victim)
         sid = self._sid_prefix + secrets.token_urlsafe(_SESSION_ID_BYTES)  # visible ASCII, as the spec asks
         transport = SessionTransport(
             max_events=self.replay_buffer,
@@ -287,18 +289,26 @@ class StreamableHTTPApp:
             max_inbox=self.limits.max_http_inbox,
         )
         sess = HTTPSession(sid, transport, client)
-        self._sessions.add(sess)
+        sessions.add(sess)
+        if person is not None:  # the session is this person's (and only theirs), counted against them
+            sess.owner = person
+            sessions.claim(sess, person)
         try:
             sess.connection = conn = await tasks.start(self._run_session, sess)
         except Exception:
             logger.exception("could not start an MCP session")
             self._sessions.remove(sess)
             return "could not start the session"
-        if principal is not None:  # authorization on: the session is this person's (and only theirs)
-            sess.owner = principal.key
+        if principal is not None:
             conn.principal = principal
             conn.hide_unpermitted = self.auth is not None and self.auth.hide_unpermitted
         return sess
+
+    def _evict(self, victim: HTTPSession | None) -> None:
+        """End ``victim`` (named by the table) to make room for a new session."""
+        if victim is not None:
+            logger.info("MCP session %s ended to make room for a new one (least recently used)", victim.id[:8])
+            self._end(victim)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()

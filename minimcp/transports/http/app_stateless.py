@@ -16,9 +16,9 @@ import msgspec
 
 import minimcp.transports.http._headers as mcp_headers
 from minimcp.core.dispatch import answer
+from minimcp.transports._client_bounds import client_key
 from minimcp.transports._ports import PARK_OWNER
 from minimcp.transports.http._asgi import SSE_HEADERS, Receive, Scope, Send, read_body, respond
-from minimcp.transports.http._session_table import client_key
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import JSON
 from minimcp.wire import errors, jsonrpc
@@ -402,6 +402,7 @@ class StatelessLeg:
         from minimcp.auth.resource import challenge
 
         wanted = needed | auth.required_scopes
+        auth.metrics.insufficient_scope += 1
         logger.info("modern request %r: %s needs scopes the token lacks (403)", message.id, message.method)
         body = jsonrpc.encode_error(
             message.id,
@@ -467,7 +468,9 @@ class StatelessLeg:
             # served, reset before the reply is written (what the ASGI server schedules while it
             # writes, a keep-alive timer, copies this context; a run parked by the request starts
             # from its session's context, see _backend.Handlers.start_detached).
-            token = PARK_OWNER.set((client_key(scope), self.max_parked_per_client))
+            # (With authorization on, the person's parked calls are bounded as the address's are.)
+            person = principal.key if principal is not None else None
+            token = PARK_OWNER.set((client_key(scope), self.max_parked_per_client, person))
             try:
                 with post.scope:
                     if principal is None:

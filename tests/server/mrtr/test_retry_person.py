@@ -21,17 +21,21 @@ from minimcp.auth.principal import Principal
 from minimcp.server.mrtr import retry, rounds, takeover
 from minimcp.wire import errors
 from tests.helpers import raw_client
+from tests.helpers.auth_tokens import ISSUER, person
 from tests.helpers.modern import NAME_FORM, accept, complete, input_required, meta, only, text_of
 
 TIMEOUT = 30
 WAYS = ["read loop", "handler"]
-INVALID = {"code": errors.INVALID_PARAMS, "message": "Invalid or expired requestState",
-           "data": {"reason": "invalid_request_state"}}
+INVALID = {
+    "code": errors.INVALID_PARAMS,
+    "message": "Invalid or expired requestState",
+    "data": {"reason": "invalid_request_state"},
+}
 
-ALICE = Principal(issuer="https://as.example", subject="alice", scopes=frozenset({"a"}))
-ALICE_REFRESHED = Principal(issuer="https://as.example", subject="alice", scopes=frozenset({"a", "b"}))
-BOB = Principal(issuer="https://as.example", subject="bob")
-ALICE_ELSEWHERE = Principal(issuer="https://other.example", subject="alice")
+ALICE = person("alice", "a")
+ALICE_REFRESHED = person("alice", "a", "b")
+BOB = person("bob")
+ALICE_ELSEWHERE = person("alice", issuer="https://other.example")
 
 
 def test_the_binding_names_the_person_by_a_digest_and_nothing_without_one() -> None:
@@ -41,7 +45,7 @@ def test_the_binding_names_the_person_by_a_digest_and_nothing_without_one() -> N
     assert "alice" not in u and len(u) == 22
     assert retry.user_of(ALICE_REFRESHED) == u  # the key, not the token: a refreshed token is the same person
     assert len({u, retry.user_of(BOB), retry.user_of(ALICE_ELSEWHERE)}) == 3  # (iss, sub), not sub alone
-    client = Principal(issuer="https://as.example", subject=None, client_id="alice")
+    client = Principal(issuer=ISSUER, subject=None, client_id="alice")
     assert retry.user_of(client) != u  # a client acting for itself is not the person of the same name
 
 
@@ -79,8 +83,9 @@ async def test_another_persons_retry_is_refused_every_way_and_leaves_the_state_t
 
     async def call(peer: Any, **params: Any) -> dict[str, Any]:
         body = {"name": "greet", "arguments": {"a": 1}, "_meta": meta(), **params}
-        await peer.send(msgspec.json.encode({"jsonrpc": "2.0", "id": next(ids), "method": "tools/call",
-                                             "params": body}))
+        await peer.send(
+            msgspec.json.encode({"jsonrpc": "2.0", "id": next(ids), "method": "tools/call", "params": body})
+        )
         reply: dict[str, Any] = await peer.recv()
         return reply
 

@@ -198,6 +198,17 @@ def test_the_size_bound_counts_the_header() -> None:
         StateSealer(KEY, max_bytes=len(token) - 1).seal(payload(blob="x" * 100), now=NOW, ttl=60.0)
 
 
+def test_a_v2_seal_takes_its_payload() -> None:
+    """The sealer takes the payload it is given (no copy per seal): the nonce put in, the header's members
+    taken out; what it seals opens to the payload as given."""
+    given = payload()
+    kept = dict(given)
+    token = StateSealer(KEY).seal(given, now=NOW, ttl=60.0)
+    assert "h" not in given and "a" not in given and "n" in given
+    opened = StateSealer(KEY).open(token, now=NOW, binding=BINDING)
+    assert {k: v for k, v in opened.items() if k not in ("n", "exp")} == kept
+
+
 def test_an_unknown_version_to_seal_is_refused() -> None:
     with pytest.raises(ValueError, match="v1, v2"):
         StateSealer(KEY, version="v9")
@@ -233,9 +244,10 @@ def test_tokens_sealed_by_the_release_before_open_the_same_and_are_sealed_the_sa
     monkeypatch.setattr(os, "urandom", lambda n: bytes(range(n)))  # (read by the sealer: its nonce prefix)
     sealer, v1 = StateSealer(KEY), StateSealer(KEY, version="v1")
     usual = {**_USUAL, "m": "tools/call", "t": "book", "a": BINDING["a"], "p": "client", "h": HANDLE}
-    assert sealer.seal(usual, now=NOW, ttl=60.0) == SEALED_BEFORE["v2_usual"]
-    assert sealer.seal(_GENERAL, now=NOW, ttl=60.0) == SEALED_BEFORE["v2_general"]
-    assert v1.seal(_GENERAL, now=NOW, ttl=60.0) == SEALED_BEFORE["v1_general"]
+    # (each seal takes its payload: a copy each)
+    assert sealer.seal(dict(usual), now=NOW, ttl=60.0) == SEALED_BEFORE["v2_usual"]
+    assert sealer.seal(dict(_GENERAL), now=NOW, ttl=60.0) == SEALED_BEFORE["v2_general"]
+    assert v1.seal(dict(_GENERAL), now=NOW, ttl=60.0) == SEALED_BEFORE["v1_general"]
     fresh = StateSealer(KEY)  # (another process: another nonce prefix)
     for name, expected in (("v2_usual", usual), ("v2_general", _GENERAL), ("v1_general", _GENERAL)):
         opened = fresh.open(SEALED_BEFORE[name], now=NOW, binding=BINDING)

@@ -11,6 +11,7 @@ POSTs authenticated the same way.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
@@ -20,8 +21,7 @@ from typing import Any
 import pytest
 
 import minimcp
-from minimcp import Server
-from minimcp.auth.principal import TokenRefused
+from minimcp import Limits, Server
 from minimcp.core.trace import WireTrace
 from tests.helpers.auth_tokens import ISSUER, FixedTokens, authorization, person
 from tests.helpers.http import JSON_SSE, Raw, dump, httpx, initialize_request, req, serving
@@ -45,17 +45,13 @@ def tokens() -> FixedTokens:
             "alice-2": ALICE_REFRESHED,
             "bob-1": BOB,
             "carol-elsewhere": person("carol", *ALL_SCOPES, audience="https://other.example/mcp"),
-        },
-        {
-            "down": TokenRefused("unavailable", "the authorization server did not answer"),
-            "old": TokenRefused("expired", "the token has expired"),
-        },
+        }
     )
 
 
-def build() -> tuple[Server, list[str]]:
+def build(limits: Limits | None = None) -> tuple[Server, list[str]]:
     """A server with open and scoped tools, prompts and resources; ``ran`` lists the tools that ran."""
-    server = Server("guarded")
+    server = Server("guarded", limits=limits)
     ran: list[str] = []
 
     @server.tool
@@ -208,6 +204,25 @@ async def test_a_refused_token_gets_401_invalid_token_saying_why(token: str, des
         assert token not in response.headers["www-authenticate"] and token.encode() not in response.content
         assert response.json()["error"]["message"] == description
         assert ran == []
+
+
+async def test_an_oversized_token_gets_401_unread_at_the_bound_of_limits() -> None:
+    """``Authorization`` reads ``Limits.max_token_bytes`` (the bound the verifiers read): a token at the bound
+    is asked about, one character more is refused before the verifier sees it."""
+    assert authorization().max_token_bytes == Limits().max_token_bytes
+    server, ran = build()
+    verifier = tokens()
+    at_bound = "t" * 16
+    verifier.tokens[at_bound] = ALICE
+    auth = authorization(verifier, limits=Limits(max_token_bytes=16))
+    async with serving(server, auth=auth) as (url, _app), client() as http:
+        assert (await Bearer(http, url, at_bound).post(initialize_request())).status_code == 200
+        response = await Bearer(http, url, at_bound + "t").post(initialize_request())
+        assert response.status_code == 401
+        assert challenge_of(response)["error_description"] == "the token is too large"
+        assert verifier.asked == [at_bound]
+        assert auth.metrics.refused == {"too_large": 1}
+    assert ran == []
 
 
 async def test_an_authorization_server_that_cannot_be_asked_gets_503_never_an_acceptance() -> None:
@@ -391,6 +406,35 @@ async def test_without_a_principal_nothing_is_hidden_and_scopes_are_not_checked(
         assert {t["name"] for t in listed["result"]["tools"]} == {"public", "book", "whoami"}
         assert text_of(await raw.call(call(2, "book", {"date": "d"}))) == "booked d"
         assert ran == ["book"]
+
+
+async def test_sessions_are_bounded_per_person_as_per_address() -> None:
+    """With authorization on, ``max_sessions_per_client`` bounds a person's sessions wherever they come from:
+    the person's third session (from a third address) ends their least recently used idle one; another
+    person, even on the same address, is not counted with them."""
+    server, _ = build(Limits(max_sessions_per_client=2))
+    async with serving(server, auth=authorization(tokens())) as (url, app), contextlib.AsyncExitStack() as stack:
+
+        async def session(address: str, token: str) -> Bearer:
+            transport = httpx.AsyncHTTPTransport(local_address=address)
+            http = await stack.enter_async_context(httpx.AsyncClient(transport=transport, timeout=10))
+            raw = Bearer(http, url, token)
+            await raw.initialize()
+            return raw
+
+        async def ping(raw: Bearer) -> int:
+            return int((await raw.post(req(7, "ping"))).status_code)
+
+        first = await session("127.0.0.2", "alice-1")
+        second = await session("127.0.0.3", "alice-2")  # a refreshed token: the same person
+        assert await ping(first) == 200  # now `second` is alice's least recently used session
+        third = await session("127.0.0.4", "alice-1")
+        assert app.session_count == 2
+        assert await ping(second) == 404  # ended to make room
+        assert await ping(first) == 200 and await ping(third) == 200
+        bob = await session("127.0.0.4", "bob-1")  # not alice; the address holds 2, its bound
+        assert app.session_count == 3
+        assert await ping(bob) == 200 and await ping(first) == 200 and await ping(third) == 200
 
 
 # --- metrics, logs, traces ---------------------------------------------------------------------------

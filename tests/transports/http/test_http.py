@@ -546,7 +546,7 @@ async def test_an_expired_session_is_freed_at_once() -> None:
 
 
 def test_client_key_counts_ipv6_per_64() -> None:
-    from minimcp.transports.http._session_table import client_key
+    from minimcp.transports._client_bounds import client_key
 
     assert client_key({"client": ("192.0.2.7", 5000)}) == "192.0.2.7"
     assert client_key({"client": ("2001:db8:1:2:aaaa::1", 5000)}) == client_key({"client": ("2001:db8:1:2::9", 1)})

@@ -4,8 +4,8 @@ One connection serves every 2026-07-28 POST of a worker, so the person travels w
 ``ctx.auth`` is the caller's own; a ``requestState`` is bound to its person (another person's token on
 it is refused with -32602, runs nothing, and leaves the state to its owner; a refreshed token of the
 same person goes on); an operation needing scopes the token lacks is answered ``403`` before anything
-runs. The app's own check of each token (``401``) is stood in for by
-:func:`tests.helpers.modern_auth.guard_modern_leg`: what is tested is the modern leg's part.
+runs; ``tools/list`` leaves out what the caller's scopes do not allow. The app checks each POST's token
+itself (``StreamableHTTPApp(server, auth=...)``; its ``401`` is tested in ``test_auth.py``).
 
 Every async test runs on asyncio and on trio; servers bind 127.0.0.1.
 """
@@ -20,12 +20,13 @@ import anyio
 import msgspec
 import pytest
 
-from minimcp import Accepted, Context, Server
+from minimcp import Accepted, Context, Limits, Server
+from minimcp.auth.config import Authorization
 from minimcp.transports.http import StreamableHTTPApp
 from minimcp.wire import errors
-from tests.helpers.http import serving_asgi
+from tests.helpers.auth_tokens import READ, WRITE, authorization, bearer
+from tests.helpers.http import httpx, serving_asgi
 from tests.helpers.http_modern import Modern, accept, complete_text, error_of, input_required, modern_http
-from tests.helpers.modern_auth import READ, WRITE, authorization, bearer, guard_modern_leg
 
 TIMEOUT = 20
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -37,8 +38,8 @@ class Counts:
         self.continued = 0
 
 
-def make_server(counts: Counts, *, replay: bool = False) -> Server:
-    server = Server("auth28", state_key=b"k" * 32, replay_every_retry=replay)
+def make_server(counts: Counts, *, replay: bool = False, limits: Limits | None = None) -> Server:
+    server = Server("auth28", state_key=b"k" * 32, replay_every_retry=replay, limits=limits)
 
     @server.tool()
     async def whoami(ctx: Context) -> str:
@@ -58,17 +59,21 @@ def make_server(counts: Counts, *, replay: bool = False) -> Server:
 
 
 @contextlib.asynccontextmanager
-async def served(server: Server, *, auth: bool = True) -> AsyncIterator[Modern]:
-    app = StreamableHTTPApp(server)
-    if auth:
-        guard_modern_leg(app, authorization())
+async def served(server: Server, *, auth: Authorization | bool | None = True) -> AsyncIterator[Modern]:
+    """``server`` behind an app checking tokens with ``auth`` (``True``: a new :func:`authorization`)."""
+    app = StreamableHTTPApp(server, auth=authorization() if auth is True else auth or None)
     with anyio.fail_after(TIMEOUT):
         async with serving_asgi(app) as base, modern_http(base + "/mcp") as client:
             yield client
 
 
 async def call(
-    client: Modern, token: str, name: str, arguments: dict[str, Any], *, state: str | None = None,
+    client: Modern,
+    token: str,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    state: str | None = None,
     responses: dict[str, Any] | None = None,
 ) -> Any:
     params: dict[str, Any] = {"name": name, "arguments": arguments}
@@ -76,7 +81,7 @@ async def call(
         params["inputResponses"] = responses
     if state is not None:
         params["requestState"] = state
-    return await client.request("tools/call", params, authorization=bearer(token))
+    return await client.request("tools/call", params, **bearer(token))
 
 
 async def test_ctx_auth_is_the_callers_own_on_the_one_shared_connection(anyio_backend: str) -> None:
@@ -140,7 +145,8 @@ async def test_an_operation_needing_scopes_the_token_lacks_is_403_before_anythin
     counts = Counts()
     server = make_server(counts)
     server.scopes_needed = needs_write_to_book  # type: ignore[method-assign]
-    async with served(server) as client:
+    auth = authorization()
+    async with served(server, auth=auth) as client:
         refused = await call(client, "alice-1", "book", {"room": "9"})
         assert refused.status_code == 403, refused.text
         challenge = refused.headers["www-authenticate"]
@@ -150,9 +156,77 @@ async def test_an_operation_needing_scopes_the_token_lacks_is_403_before_anythin
         assert "resource_metadata=" in challenge
         assert refused.json()["error"]["data"] == {"reason": "insufficient_scope", "scopes": [WRITE]}
         assert counts.started == 0
+        assert auth.metrics.insufficient_scope == 1  # counted as the other era's 403s are
         # What needs no more scopes is served; the same person, stepped up, gets the call.
         assert complete_text((await call(client, "alice-1", "whoami", {})).json()) == f"alice {READ}"
         stepped_up = await call(client, "alice-2", "book", {"room": "9"})
         assert stepped_up.status_code == 200, stepped_up.text
         input_required(stepped_up.json())
         assert counts.started == 1
+
+
+async def test_parked_calls_are_bounded_per_person_as_per_address(anyio_backend: str) -> None:
+    """With authorization on, ``max_parked_per_client`` bounds a person's parked calls wherever they come from
+    (``-32003``, the run ends); another person parks on the same address; a finished call frees its place."""
+    counts = Counts()
+    server = make_server(counts, limits=Limits(max_parked_per_client=2))
+    async with served(server) as client, contextlib.AsyncExitStack() as stack:
+
+        async def from_address(address: str) -> Modern:
+            transport = httpx.AsyncHTTPTransport(local_address=address)
+            http = await stack.enter_async_context(httpx.AsyncClient(transport=transport, timeout=10))
+            return Modern(http, client.url)
+
+        here, there, elsewhere = [await from_address(a) for a in ("127.0.0.2", "127.0.0.3", "127.0.0.4")]
+        key, _question, state = input_required((await call(here, "alice-1", "book", {"room": "1"})).json())
+        input_required((await call(there, "alice-2", "book", {"room": "2"})).json())  # the same person
+        assert len(server.parking) == 2
+        refused = (await call(elsewhere, "alice-1", "book", {"room": "3"})).json()
+        assert refused["error"]["code"] == errors.SERVER_BUSY, refused
+        assert "your account (limit 2)" in refused["error"]["message"]
+        assert len(server.parking) == 2  # the refused run did not stay parked
+        input_required((await call(elsewhere, "bob-1", "book", {"room": "4"})).json())  # another person
+        assert len(server.parking) == 3
+        done = await call(here, "alice-1", "book", {"room": "1"}, state=state, responses={key: accept(name="Al")})
+        assert complete_text(done.json()) == f"alice booked 1 for Al ({READ})"
+        input_required((await call(elsewhere, "alice-1", "book", {"room": "5"})).json())  # her place is free again
+
+
+def listing_server() -> Server:
+    """Three tools: one open, one needing :data:`WRITE`, one needing a scope no token here has."""
+    server = Server("list28", state_key=b"k" * 32)
+
+    @server.tool
+    async def public() -> str:
+        return "open"
+
+    @server.tool(scopes=[WRITE])
+    async def book(room: str) -> str:
+        return f"booked {room}"
+
+    @server.tool(scopes=["admin"])
+    async def audit() -> str:
+        return "audited"
+
+    return server
+
+
+async def listed(client: Modern, token: str | None) -> set[str]:
+    headers = bearer(token) if token is not None else {}
+    reply = await client.request("tools/list", None, **headers)
+    assert reply.status_code == 200, reply.text
+    return {tool["name"] for tool in reply.json()["result"]["tools"]}
+
+
+async def test_tools_list_hides_what_the_callers_scopes_do_not_allow(anyio_backend: str) -> None:
+    """Each POST's own person decides its list (the one shared connection serves everyone, in any order)."""
+    async with served(listing_server()) as client:
+        assert await listed(client, "alice-1") == {"public"}
+        assert await listed(client, "bob-1") == {"public", "book"}
+        assert await listed(client, "alice-1") == {"public"}  # bob's list is not what alice is shown next
+        assert await listed(client, "alice-2") == {"public", "book"}  # her refreshed token grants more
+
+
+async def test_without_authorization_tools_list_shows_every_tool(anyio_backend: str) -> None:
+    async with served(listing_server(), auth=False) as client:
+        assert await listed(client, None) == {"public", "book", "audit"}

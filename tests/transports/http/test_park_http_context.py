@@ -188,7 +188,7 @@ def test_counting_parked_calls_per_client_costs_one_table_entry_per_call() -> No
     tracemalloc.start()
     try:
         base = tracemalloc.take_snapshot()
-        token = PARK_OWNER.set(("client", 100_000))
+        token = PARK_OWNER.set(("client", 100_000, None))
         try:
             for run in runs:
                 parking.park(run)
