@@ -790,15 +790,22 @@ def authorization(args: argparse.Namespace) -> Authorization:
 
 
 async def start_sign_in(booking: BookingApp, args: argparse.Namespace) -> None:
-    """The pages' sign-in at ``--auth-issuer``, as its own client (registered now unless ``--page-client-id``)."""
+    """The pages' sign-in at ``--auth-issuer``, as its own client (registered now unless ``--page-client-id``).
+
+    A sign-in travels sealed in its ``state`` under the server's state keys and is used up in the server's
+    used-state store (Redis with ``--redis``), so whichever worker the callback reaches finishes it.
+    """
     from minimcp.auth.signin import PageSignIn
 
     assert booking.pages_url is not None
+    server = booking.server
     sign_in = PageSignIn(
         args.auth_issuer,
         redirect_uri=f"{booking.pages_url}/callback",
         client_id=args.page_client_id,
         client_secret=args.page_client_secret,
+        keys=server.url_step_keys,
+        used_states=server.used_states,
     )
     await sign_in.start()
     booking.sign_in = sign_in

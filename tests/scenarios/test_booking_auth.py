@@ -24,7 +24,6 @@ import pytest
 
 from minimcp import Accepted, McpError, connect_http, connect_websocket
 from minimcp.client.answers import UrlElicitationRequest
-from minimcp.hosting.websocket import INSUFFICIENT_SCOPE
 from minimcp.wire import errors
 from tests.helpers import nanoidp as idp
 from tests.helpers.http_modern import accept, body, input_required, meta, modern_headers
@@ -244,7 +243,7 @@ async def test_on_an_open_websocket_a_missing_scope_is_an_error_and_the_connecti
             assert {t.name for t in await client.list_tools()} == {"booking_status"}  # what the token may call
             with pytest.raises(McpError) as refused:
                 await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 2})
-            assert refused.value.code == INSUFFICIENT_SCOPE and WRITE in str(refused.value.data)
+            assert refused.value.code == errors.INSUFFICIENT_SCOPE and WRITE in str(refused.value.data)
             result = await client.call_tool("booking_status", {"booking_id": "nope"})
             assert result.is_error and "Unknown booking_id" in text(result)
         assert not served.app.memory.bookings
