@@ -21,21 +21,34 @@ answer only loopback ``Host`` names and same-site (loopback) ``Origin`` values.
 ``confirm_deposit`` stands for the payment provider's report that a deposit
 was paid; a real deployment puts that entry behind the provider's own
 authentication instead of offering it as a tool.
+
+Authorization (docs/booking.md, "Authorization"; HTTP and WebSocket): ``--auth-issuer URL`` makes
+every request carry an access token of that authorization server for this MCP endpoint (the
+resource: ``--auth-audience URL``, else ``--public-url`` + ``/mcp``, else ``http://HOST:PORT/mcp``);
+each tool needs its scopes, bookings belong to the person who made them, and the two pages sign
+the person in at the same server (``--page-client-id`` / ``--page-client-secret``, else the example
+registers itself) and serve only the person each step was made for. Needs ``minimcp[auth]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime
+import functools
+import hashlib
+import hmac
 import html
+import json
 import logging
 import pathlib
 import re
+import socket
 import sys
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.abc
@@ -54,11 +67,15 @@ from minimcp import (
     tool_result,
 )
 from minimcp.hosting.run import run_until_stopped
-from minimcp.server.mrtr.state import ENV_STATE_KEYS, state_keys_from_env
 from minimcp.server.connection import ServerConnection
+from minimcp.server.mrtr.state import ENV_STATE_KEYS, state_keys_from_env
 from minimcp.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, StreamableHTTPApp
 from minimcp.transports.http._headers import host_origin_problem
 from minimcp.wire.types import CallToolResult
+
+if TYPE_CHECKING:
+    from minimcp.auth.config import Authorization
+    from minimcp.auth.signin import PageSignIn
 
 if str(pathlib.Path(__file__).resolve().parent) not in sys.path:  # also when loaded by file path
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # booking_store.py sits beside this file
@@ -78,6 +95,27 @@ DEPOSIT_PARTY = 8
 MAX_QUESTIONS = 3
 
 log = logging.getLogger("booking")
+
+#: The scopes of the tools (checked only with ``--auth-issuer``): reading, booking, and the payment
+#: provider's report (its own client's scope, not a person's).
+READ, WRITE, CONFIRM = "bookings:read", "bookings:write", "deposits:confirm"
+SCOPES = (READ, WRITE, CONFIRM)
+#: What a ``401`` asks a person's client to get.
+PERSON_SCOPES = (READ, WRITE)
+#: A person: ``(iss, sub)`` of their token (:attr:`minimcp.auth.principal.Principal.key`).
+PersonKey = tuple[str, str]
+#: The pages' cookies: the ``state`` of a sign-in under way, and who signed in (signed, short-lived).
+SIGN_IN_COOKIE, PERSON_COOKIE = "booking_sign_in", "booking_person"
+SIGN_IN_SECONDS, PERSON_SECONDS = 600, 1800
+
+
+class BookingServer(Server):
+    """The example's MCP server: listing its tools needs ``bookings:read`` (with authorization on)."""
+
+    def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
+        if method == "tools/list":
+            return frozenset({READ})
+        return super().scopes_needed(method, params)
 
 
 def is_full(day: datetime.date) -> bool:
@@ -127,7 +165,7 @@ class BookingApp:
         store: BookingStore | None = None,
         **server_options: Any,
     ) -> None:
-        self.server = Server(
+        self.server = BookingServer(
             "booking",
             "1.0.0",
             title="Restaurant booking",
@@ -144,6 +182,8 @@ class BookingApp:
         self.allowed_origins = tuple(o.lower() for o in allowed_origins)
         #: Bookings, deposits and authorizations: this process's memory, or Redis (``--redis``).
         self.store: BookingStore = store or MemoryStore(max_pending_authorizations=max_pending_authorizations)
+        #: With authorization on: the pages' own sign-in at the authorization server (who opened a page).
+        self.sign_in: PageSignIn | None = None
         self._register_tools()
 
     # --- state -----------------------------------------------------------------------------
@@ -166,24 +206,28 @@ class BookingApp:
     def _remember_authorization(self, eid: str, conn: ServerConnection | None) -> None:
         self.memory.remember_authorization(eid, conn)
 
-    async def find(self, booking_id: str) -> Booking:
+    async def find(self, booking_id: str, ctx: Context | None = None) -> Booking:
+        """The booking ``booking_id``; with ``ctx`` of a caller with a token, only if it is that person's
+        (another person's booking answers as an unknown id would)."""
         booking = await self.store.find(booking_id)
-        if booking is None:
+        auth = ctx.auth if ctx is not None else None
+        if booking is None or (auth is not None and booking.owner != auth.key):
             raise ToolError(f"Unknown booking_id {booking_id!r}; use the id returned by book_table.")
         return booking
 
-    async def pay(self, elicitation_id: str) -> bool:
-        """The deposit page was paid (or the provider reported it): book, and tell the client (once)."""
+    async def pay(self, elicitation_id: str, **person: Any) -> bool:
+        """The deposit page was paid (or the provider reported it): book, and tell the client (once).
+        ``person``: who paid on the page (``person=key``), checked again; the provider's report has none."""
         paid_now = await self.store.pay(elicitation_id)
         if paid_now:
             # The worker holding the client's session tells it (through the bus when it is another one).
-            await self.server.complete_url_elicitation(elicitation_id)
+            await self.server.complete_url_elicitation(elicitation_id, **person)
         return paid_now is not None
 
-    async def authorize(self, elicitation_id: str) -> bool:
+    async def authorize(self, elicitation_id: str, **person: Any) -> bool:
         session = await self.store.complete_authorization(elicitation_id)
         if session:
-            await self.server.complete_url_elicitation(elicitation_id)
+            await self.server.complete_url_elicitation(elicitation_id, **person)
         return session is not None
 
     def _connection_closed(self, conn: ServerConnection) -> None:
@@ -200,7 +244,7 @@ class BookingApp:
     def _register_tools(self) -> None:
         app = self.server
 
-        @app.tool()
+        @app.tool(scopes=[WRITE])
         async def book_table(
             ctx: Context,
             date: Annotated[datetime.date, msgspec.Meta(description="Date of the booking (YYYY-MM-DD)")],
@@ -244,7 +288,7 @@ class BookingApp:
             if party_size >= DEPOSIT_PARTY:
                 return await self._deposit(ctx, day, party_size)
             # One booking per call: a replay of a call that already booked finds that booking.
-            booking = await self.store.create(ctx.call_id, day, party_size, "booked")
+            booking = await self.store.create(ctx.call_id, day, party_size, "booked", owner=owner_of(ctx))
             return outcome(
                 "booked", booking.date, booking.party_size,
                 f"Booked a table for {booking.party_size} on {booking.date.isoformat()} "
@@ -252,7 +296,7 @@ class BookingApp:
                 booking_id=booking.booking_id,
             )
 
-        @app.tool()
+        @app.tool(scopes=[CONFIRM])
         async def confirm_deposit(booking_id: str) -> CallToolResult:
             """Record that the deposit of a booking was paid (what the payment page's Pay button does)."""
             booking = await self.find(booking_id)
@@ -261,10 +305,10 @@ class BookingApp:
                 booking = await self.find(booking_id)
             return status_of(booking)
 
-        @app.tool()
+        @app.tool(scopes=[WRITE])
         async def add_to_calendar(ctx: Context, booking_id: str) -> CallToolResult:
             """Add a booking to the person's calendar (needs a one-time authorization in the browser)."""
-            booking = await self.find(booking_id)
+            booking = await self.find(booking_id, ctx)
             conn = ctx.connection
             if ctx.modern:
                 await self._authorize_modern(ctx)
@@ -289,10 +333,10 @@ class BookingApp:
                 booking_id=booking.booking_id,
             )
 
-        @app.tool()
-        async def booking_status(booking_id: str) -> CallToolResult:
+        @app.tool(scopes=[READ])
+        async def booking_status(ctx: Context, booking_id: str) -> CallToolResult:
             """The current status of a booking."""
-            return status_of(await self.find(booking_id))
+            return status_of(await self.find(booking_id, ctx))
 
     async def _authorize_modern(self, ctx: Context) -> None:
         """2026-07-28 has no -32042: ask with a URL input request until the page was completed."""
@@ -301,8 +345,9 @@ class BookingApp:
                 "Adding to a calendar needs the person to authorize a calendar provider in their browser, "
                 "and this client cannot open such links (it did not declare URL-mode elicitation)."
             )
-        # The same id in every round and replay of this call, so the page stays the same one.
-        eid = f"{ctx.call_id}-auth"
+        # The same id in every round and replay of this call, so the page stays the same one (bound
+        # to the caller with authorization on: only they may complete it).
+        eid = ctx.url_step_id("auth")
         url = self.page_url("authorize", eid)
         if url is None:
             raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
@@ -332,7 +377,7 @@ class BookingApp:
         if self.pages_url is None:
             raise ToolError("A deposit is required, but the payment pages are not available (install minimcp[http]).")
         call_id = ctx.call_id  # the same in every round and replay of this call
-        eid = f"{call_id}-deposit"
+        eid = ctx.url_step_id("deposit")  # call_id-deposit (bound to the caller with authorization on)
         made = await self.store.of_call(call_id)
         if made is not None:  # a replay of a call that already booked: that booking, not a second one
             return self._deposit_result(ctx, made, eid)
@@ -362,7 +407,9 @@ class BookingApp:
             case Accepted():
                 # Booked at once if the page was paid already; another round of this call that
                 # booked while this one waited (here or elsewhere) keeps its booking.
-                booking = await self.store.create(call_id, day, party_size, "deposit_pending", deposit_id=eid)
+                booking = await self.store.create(
+                    call_id, day, party_size, "deposit_pending", deposit_id=eid, owner=owner_of(ctx)
+                )
                 return self._deposit_result(ctx, booking, eid)
         made = await self.store.of_call(call_id)
         if made is not None:  # another round of this call booked while this one waited
@@ -390,6 +437,10 @@ class BookingApp:
         ``Origin`` values (403 otherwise, before anything is read or changed):
         a page reached through DNS rebinding, or a form on another site posting
         here, does nothing.
+
+        With authorization on (:attr:`sign_in`), a visitor who has not signed in is sent to the
+        authorization server first (``/callback`` brings them back), and a page answers only the
+        person its step was made for: anyone else gets 403, and nothing changes.
         """
         if scope["type"] == "lifespan":  # nothing to set up, but the ASGI server waits for the answers
             while True:
@@ -413,15 +464,90 @@ class BookingApp:
             while more:
                 message = await receive()
                 more = bool(message.get("more_body"))
+        if parts == ["callback"] and method == "GET" and self.sign_in is not None:
+            await self._signed_in(scope, send)
+            return
         if len(parts) != 2 or parts[0] not in ("deposit", "authorize") or method not in ("GET", "POST"):
             await _html(send, 404, "Not found", "<p>There is nothing here.</p>")
             return
+        eid = urllib.parse.unquote(parts[1])
+        person: dict[str, PersonKey] = {}  # without authorization: nobody is checked (a local demo)
+        if self.sign_in is not None:
+            key = self._person(scope)
+            if key is None:
+                await self._send_to_sign_in(scope, send)
+                return
+            if not self.server.url_step_is_for(eid, key):
+                log.warning("refused a %s page to a person it was not made for", parts[0])
+                await _html(send, 403, "Not yours", "<p>This page belongs to someone else. Nothing was done.</p>")
+                return
+            person = {"person": key}
         try:
-            await self._page(parts[0], urllib.parse.unquote(parts[1]), method, send)
+            await self._page(parts[0], eid, method, send, **person)
         except ToolError as exc:  # the shared store does not answer (Redis away): nothing was done
             await _html(send, 503, "Try again later", f"<p>{html.escape(str(exc))}</p>")
 
-    async def _page(self, kind: str, eid: str, method: str, send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    # --- the pages' sign-in (with authorization on) --------------------------------------------
+
+    def _person(self, scope: dict[str, Any]) -> PersonKey | None:
+        """Who signed in on the pages, from this browser's signed cookie (``None``: nobody, or expired)."""
+        value = _cookies(scope).get(PERSON_COOKIE, "")
+        payload, _, tag = value.partition(".")
+        if not any(hmac.compare_digest(tag, _cookie_tag(key, payload)) for key in self.server.url_step_keys):
+            return None
+        try:
+            issuer, subject, expires = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        except ValueError:  # pragma: no cover - signed by us
+            return None
+        return (str(issuer), str(subject)) if float(expires) > time.time() else None
+
+    async def _send_to_sign_in(self, scope: dict[str, Any], send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        """303 to the authorization server; the sign-in's ``state`` in a cookie ties the callback to this browser."""
+        assert self.sign_in is not None
+        back = urllib.parse.quote(str(scope.get("root_path", "")) + scope["path"])
+        url, state = self.sign_in.begin(back)
+        cookie = self._cookie(scope, SIGN_IN_COOKIE, state, SIGN_IN_SECONDS)
+        await _redirect(send, url, cookie)
+
+    async def _signed_in(self, scope: dict[str, Any], send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        """``/callback``: the authorization server sent the browser back; learn who signed in, then go back."""
+        from minimcp.auth.signin import SignInRefused
+
+        assert self.sign_in is not None
+        query = dict(urllib.parse.parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
+        state = _cookies(scope).get(SIGN_IN_COOKIE)
+        if not state or not hmac.compare_digest(query.get("state", ""), state):
+            await _html(send, 403, "Sign-in refused", "<p>This sign-in was not started in this browser.</p>")
+            return
+        try:
+            principal, back = await self.sign_in.finish(query)
+        except SignInRefused as exc:
+            log.warning("a page sign-in was refused: %s", exc.reason)
+            await _html(send, 403, "Sign-in refused", f"<p>{html.escape(exc.description)}.</p>")
+            return
+        if not back.startswith("/") or back.startswith("//"):  # pragma: no cover - begin() was given our own path
+            back = "/"
+        issuer, subject = principal.key
+        payload = base64.urlsafe_b64encode(json.dumps([issuer, subject, time.time() + PERSON_SECONDS]).encode())
+        text = payload.decode("ascii").rstrip("=")
+        signed = f"{text}.{_cookie_tag(self.server.url_step_keys[0], text)}"
+        await _redirect(send, back, self._cookie(scope, PERSON_COOKIE, signed, PERSON_SECONDS),
+                        self._cookie(scope, SIGN_IN_COOKIE, "", 0))  # fmt: skip
+
+    def _cookie(self, scope: dict[str, Any], name: str, value: str, seconds: int) -> str:
+        """A ``Set-Cookie`` value for the pages' path: HttpOnly, SameSite=Lax (the callback is a top-level GET)."""
+        path = str(scope.get("root_path", "")) or "/"
+        secure = "; Secure" if (self.pages_url or "").startswith("https:") else ""
+        return f"{name}={value}; Path={path}; Max-Age={seconds}; HttpOnly; SameSite=Lax{secure}"
+
+    async def _page(
+        self,
+        kind: str,
+        eid: str,
+        method: str,
+        send: Callable[[dict[str, Any]], Awaitable[None]],
+        **person: PersonKey,
+    ) -> None:
         if kind == "deposit":
             deposit = await self.store.deposit(eid)
             if deposit is None:
@@ -430,7 +556,7 @@ class BookingApp:
             what = f"a deposit for a party of {deposit.party_size} on {deposit.date.isoformat()}"
             paid = deposit.paid
             if method == "POST":
-                paid = await self.pay(eid)
+                paid = await self.pay(eid, **person)
             if paid:
                 await _html(send, 200, "Deposit paid", f"<p>Thank you: {html.escape(what)} is paid.</p>"
                             "<p>You can close this page and return to your assistant.</p>")
@@ -439,7 +565,7 @@ class BookingApp:
                             '<form method="post"><button type="submit">Pay deposit</button></form>')
             return
         if method == "POST":
-            if await self.authorize(eid):
+            if await self.authorize(eid, **person):
                 await _html(send, 200, "Calendar authorized",
                             "<p>Calendar access is authorized. You can close this page.</p>")
             else:
@@ -462,6 +588,27 @@ def _header_map(scope: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _cookies(scope: dict[str, Any]) -> dict[str, str]:
+    """The request's cookies (the first of a repeated name)."""
+    found: dict[str, str] = {}
+    for part in _header_map(scope).get("cookie", "").replace(",", ";").split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep and name not in found:
+            found[name] = value
+    return found
+
+
+def _cookie_tag(key: bytes, payload: str) -> str:
+    digest = hmac.new(key, b"booking page person\x00" + payload.encode("ascii"), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode("ascii")
+
+
+def owner_of(ctx: Context) -> PersonKey | None:
+    """Whose booking a call makes: the caller's ``(iss, sub)``, ``None`` without authorization."""
+    auth = ctx.auth
+    return None if auth is None else auth.key
+
+
 def declined(day: datetime.date, party_size: int) -> CallToolResult:
     return outcome("declined", day, party_size, f"Not booked: the person declined ({day.isoformat()}).")
 
@@ -480,6 +627,13 @@ def status_of(booking: Booking) -> CallToolResult:
         f"{booking.party_size} people on {booking.date.isoformat()}.",
         booking_id=booking.booking_id,
     )
+
+
+async def _redirect(send: Callable[[dict[str, Any]], Awaitable[None]], location: str, *cookies: str) -> None:
+    headers = [(b"location", location.encode("latin-1")), (b"content-length", b"0"), (b"cache-control", b"no-store")]
+    headers += [(b"set-cookie", cookie.encode("latin-1")) for cookie in cookies]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def _html(send: Callable[[dict[str, Any]], Awaitable[None]], status: int, title: str, body: str) -> None:
@@ -559,6 +713,12 @@ def public_url(value: str) -> str:
     return value.rstrip("/")
 
 
+def issuer_url(value: str) -> str:
+    """An authorization server's issuer: an http(s) URL with a host, kept exactly (``iss`` is compared as is)."""
+    public_url(value)
+    return value
+
+
 def allowed_host(value: str) -> str:
     if not HOST_NAME.fullmatch(value):
         raise argparse.ArgumentTypeError(
@@ -603,7 +763,58 @@ def http_options(args: argparse.Namespace, hosts: tuple[str, ...], origins: tupl
     return options
 
 
-async def serve(args: argparse.Namespace) -> None:
+def resource_of(args: argparse.Namespace) -> str:
+    """The resource a token must name: ``--auth-audience``, else ``--public-url`` + ``/mcp``, else the
+    endpoint as served (``http``, for WebSocket too; ``--port`` is set by then)."""
+    if args.auth_audience is not None:
+        return str(args.auth_audience)
+    if args.public_url is not None:
+        return f"{args.public_url}/mcp"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    return f"http://{host}:{args.port}/mcp"
+
+
+def authorization(args: argparse.Namespace) -> Authorization:
+    """``--auth-issuer``: JWT access tokens of that issuer (keys from its metadata) for :func:`resource_of`."""
+    from minimcp.auth.config import Authorization
+    from minimcp.auth.jwt import JWTVerifier
+
+    return Authorization(
+        JWTVerifier(args.auth_issuer),
+        resource=resource_of(args),
+        authorization_servers=[args.auth_issuer],
+        scopes_supported=SCOPES,
+        challenge_scopes=PERSON_SCOPES,
+        resource_name="Restaurant booking",
+    )
+
+
+async def start_sign_in(booking: BookingApp, args: argparse.Namespace) -> None:
+    """The pages' sign-in at ``--auth-issuer``, as its own client (registered now unless ``--page-client-id``)."""
+    from minimcp.auth.signin import PageSignIn
+
+    assert booking.pages_url is not None
+    sign_in = PageSignIn(
+        args.auth_issuer,
+        redirect_uri=f"{booking.pages_url}/callback",
+        client_id=args.page_client_id,
+        client_secret=args.page_client_secret,
+    )
+    await sign_in.start()
+    booking.sign_in = sign_in
+
+
+def free_port(host: str) -> int:
+    """A port free right now on ``host`` (for a resource URL that must be known before serving)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+async def serve(
+    args: argparse.Namespace, *, task_status: anyio.abc.TaskStatus[tuple[BookingApp, str]] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """Serve as ``args`` say; over ``http`` and ``ws``, ``task_status`` gets the app and the MCP endpoint's URL."""
     hosts, origins = allow_lists(allowed_names(args))
     shared = shared_options(args.redis)
     booking = build(elicitation_timeout=args.elicitation_timeout, allowed_hosts=hosts, allowed_origins=origins,
@@ -626,21 +837,37 @@ async def serve(args: argparse.Namespace) -> None:
             else:
                 booking.pages_url = f"http://{args.host}:{port}"
                 print(f"pages: {booking.pages_url}/", file=sys.stderr, flush=True)
-        if args.transport == "stdio":
-            await booking.server.serve_stdio()
-        elif args.transport == "http":
-            from minimcp import serve_http
+        auth: Authorization | None = None
+        if args.auth_issuer is not None:
+            if booking.pages_url is None:
+                raise SystemExit("--auth-issuer: the pages (which sign the person in) need minimcp[http]")
+            if args.port == 0 and args.auth_audience is None and args.public_url is None:
+                args.port = free_port(args.host)  # the resource names the port: choose it before serving
+            auth = authorization(args)
+            await start_sign_in(booking, args)
+            log.info("authorization on: tokens of %s for %s", args.auth_issuer, auth.resource)
+        try:
+            if args.transport == "stdio":
+                await booking.server.serve_stdio()
+            elif args.transport == "http":
+                from minimcp import serve_http
 
-            app = BookingHTTPApp(booking, **http_options(args, hosts, origins))
-            mcp_port = await tg.start(serve_http, app, args.host, args.port)
-            print(f"mcp: http://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
-            await anyio.sleep_forever()
-        else:
-            from minimcp import serve_websocket
+                app = BookingHTTPApp(booking, auth=auth, **http_options(args, hosts, origins))
+                mcp_port = await tg.start(serve_http, app, args.host, args.port)
+                print(f"mcp: http://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
+                task_status.started((booking, f"http://{args.host}:{mcp_port}/mcp"))
+                await anyio.sleep_forever()
+            else:
+                from minimcp import serve_websocket
 
-            mcp_port = await tg.start(serve_websocket, booking.server, args.host, args.port)
-            print(f"mcp: ws://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
-            await anyio.sleep_forever()
+                mcp_port = await tg.start(functools.partial(serve_websocket, auth=auth), booking.server, args.host, args.port)
+                print(f"mcp: ws://{args.host}:{mcp_port}/mcp", file=sys.stderr, flush=True)
+                task_status.started((booking, f"ws://{args.host}:{mcp_port}/mcp"))
+                await anyio.sleep_forever()
+        finally:
+            if booking.sign_in is not None:
+                with anyio.CancelScope(shield=True):
+                    await booking.sign_in.aclose()
         tg.cancel_scope.cancel()
 
 
@@ -658,7 +885,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="where clients reach the service; the pages are then served at URL/pages/ (http)")
     parser.add_argument("--allowed-host", type=allowed_host, action="append", default=[], metavar="HOST",
                         help="also accept this Host / Origin name (repeatable)")  # fmt: skip
+    parser.add_argument("--auth-issuer", type=issuer_url, metavar="URL",
+                        help="take access tokens of this authorization server (http, ws); the pages sign in there")
+    parser.add_argument("--auth-audience", type=public_url, metavar="URL",
+                        help="the resource a token must name (default: the MCP endpoint's URL)")
+    parser.add_argument("--page-client-id", metavar="ID", help="the pages' own OAuth client (else registered at start)")
+    parser.add_argument("--page-client-secret", metavar="SECRET", help="that client's secret, if it has one")
     args = parser.parse_args(argv)
+    if args.auth_issuer is None and (args.auth_audience or args.page_client_id or args.page_client_secret):
+        parser.error("--auth-audience, --page-client-id and --page-client-secret need --auth-issuer")
+    if args.auth_issuer is not None and args.transport == "stdio":
+        parser.error("--auth-issuer needs --transport http or ws (stdio never uses authorization)")
+    if args.page_client_secret is not None and args.page_client_id is None:
+        parser.error("--page-client-secret needs --page-client-id")
     if args.public_url is not None and args.transport != "http":
         parser.error("--public-url needs --transport http (the MCP app serves the pages under /pages/)")
     if args.worker_id is not None and args.transport != "http":
@@ -678,6 +917,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its request lines name sign-in URLs (codes)
     run_until_stopped(serve, args, backend=args.backend, what="the booking server", logger=log)
 
 

@@ -45,6 +45,8 @@ class Booking:
     party_size: int
     status: str  # "booked" | "deposit_pending"
     deposit_elicitation_id: str | None = None
+    #: Whose booking it is, ``(iss, sub)`` of the token that made it (``None``: no authorization).
+    owner: tuple[str, str] | None = None
 
 
 @dataclasses.dataclass
@@ -75,7 +77,13 @@ class BookingStore(Protocol):
         """The booking the tool call ``call_id`` made (in any round, replay, or worker), if any."""
 
     async def create(
-        self, call_id: str, day: datetime.date, party_size: int, status: str, deposit_id: str | None = None
+        self,
+        call_id: str,
+        day: datetime.date,
+        party_size: int,
+        status: str,
+        deposit_id: str | None = None,
+        owner: tuple[str, str] | None = None,
     ) -> Booking:
         """The call's booking: a new one (paying ``deposit_id`` books it at once), or the one it made already."""
 
@@ -139,12 +147,18 @@ class MemoryStore:
         return self.by_call.get(call_id)
 
     async def create(
-        self, call_id: str, day: datetime.date, party_size: int, status: str, deposit_id: str | None = None
+        self,
+        call_id: str,
+        day: datetime.date,
+        party_size: int,
+        status: str,
+        deposit_id: str | None = None,
+        owner: tuple[str, str] | None = None,
     ) -> Booking:
         made = self.by_call.get(call_id)
         if made is not None:
             return made
-        booking = Booking(new_booking_id(), day, party_size, status)
+        booking = Booking(new_booking_id(), day, party_size, status, owner=owner)
         while booking.booking_id in self.bookings:  # pragma: no cover - 128 random bits
             booking.booking_id = new_booking_id()
         if deposit_id is not None:
@@ -321,22 +335,29 @@ class RedisStore:
         if raw is None:
             return None
         data = json.loads(raw)
+        owner = data.get("owner")
         return Booking(booking_id, datetime.date.fromisoformat(data["date"]), data["party_size"],
-                       status or data["status"], data.get("deposit"))  # fmt: skip
+                       status or data["status"], data.get("deposit"), tuple(owner) if owner else None)  # fmt: skip
 
     async def of_call(self, call_id: str) -> Booking | None:
         booking_id = await self._do("get", f"{self.prefix}c:{call_id}")
         return None if booking_id is None else await self.find(booking_id)
 
     async def create(
-        self, call_id: str, day: datetime.date, party_size: int, status: str, deposit_id: str | None = None
+        self,
+        call_id: str,
+        day: datetime.date,
+        party_size: int,
+        status: str,
+        deposit_id: str | None = None,
+        owner: tuple[str, str] | None = None,
     ) -> Booking:
         made = await self.of_call(call_id)
         if made is not None:
             return made
         p = self.prefix
         record = json.dumps({"date": day.isoformat(), "party_size": party_size, "status": status,
-                             "deposit": deposit_id})  # fmt: skip
+                             "deposit": deposit_id, **({"owner": list(owner)} if owner else {})})  # fmt: skip
         booking_id = new_booking_id()
         while not await self._do("set", f"{p}b:{booking_id}", record, condition=self._nx):  # pragma: no cover
             booking_id = new_booking_id()  # 128 random bits: never in practice, but never two owners either
@@ -353,7 +374,7 @@ class RedisStore:
             if await self._do("get", f"{p}dp:{deposit_id}"):
                 await self._do("set", f"{p}bs:{booking_id}", "booked")
                 status = "booked"
-        return Booking(booking_id, day, party_size, status, deposit_id)
+        return Booking(booking_id, day, party_size, status, deposit_id, owner)
 
     async def open_deposit(self, eid: str, day: datetime.date, party_size: int, expires_at: float | None) -> Deposit:
         record = json.dumps({"date": day.isoformat(), "party_size": party_size})

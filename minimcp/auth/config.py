@@ -62,6 +62,9 @@ class Authorization:
             ``authorization_servers``; at least one).
         scopes_supported: The scopes this server knows (published in its metadata).
         required_scopes: Scopes every request needs, whatever it asks for (challenged in ``401``s).
+        challenge_scopes: The scopes a ``401`` asks a client to get (``scope=``; MCP clients ask for
+            exactly these): default ``required_scopes``, else ``scopes_supported``. Give them when the
+            supported scopes include some a person's client should not ask for (a provider's, say).
         resource_name: A name for people, published in the metadata.
         hide_unpermitted: ``tools/list`` (and the prompt and resource lists) leave out what the
             caller's scopes do not allow.
@@ -76,6 +79,7 @@ class Authorization:
         authorization_servers: Sequence[str],
         scopes_supported: Sequence[str] = (),
         required_scopes: Sequence[str] = (),
+        challenge_scopes: Sequence[str] = (),
         resource_name: str | None = None,
         hide_unpermitted: bool = True,
         max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
@@ -87,6 +91,7 @@ class Authorization:
         self.authorization_servers = tuple(authorization_servers)
         self.scopes_supported = tuple(scopes_supported)
         self.required_scopes = frozenset(required_scopes)
+        self.challenge_scopes = frozenset(challenge_scopes or required_scopes or scopes_supported)
         self.resource_name = resource_name
         self.hide_unpermitted = hide_unpermitted
         self.max_token_bytes = max_token_bytes

@@ -49,11 +49,11 @@ def _quoted(value: str) -> str:
 
 def challenge(auth: Authorization, refused: TokenRefused | None = None, scopes: Collection[str] = ()) -> str:
     """A ``WWW-Authenticate`` value: ``Bearer resource_metadata="…"``, the scopes the request needs
-    (``scope="…"``: ``scopes``, else the server's required and supported ones), and, for a refused
+    (``scope="…"``: ``scopes``, else the server's ``challenge_scopes``), and, for a refused
     token, ``error="invalid_token"`` with the refusal's description (a missing token gets no error,
     RFC 6750 §3.1). ``refused`` None with ``scopes``: ``error="insufficient_scope"`` (a ``403``).
     """
-    needed = sorted(scopes) if scopes else sorted(auth.required_scopes or auth.scopes_supported)
+    needed = sorted(scopes or auth.challenge_scopes)
     parts = [f"resource_metadata={_quoted(metadata_url(auth))}"]
     if needed:
         parts.append(f"scope={_quoted(' '.join(needed))}")

@@ -27,6 +27,7 @@ from minimcp.transports.websocket import (
     SUBPROTOCOL,
     WebSocketTransport,
     read_handshake,
+    redacted_log,
     running,
     websocket_client,
     write_now,
@@ -182,6 +183,7 @@ async def serve_websocket(
                     subprotocols=[MCP],
                     select_subprotocol=_select_subprotocol,
                     max_size=limits.max_message_bytes,
+                    logger=redacted_log("websockets.server"),  # a bearer token never reaches a log line
                 )
                 events: list[object] = []
                 with anyio.move_on_after(handshake_timeout) as slot.scope:
@@ -347,6 +349,7 @@ class _Slot:
         self.peer.started(value)
         if value is not None and self.principal is not None and self.auth is not None:
             value.principal = self.principal
+            value.hide_unpermitted = self.auth.hide_unpermitted  # tools/list as the HTTP app shows it
             value.session.dispatcher = _ScopeCheck(value, self.principal, self.auth)
 
 

@@ -93,6 +93,22 @@ SUBPROTOCOL = "mcp"
 
 _MCP = Subprotocol(SUBPROTOCOL)
 _CHUNK = 65536
+#: Handshake headers whose values never reach a log line (websockets logs every header at DEBUG).
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+
+
+class RedactedLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """The websockets core's logger (same name), with the values of credential headers left out."""
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: typing.Any) -> None:
+        if len(args) == 2 and isinstance(args[0], str) and args[0].lower() in _SECRET_HEADERS:
+            args = (args[0], "[redacted]")
+        super().log(level, msg, *args, **kwargs)
+
+
+def redacted_log(name: str) -> RedactedLog:
+    """The logger ``name`` (``websockets.client`` / ``websockets.server``), redacting credentials."""
+    return RedactedLog(logging.getLogger(name), {})
 
 
 class Watched(typing.Protocol):
@@ -551,7 +567,9 @@ async def websocket_client(
         else:
             stream = await anyio.connect_tcp(uri.host, uri.port)
         try:
-            protocol = ClientProtocol(uri, subprotocols=[_MCP], max_size=limits.max_message_bytes)
+            protocol = ClientProtocol(
+                uri, subprotocols=[_MCP], max_size=limits.max_message_bytes, logger=redacted_log("websockets.client")
+            )
             request = protocol.connect()
             for name, value in (headers or {}).items():
                 request.headers[name] = value
