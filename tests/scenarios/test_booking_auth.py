@@ -10,6 +10,7 @@ static bearer header. The pages' sign-in is NanoIDP's persona picker, submitted 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import pathlib
 import sys
@@ -34,6 +35,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples")
 
 import booking
 
+BOOKING = pathlib.Path(booking.__file__)
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
 
 READ, WRITE, CONFIRM = "bookings:read", "bookings:write", "deposits:confirm"
@@ -136,7 +138,7 @@ async def browsers(server: NanoIDP, count: int) -> AsyncIterator[list[Browser]]:
 
 
 def page_steps(
-    served: Served, seen: list[str], check: Callable[[str], Awaitable[None]]
+    seen: list[str], check: Callable[[str], Awaitable[None]]
 ) -> Callable[[UrlElicitationRequest], Awaitable[Any]]:
     """A URL handler that records the page and runs ``check`` on it (the people's browsers) before accepting."""
 
@@ -146,6 +148,13 @@ def page_steps(
         return Accepted(None)
 
     return handler
+
+
+def connected(served: Served, transport: str, era: str, token: str, **options: Any) -> Any:
+    """The minimcp client of ``served`` with ``token`` as its bearer header (HTTP on ``era``, or WebSocket)."""
+    if transport == "http":
+        return connect_http(served.url, headers=bearer(token), era=era, **options)
+    return connect_websocket(served.url, headers=bearer(token), **options)
 
 
 # --- discovery and refusals -----------------------------------------------------------------------
@@ -245,14 +254,12 @@ async def test_a_booking_is_its_persons_and_another_person_sees_an_unknown_id(
 ) -> None:
     async with serving(nanoidp, transport) as served:
         alice, bob = await served.token("alice", PERSON), await served.token("bob", PERSON)
-        connect = connect_http if transport == "http" else connect_websocket
-        options: dict[str, Any] = {"era": era} if transport == "http" else {}
-        async with connect(served.url, headers=bearer(alice), **options) as client:
+        async with connected(served, transport, era, alice) as client:
             made = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 2})
             booking_id = structured(made)["booking_id"]
             mine = await client.call_tool("booking_status", {"booking_id": booking_id})
             assert structured(mine)["status"] == "booked"
-        async with connect(served.url, headers=bearer(bob), **options) as client:
+        async with connected(served, transport, era, bob) as client:
             theirs = await client.call_tool("booking_status", {"booking_id": booking_id})
             unknown = await client.call_tool("booking_status", {"booking_id": "no-such-booking-id"})
             assert theirs.is_error and unknown.is_error
@@ -341,10 +348,7 @@ async def test_the_deposit_page_signs_in_and_serves_only_its_person(
             assert paid.status_code == 200 and "Deposit paid" in paid.text and deposit_paid()
 
         seen: list[str] = []
-        connect = connect_http if transport == "http" else connect_websocket
-        options: dict[str, Any] = {"era": era} if transport == "http" else {}
-        handler = page_steps(served, seen, people_at_the_page)
-        async with connect(served.url, headers=bearer(alice), url_handler=handler, **options) as client:
+        async with connected(served, transport, era, alice, url_handler=page_steps(seen, people_at_the_page)) as client:
             result = await client.call_tool("book_table", {"date": "2025-12-26", "party_size": 8})
             assert structured(result)["status"] == "booked", result  # paid on the page, then accepted
             assert "/deposit/" in seen[0]
@@ -355,6 +359,30 @@ async def test_the_deposit_page_signs_in_and_serves_only_its_person(
         if transport == "ws":  # the websockets core logs every handshake header at DEBUG: credentials redacted
             assert "websockets.client: > Authorization: [redacted]" in lines
             assert "websockets.server: < Authorization: [redacted]" in lines
+
+
+async def test_the_providers_client_confirms_any_persons_deposit_and_the_person_is_told(nanoidp: NanoIDP) -> None:
+    async with serving(nanoidp) as served:
+        alice, provider = await served.token("alice", PERSON), await served.token("bob", [CONFIRM])
+
+        async def later(url: str) -> None:
+            pass  # the person agrees to open the page; the provider reports the payment
+
+        async with connected(served, "http", "legacy", alice, url_handler=page_steps([], later)) as client:
+            made = await client.call_tool("book_table", {"date": "2025-12-26", "party_size": 8})
+            assert structured(made)["status"] == "deposit_pending"
+            arguments = {"booking_id": structured(made)["booking_id"]}
+            with pytest.raises(McpError, match="deposits:confirm"):  # a person's ordinary token: 403
+                await client.call_tool("confirm_deposit", arguments)
+            assert structured(await client.call_tool("booking_status", arguments))["status"] == "deposit_pending"
+            async with connected(served, "http", "legacy", provider) as payments:
+                confirmed = await payments.call_tool("confirm_deposit", arguments)
+                assert structured(confirmed)["status"] == "booked"
+                with pytest.raises(McpError, match="bookings:read"):  # the provider's token reads nothing
+                    await payments.call_tool("booking_status", arguments)
+            with anyio.fail_after(WAIT):
+                await client.wait_elicitation_complete(structured(made)["elicitation_id"])
+            assert structured(await client.call_tool("booking_status", arguments))["status"] == "booked"
 
 
 async def test_a_callback_not_started_in_this_browser_is_refused(nanoidp: NanoIDP) -> None:
@@ -389,10 +417,7 @@ async def test_the_calendar_page_signs_in_and_serves_only_its_person(
             assert done.status_code == 200 and "authorized" in done.text
 
         seen: list[str] = []
-        connect = connect_http if transport == "http" else connect_websocket
-        options: dict[str, Any] = {"era": era} if transport == "http" else {}
-        handler = page_steps(served, seen, people_at_the_page)
-        async with connect(served.url, headers=bearer(alice), url_handler=handler, **options) as client:
+        async with connected(served, transport, era, alice, url_handler=page_steps(seen, people_at_the_page)) as client:
             made = await client.call_tool("book_table", {"date": "2025-12-24", "party_size": 2})
             arguments = {"booking_id": structured(made)["booking_id"]}
             if era == "modern":
@@ -401,6 +426,47 @@ async def test_the_calendar_page_signs_in_and_serves_only_its_person(
                 added = await client.call_tool_with_consent("add_to_calendar", arguments, completion_timeout=WAIT)
             assert structured(added)["status"] == "added", added
             assert len(seen) == 1 and "/authorize/" in seen[0]
+
+
+async def test_the_program_started_with_auth_issuer_logs_no_token_nor_code(
+    nanoidp: NanoIDP, tmp_path: pathlib.Path
+) -> None:
+    """The real command line and logging set-up (INFO on stderr): a session, a refusal, a page sign-in."""
+    port = idp.free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    log_file = tmp_path / "stderr.txt"
+    argv = [sys.executable, str(BOOKING), "--transport", "http", "--port", str(port), "--auth-issuer", nanoidp.issuer]
+    with log_file.open("wb") as sink:
+        process = await anyio.open_process(argv, stdin=None, stdout=None, stderr=sink)
+    try:
+        for _ in range(WAIT * 20):  # its stderr announces the endpoint once it serves
+            if "mcp: " in log_file.read_text():
+                break
+            await anyio.sleep(0.05)
+        pages = log_file.read_text().split("pages: ", 1)[1].split()[0].rstrip("/")
+        got = [await anyio.to_thread.run_sync(functools.partial(nanoidp.token_for, u, PERSON, resource))
+               for u in ("alice", "bob")]  # fmt: skip
+        tokens = [tokens_of.access_token for tokens_of in got]
+        async with httpx.AsyncClient(timeout=30) as http, browsers(nanoidp, 1) as (browser,):
+            base = {"accept": JSON_SSE, "content-type": "application/json"}
+            init = body(1, "initialize", {"protocolVersion": V_LEGACY, "capabilities": {},
+                                          "clientInfo": {"name": "t", "version": "0"}}, envelope=False)  # fmt: skip
+            opened = await http.post(resource, json=init, headers={**base, **bearer(tokens[0])})
+            assert opened.status_code == 200, opened.text
+            session = {**base, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": V_LEGACY}
+            assert (await http.post(resource, json=init, headers={**session, **bearer(tokens[1])})).status_code == 404
+            assert (await http.post(resource, json=init, headers={**base, **bearer(tokens[0][:-4])})).status_code == 401
+            went = await browser.open(f"{pages}/deposit/unknown-deposit")
+            back = await anyio.to_thread.run_sync(nanoidp.sign_in_at, went.headers["location"], "alice")
+            assert (await browser.http.get(back)).status_code == 303
+            code = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(back).query))["code"]
+    finally:
+        process.terminate()
+        with anyio.fail_after(WAIT):
+            await process.wait()
+    logged = log_file.read_text()
+    assert "authorization on: tokens of" in logged
+    assert not [secret for secret in (*tokens, code) if secret in logged], logged[-2000:]
 
 
 def test_the_command_line_checks_the_authorization_options(capsys: pytest.CaptureFixture[str]) -> None:

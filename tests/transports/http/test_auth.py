@@ -332,6 +332,18 @@ async def test_required_scopes_are_challenged_in_401_and_refused_with_403_on_any
         assert text_of(await bob.call(call(1, "public"))) == "open"
 
 
+async def test_challenge_scopes_are_what_a_401_asks_for_and_the_metadata_still_lists_every_scope() -> None:
+    server, _ = build()
+    person_scopes = ["bookings:read", "bookings:write"]
+    auth = authorization(tokens(), scopes_supported=ALL_SCOPES, challenge_scopes=person_scopes)
+    async with serving(server, auth=auth) as (url, _app), client() as http:
+        missing = await Bearer(http, url, None).post(initialize_request())
+        assert missing.status_code == 401 and challenge_of(missing)["scope"] == "bookings:read bookings:write"
+        document = (await http.get(url.removesuffix("/mcp") + PRM_PATH)).json()
+        assert document["scopes_supported"] == list(ALL_SCOPES)
+    assert authorization(tokens(), scopes_supported=ALL_SCOPES).challenge_scopes == frozenset(ALL_SCOPES)  # default
+
+
 @pytest.mark.parametrize("hide", [True, False])
 async def test_lists_hide_what_the_callers_scopes_do_not_allow(hide: bool) -> None:
     server, _ = build()
