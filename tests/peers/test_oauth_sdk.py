@@ -10,6 +10,10 @@ Our ``401`` names every scope the server supports (no ``required_scopes``): the 
 for the scopes of that first challenge, and NanoIDP (RFC 7591 lets it) refuses a later authorization for
 more (``invalid_scope``), so a step-up on our ``403`` would need a client registered for more; the SDK
 does not register again. That is between the SDK and the authorization server, not our server's answer.
+
+The same client then books a table on the booking example (``examples/booking.py --auth-issuer``, as its
+command line starts it): the date is full, the tool asks the person (a form), the SDK's elicitation
+callback takes the proposed date, and the booking is alice's.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pytest
 
 from tests.helpers import nanoidp as idp
 from tests.helpers.auth_e2e import READ, TIMEOUT, WRITE, Deployment, build
+from tests.helpers.booking_auth import booking_behind
 from tests.helpers.http import httpx
 from tests.helpers.nanoidp import NanoIDP, free_port
 
@@ -129,3 +134,46 @@ async def test_the_official_client_signs_alice_in_and_calls_a_tool_as_alice(nano
             assert text(await client.call_tool("book", {"room": "1"})) == "alice booked 1 for Al"
             assert len(person.authorization_urls) == 1  # one sign-in, one token for both calls
     assert ran.events == ["whoami", "book 1", "booked 1"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_official_client_signs_alice_in_and_books_a_table_on_the_booking_example(
+    nanoidp: NanoIDP, mode: str
+) -> None:
+    person, storage = HeadlessPerson("alice"), Memory()
+    asked: list[str] = []
+
+    async def take_the_proposed_date(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        proposed = params.requested_schema["properties"]["date"]["default"]
+        return mcp.types.ElicitResult(action="accept", content={"accept_alternative": True, "date": proposed})
+
+    with anyio.fail_after(TIMEOUT * 2):
+        async with booking_behind(nanoidp) as (app, url):
+            async with (
+                httpx2.AsyncClient(auth=provider(url, person, storage), timeout=20) as http,
+                mcp.Client(
+                    sdk_http.streamable_http_client(url, http_client=http),
+                    mode=mode,
+                    elicitation_callback=take_the_proposed_date,
+                ) as client,
+            ):
+                tools = {tool.name for tool in (await client.list_tools()).tools}
+                assert tools == {"book_table", "booking_status", "add_to_calendar"}  # not the provider's tool
+                made = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
+                assert not made.is_error, made
+                booked = made.structured_content
+                assert booked is not None
+                assert (booked["status"], booked["date"]) == ("booked", "2025-12-26")
+                status = await client.call_tool("booking_status", {"booking_id": booked["booking_id"]})
+                assert status.structured_content is not None and status.structured_content["status"] == "booked"
+            (first,) = person.authorization_urls  # one sign-in for the whole booking
+            query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(first).query))
+            assert query["resource"] == url and query["code_challenge_method"] == "S256"
+            # our 401's challenge (what a person needs); the SDK adds offline_access, which NanoIDP offers
+            assert set(query["scope"].split()) - {"offline_access"} == {READ, WRITE}
+            (question,) = asked
+            assert question.startswith("2025-12-25 is fully booked")
+            (stored,) = app.memory.bookings.values()
+            assert stored.owner == (nanoidp.issuer, "alice")
+            assert stored.booking_id == booked["booking_id"]
