@@ -320,7 +320,10 @@ class BookingApp:
                     )
                 if self.pages_url is None:
                     raise ToolError("Calendar authorization pages are not available (install minimcp[http]).")
-                eid = await self.store.pending_authorization(conn)
+                # With authorization on, the session's page is bound to its person (ctx.url_step_id: any
+                # worker sharing the state keys can check who may complete it); without, a random id.
+                bound = ctx.url_step_id("auth") if ctx.auth is not None else None
+                eid = await self.store.pending_authorization(conn, bound)
                 url = self.page_url("authorize", eid)
                 assert url is not None
                 step = ctx.url_elicitation(

@@ -99,8 +99,9 @@ class BookingStore(Protocol):
 
     async def authorized(self, conn: object) -> bool: ...
 
-    async def pending_authorization(self, conn: object) -> str:
-        """The session's one authorization page waiting to be completed (made on first use)."""
+    async def pending_authorization(self, conn: object, eid: str | None = None) -> str:
+        """The session's one authorization page waiting to be completed, made on first use: as ``eid``
+        when given (a step id bound to the session's person), else with a random id."""
 
     async def wait_authorization(self, eid: str) -> None:
         """A 2026-07-28 call waits on authorization page ``eid`` (no session)."""
@@ -215,11 +216,12 @@ class MemoryStore:
     async def authorized(self, conn: object) -> bool:
         return conn in self.authorized_sessions
 
-    async def pending_authorization(self, conn: object) -> str:
-        eid = self._pending_authorization.get(conn)
-        if eid is None:
-            eid = self._pending_authorization[conn] = secrets.token_urlsafe(18)
-            self.remember_authorization(eid, conn)
+    async def pending_authorization(self, conn: object, eid: str | None = None) -> str:
+        pending = self._pending_authorization.get(conn)
+        if pending is not None:
+            return pending
+        eid = self._pending_authorization[conn] = eid or secrets.token_urlsafe(18)
+        self.remember_authorization(eid, conn)
         return eid
 
     async def wait_authorization(self, eid: str) -> None:
@@ -426,11 +428,12 @@ class RedisStore:
         token = self._tokens.get(conn)
         return token is not None and bool(await self._do("exists", [f"{self.prefix}az:{token}"]))
 
-    async def pending_authorization(self, conn: object) -> str:
-        eid = self._pending.get(conn)
-        if eid is None or not await self.authorization_pending(eid):
-            eid = self._pending[conn] = secrets.token_urlsafe(18)
-            await self._do("set", f"{self.prefix}a:{eid}", self._token(conn), px=self._px())
+    async def pending_authorization(self, conn: object, eid: str | None = None) -> str:
+        pending = self._pending.get(conn)
+        if pending is not None and await self.authorization_pending(pending):
+            return pending
+        eid = self._pending[conn] = eid or secrets.token_urlsafe(18)
+        await self._do("set", f"{self.prefix}a:{eid}", self._token(conn), px=self._px())
         return eid
 
     async def wait_authorization(self, eid: str) -> None:
