@@ -1,25 +1,29 @@
 """Processes of the tests of several workers: Debian's haproxy and nginx installed on first use, configs, stopping.
 
-Shared by ``tests/scaleout/test_scaleout.py`` (three booking workers) and ``test_scaleout_auth.py`` (two
-authorizing workers): ``deploy/``'s configs take the workers' ports in place of their placeholders.
+Shared by ``tests/scaleout/test_scaleout.py`` (three booking workers), ``test_scaleout_auth.py`` (two
+authorizing workers) and ``tests/scenarios/test_booking_auth_workers.py`` (two booking workers with
+``--auth-issuer``): ``deploy/``'s configs take the workers' ports in place of their placeholders.
 """
 
 from __future__ import annotations
 
 import contextlib
+import pathlib
 import re
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import pytest
 
 from tests.helpers.chromium import ChromiumUnavailable, ensure_installed
+from tests.helpers.redis_server import RedisProcess, free_port
 
 WAIT = 30  # seconds: generous bounds on a busy machine
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def binary(package: str, name: str) -> str:
@@ -78,3 +82,67 @@ def stopped_at_end() -> Iterator[dict[str, Any]]:
     finally:
         for thing in made.values():
             thing.stop()
+
+
+class TwoWorkers:
+    """Redis, two worker processes (w1, w2) and haproxy in front of them (``deploy/haproxy.cfg`` cut to two),
+    each on a free loopback port; :meth:`launch` starts them all, :meth:`stop` stops them all."""
+
+    def __init__(self, tmp: pathlib.Path) -> None:
+        self.tmp = tmp
+        self.redis = RedisProcess()
+        self.front = free_port()
+        self.ports = [free_port(), free_port()]
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def public(self) -> str:
+        """Where clients reach the service: haproxy (every worker's ``--public-url``)."""
+        return f"http://127.0.0.1:{self.front}"
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint at the balancer."""
+        return self.public + "/mcp"
+
+    def base(self, n: int) -> str:
+        return f"http://127.0.0.1:{self.ports[n]}"
+
+    def worker_url(self, n: int) -> str:
+        return self.base(n) + "/mcp"
+
+    def log(self, n: int) -> str:
+        """Worker ``n``'s stderr so far."""
+        return (self.tmp / f"w{n + 1}.log").read_text(errors="replace")
+
+    def on_worker(self, url: str, n: int) -> str:
+        """``url`` (at the balancer) sent to worker ``n`` instead, as a balancer might."""
+        assert url.startswith(self.public + "/"), url
+        return self.base(n) + url[len(self.public) :]
+
+    def launch(self, argv_of: Callable[[int], list[str]], env: dict[str, str]) -> None:
+        """Start Redis, worker ``n`` as ``argv_of(n)`` (from the repository, with ``env``) until it announces
+        ``mcp: http://…``, then haproxy."""
+        self.redis.start()
+        for n in range(2):
+            with (self.tmp / f"w{n + 1}.log").open("ab") as log:
+                self.processes.append(subprocess.Popen(argv_of(n), cwd=ROOT, stdin=subprocess.DEVNULL,
+                                                       stdout=subprocess.DEVNULL, stderr=log, env=env))  # fmt: skip
+        for n in range(2):
+            deadline = time.monotonic() + 60
+            while "mcp: http://" not in self.log(n):
+                assert self.processes[n].poll() is None, f"worker w{n + 1} exited:\n{self.log(n)}"
+                assert time.monotonic() < deadline, f"worker w{n + 1} did not start:\n{self.log(n)}"
+                time.sleep(0.05)
+        config = self.tmp / "haproxy.cfg"
+        config.write_text(render((ROOT / "deploy" / "haproxy.cfg").read_text(), self.front, self.ports))
+        with (self.tmp / "haproxy.log").open("ab") as log:
+            balancer = subprocess.Popen([binary("haproxy", "haproxy"), "-db", "-f", str(config)],
+                                        stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
+        self.processes.append(balancer)
+        wait_listening(self.front, balancer, "haproxy")
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            stop(process)
+        self.redis.stop()

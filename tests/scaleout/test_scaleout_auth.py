@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import os
 import pathlib
-import subprocess
 import sys
-import time
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -31,11 +29,10 @@ import pytest
 import minimcp
 from minimcp import Accepted, connect_http
 from tests.helpers import nanoidp as idp
-from tests.helpers.balancer import binary, render, stop, stopped_at_end, wait_listening
+from tests.helpers.balancer import TwoWorkers, stopped_at_end
 from tests.helpers.http import Raw, req
 from tests.helpers.http_modern import Modern, accept, input_required
 from tests.helpers.nanoidp import NanoIDP
-from tests.helpers.redis_server import RedisProcess, free_port
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("jwt", reason="the auth extra (pyjwt) is not installed")
@@ -49,64 +46,22 @@ WAIT = 30  # seconds: generous bounds on a busy machine
 SCOPE = "bookings:write"
 
 
-class Cluster:
+class Cluster(TwoWorkers):
     """Redis, two authorizing workers (w1, w2) on ``backend`` and haproxy in front; all tracked."""
 
     def __init__(self, backend: str, tmp: pathlib.Path, idp: NanoIDP) -> None:
-        self.backend, self.tmp, self.idp = backend, tmp, idp
-        self.redis = RedisProcess()
-        self.front = free_port()
-        self.ports = [free_port(), free_port()]
-        self.processes: list[subprocess.Popen[bytes]] = []
-
-    @property
-    def public(self) -> str:
-        return f"http://127.0.0.1:{self.front}"
-
-    @property
-    def url(self) -> str:
-        return self.public + "/mcp"
-
-    def base(self, n: int) -> str:
-        return f"http://127.0.0.1:{self.ports[n]}"
-
-    def worker_url(self, n: int) -> str:
-        return self.base(n) + "/mcp"
-
-    def log(self, n: int) -> str:
-        return (self.tmp / f"w{n + 1}.log").read_text(errors="replace")
+        super().__init__(tmp)
+        self.backend, self.idp = backend, idp
 
     def start(self) -> None:
-        self.redis.start()
         page_client = self.idp.register_client(self.public + "/pages/callback", confidential=True, scopes=["openid"])
         assert page_client.client_secret is not None
+        secret = page_client.client_secret
         env = {**os.environ, "MINIMCP_STATE_KEYS": KEYS, "PYTHONPATH": str(ROOT)}
-        for n, port in enumerate(self.ports):
-            argv = [sys.executable, "-m", "tests.helpers.auth_worker", "--port", str(port), "--redis", self.redis.url,
-                    "--worker-id", f"w{n + 1}", "--public-url", self.public, "--issuer", self.idp.issuer,
-                    "--client-id", page_client.client_id, "--client-secret", page_client.client_secret,
-                    "--backend", self.backend]  # fmt: skip
-            with (self.tmp / f"w{n + 1}.log").open("ab") as log:
-                self.processes.append(subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
-                                                       stdout=subprocess.DEVNULL, stderr=log, env=env))  # fmt: skip
-        for n in range(2):
-            deadline = time.monotonic() + 60
-            while "mcp: http://" not in self.log(n):
-                assert self.processes[n].poll() is None, f"worker w{n + 1} exited:\n{self.log(n)}"
-                assert time.monotonic() < deadline, f"worker w{n + 1} did not start:\n{self.log(n)}"
-                time.sleep(0.05)
-        config = self.tmp / "haproxy.cfg"
-        config.write_text(render((ROOT / "deploy" / "haproxy.cfg").read_text(), self.front, self.ports))
-        with (self.tmp / "haproxy.log").open("ab") as log:
-            balancer = subprocess.Popen([binary("haproxy", "haproxy"), "-db", "-f", str(config)],
-                                        stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
-        self.processes.append(balancer)
-        wait_listening(self.front, balancer, "haproxy")
-
-    def stop(self) -> None:
-        for process in reversed(self.processes):
-            stop(process)
-        self.redis.stop()
+        self.launch(lambda n: [sys.executable, "-m", "tests.helpers.auth_worker", "--port", str(self.ports[n]),
+                               "--redis", self.redis.url, "--worker-id", f"w{n + 1}", "--public-url", self.public,
+                               "--issuer", self.idp.issuer, "--client-id", page_client.client_id,
+                               "--client-secret", secret, "--backend", self.backend], env)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -161,12 +116,6 @@ async def wait_for(cluster: Cluster, text: str, at_least: int) -> None:
     with anyio.fail_after(WAIT):
         while count(cluster, text) < at_least:  # noqa: ASYNC110 - the workers' logs, written by other processes
             await anyio.sleep(0.05)
-
-
-def on_worker(url: str, cluster: Cluster, n: int) -> str:
-    """``url`` (at the balancer) sent to worker ``n`` instead, as a balancer might."""
-    assert url.startswith(cluster.public + "/"), url
-    return cluster.base(n) + url[len(cluster.public) :]
 
 
 async def signed_in_callback(cluster: Cluster, http: Any, page: str, user: str) -> str:
@@ -269,13 +218,13 @@ async def test_a_url_step_made_for_alice_on_w1_is_refused_to_bob_from_w2_and_com
             [page] = asked
             assert page == f"{cluster.public}/pages/step/{step_id}" and "~" in step_id  # bound to alice
 
-            callback = await signed_in_callback(cluster, browser, on_worker(page, cluster, 1), "bob")
-            refused = await browser.get(on_worker(callback, cluster, 1))
+            callback = await signed_in_callback(cluster, browser, cluster.on_worker(page, 1), "bob")
+            refused = await browser.get(cluster.on_worker(callback, 1))
             assert refused.status_code == 403 and refused.text == "this step is not for bob", refused.text
 
             # alice opens the page on w1 and the sign-in's callback reaches w2, which completes the step.
-            callback = await signed_in_callback(cluster, browser, on_worker(page, cluster, 0), "alice")
-            done = await browser.get(on_worker(callback, cluster, 1))
+            callback = await signed_in_callback(cluster, browser, cluster.on_worker(page, 0), "alice")
+            done = await browser.get(cluster.on_worker(callback, 1))
             assert done.status_code == 200 and done.text == "completed for alice", done.text
             with anyio.fail_after(WAIT):
                 while not completed:  # noqa: ASYNC110 - filled by the client's reader
@@ -293,12 +242,12 @@ async def test_a_page_sign_in_begun_on_w1_finishes_on_w2_and_a_replay_is_refused
             callback = await signed_in_callback(cluster, browser, cluster.base(0) + "/pages/signin", "alice")
             state = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(callback).query))["state"]
             assert state.startswith("s1.")  # the sign-in travels in it (nothing kept on w1)
-            done = await browser.get(on_worker(callback, cluster, 1))
+            done = await browser.get(cluster.on_worker(callback, 1))
             assert done.status_code == 200 and done.text == "signed in: alice", done.text
             for n in (1, 0):
-                replayed = await browser.get(on_worker(callback, cluster, n))
+                replayed = await browser.get(cluster.on_worker(callback, n))
                 assert replayed.status_code == 400 and replayed.text == "sign-in refused: state", (n, replayed.text)
             # A state altered on its way (another return page) is refused before the store is asked.
             forged = callback.replace(state, state.replace(state.split(".")[3], "L3BhZ2VzL290aGVy"))
-            assert (await browser.get(on_worker(forged, cluster, 1))).status_code == 400
+            assert (await browser.get(cluster.on_worker(forged, 1))).status_code == 400
             assert count(cluster, "sign-in refused: state") >= 3

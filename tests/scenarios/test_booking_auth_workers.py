@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import os
 import pathlib
-import subprocess
 import sys
-import time
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -26,9 +24,8 @@ import pytest
 
 from minimcp import Accepted, UrlElicitationRequest, UrlElicitationRequired, connect_http
 from tests.helpers import nanoidp as idp
-from tests.helpers.balancer import binary, render, stop, stopped_at_end, wait_listening
+from tests.helpers.balancer import TwoWorkers, stopped_at_end
 from tests.helpers.nanoidp import NanoIDP
-from tests.helpers.redis_server import RedisProcess, free_port
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("jwt", reason="the auth extra (pyjwt) is not installed")
@@ -36,71 +33,29 @@ pytest.importorskip("coredis", reason="the redis extra (coredis) is not installe
 
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BOOKING = ROOT / "examples" / "booking.py"
+BOOKING = pathlib.Path(__file__).resolve().parents[2] / "examples" / "booking.py"
 KEYS = "c3" * 32  # one state key shared by both workers
 WAIT = 30  # seconds: generous bounds on a busy machine
 PERSON = ["bookings:read", "bookings:write"]
 
 
-class Cluster:
+class Cluster(TwoWorkers):
     """Redis, two booking workers (w1, w2) with ``--auth-issuer`` on ``backend``, haproxy in front; all tracked."""
 
     def __init__(self, backend: str, tmp: pathlib.Path, server: NanoIDP) -> None:
-        self.backend, self.tmp, self.idp = backend, tmp, server
-        self.redis = RedisProcess()
-        self.front = free_port()
-        self.ports = [free_port(), free_port()]
-        self.processes: list[subprocess.Popen[bytes]] = []
-
-    @property
-    def public(self) -> str:
-        return f"http://127.0.0.1:{self.front}"
-
-    @property
-    def url(self) -> str:
-        """The MCP endpoint at the balancer: the resource every worker's tokens must name."""
-        return self.public + "/mcp"
-
-    def log(self, n: int) -> str:
-        return (self.tmp / f"w{n + 1}.log").read_text(errors="replace")
+        super().__init__(tmp)
+        self.backend, self.idp = backend, server
 
     def start(self) -> None:
-        self.redis.start()
+        """The workers' tokens must name the balancer's MCP URL (``--public-url`` + ``/mcp``); one page client."""
         page_client = self.idp.register_client(self.public + "/pages/callback", confidential=True, scopes=["openid"])
         assert page_client.client_secret is not None
-        env = {**os.environ, "MINIMCP_STATE_KEYS": KEYS}
-        for n, port in enumerate(self.ports):
-            argv = [sys.executable, str(BOOKING), "--transport", "http", "--port", str(port), "--redis", self.redis.url,
-                    "--worker-id", f"w{n + 1}", "--public-url", self.public, "--auth-issuer", self.idp.issuer,
-                    "--page-client-id", page_client.client_id, "--page-client-secret", page_client.client_secret,
-                    "--backend", self.backend, "--elicitation-timeout", "60"]  # fmt: skip
-            with (self.tmp / f"w{n + 1}.log").open("ab") as log:
-                self.processes.append(subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
-                                                       stdout=subprocess.DEVNULL, stderr=log, env=env))  # fmt: skip
-        for n in range(2):
-            deadline = time.monotonic() + 60
-            while "mcp: http://" not in self.log(n):
-                assert self.processes[n].poll() is None, f"worker w{n + 1} exited:\n{self.log(n)}"
-                assert time.monotonic() < deadline, f"worker w{n + 1} did not start:\n{self.log(n)}"
-                time.sleep(0.05)
-        config = self.tmp / "haproxy.cfg"
-        config.write_text(render((ROOT / "deploy" / "haproxy.cfg").read_text(), self.front, self.ports))
-        with (self.tmp / "haproxy.log").open("ab") as log:
-            balancer = subprocess.Popen([binary("haproxy", "haproxy"), "-db", "-f", str(config)],
-                                        stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
-        self.processes.append(balancer)
-        wait_listening(self.front, balancer, "haproxy")
-
-    def stop(self) -> None:
-        for process in reversed(self.processes):
-            stop(process)
-        self.redis.stop()
-
-    def on_worker(self, url: str, n: int) -> str:
-        """``url`` (at the balancer) sent to worker ``n`` instead, as a balancer may send a browser."""
-        assert url.startswith(self.public + "/"), url
-        return f"http://127.0.0.1:{self.ports[n]}" + url[len(self.public) :]
+        secret = page_client.client_secret
+        self.launch(lambda n: [sys.executable, str(BOOKING), "--transport", "http", "--port", str(self.ports[n]),
+                               "--redis", self.redis.url, "--worker-id", f"w{n + 1}", "--public-url", self.public,
+                               "--auth-issuer", self.idp.issuer, "--page-client-id", page_client.client_id,
+                               "--page-client-secret", secret, "--backend", self.backend,
+                               "--elicitation-timeout", "60"], {**os.environ, "MINIMCP_STATE_KEYS": KEYS})  # fmt: skip
 
 
 @pytest.fixture(scope="module")
