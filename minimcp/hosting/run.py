@@ -71,19 +71,19 @@ def is_interrupt(exc: BaseException) -> bool:
 
 
 async def _stop_on_signals(
-    scope: anyio.CancelScope, stopped: list[int], *, task_status: anyio.abc.TaskStatus[None]
+    scope: anyio.CancelScope,
+    signums: list[signal.Signals],
+    stopped: list[int],
+    *,
+    task_status: anyio.abc.TaskStatus[None],
 ) -> None:
     """Cancel ``scope`` at the first SIGTERM or Ctrl-C (SIGINT), noting which in ``stopped``.
 
     Ctrl-C is received as a signal too, so it cancels the server at its next checkpoint as
     SIGTERM does. Left to trio, it would raise ``KeyboardInterrupt`` inside whatever code was
     running when it came: in the HTTP server between two steps of writing a response, that
-    left the connection's state broken and the process ended with a traceback. Not watched
-    when SIGINT is ignored (a background job): it stays ignored.
+    left the connection's state broken and the process ended with a traceback.
     """
-    signums = [signal.SIGTERM]
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signums.append(signal.SIGINT)
     with anyio.open_signal_receiver(*signums) as signals:
         task_status.started()
         async for signum in signals:
@@ -115,13 +115,18 @@ def run_until_stopped(
     ends the same way. Either way the caller sees neither a traceback nor a hang.
     """
     stopped: list[int] = []
+    # SIGINT only when Python's own handler has it (asked before the loop starts: trio puts its own
+    # in): ignored (a background job), it stays ignored; a handler of the application's stays its.
+    signums: list[signal.Signals] = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signums.append(signal.SIGINT)
 
     async def main() -> T | None:
         if not _can_watch_signals():
             return await func(*args)
         result: T | None = None
         async with anyio.create_task_group() as tg:
-            await tg.start(_stop_on_signals, tg.cancel_scope, stopped)
+            await tg.start(_stop_on_signals, tg.cancel_scope, signums, stopped)
             result = await func(*args)
             tg.cancel_scope.cancel()  # (it returned by itself: the watch ends)
         return result
