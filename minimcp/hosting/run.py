@@ -1,10 +1,11 @@
 """Running a server as the process: ``Server.run`` and the command line, stopped quietly by Ctrl-C or SIGTERM.
 
 Over a network transport (Streamable HTTP or WebSocket) the endpoint is announced on stderr.
-Ctrl-C ends with exit status 130, as shells expect of an interrupted program. SIGTERM (what a
-service manager, a container runtime or an MCP client ending a stdio server sends) is a request to
-stop: the server is cancelled and winds down as on any cancellation (an HTTP server stops
-accepting and gives open connections its graceful time), and the call returns.
+SIGTERM (what a service manager, a container runtime or an MCP client ending a stdio server sends)
+is a request to stop: the server is cancelled and winds down as on any cancellation (an HTTP server
+stops accepting and gives open connections its graceful time), and the call returns. Ctrl-C stops
+it the same way (received as a signal, never raised inside the server's code) and ends with exit
+status 130, as shells expect of an interrupted program.
 """
 
 from __future__ import annotations
@@ -69,16 +70,29 @@ def is_interrupt(exc: BaseException) -> bool:
     )
 
 
-async def _stop_on_sigterm(scope: anyio.CancelScope, stopped: list[bool]) -> None:
-    """Cancel ``scope`` at the first SIGTERM (and note it in ``stopped``)."""
-    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
-        async for _ in signals:
-            stopped.append(True)
+async def _stop_on_signals(
+    scope: anyio.CancelScope,
+    signums: list[signal.Signals],
+    stopped: list[int],
+    *,
+    task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    """Cancel ``scope`` at the first SIGTERM or Ctrl-C (SIGINT), noting which in ``stopped``.
+
+    Ctrl-C is received as a signal too, so it cancels the server at its next checkpoint as
+    SIGTERM does. Left to trio, it would raise ``KeyboardInterrupt`` inside whatever code was
+    running when it came: in the HTTP server between two steps of writing a response, that
+    left the connection's state broken and the process ended with a traceback.
+    """
+    with anyio.open_signal_receiver(*signums) as signals:
+        task_status.started()
+        async for signum in signals:
+            stopped.append(signum)
             scope.cancel()
             return
 
 
-def _can_watch_sigterm() -> bool:
+def _can_watch_signals() -> bool:
     """Signal handlers can be set in the main thread only, and there is no SIGTERM to receive on Windows."""
     return sys.platform != "win32" and threading.current_thread() is threading.main_thread()
 
@@ -94,19 +108,25 @@ def run_until_stopped(
     """``anyio.run(func, *args)`` until it returns, SIGTERM stops it, or Ctrl-C interrupts it.
 
     SIGTERM (POSIX, main thread): ``func`` is cancelled, one line naming ``what`` is logged,
-    and this returns ``None``. Ctrl-C: one line (``interrupted``, or one naming ``what``), then
-    ``SystemExit(130)``; on asyncio the first Ctrl-C cancels the main task and everything
-    unwinds, on trio ``KeyboardInterrupt`` comes out of the task group wrapped in an exception
-    group. Either way the caller sees neither a traceback nor a hang.
+    and this returns ``None``. Ctrl-C: ``func`` is cancelled the same way (POSIX, main
+    thread: the signal is received before ``func`` starts, so never raised inside it), then
+    one line (``interrupted``, or one naming ``what``) and ``SystemExit(130)``. A
+    ``KeyboardInterrupt`` from elsewhere (another thread, Windows: the loop's own handling)
+    ends the same way. Either way the caller sees neither a traceback nor a hang.
     """
-    stopped: list[bool] = []
+    stopped: list[int] = []
+    # SIGINT only when Python's own handler has it (asked before the loop starts: trio puts its own
+    # in): ignored (a background job), it stays ignored; a handler of the application's stays its.
+    signums: list[signal.Signals] = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signums.append(signal.SIGINT)
 
     async def main() -> T | None:
-        if not _can_watch_sigterm():
+        if not _can_watch_signals():
             return await func(*args)
         result: T | None = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_stop_on_sigterm, tg.cancel_scope, stopped)
+            await tg.start(_stop_on_signals, tg.cancel_scope, signums, stopped)
             result = await func(*args)
             tg.cancel_scope.cancel()  # (it returned by itself: the watch ends)
         return result
@@ -116,6 +136,8 @@ def run_until_stopped(
     except BaseException as exc:
         if not is_interrupt(exc):
             raise
+        stopped.append(signal.SIGINT)
+    if signal.SIGINT in stopped:
         logger.warning("%s", interrupted or f"interrupted (ctrl-C): {what} stopped")
         raise SystemExit(EXIT_INTERRUPTED) from None
     if stopped:

@@ -66,8 +66,8 @@ async def serving(
             with contextlib.suppress(RuntimeError):  # its loop already ended: its own error is raised below
                 box["stop"]()
         await anyio.to_thread.run_sync(thread.join, 30)
-    if "error" in box:
-        raise box["error"]
+        if "error" in box:  # also when the test failed: the server's loop dying is then why (a client hangs)
+            raise box["error"]
 
 
 def _port(url: str) -> int:
