@@ -233,9 +233,8 @@ class OAuthClient(httpx.Auth):
                         refreshed = True
                     else:
                         async with self._flow():
-                            await self._sign_in(server_url, challenge)
-                        signed_in = True
-                        authorizations += 1
+                            signed_in = await self._sign_in(server_url, challenge, sent)
+                        authorizations += signed_in
                     sent = self._tokens
             else:
                 if challenge.error != "insufficient_scope" or authorizations >= self.max_authorizations:
@@ -246,7 +245,7 @@ class OAuthClient(httpx.Auth):
                     wanted = list(dict.fromkeys([*asked, *(challenge.scopes or [])]))
                     logger.info("the server wants more scopes (%s): signing in again", " ".join(challenge.scopes or []))
                     async with self._flow():
-                        await self._sign_in(server_url, challenge, scopes=wanted)
+                        await self._sign_in(server_url, challenge, sent, scopes=wanted)
                     sent = self._tokens
             self._authorize_request(request, sent)
             response = yield request
@@ -320,14 +319,17 @@ class OAuthClient(httpx.Auth):
 
     # --- signing in -----------------------------------------------------------------------------
 
-    async def _sign_in(self, server_url: str, challenge: Challenge, *, scopes: list[str] | None = None) -> None:
+    async def _sign_in(
+        self, server_url: str, challenge: Challenge, refused: Tokens | None, *, scopes: list[str] | None = None
+    ) -> bool:
+        """Sign in (True), or adopt tokens the store kept for this server and authorization server (False)."""
         binding, prm = await self._discover(server_url, challenge)
-        if scopes is None and self._binding is not None and self._binding.issuer == binding.issuer:
+        if scopes is None:
             stored = await self.store.get_tokens(binding.issuer, binding.resource)
-            if stored is not None and stored is not self._tokens:
-                self._binding, self._tokens = binding, stored  # kept from before (another process, say)
-                binding.scopes = self._binding.scopes
-                return
+            if stored is not None and (refused is None or stored.access_token != refused.access_token):
+                binding.scopes = (stored.scope or "").split()  # kept from before (by another process, say)
+                self._binding, self._tokens = binding, stored
+                return False
         client = await self._client_for(binding)
         if scopes is None:
             scopes = self.scopes or challenge.scopes or list(prm.get("scopes_supported") or [])
@@ -368,6 +370,7 @@ class OAuthClient(httpx.Auth):
         self._binding, self._tokens = binding, self._tokens_of(tokens, None)
         await self.store.set_tokens(binding.issuer, binding.resource, self._tokens)
         logger.info("signed in at %s", binding.issuer)
+        return True
 
     def _check_redirect(self, binding: _Binding, answer: Mapping[str, str], state: str) -> None:
         """The redirect's ``state`` and ``iss`` (RFC 9207: compared as strings), then its outcome."""
