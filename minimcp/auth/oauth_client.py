@@ -61,7 +61,7 @@ from minimcp.wire.errors import MinimcpError
 
 __all__ = ["AuthorizationFailed", "Browser", "HeadlessBrowser", "OAuthClient"]
 
-logger = logging.getLogger("minimcp.auth.client")
+logger = logging.getLogger("minimcp.auth")
 
 #: The browser step: gets the authorization URL, answers the query parameters of the redirect back.
 Browser = Callable[[str], Awaitable[Mapping[str, str]]]

@@ -53,7 +53,7 @@ from minimcp.wire.errors import MinimcpError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["PageSignIn", "SignInRefused", "UsedOnce", "discovery_urls"]
+__all__ = ["PageSignIn", "SignInRefused", "UsedOnce"]
 
 _SEALED = "s1"  # the format of a sealed state: s1.<id>.<expiry s>.<return_to b64>.<MAC>
 _TAG_BYTES = 16  # 128 bits of HMAC-SHA256

@@ -8,8 +8,8 @@ adopted from the store, concurrent 401s signing in once; plus the sans-I/O disco
 
 from __future__ import annotations
 
-import hashlib
 import base64
+import hashlib
 import subprocess
 import sys
 import time
