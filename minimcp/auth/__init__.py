@@ -1,18 +1,25 @@
-"""Authorization on the server: minimcp as an OAuth 2.1 resource server (opt-in, HTTP and WebSocket).
+"""Authorization on both sides: minimcp as an OAuth 2.1 resource server, and its client signing in at one.
 
-Layer 3.5, between the engine (:mod:`minimcp.core`) and the transports that check a request's
-bearer token before anything of MCP runs. A first reading may skip it: nothing below it uses it, a
-server without :class:`~minimcp.auth.config.Authorization` never loads it, and stdio never uses it
-(the spec takes credentials for stdio from the environment).
+Layer 3.5, between the engine (:mod:`minimcp.core`) and the transports: the server's transports
+check a request's bearer token before anything of MCP runs, and the client's HTTP transport meets
+the ``401`` that starts a sign-in. A first reading may skip it: nothing below it uses it, neither
+side loads it unless given authorization, and stdio never uses it (the spec takes credentials for
+stdio from the environment).
 
-Read in this order: :mod:`~minimcp.auth.principal` (who a token names, why one is refused, the
-verifier protocol), :mod:`~minimcp.auth.config` (the one object a server is given: verifier,
-resource URL, authorization servers, scopes; it checks the audience whatever the verifier),
-:mod:`~minimcp.auth.request` (a 2026-07-28 request with its person: no session holds it), then
-the verifiers (``jwt``: signed access tokens against the issuer's keys; ``introspection``: RFC 7662
-for opaque tokens), and ``signin`` (a page signs the person in at the same authorization server,
-to check who opened a URL step). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the
-verifiers and the sign-in only.
+Server side, in reading order: :mod:`~minimcp.auth.principal` (who a token names, why one is
+refused, the verifier protocol), :mod:`~minimcp.auth.config` (the one object a server is given:
+verifier, resource URL, authorization servers, scopes; it checks the audience whatever the
+verifier), :mod:`~minimcp.auth.request` (a 2026-07-28 request with its person: no session holds
+it), then the verifiers (``jwt``: signed access tokens against the issuer's keys;
+``introspection``: RFC 7662 for opaque tokens, both fetching through ``fetch``), and ``signin`` (a
+page signs the person in at the same authorization server, to check who opened a URL step).
+
+Client side: :mod:`~minimcp.auth.oauth_client` (:class:`OAuthClient`, given to ``connect_http(url,
+auth=...)``: discovery, registration, authorization code with PKCE, refresh, step-up),
+:mod:`~minimcp.auth.token_store` (where it keeps tokens and registrations: the protocol and the
+in-memory store). Shared: :mod:`~minimcp.auth.discovery` (the spec's metadata URL orders and the
+``WWW-Authenticate`` challenge). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the
+verifiers and the sign-ins (httpx; the client needs only httpx, which the ``http`` extra has too).
 """
 
 from __future__ import annotations
@@ -24,13 +31,23 @@ if TYPE_CHECKING:
     from minimcp.auth.config import Authorization, canonical_resource
     from minimcp.auth.introspection import IntrospectionVerifier
     from minimcp.auth.jwt import JWTVerifier
+    from minimcp.auth.oauth_client import AuthorizationFailed, Browser, HeadlessBrowser, OAuthClient
     from minimcp.auth.principal import Principal, Refusal, TokenRefused, Verifier
+    from minimcp.auth.token_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
 
 # This package's public names, each loaded on first use from its module here: a server with
 # authorization loads only the verifier it uses (pyjwt for JWTs, httpx for fetches), and importing
 # one module of the package (``principal``, say) loads no other.
 _LAZY = {
     "Authorization": "config",
+    "AuthorizationFailed": "oauth_client",
+    "Browser": "oauth_client",
+    "ClientCredentials": "token_store",
+    "HeadlessBrowser": "oauth_client",
+    "MemoryTokenStore": "token_store",
+    "OAuthClient": "oauth_client",
+    "TokenStore": "token_store",
+    "Tokens": "token_store",
     "canonical_resource": "config",
     "IntrospectionVerifier": "introspection",
     "JWTVerifier": "jwt",
@@ -50,6 +67,14 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Authorization",
+    "AuthorizationFailed",
+    "Browser",
+    "ClientCredentials",
+    "HeadlessBrowser",
+    "MemoryTokenStore",
+    "OAuthClient",
+    "TokenStore",
+    "Tokens",
     "IntrospectionVerifier",
     "JWTVerifier",
     "Principal",

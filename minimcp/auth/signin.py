@@ -45,6 +45,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from minimcp.auth.discovery import discovery_urls
 from minimcp.auth.principal import Principal
 from minimcp.core.config import Limits
 from minimcp.wire.errors import MinimcpError
@@ -52,7 +53,7 @@ from minimcp.wire.errors import MinimcpError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["PageSignIn", "SignInRefused", "UsedOnce", "discovery_urls"]
+__all__ = ["PageSignIn", "SignInRefused", "UsedOnce"]
 
 _SEALED = "s1"  # the format of a sealed state: s1.<id>.<expiry s>.<return_to b64>.<MAC>
 _TAG_BYTES = 16  # 128 bits of HMAC-SHA256
@@ -78,20 +79,6 @@ class SignInRefused(MinimcpError):
         super().__init__(description)
         self.reason = reason
         self.description = description
-
-
-def discovery_urls(issuer: str) -> list[str]:
-    """Where an issuer's metadata may be, in the order MCP clients try them (RFC 8414, then OpenID)."""
-    parts = urllib.parse.urlsplit(issuer)
-    path = parts.path.rstrip("/")
-    root = f"{parts.scheme}://{parts.netloc}"
-    if not path:
-        return [f"{root}/.well-known/oauth-authorization-server", f"{root}/.well-known/openid-configuration"]
-    return [
-        f"{root}/.well-known/oauth-authorization-server{path}",
-        f"{root}/.well-known/openid-configuration{path}",
-        f"{root}{path}/.well-known/openid-configuration",
-    ]
 
 
 def _b64(data: bytes) -> str:

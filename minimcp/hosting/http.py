@@ -24,6 +24,8 @@ from minimcp.transports.http.app import StreamableHTTPApp
 from minimcp.transports.http.client import http_client
 
 if TYPE_CHECKING:
+    import httpx
+
     from minimcp.client.client import Client
 
 __all__ = ["connect_http", "serve_http"]
@@ -139,16 +141,19 @@ async def connect_http(
     *,
     headers: Mapping[str, str] | None = None,
     limits: Limits | None = None,
+    auth: httpx.Auth | None = None,
     **client_options: Any,
 ) -> AsyncIterator[Client]:
     """Connect a :class:`minimcp.Client` to a Streamable HTTP server and initialize.
 
+    ``auth``: authorization for every HTTP request; an :class:`~minimcp.auth.oauth_client.OAuthClient`
+    signs in when the server answers 401 (``connect_http(url, auth=OAuthClient(browser))``).
     Extra keyword arguments go to :class:`~minimcp.Client`.
     """
     from minimcp.client.client import Client
 
     async with (
-        http_client(url, headers=headers, limits=limits) as transport,
+        http_client(url, headers=headers, limits=limits, auth=auth) as transport,
         Client(transport, limits=limits, **client_options) as client,
     ):
         yield client

@@ -16,8 +16,9 @@ import anyio
 import pytest
 
 from minimcp import Server
+from minimcp.auth.discovery import discovery_urls
 from minimcp.auth.principal import Principal
-from minimcp.auth.signin import PageSignIn, SignInRefused, discovery_urls
+from minimcp.auth.signin import PageSignIn, SignInRefused
 from minimcp.core.config import Limits
 from minimcp.server.mrtr.used_states import MemoryUsedStates, StoreUnavailable
 from minimcp.server.url_steps import WrongPerson, bind

@@ -24,7 +24,7 @@ from minimcp.transports.http.client_stateless import (
     request_params,
 )
 from minimcp.wire import errors, jsonrpc
-from minimcp.wire.errors import ConnectionClosed
+from minimcp.wire.errors import ConnectionClosed, MinimcpError
 from minimcp.wire.jsonrpc import ErrorResponse, RequestId, Response
 from minimcp.wire.versions import LATEST_MODERN, META_VERSION, Era, has_envelope
 
@@ -183,7 +183,7 @@ class StreamableHTTPClientTransport(StatelessExchanges):
         if self.session_id is not None and self._fatal is None:
             import httpx
 
-            with anyio.move_on_after(_DELETE_TIMEOUT), contextlib.suppress(httpx.HTTPError):
+            with anyio.move_on_after(_DELETE_TIMEOUT), contextlib.suppress(httpx.HTTPError, MinimcpError):
                 response = await self._http.delete(self.url, headers=self._headers(accept=None))
                 if response.status_code not in (200, 202, 204, 404, 405):
                     logger.debug("DELETE of the MCP session answered HTTP %d", response.status_code)
@@ -281,7 +281,7 @@ class StreamableHTTPClientTransport(StatelessExchanges):
                         response.status_code,
                         body.decode("utf-8", "replace").strip(),
                     )
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, MinimcpError) as exc:
             raise anyio.BrokenResourceError(f"POST to {self.url} failed: {exc!r}") from exc
 
     async def _request(
@@ -293,6 +293,9 @@ class StreamableHTTPClientTransport(StatelessExchanges):
                     await self._exchange(message, request_id)
                 else:
                     await self._exchange_modern(message, request_id, call)
+        except MinimcpError as exc:  # the request's authorization (an OAuthClient's sign-in) failed
+            logger.warning("request %r not sent: %s", request_id, exc)
+            await self._fail(request_id, errors.INVALID_REQUEST, f"authorization failed: {exc}")
         except Exception as exc:  # pragma: no cover - a bug here must not hang the caller
             logger.exception("HTTP exchange for request %r failed", request_id)
             await self._fail(request_id, errors.INTERNAL_ERROR, f"HTTP transport failed: {exc!r}")
@@ -439,6 +442,9 @@ class StreamableHTTPClientTransport(StatelessExchanges):
                         progress = await self._read_sse(response, state)
                 except httpx.HTTPError as exc:
                     logger.debug("standalone SSE stream dropped: %r", exc)
+                except MinimcpError as exc:  # its authorization failed: do without the stream
+                    logger.debug("no standalone SSE stream: %s", exc)
+                    return
                 failures = 0 if progress else failures + 1
                 if failures >= _MAX_RESUME_FAILURES:
                     return
@@ -453,6 +459,7 @@ async def http_client(
     limits: Limits | None = None,
     standalone_stream: bool = True,
     timeout: float = 30.0,
+    auth: httpx.Auth | None = None,
 ) -> AsyncIterator[StreamableHTTPClientTransport]:
     """A Streamable HTTP transport to the MCP endpoint ``url``; use with :class:`minimcp.Client`.
 
@@ -464,6 +471,10 @@ async def http_client(
             handshake (servers without one are fine).
         timeout: Seconds to connect and to send a request. Reading an answer has
             no HTTP timeout: the session's request timeouts govern it.
+        auth: Authorization for every HTTP request (POST, GET, DELETE), e.g. an
+            :class:`~minimcp.auth.oauth_client.OAuthClient`, which signs in when
+            the server answers 401. A sign-in that fails fails the request that met
+            the 401 (:class:`~minimcp.auth.oauth_client.AuthorizationFailed`'s message).
 
     On exit the session is ended on the server (DELETE) and every exchange stops.
     """
@@ -476,6 +487,7 @@ async def http_client(
             timeout=httpx.Timeout(timeout, read=None),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
             follow_redirects=False,
+            auth=auth,
         ) as http,
         anyio.create_task_group() as tg,
     ):
