@@ -29,6 +29,7 @@ Classes that were ``ValueError`` or ``TypeError`` still are, so existing
         +-- TokenRefused                  [auth.principal] a bearer token not accepted (401/503), with its reason
         +-- FetchFailed                   [auth.fetch] an authorization server's metadata, keys or answer not fetched
         +-- SignInRefused                 [auth.signin] a page sign-in that did not prove who the person is
+        +-- AuthorizationFailed           [auth.oauth_client] the client could not get a token for the server
         +-- WrongPerson                   [server.url_steps] also PermissionError: a URL step made for someone else
         +-- ElicitationUnsupported        [wire.elicitation] the client cannot be asked this way
         +-- FormDefinitionError           [wire.errors] also TypeError: a form type the schema cannot express
