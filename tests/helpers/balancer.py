@@ -34,16 +34,22 @@ def binary(package: str, name: str) -> str:
         pytest.fail(str(exc), pytrace=False)
 
 
-def render(template: str, front: int, ports: list[int]) -> str:
-    """A deploy/ config with its placeholder ports (8100 in front, 8101... the workers) replaced; the lines of
-    placeholder workers beyond ``ports`` (``w3`` of haproxy.cfg for two ports) are left out."""
+def render(template: str, front: int, ports: list[int], ws_ports: list[int] | None = None) -> str:
+    """A deploy/ config with its placeholder ports (8100 in front, 8101... the workers, 8111... their WebSocket
+    listeners) replaced; the lines of placeholder workers beyond ``ports`` (``w3`` of haproxy.cfg for two ports)
+    and of WebSocket listeners beyond ``ws_ports`` (all of them by default) are left out."""
+    ws_ports = ws_ports or []
     lines = template.splitlines(keepends=True)
     for n in range(len(ports) + 1, 10):
         lines = [line for line in lines if f"127.0.0.1:810{n}" not in line and not re.search(rf"\bw{n}\b", line)]
+    for n in range(len(ws_ports) + 1, 10):
+        lines = [line for line in lines if f"127.0.0.1:811{n}" not in line]
     text = "".join(lines).replace("127.0.0.1:8100", f"127.0.0.1:{front}")
     for n, port in enumerate(ports, 1):
         text = text.replace(f"127.0.0.1:810{n}", f"127.0.0.1:{port}")
-    assert not re.search(r"127\.0\.0\.1:810\d", text), "a placeholder port was left"
+    for n, port in enumerate(ws_ports, 1):
+        text = text.replace(f"127.0.0.1:811{n}", f"127.0.0.1:{port}")
+    assert not re.search(r"127\.0\.0\.1:81[01]\d", text), "a placeholder port was left"
     return text
 
 
@@ -86,13 +92,15 @@ def stopped_at_end() -> Iterator[dict[str, Any]]:
 
 class TwoWorkers:
     """Redis, two worker processes (w1, w2) and haproxy in front of them (``deploy/haproxy.cfg`` cut to two),
-    each on a free loopback port; :meth:`launch` starts them all, :meth:`stop` stops them all."""
+    each on a free loopback port; :meth:`launch` starts them all, :meth:`stop` stops them all. With ``websocket``
+    each worker also has a WebSocket listener (``ws_ports``), which haproxy's ``websockets`` backend reaches."""
 
-    def __init__(self, tmp: pathlib.Path) -> None:
+    def __init__(self, tmp: pathlib.Path, *, websocket: bool = False) -> None:
         self.tmp = tmp
         self.redis = RedisProcess()
         self.front = free_port()
         self.ports = [free_port(), free_port()]
+        self.ws_ports = [free_port(), free_port()] if websocket else []
         self.processes: list[subprocess.Popen[bytes]] = []
 
     @property
@@ -104,6 +112,11 @@ class TwoWorkers:
     def url(self) -> str:
         """The MCP endpoint at the balancer."""
         return self.public + "/mcp"
+
+    @property
+    def ws_url(self) -> str:
+        """The MCP endpoint at the balancer, for WebSocket (the same address and path)."""
+        return "ws" + self.url.removeprefix("http")
 
     def base(self, n: int) -> str:
         return f"http://127.0.0.1:{self.ports[n]}"
@@ -129,13 +142,15 @@ class TwoWorkers:
                 self.processes.append(subprocess.Popen(argv_of(n), cwd=ROOT, stdin=subprocess.DEVNULL,
                                                        stdout=subprocess.DEVNULL, stderr=log, env=env))  # fmt: skip
         for n in range(2):
+            if self.ws_ports:
+                wait_listening(self.ws_ports[n], self.processes[n], f"worker w{n + 1}'s WebSocket listener")
             deadline = time.monotonic() + 60
             while "mcp: http://" not in self.log(n):
                 assert self.processes[n].poll() is None, f"worker w{n + 1} exited:\n{self.log(n)}"
                 assert time.monotonic() < deadline, f"worker w{n + 1} did not start:\n{self.log(n)}"
                 time.sleep(0.05)
         config = self.tmp / "haproxy.cfg"
-        config.write_text(render((ROOT / "deploy" / "haproxy.cfg").read_text(), self.front, self.ports))
+        config.write_text(render((ROOT / "deploy" / "haproxy.cfg").read_text(), self.front, self.ports, self.ws_ports))
         with (self.tmp / "haproxy.log").open("ab") as log:
             balancer = subprocess.Popen([binary("haproxy", "haproxy"), "-db", "-f", str(config)],
                                         stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip

@@ -228,7 +228,11 @@ class NanoIDP:
         self.stop()
         raise NanoIDPUnavailable(f"NanoIDP did not answer {self.metadata_url} within {WAIT} s:\n{log_text}")
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """End the process and keep its directory: :meth:`start` brings the same issuer back (same port, same
+        keys, so tokens it made before still verify), the authorization server down in between. The clients
+        registered are forgotten with the process."""
+        self._client = None
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -239,6 +243,9 @@ class NanoIDP:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+    def stop(self) -> None:
+        self.halt()
         self.http.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 

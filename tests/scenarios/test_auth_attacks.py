@@ -25,12 +25,21 @@ import pytest
 
 from tests.helpers import nanoidp as idp
 from tests.helpers.auth_e2e import (
+    ALGORITHM,
+    AUDIENCE,
+    EXPIRED,
+    MALFORMED,
+    NOT_YET,
+    OTHER_ISSUER,
     TIMEOUT,
+    TOO_LARGE,
+    UNKNOWN_KEY,
     Deployment,
     Ran,
     alg_none,
+    assert_refused,
+    attempt,
     build,
-    challenge_of,
     header_and_claims,
     hmac_signed,
     issuer_key,
@@ -39,22 +48,12 @@ from tests.helpers.auth_e2e import (
     resigned,
     rogue_key,
 )
-from tests.helpers.http import JSON_SSE, dump, httpx, initialize_request
+from tests.helpers.http import httpx
 from tests.helpers.nanoidp import NanoIDP, free_port
-from tests.helpers.websocket import RawWs
 
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
 
 TRANSPORTS = pytest.mark.parametrize("transport", ["http", "websocket"])
-
-EXPIRED = "the token has expired"
-NOT_YET = "the token is not valid yet"
-ALGORITHM = "the token's signing algorithm is not accepted"
-UNKNOWN_KEY = "the token is signed with a key the issuer does not publish"
-OTHER_ISSUER = "the token was issued by another authorization server"
-AUDIENCE = "the token was not issued for this resource"
-TOO_LARGE = "the token is too large"
-MALFORMED = "the Authorization header is not 'Bearer <token>'"
 
 
 @pytest.fixture(scope="module")
@@ -72,32 +71,6 @@ def second_idp() -> Iterator[NanoIDP]:
         server.stop()
 
 
-class Outcome:
-    """What the server answered an attempt: the status, the challenge's parameters (empty when none)."""
-
-    def __init__(self, status: int, challenge: str | None) -> None:
-        self.status = status
-        self.challenge = challenge_of(challenge) if challenge else {}
-
-
-async def attempt(url: str, header: str | None, *, query: str = "") -> Outcome:
-    """Open a session (HTTP: POST initialize; WebSocket: the upgrade) with ``Authorization: header``."""
-    if url.startswith("ws:"):
-        headers = {"Authorization": header} if header is not None else None
-        async with RawWs.connect(url + query, subprotocols=["mcp"], headers=headers) as raw:
-            assert raw.response is not None
-            ok = raw.response.status_code == 101
-            return Outcome(200 if ok else raw.response.status_code, raw.response.headers.get("WWW-Authenticate"))
-    sent = {"accept": JSON_SSE, "content-type": "application/json"}
-    if header is not None:
-        sent["authorization"] = header
-    async with httpx.AsyncClient(timeout=10) as client:
-        answer = await client.post(url + query, content=dump(initialize_request()), headers=sent)
-    if header is not None and len(header) > 40:
-        assert header.split()[-1] not in answer.text  # a refusal never echoes the token
-    return Outcome(answer.status_code, answer.headers.get("www-authenticate"))
-
-
 @contextlib.asynccontextmanager
 async def protected(site: Deployment, transport: str, **verifier_options: Any) -> AsyncIterator[tuple[str, Ran]]:
     """A fresh server (and JWT verifier) on the deployment's port; on the way out alice's genuine token must
@@ -109,14 +82,6 @@ async def protected(site: Deployment, transport: str, **verifier_options: Any) -
             yield url, ran
             assert ran.events == []  # no attempt reached a tool
             assert (await attempt(url, f"Bearer {alice}")).status == 200
-
-
-async def assert_refused(url: str, token: str, description: str) -> None:
-    outcome = await attempt(url, f"Bearer {token}")
-    assert outcome.status == 401, vars(outcome)
-    assert outcome.challenge["error"] == "invalid_token"
-    assert outcome.challenge["error_description"] == description
-    assert outcome.challenge["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
 
 
 # --- the header -----------------------------------------------------------------------------------
