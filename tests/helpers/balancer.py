@@ -1,25 +1,29 @@
 """Processes of the tests of several workers: Debian's haproxy and nginx installed on first use, configs, stopping.
 
-Shared by ``tests/scaleout/test_scaleout.py`` (three booking workers), ``test_scaleout_auth.py`` (two
-authorizing workers) and ``tests/scenarios/test_booking_auth_workers.py`` (two booking workers with
-``--auth-issuer``): ``deploy/``'s configs take the workers' ports in place of their placeholders.
+Shared by ``tests/scaleout/test_scaleout.py`` (three booking workers), ``test_scaleout_auth.py`` and
+``test_scaleout_attacks.py`` (two authorizing workers, :class:`AuthWorkers`) and
+``tests/scenarios/test_booking_auth_workers.py`` (two booking workers with ``--auth-issuer``): ``deploy/``'s
+configs take the workers' ports in place of their placeholders.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import pathlib
 import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
 from tests.helpers.chromium import ChromiumUnavailable, ensure_installed
+from tests.helpers.nanoidp import NanoIDP
 from tests.helpers.redis_server import RedisProcess, free_port
 
 WAIT = 30  # seconds: generous bounds on a busy machine
@@ -88,6 +92,30 @@ def stopped_at_end() -> Iterator[dict[str, Any]]:
     finally:
         for thing in made.values():
             thing.stop()
+
+
+@pytest.fixture(scope="module")
+def clusters() -> Iterator[dict[str, Any]]:
+    """The fixture: a module's table of clusters, one per backend (:func:`started_once`), stopped at its end."""
+    with stopped_at_end() as made:
+        yield made
+
+
+class Startable(Stoppable, Protocol):
+    def start(self) -> None: ...
+
+
+C = TypeVar("C", bound=Startable)
+
+
+def started_once(made: dict[str, Any], backend: str, make: Callable[[], C]) -> C:
+    """The module's cluster for ``backend`` in ``made`` (:func:`stopped_at_end`'s table): made and started on first
+    use, the same one after."""
+    if backend not in made:
+        cluster = made[backend] = make()
+        cluster.start()
+    found: C = made[backend]
+    return found
 
 
 class TwoWorkers:
@@ -161,3 +189,33 @@ class TwoWorkers:
         for process in reversed(self.processes):
             stop(process)
         self.redis.stop()
+
+
+class AuthWorkers(TwoWorkers):
+    """Two authorizing workers (``tests/helpers/auth_worker.py``, w1 and w2) on ``backend``, Redis and haproxy: one
+    ``MINIMCP_STATE_KEYS``, one resource (the balancer's ``/mcp``), a ``JWTVerifier`` of ``idp`` on each, one page
+    client pre-registered for both. With ``websocket`` each also listens for WebSocket (ws1, ws2);
+    ``key_refetch_interval`` sets their ``Limits.auth_key_refetch_interval``."""
+
+    KEYS = "a7" * 32  # one state key shared by both workers
+
+    def __init__(self, backend: str, tmp: pathlib.Path, idp: NanoIDP, *, websocket: bool = False,
+                 key_refetch_interval: float | None = None) -> None:  # fmt: skip
+        super().__init__(tmp, websocket=websocket)
+        self.backend, self.idp = backend, idp
+        self.options = [] if key_refetch_interval is None else ["--key-refetch-interval", str(key_refetch_interval)]
+
+    def start(self) -> None:
+        page_client = self.idp.register_client(self.public + "/pages/callback", confidential=True, scopes=["openid"])
+        assert page_client.client_secret is not None
+        secret = page_client.client_secret
+        env = {**os.environ, "MINIMCP_STATE_KEYS": self.KEYS, "PYTHONPATH": str(ROOT)}
+
+        def argv(n: int) -> list[str]:
+            listen = ["--port", str(self.ports[n])] + (["--ws-port", str(self.ws_ports[n])] if self.ws_ports else [])
+            return [sys.executable, "-m", "tests.helpers.auth_worker", *listen, *self.options,
+                    "--redis", self.redis.url, "--worker-id", f"w{n + 1}", "--public-url", self.public,
+                    "--issuer", self.idp.issuer, "--client-id", page_client.client_id, "--client-secret", secret,
+                    "--backend", self.backend]  # fmt: skip
+
+        self.launch(argv, env)

@@ -11,8 +11,8 @@ test processes install it once, and stamped with the pin so a changed pin reinst
 :class:`NanoIDP` writes a configuration into a temporary directory, starts the server in its own
 process group, waits for its discovery document and stops it again; it gets tokens headlessly
 with httpx (:meth:`NanoIDP.token_for`, :meth:`NanoIDP.refresh`, :meth:`NanoIDP.introspect`).
-The ``nanoidp`` fixture (one server per test module) is exposed by assignment in a test module
-(``nanoidp = idp.nanoidp``), as ``tests/helpers/redis_server.py``'s ``redis`` is.
+The ``nanoidp`` fixture (one server per test module; ``second_nanoidp``, another issuer) is exposed by
+assignment in a test module (``nanoidp = idp.nanoidp``), as ``tests/helpers/redis_server.py``'s ``redis`` is.
 
 ``python tests/helpers/nanoidp.py`` installs it from a shell (``.ci/run`` does) and prints the
 venv's Python.
@@ -434,14 +434,24 @@ def started(users: Sequence[str] = USERS) -> NanoIDP:
     return server
 
 
-@pytest.fixture(scope="module")
-def nanoidp() -> Iterator[NanoIDP]:
-    """One NanoIDP for the test module (alice and bob), stopped after it."""
+def _for_the_module() -> Iterator[NanoIDP]:
     server = started()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def nanoidp() -> Iterator[NanoIDP]:
+    """One NanoIDP for the test module (alice and bob), stopped after it."""
+    yield from _for_the_module()
+
+
+@pytest.fixture(scope="module")
+def second_nanoidp() -> Iterator[NanoIDP]:
+    """Another NanoIDP for the test module, with its own keys and issuer name (another issuer to ``nanoidp``)."""
+    yield from _for_the_module()
 
 
 if __name__ == "__main__":

@@ -22,16 +22,15 @@ asked by each worker whatever attack came before.
 from __future__ import annotations
 
 import contextlib
-import os
 import pathlib
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
 
 from minimcp import McpError, connect_websocket
+from tests.helpers import balancer
 from tests.helpers import nanoidp as idp
 from tests.helpers.auth_e2e import (
     ALGORITHM,
@@ -56,7 +55,7 @@ from tests.helpers.auth_e2e import (
     resigned,
     rogue_key,
 )
-from tests.helpers.balancer import TwoWorkers, stopped_at_end
+from tests.helpers.balancer import AuthWorkers, started_once
 from tests.helpers.http_modern import body, modern_headers
 from tests.helpers.nanoidp import NanoIDP, free_port
 
@@ -66,9 +65,9 @@ pytest.importorskip("coredis", reason="the redis extra (coredis) is not installe
 pytest.importorskip("websockets", reason="the ws extra (websockets) is not installed")
 
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
+second_nanoidp = idp.second_nanoidp  # another issuer
+clusters = balancer.clusters  # one cluster per backend for the module (started on first use)
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-KEYS = "5e" * 32  # one state key shared by both workers
 WAIT = 30  # seconds: generous bounds on a busy machine
 REFETCH = 1.0  # seconds: the workers' auth_key_refetch_interval
 RAN = "whoami ran for"  # what a worker logs each time whoami runs
@@ -76,57 +75,27 @@ CALL = body(1, "tools/call", {"name": "whoami", "arguments": {}})
 CALL_HEADERS = modern_headers("tools/call", "whoami")
 
 
-class Cluster(TwoWorkers):
-    """Redis, two authorizing workers (w1, w2; WebSocket listeners ws1, ws2) on ``backend``, haproxy in front; the
-    balancer's resource and its tokens (:class:`Deployment`, each made once)."""
+class Cluster(AuthWorkers):
+    """Two authorizing workers with WebSocket listeners behind haproxy (:class:`AuthWorkers`), and the balancer's
+    resource and tokens (:class:`Deployment`, each made once)."""
 
     def __init__(self, backend: str, tmp: pathlib.Path, idp: NanoIDP) -> None:
-        super().__init__(tmp, websocket=True)
-        self.backend, self.idp = backend, idp
+        super().__init__(backend, tmp, idp, websocket=True, key_refetch_interval=REFETCH)
         self.site = Deployment(idp, port=self.front)
         assert self.site.resource == self.url
-
-    def start(self) -> None:
-        page_client = self.idp.register_client(self.public + "/pages/callback", confidential=True, scopes=["openid"])
-        assert page_client.client_secret is not None
-        secret = page_client.client_secret
-        env = {**os.environ, "MINIMCP_STATE_KEYS": KEYS, "PYTHONPATH": str(ROOT)}
-        self.launch(lambda n: [sys.executable, "-m", "tests.helpers.auth_worker", "--port", str(self.ports[n]),
-                               "--ws-port", str(self.ws_ports[n]), "--key-refetch-interval", str(REFETCH),
-                               "--redis", self.redis.url, "--worker-id", f"w{n + 1}", "--public-url", self.public,
-                               "--issuer", self.idp.issuer, "--client-id", page_client.client_id,
-                               "--client-secret", secret, "--backend", self.backend], env)  # fmt: skip
 
     def runs(self) -> int:
         """How many times whoami has run, on either worker."""
         return sum(self.log(n).count(RAN) for n in range(2))
 
 
-@pytest.fixture(scope="module")
-def clusters(nanoidp: NanoIDP) -> Iterator[dict[str, Cluster]]:
-    """One cluster per backend for the whole module (started on first use), stopped at its end."""
-    with stopped_at_end() as made:
-        yield made
-
-
 @pytest.fixture
-def cluster(clusters: dict[str, Cluster], anyio_backend: str, nanoidp: NanoIDP,
+def cluster(clusters: dict[str, Any], anyio_backend: str, nanoidp: NanoIDP,
             tmp_path_factory: pytest.TempPathFactory) -> Cluster:  # fmt: skip
-    if anyio_backend not in clusters:
-        made = Cluster(anyio_backend, tmp_path_factory.mktemp(f"scaleattacks-{anyio_backend}"), nanoidp)
-        clusters[anyio_backend] = made
-        made.start()
-    return clusters[anyio_backend]
+    def make() -> Cluster:
+        return Cluster(anyio_backend, tmp_path_factory.mktemp(f"attacks-{anyio_backend}"), nanoidp)
 
-
-@pytest.fixture(scope="module")
-def second_idp() -> Iterator[NanoIDP]:
-    """Another authorization server, with its own keys and name."""
-    server = idp.started()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return started_once(clusters, anyio_backend, make)
 
 
 # --- helpers --------------------------------------------------------------------------------------------------------
@@ -231,10 +200,10 @@ async def test_a_key_the_issuer_never_published_is_refused_on_both_workers(clust
 # --- over HTTP: the claims ------------------------------------------------------------------------------------------
 
 
-async def test_another_issuers_token_is_refused_on_both_workers(cluster: Cluster, second_idp: NanoIDP) -> None:
+async def test_another_issuers_token_is_refused_on_both_workers(cluster: Cluster, second_nanoidp: NanoIDP) -> None:
     async with nothing_runs(cluster) as site:
-        theirs = await anyio.to_thread.run_sync(second_idp.token_for, "alice", [READ, WRITE], cluster.url)
-        renamed = resigned(site.token("alice"), *issuer_key(site.idp), iss=second_idp.issuer)
+        theirs = await anyio.to_thread.run_sync(second_nanoidp.token_for, "alice", [READ, WRITE], cluster.url)
+        renamed = resigned(site.token("alice"), *issuer_key(site.idp), iss=second_nanoidp.issuer)
         await refused_on_both(cluster, theirs.access_token, UNKNOWN_KEY)  # not one of our issuer's keys
         await refused_on_both(cluster, renamed, OTHER_ISSUER)  # our issuer's key, another issuer's name
 

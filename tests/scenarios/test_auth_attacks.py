@@ -17,7 +17,7 @@ inside the leeway, is accepted, so the clock check is the one refusing. NanoIDP'
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -52,6 +52,7 @@ from tests.helpers.http import httpx
 from tests.helpers.nanoidp import NanoIDP, free_port
 
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
+second_nanoidp = idp.second_nanoidp  # another issuer
 
 TRANSPORTS = pytest.mark.parametrize("transport", ["http", "websocket"])
 
@@ -59,16 +60,6 @@ TRANSPORTS = pytest.mark.parametrize("transport", ["http", "websocket"])
 @pytest.fixture(scope="module")
 def site(nanoidp: NanoIDP) -> Deployment:
     return Deployment(nanoidp)
-
-
-@pytest.fixture(scope="module")
-def second_idp() -> Iterator[NanoIDP]:
-    """A second authorization server with its own keys: another issuer to the module's, and the one rotated."""
-    server = idp.started()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @contextlib.asynccontextmanager
@@ -167,29 +158,29 @@ async def test_a_key_the_issuer_never_published_is_fetched_again_once_then_refus
 
 
 @TRANSPORTS
-async def test_a_key_rotated_in_at_the_issuer_is_fetched_and_taken(second_idp: NanoIDP, transport: str) -> None:
+async def test_a_key_rotated_in_at_the_issuer_is_fetched_and_taken(second_nanoidp: NanoIDP, transport: str) -> None:
     """On the second NanoIDP (its tokens are made fresh by each test): rotating the module's would leave its
     kept tokens signed by a key no longer published after two rotations (NanoIDP keeps two previous keys)."""
-    site = Deployment(second_idp)
+    site = Deployment(second_nanoidp)
     fetches: list[str] = []
     async with protected(site, transport, fetches=fetches) as (url, _):
         assert (await attempt(url, f"Bearer {site.token('alice')}")).status == 200
         known = len(fetches)
-        rotated = second_idp.http.post(second_idp.issuer + "/api/keys/rotate")
+        rotated = second_nanoidp.http.post(second_nanoidp.issuer + "/api/keys/rotate")
         assert rotated.status_code == 200, rotated.text
         fresh = site.token("bob")
         assert header_and_claims(fresh)[0]["kid"] == rotated.json()["new_kid"]
         assert (await attempt(url, f"Bearer {fresh}")).status == 200
-        assert fetches[known:] == [second_idp.jwks_uri]  # fetched again once, for the new key
+        assert fetches[known:] == [second_nanoidp.jwks_uri]  # fetched again once, for the new key
 
 
 # --- the claims -----------------------------------------------------------------------------------
 
 
 @TRANSPORTS
-async def test_another_issuers_token_is_refused(site: Deployment, second_idp: NanoIDP, transport: str) -> None:
-    theirs = second_idp.token_for("alice", ["bookings:read"], site.resource)  # for this very resource
-    renamed = resigned(site.token("alice"), *issuer_key(site.idp), iss=second_idp.issuer)
+async def test_another_issuers_token_is_refused(site: Deployment, second_nanoidp: NanoIDP, transport: str) -> None:
+    theirs = second_nanoidp.token_for("alice", ["bookings:read"], site.resource)  # for this very resource
+    renamed = resigned(site.token("alice"), *issuer_key(site.idp), iss=second_nanoidp.issuer)
     async with protected(site, transport) as (url, _):
         await assert_refused(url, theirs.access_token, UNKNOWN_KEY)  # not one of our issuer's keys
         await assert_refused(url, renamed, OTHER_ISSUER)  # our issuer's key, another issuer's name
