@@ -91,10 +91,11 @@ for k in $(seq "$N"); do
 done
 
 if [[ $BALANCER == haproxy ]]; then
-    # deploy/haproxy.cfg with our ports, and one use-server and one server line per worker.
+    # deploy/haproxy.cfg with our ports, and one use-server and one server line per worker (no WebSocket
+    # listeners: the workers serve Streamable HTTP only, an upgrade is answered 503).
     {
         sed -e "s/127\.0\.0\.1:8100/127.0.0.1:$FRONT/" \
-            -e '/^[[:space:]]*use-server w[0-9]/d' -e '/^[[:space:]]*server w[0-9]/d' "$HERE/haproxy.cfg"
+            -e '/^[[:space:]]*use-server w[0-9]/d' -e '/^[[:space:]]*server ws\{0,1\}[0-9]/d' "$HERE/haproxy.cfg"
         for k in $(seq "$N"); do
             echo "    use-server w$k if { var(txn.worker) -m str w$k }"
             echo "    server w$k 127.0.0.1:${WORKER_PORTS[k-1]}"

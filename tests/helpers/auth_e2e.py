@@ -32,24 +32,35 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from minimcp import Context, Server, serve_http, serve_websocket
 from minimcp.auth import Authorization, IntrospectionVerifier, JWTVerifier, Verifier
-from tests.helpers.http import Raw
+from tests.helpers.http import JSON_SSE, Raw, dump, initialize_request
 from tests.helpers.nanoidp import INTROSPECTOR, NanoIDP, Tokens, free_port
+from tests.helpers.websocket import RawWs
 
 READ, WRITE = "bookings:read", "bookings:write"
 SCOPES = (READ, WRITE)
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 TIMEOUT = 30  # seconds a test may take on a busy machine
 
+# What a refusal's challenge says (its error_description), by attack.
+EXPIRED = "the token has expired"
+NOT_YET = "the token is not valid yet"
+ALGORITHM = "the token's signing algorithm is not accepted"
+UNKNOWN_KEY = "the token is signed with a key the issuer does not publish"
+OTHER_ISSUER = "the token was issued by another authorization server"
+AUDIENCE = "the token was not issued for this resource"
+TOO_LARGE = "the token is too large"
+MALFORMED = "the Authorization header is not 'Bearer <token>'"
+
 
 # --- the protected server ------------------------------------------------------------------------
 
 
 class Deployment:
-    """One resource (a loopback port picked for the module) and its tokens, each made once by ``idp``."""
+    """One resource (a loopback port picked for the module, or ``port``) and its tokens, each made once by ``idp``."""
 
-    def __init__(self, idp: NanoIDP) -> None:
+    def __init__(self, idp: NanoIDP, port: int | None = None) -> None:
         self.idp = idp
-        self.port = free_port()
+        self.port = port or free_port()
         self.resource = f"http://127.0.0.1:{self.port}/mcp"
         self._tokens: dict[tuple[str, tuple[str, ...], str], Tokens] = {}
 
@@ -158,6 +169,51 @@ class Bearer(Raw):
         if self.token is not None:
             headers.setdefault("authorization", f"Bearer {self.token}")
         return headers
+
+
+class Outcome:
+    """What the server answered an attempt: the status, the challenge's parameters (empty when none), and the
+    worker that answered (``X-MCP-Worker``, set by ``deploy/haproxy.cfg``; ``None`` without a balancer)."""
+
+    def __init__(self, status: int, challenge: str | None, worker: str | None = None) -> None:
+        self.status = status
+        self.challenge = challenge_of(challenge) if challenge else {}
+        self.worker = worker
+
+
+async def attempt(
+    url: str, header: str | None, *, query: str = "", message: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Outcome:
+    """Send ``Authorization: header`` (none when ``None``): over HTTP a POST of ``message`` (initialize by default,
+    with ``headers`` added), over WebSocket (a ``ws:`` URL) the upgrade."""
+    if url.startswith("ws:"):
+        sent_ws = {"Authorization": header} if header is not None else None
+        async with RawWs.connect(url + query, subprotocols=["mcp"], headers=sent_ws) as raw:
+            assert raw.response is not None
+            got = raw.response
+            status = 200 if got.status_code == 101 else got.status_code
+            return Outcome(status, got.headers.get("WWW-Authenticate"), got.headers.get("X-MCP-Worker"))
+    sent = {"accept": JSON_SSE, "content-type": "application/json", **(headers or {})}
+    if header is not None:
+        sent["authorization"] = header
+    async with httpx.AsyncClient(timeout=10) as client:
+        answer = await client.post(url + query, content=dump(message or initialize_request()), headers=sent)
+    if header is not None and len(header) > 40:
+        assert header.split()[-1] not in answer.text  # a refusal never echoes the token
+    return Outcome(answer.status_code, answer.headers.get("www-authenticate"), answer.headers.get("x-mcp-worker"))
+
+
+def assert_refused_as(outcome: Outcome, description: str) -> None:
+    """``outcome`` is a ``401 invalid_token`` saying ``description``, pointing at the resource's metadata."""
+    assert outcome.status == 401, vars(outcome)
+    assert outcome.challenge["error"] == "invalid_token"
+    assert outcome.challenge["error_description"] == description
+    assert outcome.challenge["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
+
+
+async def assert_refused(url: str, token: str, description: str) -> None:
+    assert_refused_as(await attempt(url, f"Bearer {token}"), description)
 
 
 def challenge_of(value: str) -> dict[str, str]:

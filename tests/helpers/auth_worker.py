@@ -4,18 +4,22 @@
 --client-id ID --client-secret S --backend asyncio``, with ``MINIMCP_STATE_KEYS`` in the environment:
 a Streamable HTTP app checking every request's token with a :class:`~minimcp.auth.jwt.JWTVerifier`
 against ``ISS``, for the resource ``URL/mcp`` (the balancer's), its used states and bus in Redis.
+``--ws-port W`` adds a WebSocket listener with the same authorization; ``--key-refetch-interval S``
+sets ``Limits.auth_key_refetch_interval`` (its default otherwise).
 
-Tools: ``whoami`` (the caller's subject), ``ask`` (a form question; logs ``ask started for <sub>``
-and ``ask finished for <sub>``, so a test sees what ran on which worker), ``pay`` (a URL step bound
-to the caller, its page at ``URL/pages/step/<id>``). Pages, on every worker: ``/pages/step/<id>``
-and ``/pages/signin`` begin a page sign-in (302 to the authorization server; one pre-registered
-client for every worker), ``/pages/callback`` finishes it on whichever worker it reaches and then
-completes the step for the person who signed in (``403`` for anyone else) or answers who it is.
+Tools: ``whoami`` (the caller's subject; logs ``whoami ran for <sub>``), ``ask`` (a form question;
+logs ``ask started for <sub>`` and ``ask finished for <sub>``, so a test sees what ran on which
+worker), ``pay`` (a URL step bound to the caller, its page at ``URL/pages/step/<id>``). Pages, on
+every worker: ``/pages/step/<id>`` and ``/pages/signin`` begin a page sign-in (302 to the
+authorization server; one pre-registered client for every worker), ``/pages/callback`` finishes it
+on whichever worker it reaches and then completes the step for the person who signed in (``403``
+for anyone else) or answers who it is.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 import urllib.parse
@@ -23,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from minimcp import Context, Server, serve_http
+from minimcp import Context, Limits, Server, serve_http, serve_websocket
 from minimcp.auth.config import Authorization
 from minimcp.auth.jwt import JWTVerifier
 from minimcp.auth.signin import PageSignIn, SignInRefused
@@ -51,6 +55,7 @@ def build(args: argparse.Namespace) -> tuple[Server, PageSignIn]:
 
     @server.tool(scopes=[SCOPE])
     async def whoami(ctx: Context) -> str:
+        log.info("whoami ran for %s", subject(ctx))
         return subject(ctx)
 
     @server.tool(scopes=[SCOPE])
@@ -110,10 +115,15 @@ class WorkerApp(StreamableHTTPApp):
 async def serve(args: argparse.Namespace) -> None:
     server, sign_in = build(args)
     await sign_in.start()
-    auth = Authorization(JWTVerifier(args.issuer), resource=args.public_url + "/mcp",
+    limits = Limits()
+    if args.key_refetch_interval is not None:
+        limits = limits.replace(auth_key_refetch_interval=float(args.key_refetch_interval))
+    auth = Authorization(JWTVerifier(args.issuer, limits=limits), resource=args.public_url + "/mcp",
                          authorization_servers=[args.issuer], scopes_supported=[SCOPE])  # fmt: skip
     app = WorkerApp(server, sign_in, auth=auth, session_id_prefix=args.worker_id)
     async with anyio.create_task_group() as tg:
+        if args.ws_port is not None:
+            await tg.start(functools.partial(serve_websocket, server, "127.0.0.1", int(args.ws_port), auth=auth))
         port = await tg.start(serve_http, app, "127.0.0.1", args.port)
         print(f"mcp: http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
         await anyio.sleep_forever()
@@ -123,6 +133,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     for name in ("port", "redis", "worker-id", "public-url", "issuer", "client-id", "client-secret", "backend"):
         parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--ws-port")
+    parser.add_argument("--key-refetch-interval")
     args = parser.parse_args()
     args.port = int(args.port)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")

@@ -11,8 +11,8 @@ test processes install it once, and stamped with the pin so a changed pin reinst
 :class:`NanoIDP` writes a configuration into a temporary directory, starts the server in its own
 process group, waits for its discovery document and stops it again; it gets tokens headlessly
 with httpx (:meth:`NanoIDP.token_for`, :meth:`NanoIDP.refresh`, :meth:`NanoIDP.introspect`).
-The ``nanoidp`` fixture (one server per test module) is exposed by assignment in a test module
-(``nanoidp = idp.nanoidp``), as ``tests/helpers/redis_server.py``'s ``redis`` is.
+The ``nanoidp`` fixture (one server per test module; ``second_nanoidp``, another issuer) is exposed by
+assignment in a test module (``nanoidp = idp.nanoidp``), as ``tests/helpers/redis_server.py``'s ``redis`` is.
 
 ``python tests/helpers/nanoidp.py`` installs it from a shell (``.ci/run`` does) and prints the
 venv's Python.
@@ -228,7 +228,11 @@ class NanoIDP:
         self.stop()
         raise NanoIDPUnavailable(f"NanoIDP did not answer {self.metadata_url} within {WAIT} s:\n{log_text}")
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """End the process and keep its directory: :meth:`start` brings the same issuer back (same port, same
+        keys, so tokens it made before still verify), the authorization server down in between. The clients
+        registered are forgotten with the process."""
+        self._client = None
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -239,6 +243,9 @@ class NanoIDP:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+    def stop(self) -> None:
+        self.halt()
         self.http.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -427,14 +434,24 @@ def started(users: Sequence[str] = USERS) -> NanoIDP:
     return server
 
 
-@pytest.fixture(scope="module")
-def nanoidp() -> Iterator[NanoIDP]:
-    """One NanoIDP for the test module (alice and bob), stopped after it."""
+def _for_the_module() -> Iterator[NanoIDP]:
     server = started()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def nanoidp() -> Iterator[NanoIDP]:
+    """One NanoIDP for the test module (alice and bob), stopped after it."""
+    yield from _for_the_module()
+
+
+@pytest.fixture(scope="module")
+def second_nanoidp() -> Iterator[NanoIDP]:
+    """Another NanoIDP for the test module, with its own keys and issuer name (another issuer to ``nanoidp``)."""
+    yield from _for_the_module()
 
 
 if __name__ == "__main__":

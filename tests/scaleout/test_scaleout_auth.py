@@ -16,9 +16,6 @@ on w2, and its callback replayed is refused on both.
 
 from __future__ import annotations
 
-import os
-import pathlib
-import sys
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -29,7 +26,7 @@ import pytest
 import minimcp
 from minimcp import Accepted, connect_http
 from tests.helpers import nanoidp as idp
-from tests.helpers.balancer import TwoWorkers, stopped_at_end
+from tests.helpers.balancer import AuthWorkers, stopped_at_end
 from tests.helpers.http import Raw, req
 from tests.helpers.http_modern import Modern, accept, input_required
 from tests.helpers.nanoidp import NanoIDP
@@ -40,28 +37,11 @@ pytest.importorskip("coredis", reason="the redis extra (coredis) is not installe
 
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-KEYS = "a7" * 32  # one state key shared by both workers
 WAIT = 30  # seconds: generous bounds on a busy machine
 SCOPE = "bookings:write"
 
 
-class Cluster(TwoWorkers):
-    """Redis, two authorizing workers (w1, w2) on ``backend`` and haproxy in front; all tracked."""
-
-    def __init__(self, backend: str, tmp: pathlib.Path, idp: NanoIDP) -> None:
-        super().__init__(tmp)
-        self.backend, self.idp = backend, idp
-
-    def start(self) -> None:
-        page_client = self.idp.register_client(self.public + "/pages/callback", confidential=True, scopes=["openid"])
-        assert page_client.client_secret is not None
-        secret = page_client.client_secret
-        env = {**os.environ, "MINIMCP_STATE_KEYS": KEYS, "PYTHONPATH": str(ROOT)}
-        self.launch(lambda n: [sys.executable, "-m", "tests.helpers.auth_worker", "--port", str(self.ports[n]),
-                               "--redis", self.redis.url, "--worker-id", f"w{n + 1}", "--public-url", self.public,
-                               "--issuer", self.idp.issuer, "--client-id", page_client.client_id,
-                               "--client-secret", secret, "--backend", self.backend], env)  # fmt: skip
+Cluster = AuthWorkers  # Redis, two authorizing workers (w1, w2) and haproxy in front; all tracked
 
 
 @pytest.fixture(scope="module")

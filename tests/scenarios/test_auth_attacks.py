@@ -17,7 +17,7 @@ inside the leeway, is accepted, so the clock check is the one refusing. NanoIDP'
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -25,12 +25,21 @@ import pytest
 
 from tests.helpers import nanoidp as idp
 from tests.helpers.auth_e2e import (
+    ALGORITHM,
+    AUDIENCE,
+    EXPIRED,
+    MALFORMED,
+    NOT_YET,
+    OTHER_ISSUER,
     TIMEOUT,
+    TOO_LARGE,
+    UNKNOWN_KEY,
     Deployment,
     Ran,
     alg_none,
+    assert_refused,
+    attempt,
     build,
-    challenge_of,
     header_and_claims,
     hmac_signed,
     issuer_key,
@@ -39,63 +48,18 @@ from tests.helpers.auth_e2e import (
     resigned,
     rogue_key,
 )
-from tests.helpers.http import JSON_SSE, dump, httpx, initialize_request
+from tests.helpers.http import httpx
 from tests.helpers.nanoidp import NanoIDP, free_port
-from tests.helpers.websocket import RawWs
 
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
+second_nanoidp = idp.second_nanoidp  # another issuer
 
 TRANSPORTS = pytest.mark.parametrize("transport", ["http", "websocket"])
-
-EXPIRED = "the token has expired"
-NOT_YET = "the token is not valid yet"
-ALGORITHM = "the token's signing algorithm is not accepted"
-UNKNOWN_KEY = "the token is signed with a key the issuer does not publish"
-OTHER_ISSUER = "the token was issued by another authorization server"
-AUDIENCE = "the token was not issued for this resource"
-TOO_LARGE = "the token is too large"
-MALFORMED = "the Authorization header is not 'Bearer <token>'"
 
 
 @pytest.fixture(scope="module")
 def site(nanoidp: NanoIDP) -> Deployment:
     return Deployment(nanoidp)
-
-
-@pytest.fixture(scope="module")
-def second_idp() -> Iterator[NanoIDP]:
-    """A second authorization server with its own keys: another issuer to the module's, and the one rotated."""
-    server = idp.started()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-class Outcome:
-    """What the server answered an attempt: the status, the challenge's parameters (empty when none)."""
-
-    def __init__(self, status: int, challenge: str | None) -> None:
-        self.status = status
-        self.challenge = challenge_of(challenge) if challenge else {}
-
-
-async def attempt(url: str, header: str | None, *, query: str = "") -> Outcome:
-    """Open a session (HTTP: POST initialize; WebSocket: the upgrade) with ``Authorization: header``."""
-    if url.startswith("ws:"):
-        headers = {"Authorization": header} if header is not None else None
-        async with RawWs.connect(url + query, subprotocols=["mcp"], headers=headers) as raw:
-            assert raw.response is not None
-            ok = raw.response.status_code == 101
-            return Outcome(200 if ok else raw.response.status_code, raw.response.headers.get("WWW-Authenticate"))
-    sent = {"accept": JSON_SSE, "content-type": "application/json"}
-    if header is not None:
-        sent["authorization"] = header
-    async with httpx.AsyncClient(timeout=10) as client:
-        answer = await client.post(url + query, content=dump(initialize_request()), headers=sent)
-    if header is not None and len(header) > 40:
-        assert header.split()[-1] not in answer.text  # a refusal never echoes the token
-    return Outcome(answer.status_code, answer.headers.get("www-authenticate"))
 
 
 @contextlib.asynccontextmanager
@@ -109,14 +73,6 @@ async def protected(site: Deployment, transport: str, **verifier_options: Any) -
             yield url, ran
             assert ran.events == []  # no attempt reached a tool
             assert (await attempt(url, f"Bearer {alice}")).status == 200
-
-
-async def assert_refused(url: str, token: str, description: str) -> None:
-    outcome = await attempt(url, f"Bearer {token}")
-    assert outcome.status == 401, vars(outcome)
-    assert outcome.challenge["error"] == "invalid_token"
-    assert outcome.challenge["error_description"] == description
-    assert outcome.challenge["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
 
 
 # --- the header -----------------------------------------------------------------------------------
@@ -202,29 +158,29 @@ async def test_a_key_the_issuer_never_published_is_fetched_again_once_then_refus
 
 
 @TRANSPORTS
-async def test_a_key_rotated_in_at_the_issuer_is_fetched_and_taken(second_idp: NanoIDP, transport: str) -> None:
+async def test_a_key_rotated_in_at_the_issuer_is_fetched_and_taken(second_nanoidp: NanoIDP, transport: str) -> None:
     """On the second NanoIDP (its tokens are made fresh by each test): rotating the module's would leave its
     kept tokens signed by a key no longer published after two rotations (NanoIDP keeps two previous keys)."""
-    site = Deployment(second_idp)
+    site = Deployment(second_nanoidp)
     fetches: list[str] = []
     async with protected(site, transport, fetches=fetches) as (url, _):
         assert (await attempt(url, f"Bearer {site.token('alice')}")).status == 200
         known = len(fetches)
-        rotated = second_idp.http.post(second_idp.issuer + "/api/keys/rotate")
+        rotated = second_nanoidp.http.post(second_nanoidp.issuer + "/api/keys/rotate")
         assert rotated.status_code == 200, rotated.text
         fresh = site.token("bob")
         assert header_and_claims(fresh)[0]["kid"] == rotated.json()["new_kid"]
         assert (await attempt(url, f"Bearer {fresh}")).status == 200
-        assert fetches[known:] == [second_idp.jwks_uri]  # fetched again once, for the new key
+        assert fetches[known:] == [second_nanoidp.jwks_uri]  # fetched again once, for the new key
 
 
 # --- the claims -----------------------------------------------------------------------------------
 
 
 @TRANSPORTS
-async def test_another_issuers_token_is_refused(site: Deployment, second_idp: NanoIDP, transport: str) -> None:
-    theirs = second_idp.token_for("alice", ["bookings:read"], site.resource)  # for this very resource
-    renamed = resigned(site.token("alice"), *issuer_key(site.idp), iss=second_idp.issuer)
+async def test_another_issuers_token_is_refused(site: Deployment, second_nanoidp: NanoIDP, transport: str) -> None:
+    theirs = second_nanoidp.token_for("alice", ["bookings:read"], site.resource)  # for this very resource
+    renamed = resigned(site.token("alice"), *issuer_key(site.idp), iss=second_nanoidp.issuer)
     async with protected(site, transport) as (url, _):
         await assert_refused(url, theirs.access_token, UNKNOWN_KEY)  # not one of our issuer's keys
         await assert_refused(url, renamed, OTHER_ISSUER)  # our issuer's key, another issuer's name
