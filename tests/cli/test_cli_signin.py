@@ -37,6 +37,7 @@ nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
 
 ISSUER = "https://as.example.com"
 RESOURCE = "https://mcp.example.com/mcp"
+READ = "bookings:read"
 
 
 def mode(path: pathlib.Path) -> int:
@@ -128,14 +129,11 @@ def test_the_default_directory_follows_xdg_config_home(
 def test_logout_removes_the_kept_tokens(tmp_path: pathlib.Path) -> None:
     store = FileTokenStore(tmp_path / "minimcp")
     anyio.run(store.set_tokens, ISSUER, RESOURCE, Tokens("a"))
-    env = cli_env(XDG_CONFIG_HOME=str(tmp_path))
-    done = subprocess.run([PY, "-m", "minimcp", "logout", RESOURCE], capture_output=True, text=True, env=env,
-                          cwd=str(REPO), timeout=RUN_TIMEOUT, check=False)  # fmt: skip
+    done = minimcp("logout", RESOURCE, XDG_CONFIG_HOME=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"Signed out of {RESOURCE} (1 kept token removed)."
     assert not store.tokens_path(ISSUER, RESOURCE).exists()
-    done = subprocess.run([PY, "-m", "minimcp", "logout", RESOURCE], capture_output=True, text=True, env=env,
-                          cwd=str(REPO), timeout=RUN_TIMEOUT, check=False)  # fmt: skip
+    done = minimcp("logout", RESOURCE, XDG_CONFIG_HOME=str(tmp_path))
     assert done.returncode == 0 and done.stdout.strip() == f"No kept tokens for {RESOURCE}."
 
 
@@ -353,7 +351,7 @@ async def test_the_terminal_signs_in_keeps_steps_up_refreshes_and_logs_out(
             assert mode(client_file) == 0o600
             first = run.kept()
             secrets |= {first["access_token"], first["refresh_token"]}
-            assert first["scope"].split() == ["bookings:read", "offline_access"] or first["scope"] == "bookings:read"
+            assert first["scope"].split() == ["bookings:read", "offline_access"] and first["refresh_token"]
 
             # 2. The next run uses the kept token: no browser.
             out, err = check(await run("tools", url))
@@ -387,7 +385,7 @@ async def test_the_terminal_signs_in_keeps_steps_up_refreshes_and_logs_out(
             # 5. logout forgets the token; the next run signs in again.
             out, _ = check(await run("logout", url))
             assert out.strip() == f"Signed out of {url} (1 kept token removed)." and run.token_files == []
-            out, err = check(await run("call", "--scope", "bookings:read", url, "booking_status", f"booking_id={booking_id}"))
+            out, err = check(await run("call", "--scope", READ, url, "booking_status", f"booking_id={booking_id}"))
             assert booking_id in out and "Signing in" in err and len(run.visits) == 3
             secrets.add(run.kept()["access_token"])
     for output in run.outputs:
@@ -405,11 +403,21 @@ async def test_no_store_keeps_nothing_on_disk(nanoidp: NanoIDP, tmp_path: pathli
     assert len(run.visits) == 2 and not (run.config / "minimcp").exists()
 
 
-def test_sign_in_flags_are_for_http_targets() -> None:
-    env = cli_env()
-    done = subprocess.run([PY, "-m", "minimcp", "tools", "--scope", "x", "ws://127.0.0.1:1/mcp"],
-                          capture_output=True, text=True, env=env, cwd=str(REPO), timeout=RUN_TIMEOUT, check=False)  # fmt: skip
-    assert done.returncode == 2 and "--scope is for http(s):// targets" in done.stderr
-    done = subprocess.run([PY, "-m", "minimcp", "tools", "--client-secret", "s", "http://127.0.0.1:1/mcp"],
-                          capture_output=True, text=True, env=env, cwd=str(REPO), timeout=RUN_TIMEOUT, check=False)  # fmt: skip
-    assert done.returncode == 2 and "--client-secret needs --client-id" in done.stderr
+def minimcp(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "minimcp", *args], capture_output=True, text=True, env=cli_env(**env),
+                          cwd=str(REPO), timeout=RUN_TIMEOUT, check=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["tools", "--scope", "x", "ws://127.0.0.1:1/mcp"], "--scope is for http(s):// targets"),
+        (["tools", "--no-store", "python server.py"], "--no-store is for http(s):// targets"),
+        (["tools", "--client-secret", "s", "http://127.0.0.1:1/mcp"], "--client-secret needs --client-id"),
+        (["tools", "--client-metadata-url", "http://a.example/c", "http://127.0.0.1:1/mcp"], "must be an https://"),
+        (["logout", "javascript:alert(1)"], "logout takes the server's http(s):// URL"),
+    ],
+)
+def test_sign_in_flags_are_checked_before_connecting(args: list[str], message: str) -> None:
+    done = minimcp(*args)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
