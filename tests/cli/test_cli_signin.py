@@ -24,8 +24,9 @@ import pytest
 from minimcp.auth.file_token_store import FileTokenStore, default_directory
 from minimcp.auth.oauth_client import AuthorizationFailed
 from minimcp.auth.token_store import ClientCredentials, MemoryTokenStore, Tokens
+from minimcp.cli.args import build_parser, options_from
 from minimcp.cli.loopback import LoopbackRedirect, check_browser_url
-from minimcp.cli.signing_in import TerminalBrowser, TerminalStore
+from minimcp.cli.signing_in import TerminalBrowser, TerminalStore, signing_in
 from minimcp.cli.terminal import Console
 from tests.helpers import nanoidp as idp
 from tests.helpers.booking_auth import booking_behind
@@ -401,6 +402,62 @@ async def test_no_store_keeps_nothing_on_disk(nanoidp: NanoIDP, tmp_path: pathli
                 out, err = check(await run("tools", "--no-store", "--scope", "bookings:read", url))
                 assert "booking_status(" in out and "Signing in" in err
     assert len(run.visits) == 2 and not (run.config / "minimcp").exists()
+
+
+async def test_a_refused_sign_in_ends_the_run_in_one_line(
+    nanoidp: NanoIDP, tmp_path: pathlib.Path, anyio_backend: str
+) -> None:
+    run = Run(tmp_path, anyio_backend)
+    run.env["SIGNIN_BROWSER_DENY"] = "1"
+    with anyio.fail_after(2 * RUN_TIMEOUT):
+        async with booking_behind(nanoidp) as (_, url):
+            out, err = check(await run("tools", url), status=2)
+    assert out == "" and len(run.visits) == 1 and run.visits[0]["status"] == 200
+    assert "The sign-in did not complete (access_denied)" in run.visits[0]["page"]
+    assert err.splitlines()[-1] == (
+        f"minimcp: error: cannot connect to {url}: authorization failed: "
+        "the authorization server refused: access_denied"
+    )
+    assert run.token_files == []
+
+
+async def test_a_client_registered_beforehand_is_used_and_its_secret_not_kept(
+    nanoidp: NanoIDP, tmp_path: pathlib.Path, anyio_backend: str
+) -> None:
+    run = Run(tmp_path, anyio_backend)
+    registered = await anyio.to_thread.run_sync(lambda: nanoidp.register_client(confidential=True, name="mine"))
+    assert registered.client_secret is not None
+    with anyio.fail_after(2 * RUN_TIMEOUT):
+        async with booking_behind(nanoidp) as (_, url):
+            # (--flag=VALUE: a secret may begin with "-")
+            client = [f"--client-id={registered.client_id}", f"--client-secret={registered.client_secret}"]
+            out, err = check(await run("tools", *client, "--scope", READ, url))
+    assert "booking_status(" in out and "Signing in" in err
+    assert run.visits[0]["query"]["client_id"] == registered.client_id
+    assert not (run.config / "minimcp" / "clients").exists()  # the flags' client is given again, not written down
+    files = [p.read_text() for p in (run.config / "minimcp").rglob("*.json")]
+    assert files and not any(registered.client_secret in text for text in files)
+    assert registered.client_secret not in out + err
+
+
+async def test_the_flags_reach_the_oauth_client(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    args = build_parser().parse_args([
+        "call", "--scope", "a b", "--scope", "c", "--client-id", "cid", "--client-secret", "sec",
+        "--client-metadata-url", "https://app.example.com/client.json", "https://mcp.example.com/mcp", "t",
+    ])  # fmt: skip
+    options = options_from(args)
+    async with signing_in(options, Console(color=False)) as signin:
+        oauth = signin.oauth
+        assert oauth.scopes == ["a", "b", "c"] and oauth.client_id == "cid" and oauth.client_secret == "sec"
+        assert oauth.client_metadata_url == "https://app.example.com/client.json"
+        assert oauth.redirect_uri == signin.browser.redirect.redirect_uri and oauth.browser is signin.browser
+        assert isinstance(oauth.store, TerminalStore) and isinstance(oauth.store.kept, FileTokenStore)
+        assert oauth.store.kept.directory == tmp_path / "minimcp"
+    options = options_from(build_parser().parse_args(["tools", "--no-store", "https://mcp.example.com/mcp"]))
+    async with signing_in(options, Console(color=False)) as signin:
+        assert isinstance(signin.oauth.store, TerminalStore) and isinstance(signin.oauth.store.kept, MemoryTokenStore)
+        assert signin.oauth.scopes is None
 
 
 def minimcp(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

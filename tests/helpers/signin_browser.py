@@ -5,7 +5,9 @@ authorization URL as its one argument) appends ``login_hint=persona-auto-login:<
 ``SIGNIN_BROWSER_USER``, default ``alice``), fetches it, follows NanoIDP's redirect to the terminal's
 loopback listener as a browser would, and appends one JSON line to the file ``SIGNIN_BROWSER_LOG``:
 the authorization URL's query, where the redirect went, and the status and text of the page the
-listener answered. Standard library only (it runs under any interpreter); exits 1 when a step fails.
+listener answered. With ``SIGNIN_BROWSER_DENY`` set it goes straight back to the redirect URI with
+``error=access_denied``, as the browser of a person who refuses would. Standard library only (it
+runs under any interpreter); exits 1 when a step fails.
 
 :func:`browser_command` writes an executable wrapper for it (``BROWSER`` names one program, no
 arguments: :mod:`webbrowser` does not split it).
@@ -50,7 +52,11 @@ def main(argv: list[str]) -> int:
     recorder = _Recorder()
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), recorder)
     hinted = url + ("&" if "?" in url else "?") + urllib.parse.urlencode({"login_hint": f"persona-auto-login:{user}"})
-    record: dict[str, object] = {"query": dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))}
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+    record: dict[str, object] = {"query": query}
+    if os.environ.get("SIGNIN_BROWSER_DENY"):  # the person refuses: the authorization server redirects with an error
+        denied = {"error": "access_denied", "state": query["state"]}
+        hinted = query["redirect_uri"] + "?" + urllib.parse.urlencode(denied)
     try:
         with opener.open(hinted, timeout=TIMEOUT) as answer:
             record.update(status=answer.status, page=answer.read().decode("utf-8", "replace"))
