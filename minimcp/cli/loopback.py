@@ -102,17 +102,17 @@ class LoopbackRedirect:
     async def wait(self, state: str | None) -> dict[str, str]:
         """The query parameters of the first callback carrying ``state`` (any, when ``None``), once its browser
         has been answered. Unbounded: the caller bounds it (``anyio.fail_after``)."""
-        found: dict[str, str] = {}
+        found: list[dict[str, str]] = []
         async with anyio.create_task_group() as tg:
 
             async def handle(stream: anyio.abc.SocketStream) -> None:
                 query = await self._exchange(stream, state)
                 if query is not None and not found:
-                    found.update(query)
+                    found.append(query)
                     tg.cancel_scope.cancel()
 
             await self._listener.serve(handle, tg)
-        return found
+        return found[0]
 
     async def _exchange(self, stream: anyio.abc.SocketStream, state: str | None) -> dict[str, str] | None:
         """Read one request, answer it; its query when it is the callback awaited."""

@@ -116,7 +116,7 @@ class TerminalBrowser:
         if self.session is not None:
             self.session.begin_human_wait()
         try:
-            answer: dict[str, str] = {}
+            answer: dict[str, str] | None = None
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._open, authorization_url)
                 with anyio.move_on_after(self.wait):
@@ -125,7 +125,7 @@ class TerminalBrowser:
         finally:
             if self.session is not None:
                 self.session.end_human_wait()
-        if not answer:
+        if answer is None:
             raise AuthorizationFailed("browser", f"the browser did not come back within {self.wait:g} s")
         self.console.note(style.dim("(the browser came back: finishing the sign-in)"))
         return answer
