@@ -17,8 +17,10 @@ page signs the person in at the same authorization server, to check who opened a
 Client side: :mod:`~minimcp.auth.oauth_client` (:class:`OAuthClient`, given to ``connect_http(url,
 auth=...)``: discovery, registration, authorization code with PKCE, refresh, step-up),
 :mod:`~minimcp.auth.token_store` (where it keeps tokens and registrations: the protocol and the
-in-memory store). Shared: :mod:`~minimcp.auth.discovery` (the spec's metadata URL orders and the
-``WWW-Authenticate`` challenge). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the
+in-memory store), :mod:`~minimcp.auth.file_token_store` (the store on disk, a ``0600`` file per
+authorization server and resource, as the ``minimcp`` command keeps them). Shared:
+:mod:`~minimcp.auth.discovery` (the spec's metadata URL orders and the ``WWW-Authenticate``
+challenge). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the
 verifiers and the sign-ins (httpx; the client needs only httpx, which the ``http`` extra has too).
 """
 
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from minimcp.auth.config import Authorization, canonical_resource
+    from minimcp.auth.file_token_store import FileTokenStore
     from minimcp.auth.introspection import IntrospectionVerifier
     from minimcp.auth.jwt import JWTVerifier
     from minimcp.auth.oauth_client import AuthorizationFailed, Browser, HeadlessBrowser, OAuthClient
@@ -43,6 +46,7 @@ _LAZY = {
     "AuthorizationFailed": "oauth_client",
     "Browser": "oauth_client",
     "ClientCredentials": "token_store",
+    "FileTokenStore": "file_token_store",
     "HeadlessBrowser": "oauth_client",
     "MemoryTokenStore": "token_store",
     "OAuthClient": "oauth_client",
@@ -70,6 +74,7 @@ __all__ = [
     "AuthorizationFailed",
     "Browser",
     "ClientCredentials",
+    "FileTokenStore",
     "HeadlessBrowser",
     "MemoryTokenStore",
     "OAuthClient",

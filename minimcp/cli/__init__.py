@@ -7,6 +7,7 @@ Layer 8, the top: nothing in the package imports it. Skip it on a first reading.
     minimcp tools   TARGET                          list the server's tools
     minimcp call    TARGET TOOL [key=value ...]     call a tool, print its result
     minimcp connect TARGET                          an interactive session
+    minimcp logout  URL                             forget the kept tokens of a server
 
 ``TARGET`` is a command that starts a server over stdio (one argument, split like a
 shell would: ``"python examples/booking.py"``), an ``http(s)://`` URL (Streamable
@@ -16,6 +17,10 @@ HTTP) or a ``ws(s)://`` URL (WebSocket).
 ``{"a": 1}``), else taken as strings; when the tool's input schema says a parameter
 is a string, the text is kept as typed (``name=42`` sends ``"42"``). ``--json
 '{...}'`` gives the arguments as one JSON object (``key=value`` pairs override it).
+
+An ``http(s)://`` server that answers ``401`` is signed in to in the browser, without asking
+(``--scope``, ``--client-id``, ``--client-secret``, ``--client-metadata-url``, ``--no-store``);
+the tokens are kept in the configuration directory, mode ``0600``, until ``logout URL``.
 
 When the server asks a question mid-call (elicitation), it is asked in the terminal;
 without one (stdin is not a TTY) questions are declined with a note on stderr,
@@ -35,6 +40,8 @@ The package, one job per module (each imports only those listed before it)::
     questions.py      the question flow: form and URL questions asked, or answered from the flags
     render.py         tools, results, progress, server logs and trace lines as text
     args.py           the command line's arguments, checked into Options before connecting
+    loopback.py       the browser step's ends: the authorization URL checked and opened, the redirect caught
+    signing_in.py     the sign-in at an http(s) server's authorization server: OAuthClient, browser, logout
     connecting.py     the client session a command runs in (transport, trace, logs, --diagram)
     commands.py       tools, call, connect, and one run of a command with its errors in one line
     diagram.py        ``minimcp diagram``: a wire trace drawn as a sequence diagram (needs no client)
@@ -68,6 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from minimcp.cli.diagram import main as diagram_main
 
         return diagram_main(args.rest)
+    if args.command == "logout":
+        from minimcp.cli.signing_in import logout
+        from minimcp.cli.terminal import Console
+
+        if not args.url.lower().startswith(("http://", "https://")):
+            parser.exit(EXIT_FAILURE, f"minimcp: error: logout takes the server's http(s):// URL, not {args.url!r}\n")
+        return logout(args.url, Console(color=False if args.no_color else None))
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         stream=sys.stderr,

@@ -14,6 +14,7 @@ import os
 import shlex
 import shutil
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -27,6 +28,7 @@ __all__ = [
     "EXIT_FAILURE",
     "EXIT_OK",
     "EXIT_TOOL_ERROR",
+    "SIGN_IN_WAIT",
     "Argument",
     "CliError",
     "Options",
@@ -46,6 +48,8 @@ __all__ = [
 #: The MCP log levels, least severe first (``--log-level``): the protocol's own list, not a copy.
 #: Seconds ``--timeout`` waits for each response unless told otherwise.
 DEFAULT_TIMEOUT = 60.0
+#: Seconds the terminal waits for the browser to come back from the authorization server when signing in.
+SIGN_IN_WAIT = 300.0
 
 
 def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -88,6 +92,20 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     group.add_argument("--no-color", action="store_true", default=default(False), help=helps("no ANSI colours"))
     group.add_argument("-v", "--verbose", action="store_true", default=default(False),
                        help=helps("debug logging of minimcp itself, and tracebacks on errors"))  # fmt: skip
+    signing = parser.add_argument_group("signing in (http(s):// targets whose server asks for it)") if top else parser
+    signing.add_argument("--scope", action="append", metavar="SCOPES", default=default([]),
+                         help=helps("the scopes to ask for at the first sign-in (repeatable, or several in one "
+                                    "argument; default: those the server names)"))
+    signing.add_argument("--client-id", metavar="ID", default=default(None),
+                         help=helps("a client registered at the authorization server beforehand (else the "
+                                    "terminal registers itself there)"))
+    signing.add_argument("--client-secret", metavar="SECRET", default=default(None),
+                         help=helps("that client's secret (a confidential client; never written to disk)"))
+    signing.add_argument("--client-metadata-url", metavar="URL", default=default(None),
+                         help=helps("the https URL of this client's Client ID Metadata Document, used when "
+                                    "the authorization server supports them"))
+    signing.add_argument("--no-store", action="store_true", default=default(False),
+                         help=helps("keep tokens for this run only (not in the configuration directory)"))  # fmt: skip
 
 
 def python_name() -> str:
@@ -143,6 +161,15 @@ without a terminal (stdin is not a TTY) nothing waits for a person:
   form refuses, cancels the question and fails the run); URL requests are
   declined unless --accept-urls consents.
 
+signing in (a server that answers 401): the terminal says which authorization
+  server it signs in at and for which resource, opens your browser (BROWSER
+  picks it; the URL is printed when none can be opened) and waits up to
+  {SIGN_IN_WAIT / 60:g} minutes for it to come back to 127.0.0.1. Tokens are kept in a file per
+  authorization server and resource, mode 0600, under
+  $XDG_CONFIG_HOME/minimcp/tokens (else ~/.config/minimcp/tokens);
+  {prog} logout URL forgets them.
+  {prog} call --scope bookings:read http://127.0.0.1:8000/mcp booking_status booking_id=b1
+
 results go to stdout; logs, progress, notes and --trace to stderr.
 exit status: 0 success, 1 the tool returned an error result,
   2 usage, connection or protocol error, 130 interrupted (ctrl-C).
@@ -166,7 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     pointer = (
         "common options (--trace, --answers, --accept-defaults, --accept-urls, --timeout,\n"
-        "--log-level, -H, --backend, --no-color, -v) go before or after the command;\n"
+        "--log-level, -H, --backend, --no-color, -v, and the sign-in options --scope,\n"
+        "--client-id, --client-secret, --client-metadata-url, --no-store) go before or\n"
+        "after the command;\n"
         f"they, examples and how questions are answered: {prog} --help"
     )
 
@@ -197,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
         "an interactive session: list tools, call them",
         "An interactive session. Commands: call TOOL key=value ..., tools, help, quit.",
     )
+    out = commands.add_parser(
+        "logout", help="forget the kept tokens of a server", description="Forget every kept token of a server "
+        "(at any authorization server): the next run signs in again.",
+    )
+    out.add_argument("url", metavar="URL", help="the server's http(s):// URL")
     drawing = commands.add_parser(
         "diagram", help="draw a wire trace as a sequence diagram (see: diagram --help)", add_help=False
     )
@@ -359,6 +393,13 @@ class Options:
     interrupted_while: str | None = None
     #: The session's wire trace, kept for ``--diagram``.
     wire: list[str] = dataclasses.field(default_factory=list)
+    #: Signing in (http(s) targets): the scopes asked for first (``None``: the server's), a client
+    #: registered beforehand, a Client ID Metadata Document's URL, and whether tokens stay in memory.
+    scopes: list[str] | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+    no_store: bool = False
 
 
 def _headers(items: Sequence[str]) -> dict[str, str]:
@@ -399,7 +440,29 @@ def options_from(args: argparse.Namespace) -> Options:
         verbose=args.verbose,
         args=args,
     )
+    _signing_in(options, args)
     if args.command == "call":
         options.call_base = parse_json_object(args.json)
         options.call_pairs = parse_pairs(args.pairs)
     return options
+
+
+def _signing_in(options: Options, args: argparse.Namespace) -> None:
+    """The sign-in flags, checked: they apply to http(s):// targets only."""
+    scopes = [scope for text in args.scope for scope in text.split()]
+    given = [flag for flag, value in (("--scope", scopes), ("--client-id", args.client_id),
+             ("--client-secret", args.client_secret), ("--client-metadata-url", args.client_metadata_url),
+             ("--no-store", args.no_store)) if value]  # fmt: skip
+    if given and options.target.kind != "http":
+        raise CliError(f"{given[0]} is for http(s):// targets (the terminal signs in over Streamable HTTP only)")
+    if args.client_secret is not None and args.client_id is None:
+        raise CliError("--client-secret needs --client-id")
+    if args.client_metadata_url is not None:
+        parts = urllib.parse.urlsplit(args.client_metadata_url)
+        if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/"):
+            raise CliError("--client-metadata-url must be an https:// URL with a path (the metadata document's)")
+    options.scopes = scopes or None
+    options.client_id = args.client_id
+    options.client_secret = args.client_secret
+    options.client_metadata_url = args.client_metadata_url
+    options.no_store = args.no_store

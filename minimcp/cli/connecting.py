@@ -21,13 +21,17 @@ from minimcp.core.transport import Transport
 from minimcp.transports.trace import TracedTransport
 from minimcp.wire.types import LoggingLevel, LoggingMessageParams, UnsetType
 
+if typing.TYPE_CHECKING:
+    from minimcp.auth.oauth_client import OAuthClient
+    from minimcp.cli.signing_in import SigningIn
+
 __all__ = ["connect", "open_transport"]
 
 _ID_SHOWN = 12  # characters of an elicitation id shown in a note
 
 
 def _transport_for(
-    options: Options, limits: Limits, stderr: int | None = None
+    options: Options, limits: Limits, stderr: int | None = None, auth: OAuthClient | None = None
 ) -> contextlib.AbstractAsyncContextManager[Transport]:
     """The transport's context manager (imports the HTTP and WebSocket transports only when needed)."""
     target = options.target
@@ -41,7 +45,7 @@ def _transport_for(
             from minimcp.transports.http import http_client
         except ImportError as exc:
             raise CliError(f"http(s):// targets need the http extra (pip install 'minimcp[http]'): {exc}") from None
-        return http_client(target.url, headers=headers, limits=limits)
+        return http_client(target.url, headers=headers, limits=limits, auth=auth)
     try:
         from minimcp.transports.websocket import websocket_client
     except ImportError as exc:
@@ -50,12 +54,14 @@ def _transport_for(
 
 
 @contextlib.asynccontextmanager
-async def open_transport(options: Options, limits: Limits, stderr: int | None = None) -> AsyncIterator[Transport]:
+async def open_transport(
+    options: Options, limits: Limits, stderr: int | None = None, auth: OAuthClient | None = None
+) -> AsyncIterator[Transport]:
     """Open the transport to the target; failures to start or reach it become :class:`CliError`."""
     target = options.target
     async with contextlib.AsyncExitStack() as stack:
         try:
-            transport = await stack.enter_async_context(_transport_for(options, limits, stderr))
+            transport = await stack.enter_async_context(_transport_for(options, limits, stderr, auth))
         except (FileNotFoundError, PermissionError) as exc:
             if target.kind != "stdio":
                 raise
@@ -89,14 +95,20 @@ async def connect(options: Options, console: Console, questions: Questions) -> A
     relay = None
     if options.target.kind == "stdio" and os.name == "posix":
         relay = StderrRelay(console, verbose=options.verbose)
-    async with relaying(relay, limits.shutdown_timeout), open_transport(
-        options, limits, None if relay is None else relay.write_fd
-    ) as raw:
+    async with contextlib.AsyncExitStack() as stack:
+        signin = None
+        if options.target.kind == "http":
+            signin = await stack.enter_async_context(_signing_in(options, console, limits))
+        await stack.enter_async_context(relaying(relay, limits.shutdown_timeout))
+        auth = None if signin is None else signin.oauth
+        raw = await stack.enter_async_context(
+            open_transport(options, limits, None if relay is None else relay.write_fd, auth)
+        )
         if relay is not None:
             relay.child_started()
         transport: Transport = raw if options.trace == "off" else TracedTransport(raw, trace)
         try:
-            async with Client(
+            client = Client(
                 transport,
                 name="minimcp-cli",
                 version=__version__,
@@ -107,7 +119,10 @@ async def connect(options: Options, console: Console, questions: Questions) -> A
                 on_notification=notified,
                 limits=limits,
                 trace=None if options.diagram is None else WireTrace(options.wire.append),
-            ) as client:
+            )
+            if signin is not None:
+                signin.browser.session = client.session  # its clocks pause while the person signs in
+            async with client:
                 options.connected = True
                 if options.log_level is not None:
                     if isinstance(client.server_capabilities.logging, UnsetType):
@@ -122,6 +137,17 @@ async def connect(options: Options, console: Console, questions: Questions) -> A
         finally:
             if options.diagram is not None:
                 _draw(options, console)
+
+
+def _signing_in(
+    options: Options, console: Console, limits: Limits
+) -> contextlib.AbstractAsyncContextManager[SigningIn]:
+    """The sign-in for an http(s) target (imports the OAuth client, hence httpx, only then)."""
+    try:
+        from minimcp.cli.signing_in import signing_in
+    except ImportError as exc:
+        raise CliError(f"http(s):// targets need the http extra (pip install 'minimcp[http]'): {exc}") from None
+    return signing_in(options, console, limits)
 
 
 def _draw(options: Options, console: Console) -> None:
