@@ -25,6 +25,7 @@ from minimcp.transports._ports import SessionActivity
 from minimcp.transports._ws_slots import NoSlot, SlotTable
 from minimcp.transports.websocket import (
     SUBPROTOCOL,
+    WebSocketHandshakeError,
     WebSocketTransport,
     read_handshake,
     redacted_log,
@@ -47,6 +48,8 @@ except ImportError as exc:  # pragma: no cover - minimcp.transports.websocket ha
     raise ImportError("serving MCP over WebSocket needs the 'websockets' package: pip install 'minimcp[ws]'") from exc
 
 if TYPE_CHECKING:
+    import httpx
+
     from minimcp.auth.config import Authorization
     from minimcp.auth.principal import Principal
     from minimcp.client.client import Client
@@ -368,20 +371,64 @@ async def connect_websocket(
     *,
     limits: Limits | None = None,
     headers: Mapping[str, str] | None = None,
+    auth: httpx.Auth | None = None,
     **client_options: Any,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server over WebSocket and initialize.
+
+    ``auth``: authorization for the upgrade request; an :class:`~minimcp.auth.oauth_client.OAuthClient`
+    puts its token there, refreshes one about to expire first, and, when the server refuses the upgrade
+    (``401``, or ``403 insufficient_scope``), signs in from the challenge as over HTTP and upgrades again
+    with the new token. The server checks the token at the upgrade only: a connection keeps the token it
+    opened with, and a new connection (with the same ``auth``) gets a refreshed one.
 
     Extra keyword arguments go to :class:`~minimcp.Client`. On exit the
     connection is closed with the closing handshake.
     """
     from minimcp.client.client import Client
 
-    async with (
-        websocket_client(url, limits=limits, headers=headers) as transport,
-        Client(transport, limits=limits, **client_options) as client,
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        if auth is None:
+            transport = await stack.enter_async_context(websocket_client(url, limits=limits, headers=headers))
+        else:
+            transport = await _authorized_upgrade(stack, url, auth, limits, headers)
+        client = await stack.enter_async_context(Client(transport, limits=limits, **client_options))
         yield client
+
+
+async def _authorized_upgrade(
+    stack: contextlib.AsyncExitStack,
+    url: str,
+    auth: httpx.Auth,
+    limits: Limits | None,
+    headers: Mapping[str, str] | None,
+) -> WebSocketTransport:
+    """Open the WebSocket with ``auth``'s ``Authorization`` header, driving its flow as httpx would: a refused
+    upgrade is the flow's response (status and challenge), and the request it answers with is tried next."""
+    import httpx
+
+    http_url = "http" + url[2:] if url[:3].lower() == "ws:" or url[:4].lower() == "wss:" else url  # the same origin
+    request = httpx.Request("GET", http_url, headers=headers)
+    flow = auth.async_auth_flow(request)
+    try:
+        request = await flow.__anext__()
+        while True:
+            sent = {name: value for name, value in (headers or {}).items() if name.lower() != "authorization"}
+            if "authorization" in request.headers:
+                sent["Authorization"] = request.headers["authorization"]
+            try:
+                return await stack.enter_async_context(websocket_client(url, limits=limits, headers=sent))
+            except WebSocketHandshakeError as refused:
+                if refused.status not in (401, 403):
+                    raise
+                challenge = {"WWW-Authenticate": refused.www_authenticate} if refused.www_authenticate else {}
+                response = httpx.Response(refused.status, headers=challenge, request=request)
+                try:
+                    request = await flow.asend(response)
+                except StopAsyncIteration:
+                    raise refused from None
+    finally:
+        await flow.aclose()
 
 
 class _ScopeCheck:

@@ -126,11 +126,14 @@ class WebSocketHandshakeError(MinimcpError):
     Attributes:
         status: The HTTP status of the refusal (403 for a refused origin), or
             ``None`` when there was no valid HTTP response.
+        www_authenticate: The refusal's ``WWW-Authenticate`` header (a ``401``'s
+            or ``403``'s challenge), if it had one.
     """
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, www_authenticate: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.www_authenticate = www_authenticate
 
 
 class WebSocketTransport:
@@ -578,11 +581,14 @@ async def websocket_client(
             events = await read_handshake(stream, protocol)
             failure = protocol.handshake_exc
             if failure is not None:
-                status = failure.response.status_code if isinstance(failure, InvalidStatus) else None
+                status = challenge = None
+                if isinstance(failure, InvalidStatus):
+                    status = failure.response.status_code
+                    challenge = ", ".join(failure.response.headers.get_all("WWW-Authenticate")) or None
                 message = str(failure)
                 if isinstance(failure, InvalidHandshake) and failure.__cause__ is not None:
                     message = f"{message}: {failure.__cause__}"
-                raise WebSocketHandshakeError(message, status) from failure
+                raise WebSocketHandshakeError(message, status, challenge) from failure
             if events and isinstance(events[0], Response):
                 events.pop(0)
         except BaseException:

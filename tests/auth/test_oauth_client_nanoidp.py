@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import anyio
 import pytest
 
-from minimcp import Accepted, ElicitationRequest, connect_http
-from minimcp.auth import HeadlessBrowser, MemoryTokenStore, OAuthClient
+from minimcp import connect_http
+from minimcp.auth import MemoryTokenStore, OAuthClient
 from tests.helpers import nanoidp as idp
-from tests.helpers.auth_e2e import READ, TIMEOUT, WRITE, Deployment, build
-from tests.helpers.nanoidp import NanoIDP, free_port
+from tests.helpers.auth_e2e import READ, TIMEOUT, WRITE, Deployment, build, named, signing_in
+from tests.helpers.nanoidp import NanoIDP
 
 nanoidp = idp.nanoidp  # the fixture: one NanoIDP (alice, bob) for this module
 
@@ -30,16 +29,7 @@ def site(nanoidp: NanoIDP) -> Deployment:
 
 
 def alice(store: MemoryTokenStore, scopes: list[str]) -> OAuthClient:
-    return OAuthClient(
-        HeadlessBrowser({"login_hint": "persona-auto-login:alice"}),
-        redirect_uri=f"http://127.0.0.1:{free_port()}/callback",
-        scopes=scopes,
-        store=store,
-    )
-
-
-async def named(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
-    return Accepted({"name": "Alice"})
+    return signing_in("alice", store, scopes)
 
 
 async def test_alice_signs_in_calls_refreshes_and_steps_up(

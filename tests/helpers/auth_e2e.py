@@ -30,8 +30,16 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from minimcp import Context, Server, serve_http, serve_websocket
-from minimcp.auth import Authorization, IntrospectionVerifier, JWTVerifier, Verifier
+from minimcp import Accepted, Context, ElicitationRequest, Server, serve_http, serve_websocket
+from minimcp.auth import (
+    Authorization,
+    HeadlessBrowser,
+    IntrospectionVerifier,
+    JWTVerifier,
+    MemoryTokenStore,
+    OAuthClient,
+    Verifier,
+)
 from tests.helpers.http import JSON_SSE, Raw, dump, initialize_request
 from tests.helpers.nanoidp import INTROSPECTOR, NanoIDP, Tokens, free_port
 from tests.helpers.websocket import RawWs
@@ -155,6 +163,23 @@ def build(name: str = "e2e") -> tuple[Server, Ran]:
         return f"{who.subject} booked {room} for {value['name'] if value else '-'}"
 
     return server, ran
+
+
+def signing_in(user: str, store: MemoryTokenStore, scopes: Sequence[str] | None, **options: Any) -> OAuthClient:
+    """Our OAuth client signing ``user`` in headlessly at NanoIDP (its persona sign-in, by ``login_hint``), asking
+    for ``scopes`` (``None``: what the server's challenge names), its redirect on a free loopback port."""
+    return OAuthClient(
+        HeadlessBrowser({"login_hint": f"persona-auto-login:{user}"}),
+        redirect_uri=f"http://127.0.0.1:{free_port()}/callback",
+        scopes=scopes,
+        store=store,
+        **options,
+    )
+
+
+async def named(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
+    """The answer to :func:`build`'s ``book`` form: the name Alice."""
+    return Accepted({"name": "Alice"})
 
 
 class Bearer(Raw):
