@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
 
 mcp = pytest.importorskip("mcp", reason="the official MCP SDK (package 'mcp') is not installed")
@@ -42,6 +43,32 @@ async def official_client(script: pathlib.Path, *args: str, **options: Any) -> A
     options.setdefault("mode", "legacy")
     async with mcp.Client(params, **options) as client:
         yield client
+
+
+@contextlib.asynccontextmanager
+async def serving_script(script: pathlib.Path, *args: str, port: int, wait: float = 15) -> AsyncIterator[None]:
+    """``python script args...`` (the repository importable) until exit, once it accepts TCP on ``port``."""
+    process = await anyio.open_process([sys.executable, str(script), *args], env=child_env(), stdout=None, stderr=None)
+    try:
+        with anyio.fail_after(wait):
+            while True:
+                try:
+                    stream = await anyio.connect_tcp("127.0.0.1", port)
+                except OSError:
+                    await anyio.sleep(0.1)
+                else:
+                    await stream.aclose()
+                    break
+        yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            process.terminate()
+            with anyio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
 
 
 class Recorder:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import pathlib
 import socket
 import sys
@@ -57,6 +56,7 @@ from tests.helpers.http import (  # noqa: E402
     serving,
     serving_asgi,
 )
+from tests.helpers.interop import serving_script  # noqa: E402
 
 TIMEOUT = 20
 
@@ -853,34 +853,8 @@ def _free_port() -> int:
 @contextlib.asynccontextmanager
 async def official_http_server() -> AsyncIterator[str]:
     port = _free_port()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    process = await anyio.open_process(
-        [sys.executable, str(REPO / "tests" / "peers" / "official_server.py"), "http", str(port)],
-        env=env,
-        stdout=None,
-        stderr=None,
-    )
-    try:
-        with anyio.fail_after(15):
-            while True:
-                try:
-                    stream = await anyio.connect_tcp("127.0.0.1", port)
-                except OSError:
-                    await anyio.sleep(0.1)
-                else:
-                    await stream.aclose()
-                    break
+    async with serving_script(REPO / "tests" / "peers" / "official_server.py", "http", str(port), port=port):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        with anyio.CancelScope(shield=True):
-            process.terminate()
-            with anyio.move_on_after(5):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            await process.aclose()
 
 
 async def test_our_client_elicitation_against_official_http_server() -> None:
