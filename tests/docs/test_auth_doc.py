@@ -9,6 +9,8 @@
   gives for the page's own ``Authorization``;
 * the bounds table names ``Limits`` fields with their defaults, and every ``Limits`` field of
   authorization is in it; the refusal reasons listed are :data:`minimcp.auth.principal.Refusal`'s;
+* the client samples run: the loopback browser answers the redirect's query, the file token store keeps
+  tokens per authorization server and resource in files of mode 0600;
 * every ``test_file.py::test_name`` the page cites exists.
 """
 
@@ -154,3 +156,61 @@ def test_every_test_the_page_cites_exists() -> None:
     cited = re.findall(r"(test_\w+\.py)::(\w+)", TEXT)
     assert len(cited) >= 5
     assert [c for c in cited if c[1] not in names.get(c[0], set())] == []
+
+
+async def test_the_loopback_browser_opens_the_url_and_answers_the_redirects_query(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    import anyio
+    import anyio.abc
+    import httpx
+
+    browser_class = _sample_defining("LoopbackBrowser")["LoopbackBrowser"]
+    pages: list[tuple[int, str]] = []
+    opened: list[str] = []
+    people: list[threading.Thread] = []
+
+    def person(url: str) -> None:  # the person's browser: a stray request, then the redirect back
+        with httpx.Client(timeout=10) as http:
+            pages.append((http.get(url.replace("/callback", "/favicon.ico")).status_code, ""))
+            answer = http.get(url)
+            pages.append((answer.status_code, answer.text))
+
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        browser = browser_class(listener, listener.extra(anyio.abc.SocketAttribute.local_port), wait=10)
+
+        def open_url(url: str) -> bool:  # the authorization server would redirect the browser here at once
+            opened.append(url)
+            back = f"{browser.redirect_uri}?code=c1&state=s1&iss=https%3A%2F%2Fas"
+            people.append(threading.Thread(target=person, args=(back,)))
+            people[-1].start()
+            return True
+
+        monkeypatch.setattr("webbrowser.open", open_url)
+        answer = await browser("https://as/authorize?state=s1")
+        await anyio.to_thread.run_sync(people[0].join, 10)
+    assert opened == ["https://as/authorize?state=s1"]
+    assert answer == {"code": "c1", "state": "s1", "iss": "https://as"}
+    assert pages == [(404, ""), (200, "Signed in. You can close this window.")]
+
+
+async def test_the_file_token_store_keeps_tokens_and_clients_for_its_owner_only(tmp_path: pathlib.Path) -> None:
+    from minimcp.auth import ClientCredentials, Tokens
+
+    store = _sample_defining("FileTokenStore")["FileTokenStore"](tmp_path / "tokens")
+    tokens = Tokens("access", refresh_token="refresh", expires_at=1.0e9, scope="bookings:read")
+    client = ClientCredentials("dcr-1", "secret", "client_secret_basic", "http://127.0.0.1:8765/callback")
+    assert await store.get_tokens("https://as", "https://mcp/mcp") is None
+    await store.set_tokens("https://as", "https://mcp/mcp", tokens)
+    await store.set_client("https://as", client)
+    assert await store.get_tokens("https://as", "https://mcp/mcp") == tokens
+    assert await store.get_tokens("https://other-as", "https://mcp/mcp") is None  # per authorization server
+    assert await store.get_client("https://as") == client
+    assert (tmp_path / "tokens").stat().st_mode & 0o777 == 0o700
+    files = sorted((tmp_path / "tokens").iterdir())
+    assert len(files) == 2 and all(f.stat().st_mode & 0o777 == 0o600 for f in files)
+    await store.set_tokens("https://as", "https://mcp/mcp", None)
+    assert await store.get_tokens("https://as", "https://mcp/mcp") is None
+    assert len(list((tmp_path / "tokens").iterdir())) == 1
