@@ -14,8 +14,8 @@ it), then the verifiers (``jwt``: signed access tokens against the issuer's keys
 ``introspection``: RFC 7662 for opaque tokens, both fetching through ``fetch``), and ``signin`` (a
 page signs the person in at the same authorization server, to check who opened a URL step).
 
-Client side: :mod:`~minimcp.auth.oauth_client` (:class:`OAuthClient`, given to ``connect_http(url,
-auth=...)``: discovery, registration, authorization code with PKCE, refresh, step-up),
+Client side: :mod:`~minimcp.auth.oauth_client` (:class:`OAuthClient`, given to ``connect_http`` or
+``connect_websocket`` as ``auth=``: discovery, registration, authorization code with PKCE, refresh, step-up),
 :mod:`~minimcp.auth.token_store` (where it keeps tokens and registrations: the protocol and the
 in-memory store), :mod:`~minimcp.auth.file_token_store` (the store on disk, a ``0600`` file per
 authorization server and resource, as the ``minimcp`` command keeps them). Shared:
