@@ -9,8 +9,8 @@
   gives for the page's own ``Authorization``;
 * the bounds table names ``Limits`` fields with their defaults, and every ``Limits`` field of
   authorization is in it; the refusal reasons listed are :data:`minimcp.auth.principal.Refusal`'s;
-* the client samples run: the loopback browser answers the redirect's query, the file token store keeps
-  tokens per authorization server and resource in files of mode 0600;
+* the client samples run: the loopback browser answers the redirect's query, the per-user token store keeps
+  each user's tokens apart, per authorization server and resource;
 * every ``test_file.py::test_name`` the page cites exists.
 """
 
@@ -196,21 +196,21 @@ async def test_the_loopback_browser_opens_the_url_and_answers_the_redirects_quer
     assert pages == [(404, ""), (200, "Signed in. You can close this window.")]
 
 
-async def test_the_file_token_store_keeps_tokens_and_clients_for_its_owner_only(tmp_path: pathlib.Path) -> None:
+async def test_the_per_user_store_keeps_each_users_tokens_apart_and_shares_the_registration() -> None:
     from minimcp.auth import ClientCredentials, Tokens
 
-    store = _sample_defining("FileTokenStore")["FileTokenStore"](tmp_path / "tokens")
+    store_class = _sample_defining("PerUserStore")["PerUserStore"]
+    shared: dict[str, str] = {}
+    alice, bob = store_class(shared, "alice"), store_class(shared, "bob")
     tokens = Tokens("access", refresh_token="refresh", expires_at=1.0e9, scope="bookings:read")
     client = ClientCredentials("dcr-1", "secret", "client_secret_basic", "http://127.0.0.1:8765/callback")
-    assert await store.get_tokens("https://as", "https://mcp/mcp") is None
-    await store.set_tokens("https://as", "https://mcp/mcp", tokens)
-    await store.set_client("https://as", client)
-    assert await store.get_tokens("https://as", "https://mcp/mcp") == tokens
-    assert await store.get_tokens("https://other-as", "https://mcp/mcp") is None  # per authorization server
-    assert await store.get_client("https://as") == client
-    assert (tmp_path / "tokens").stat().st_mode & 0o777 == 0o700
-    files = sorted((tmp_path / "tokens").iterdir())
-    assert len(files) == 2 and all(f.stat().st_mode & 0o777 == 0o600 for f in files)
-    await store.set_tokens("https://as", "https://mcp/mcp", None)
-    assert await store.get_tokens("https://as", "https://mcp/mcp") is None
-    assert len(list((tmp_path / "tokens").iterdir())) == 1
+    assert await alice.get_tokens("https://as", "https://mcp/mcp") is None
+    await alice.set_tokens("https://as", "https://mcp/mcp", tokens)
+    await alice.set_client("https://as", client)
+    assert await alice.get_tokens("https://as", "https://mcp/mcp") == tokens
+    assert await bob.get_tokens("https://as", "https://mcp/mcp") is None  # per user
+    assert await alice.get_tokens("https://other-as", "https://mcp/mcp") is None  # per authorization server
+    assert await bob.get_client("https://as") == client  # the application's registration
+    await alice.set_tokens("https://as", "https://mcp/mcp", None)
+    assert await alice.get_tokens("https://as", "https://mcp/mcp") is None
+    assert len(shared) == 1
