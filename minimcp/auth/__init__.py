@@ -16,6 +16,8 @@ page signs the person in at the same authorization server, to check who opened a
 
 Client side: :mod:`~minimcp.auth.oauth_client` (:class:`OAuthClient`, given to ``connect_http(url,
 auth=...)``: discovery, registration, authorization code with PKCE, refresh, step-up),
+:mod:`~minimcp.auth.machine` (clients without a person: client credentials, workload identity,
+enterprise-managed authorization), :mod:`~minimcp.auth.dpop` (DPoP proofs, RFC 9449),
 :mod:`~minimcp.auth.token_store` (where it keeps tokens and registrations: the protocol and the
 in-memory store). Shared: :mod:`~minimcp.auth.discovery` (the spec's metadata URL orders and the
 ``WWW-Authenticate`` challenge). Needs the ``auth`` extra (``pip install minimcp[auth]``) for the
@@ -29,8 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from minimcp.auth.config import Authorization, canonical_resource
+    from minimcp.auth.dpop import DPoP
     from minimcp.auth.introspection import IntrospectionVerifier
     from minimcp.auth.jwt import JWTVerifier
+    from minimcp.auth.machine import ClientCredentialsAuth, EnterpriseAuth, JWTBearerAuth
     from minimcp.auth.oauth_client import AuthorizationFailed, Browser, HeadlessBrowser, OAuthClient
     from minimcp.auth.principal import Principal, Refusal, TokenRefused, Verifier
     from minimcp.auth.token_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
@@ -43,6 +47,10 @@ _LAZY = {
     "AuthorizationFailed": "oauth_client",
     "Browser": "oauth_client",
     "ClientCredentials": "token_store",
+    "ClientCredentialsAuth": "machine",
+    "DPoP": "dpop",
+    "EnterpriseAuth": "machine",
+    "JWTBearerAuth": "machine",
     "HeadlessBrowser": "oauth_client",
     "MemoryTokenStore": "token_store",
     "OAuthClient": "oauth_client",
@@ -70,12 +78,16 @@ __all__ = [
     "AuthorizationFailed",
     "Browser",
     "ClientCredentials",
+    "ClientCredentialsAuth",
+    "DPoP",
+    "EnterpriseAuth",
     "HeadlessBrowser",
     "MemoryTokenStore",
     "OAuthClient",
     "TokenStore",
     "Tokens",
     "IntrospectionVerifier",
+    "JWTBearerAuth",
     "JWTVerifier",
     "Principal",
     "Refusal",
