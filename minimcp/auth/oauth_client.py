@@ -31,8 +31,12 @@ sends the request again:
 5. **Refresh** shortly before expiry and after a ``401``; ``invalid_grant`` forgets the stored tokens
    and signs in from the start.
 
-Tokens live in a :class:`~minimcp.auth.token_store.TokenStore` (in memory by default). No token,
-code or secret is logged. Needs httpx (the ``http`` or ``auth`` extra), imported here only.
+With ``dpop=True`` the tokens are bound to a key of the client's where the authorization server
+offers DPoP (:mod:`~minimcp.auth.dpop`). The clients without a browser (client credentials,
+workload identity, enterprise-managed authorization) are this class with another grant
+(:mod:`~minimcp.auth.machine`). Tokens live in a :class:`~minimcp.auth.token_store.TokenStore`
+(in memory by default). No token, code or secret is logged. Needs httpx (the ``http`` or ``auth``
+extra), imported here only.
 """
 
 from __future__ import annotations
