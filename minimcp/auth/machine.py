@@ -118,6 +118,14 @@ class _MachineClient(OAuthClient):
             return ClientCredentials(self.client_id, self.client_secret, method)
         return ClientCredentials(self.client_id or "", None, "none")
 
+    async def _grant_again(self, binding: _Binding) -> bool:
+        """The same grant again for a token about to expire (or refused) that came without a refresh token (RFC
+        6749 §4.4.3: client credentials do); a refused grant is raised, not tried again."""
+        answer = await self._grant(binding, await self._client_for(binding), binding.scopes)
+        self._tokens = self._tokens_of(answer, None)
+        await self.store.set_tokens(binding.issuer, binding.resource, self._tokens)
+        return True
+
     def _client_assertion(self, binding: _Binding, client: ClientCredentials) -> str:
         return client_assertion(client.client_id, binding.issuer, self.private_key, self.signing_algorithm)
 

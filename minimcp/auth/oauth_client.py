@@ -301,12 +301,13 @@ class OAuthClient(httpx.Auth):
             request.headers["Authorization"] = f"Bearer {tokens.access_token}"
 
     async def _usable_token(self, server_url: str) -> Tokens | None:
-        """The token to send to ``server_url`` (refreshed first when it is about to expire), if any."""
+        """The token to send to ``server_url`` (renewed first when it is about to expire), if any."""
         binding = self._binding
         if binding is None or binding.server_url != server_url:
             return None  # never send a token before its server's authorization server is known
         tokens = self._tokens
-        if tokens is not None and tokens.refresh_token and tokens.expires_within(self.refresh_margin):
+        renewable = tokens is not None and (tokens.refresh_token is not None or not self.interactive)
+        if tokens is not None and renewable and tokens.expires_within(self.refresh_margin):
             async with self._guard():
                 if self._tokens is tokens:
                     await self._refreshed()
@@ -320,8 +321,10 @@ class OAuthClient(httpx.Auth):
     async def _refresh(self) -> bool:
         """Refresh the current token; False when it cannot be (``invalid_grant`` forgets the stored tokens)."""
         binding, tokens = self._binding, self._tokens
-        if binding is None or tokens is None or not tokens.refresh_token:
+        if binding is None or tokens is None:
             return False
+        if not tokens.refresh_token:
+            return await self._grant_again(binding)
         client = await self.store.get_client(binding.issuer)
         if client is None:
             return False
@@ -340,6 +343,10 @@ class OAuthClient(httpx.Auth):
         self._tokens = fresh
         logger.debug("token refreshed at %s", binding.issuer)
         return True
+
+    async def _grant_again(self, binding: _Binding) -> bool:
+        """A new token without a refresh token, where the grant needs no person (the machine clients); else False."""
+        return False
 
     @contextlib.asynccontextmanager
     async def _flow(self) -> AsyncIterator[None]:

@@ -114,6 +114,18 @@ async def test_client_credentials_ask_for_the_challenges_scope_with_the_secret_i
     assert scheme == "Basic" and base64.b64decode(pair).decode() == "robot:s3cret%3A%2Fx"
 
 
+async def test_a_token_about_to_expire_is_granted_anew_before_it_is_sent() -> None:
+    world = Scripted()
+    world.token = lambda form, request: world.issue(expires_in=5)  # within the 30 s refresh margin
+    auth = ClientCredentialsAuth("robot", "s", http=world.http())
+    async with world.client(auth) as http:
+        for _ in range(3):
+            assert (await http.post(MCP, content=b"{}")).status_code == 200
+    assert [form["grant_type"] for form, _ in world.token_requests] == ["client_credentials"] * 3
+    sent = [r.headers.get("authorization", "") for r in world.mcp_requests]
+    assert sent == ["", "Bearer access-1-secret", "Bearer access-2-secret", "Bearer access-3-secret"]  # one 401 only
+
+
 def test_client_credentials_need_a_secret_or_a_key() -> None:
     with pytest.raises(ValueError, match="client_secret or a private_key"):
         ClientCredentialsAuth("robot")
