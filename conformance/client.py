@@ -179,7 +179,7 @@ async def ref_no_deref(url: str) -> None:
             log.info("tool %s: schema keys %s", tool.name, sorted(tool.input_schema))
 
 
-# --- authorization (the auth, backcompat and draft suites' auth/* scenarios) -------------------
+# --- authorization (the auth, backcompat, extensions and draft suites' auth/* scenarios) --------
 
 #: The Client ID Metadata Document URL the CIMD scenario expects (the mock never fetches it).
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -190,7 +190,8 @@ async def authorized(url: str) -> None:
 
     ``MCP_CONFORMANCE_CONTEXT`` carries a pre-registered client where the scenario has one; the
     scenarios that refuse to proceed (a resource mismatch, a wrong ``iss``...) end with the
-    request's error, which they allow.
+    request's error, which they allow. DPoP is asked for wherever the authorization server offers it
+    (the ``auth/dpop*`` scenarios' servers do).
     """
     from minimcp.auth import HeadlessBrowser, OAuthClient
 
@@ -203,13 +204,53 @@ async def authorized(url: str) -> None:
         client_secret=context.get("client_secret"),
         client_metadata_url=CIMD_URL if scenario == "auth/basic-cimd" else None,
         client_name="minimcp-conformance-client",
+        dpop=True,
     )
+    await call_every_tool(url, auth)
+
+
+async def call_every_tool(url: str, auth: Any) -> None:
+    """Connect with ``auth``, list the tools and call each."""
     async with http_client(url, auth=auth) as transport, modern_client(transport) as client:
         tools = await client.list_tools()
         log.info("tools: %s", [t.name for t in tools])
         for tool in tools:
             result = await client.call_tool(tool.name, _sample_arguments(tool.input_schema))
             log.info("%s: %s", tool.name, _text(result))
+
+
+async def machine(url: str) -> None:
+    """The authorization extensions' machine clients, configured from ``MCP_CONFORMANCE_CONTEXT``.
+
+    Client credentials with ``client_secret_basic`` or a ``private_key_jwt`` assertion (SEP-1046),
+    workload identity (SEP-1933: the context's valid workload JWT as the jwt-bearer grant), and
+    enterprise-managed authorization (SEP-990: the ID token exchanged at the IdP for an ID-JAG,
+    then the jwt-bearer grant; ``auth/cross-app-access-complete-flow`` in 0.1.16).
+    """
+    from minimcp.auth import ClientCredentialsAuth, EnterpriseAuth, JWTBearerAuth
+
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    auth: Any
+    if scenario == "auth/client-credentials-jwt":
+        auth = ClientCredentialsAuth(
+            context["client_id"],
+            private_key=context["private_key_pem"],
+            signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
+    elif scenario == "auth/client-credentials-basic":
+        auth = ClientCredentialsAuth(context["client_id"], context["client_secret"])
+    elif scenario == "auth/wif-jwt-bearer":
+        auth = JWTBearerAuth(context["valid_jwt"], client_id=context.get("client_id"))
+    else:
+        auth = EnterpriseAuth(
+            context["idp_token_endpoint"],
+            context["idp_id_token"],
+            client_id=context["client_id"],
+            client_secret=context.get("client_secret"),
+            idp_client_id=context.get("idp_client_id"),
+        )
+    await call_every_tool(url, auth)
 
 
 AUTH_SCENARIOS = (
@@ -220,11 +261,16 @@ AUTH_SCENARIOS = (
     "auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch", "auth/offline-access-scope",
     "auth/offline-access-not-supported", "auth/authorization-server-migration", "auth/iss-supported",
     "auth/iss-not-advertised", "auth/iss-supported-missing", "auth/iss-wrong-issuer", "auth/iss-unexpected",
-    "auth/iss-normalized", "auth/metadata-issuer-mismatch",
+    "auth/iss-normalized", "auth/metadata-issuer-mismatch", "auth/dpop", "auth/dpop-nonce",
+)  # fmt: skip
+MACHINE_SCENARIOS = (
+    "auth/client-credentials-jwt", "auth/client-credentials-basic", "auth/wif-jwt-bearer",
+    "auth/enterprise-managed-authorization", "auth/cross-app-access-complete-flow",
 )  # fmt: skip
 
 SCENARIOS: dict[str, Callable[[str], Awaitable[None]]] = {
     **dict.fromkeys(AUTH_SCENARIOS, authorized),
+    **dict.fromkeys(MACHINE_SCENARIOS, machine),
     "initialize": initialize,
     "tools_call": tools_call,
     "elicitation-sep1034-client-defaults": elicitation_defaults,

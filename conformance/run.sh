@@ -3,19 +3,21 @@
 # four legs:
 #   server       0.1.16 (conformance/package-lock.json), --suite all, against
 #                examples/conformance_server.py over Streamable HTTP (the handshake era);
-#   client       0.1.16, the four non-auth client scenarios and the authorization ones (suites auth and
-#                backcompat, and the three draft-tagged auth scenarios 0.1.16 has) against
+#   client       0.1.16, the four non-auth client scenarios and the authorization ones (suites auth,
+#                backcompat and extensions, and the three draft-tagged auth scenarios 0.1.16 has) against
 #                conformance/client.py;
 #   server-2026  0.2.0-alpha.11 (conformance/draft/package-lock.json), every scenario that applies
 #                to revision 2026-07-28 (--suite all --spec-version 2026-07-28: the whole
 #                `--suite draft` plus the older scenarios that still apply), run at the 2026-07-28
 #                stateless wire against the same server program;
 #   client-2026  0.2.0-alpha.11, the non-auth 2026-07-28 client scenarios against conformance/client.py,
-#                and the authorization ones (suites auth, backcompat and draft) at each scenario's own
-#                revision and again at 2026-07-28 (shown as `auth/...@2026-07-28`; the two 2025-03-26
-#                back-compatibility scenarios have no 2026-07-28 run).
-# Client scenarios run one at a time. The authorization extensions (client credentials, DPoP, workload
-# identity, enterprise-managed authorization) are not run yet.
+#                and the authorization ones (suites auth, backcompat, extensions and draft) at each
+#                scenario's own revision and again at 2026-07-28 (shown as `auth/...@2026-07-28`; the two
+#                2025-03-26 back-compatibility scenarios and the extensions, which the harness places on
+#                no revision's timeline, have no 2026-07-28 run).
+# Client scenarios run one at a time. The extensions: client credentials (client_secret_basic and
+# private_key_jwt), enterprise-managed authorization (0.1.16 calls it cross-app-access-complete-flow),
+# and, in the alpha only, DPoP (with and without nonces) and workload identity (jwt-bearer).
 #
 #   bash conformance/run.sh            (from anywhere; uses `python` on PATH, else .venv/bin/python)
 #
@@ -44,6 +46,9 @@ AUTH_SCENARIOS=(auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth
     auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
     auth/token-endpoint-auth-none auth/pre-registration)
 AUTH_BACKCOMPAT=(auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback)
+AUTH_EXTENSIONS_0116=(auth/client-credentials-jwt auth/client-credentials-basic auth/cross-app-access-complete-flow)
+AUTH_EXTENSIONS_2026=(auth/client-credentials-jwt auth/client-credentials-basic auth/enterprise-managed-authorization
+    auth/dpop auth/dpop-nonce auth/wif-jwt-bearer)
 AUTH_DRAFT_0116=(auth/resource-mismatch auth/offline-access-scope auth/offline-access-not-supported)
 AUTH_DRAFT_2026=("${AUTH_DRAFT_0116[@]}" auth/authorization-server-migration auth/iss-supported auth/iss-not-advertised
     auth/iss-supported-missing auth/iss-wrong-issuer auth/iss-unexpected auth/iss-normalized
@@ -201,7 +206,8 @@ run_client() {   # $1: leg, $2: harness, $3: scenario, $4: spec version ("": the
         --timeout 30000 -o "$OUT/$key" >"$OUT/$key.txt" 2>&1 || rc=$?
     echo "$name $rc $key" >>"$OUT/$leg-results.txt"
 }
-for scenario in "${CLIENT_SCENARIOS[@]}" "${AUTH_SCENARIOS[@]}" "${AUTH_BACKCOMPAT[@]}" "${AUTH_DRAFT_0116[@]}"; do
+for scenario in "${CLIENT_SCENARIOS[@]}" "${AUTH_SCENARIOS[@]}" "${AUTH_BACKCOMPAT[@]}" "${AUTH_EXTENSIONS_0116[@]}" \
+    "${AUTH_DRAFT_0116[@]}"; do
     run_client client "$HARNESS" "$scenario" ""
 done
 say "client-2026 leg: ${#CLIENT_SCENARIOS_2026[@]} scenarios at spec version $MODERN, the authorization ones at" \
@@ -209,7 +215,7 @@ say "client-2026 leg: ${#CLIENT_SCENARIOS_2026[@]} scenarios at spec version $MO
 for scenario in "${CLIENT_SCENARIOS_2026[@]}"; do
     run_client client-2026 "$HARNESS_2026" "$scenario" "$MODERN"
 done
-for scenario in "${AUTH_SCENARIOS[@]}" "${AUTH_BACKCOMPAT[@]}" "${AUTH_DRAFT_2026[@]}"; do
+for scenario in "${AUTH_SCENARIOS[@]}" "${AUTH_BACKCOMPAT[@]}" "${AUTH_EXTENSIONS_2026[@]}" "${AUTH_DRAFT_2026[@]}"; do
     run_client client-2026 "$HARNESS_2026" "$scenario" ""
 done
 for scenario in "${AUTH_SCENARIOS[@]}" "${AUTH_DRAFT_2026[@]}"; do

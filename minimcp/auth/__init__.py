@@ -8,14 +8,16 @@ stdio from the environment).
 
 Server side, in reading order: :mod:`~minimcp.auth.principal` (who a token names, why one is
 refused, the verifier protocol), :mod:`~minimcp.auth.config` (the one object a server is given:
-verifier, resource URL, authorization servers, scopes; it checks the audience whatever the
-verifier), :mod:`~minimcp.auth.request` (a 2026-07-28 request with its person: no session holds
+verifier, resource URL, authorization servers, scopes; it checks the issuer and the audience
+whatever the verifier), :mod:`~minimcp.auth.request` (a 2026-07-28 request with its person: no session holds
 it), then the verifiers (``jwt``: signed access tokens against the issuer's keys;
 ``introspection``: RFC 7662 for opaque tokens, both fetching through ``fetch``), and ``signin`` (a
 page signs the person in at the same authorization server, to check who opened a URL step).
 
 Client side: :mod:`~minimcp.auth.oauth_client` (:class:`OAuthClient`, given to ``connect_http`` or
 ``connect_websocket`` as ``auth=``: discovery, registration, authorization code with PKCE, refresh, step-up),
+:mod:`~minimcp.auth.machine` (clients without a person: client credentials, workload identity,
+enterprise-managed authorization), :mod:`~minimcp.auth.dpop` (DPoP proofs, RFC 9449),
 :mod:`~minimcp.auth.token_store` (where it keeps tokens and registrations: the protocol and the
 in-memory store), :mod:`~minimcp.auth.file_token_store` (the store on disk, a ``0600`` file per
 authorization server and resource, as the ``minimcp`` command keeps them). Shared:
@@ -31,9 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from minimcp.auth.config import Authorization, canonical_resource
+    from minimcp.auth.dpop import DPoP
     from minimcp.auth.file_token_store import FileTokenStore
     from minimcp.auth.introspection import IntrospectionVerifier
     from minimcp.auth.jwt import JWTVerifier
+    from minimcp.auth.machine import ClientCredentialsAuth, EnterpriseAuth, JWTBearerAuth
     from minimcp.auth.oauth_client import AuthorizationFailed, Browser, HeadlessBrowser, OAuthClient
     from minimcp.auth.principal import Principal, Refusal, TokenRefused, Verifier
     from minimcp.auth.token_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
@@ -47,6 +51,10 @@ _LAZY = {
     "Browser": "oauth_client",
     "ClientCredentials": "token_store",
     "FileTokenStore": "file_token_store",
+    "ClientCredentialsAuth": "machine",
+    "DPoP": "dpop",
+    "EnterpriseAuth": "machine",
+    "JWTBearerAuth": "machine",
     "HeadlessBrowser": "oauth_client",
     "MemoryTokenStore": "token_store",
     "OAuthClient": "oauth_client",
@@ -75,12 +83,16 @@ __all__ = [
     "Browser",
     "ClientCredentials",
     "FileTokenStore",
+    "ClientCredentialsAuth",
+    "DPoP",
+    "EnterpriseAuth",
     "HeadlessBrowser",
     "MemoryTokenStore",
     "OAuthClient",
     "TokenStore",
     "Tokens",
     "IntrospectionVerifier",
+    "JWTBearerAuth",
     "JWTVerifier",
     "Principal",
     "Refusal",

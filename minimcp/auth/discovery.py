@@ -22,7 +22,7 @@ _PARAM = re.compile(r'([A-Za-z0-9_.\-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]*)
 
 
 class Challenge:
-    """A ``Bearer`` challenge's parameters (RFC 6750 §3): ``error``, ``scope``, ``resource_metadata``..."""
+    """A ``Bearer`` (or ``DPoP``) challenge's parameters (RFC 6750 §3, RFC 9449 §7.1): ``error``, ``scope``..."""
 
     __slots__ = ("params",)
 
@@ -45,10 +45,10 @@ class Challenge:
 
 
 def parse_challenge(header: str | None) -> Challenge:
-    """The ``Bearer`` challenge of a ``WWW-Authenticate`` value (empty when there is none)."""
+    """The first ``Bearer`` or ``DPoP`` challenge of a ``WWW-Authenticate`` value (empty when there is none)."""
     if not header:
         return Challenge({})
-    match = re.search(r"(?i)\bbearer\b", header)
+    match = re.search(r"(?i)\b(?:bearer|dpop)\b", header)
     if match is None:
         return Challenge({})
     params: dict[str, str] = {}

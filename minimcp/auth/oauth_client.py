@@ -31,8 +31,12 @@ sends the request again:
 5. **Refresh** shortly before expiry and after a ``401``; ``invalid_grant`` forgets the stored tokens
    and signs in from the start.
 
-Tokens live in a :class:`~minimcp.auth.token_store.TokenStore` (in memory by default). No token,
-code or secret is logged. Needs httpx (the ``http`` or ``auth`` extra), imported here only.
+With ``dpop=True`` the tokens are bound to a key of the client's where the authorization server
+offers DPoP (:mod:`~minimcp.auth.dpop`). The clients without a browser (client credentials,
+workload identity, enterprise-managed authorization) are this class with another grant
+(:mod:`~minimcp.auth.machine`). Tokens live in a :class:`~minimcp.auth.token_store.TokenStore`
+(in memory by default). No token, code or secret is logged. Needs httpx (the ``http`` or ``auth``
+extra), imported here only.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ import secrets
 import time
 import urllib.parse
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -59,6 +63,9 @@ from minimcp.auth.token_store import ClientCredentials, MemoryTokenStore, Tokens
 from minimcp.core.config import Limits
 from minimcp.wire.errors import MinimcpError
 
+if TYPE_CHECKING:
+    from minimcp.auth.dpop import DPoP
+
 __all__ = ["AuthorizationFailed", "Browser", "HeadlessBrowser", "OAuthClient"]
 
 logger = logging.getLogger("minimcp.auth")
@@ -68,6 +75,8 @@ Browser = Callable[[str], Awaitable[Mapping[str, str]]]
 
 _OFFLINE = "offline_access"
 _AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
+_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+_NONCE_RETRIES = 2  # a server's use_dpop_nonce answers honoured per request (a nonce may rotate once)
 
 
 class AuthorizationFailed(MinimcpError):
@@ -75,10 +84,12 @@ class AuthorizationFailed(MinimcpError):
     stopped in one word (``discovery``, ``resource``, ``metadata``, ``pkce``, ``registration``,
     ``browser``, ``state``, ``issuer``, ``denied``, ``token``, ``unavailable``)."""
 
-    def __init__(self, reason: str, description: str) -> None:
+    def __init__(self, reason: str, description: str, *, error: str | None = None) -> None:
         super().__init__(description)
         self.reason = reason
         self.description = description
+        #: The authorization server's OAuth error code (``invalid_grant``, ``invalid_scope``...), when it gave one.
+        self.error = error
 
 
 def _b64(data: bytes) -> str:
@@ -93,6 +104,12 @@ def _origin(url: str) -> str:
 def _server_url(url: httpx.URL) -> str:
     """The MCP endpoint a request went to (no query, no fragment)."""
     return str(url.copy_with(query=None, fragment=None))
+
+
+def basic_authorization(client_id: str, client_secret: str) -> str:
+    """An ``Authorization: Basic`` value for a client (RFC 6749 §2.3.1: both parts form-encoded first)."""
+    pair = f"{urllib.parse.quote(client_id, safe='')}:{urllib.parse.quote(client_secret, safe='')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
 
 
 def _with_query(url: str, params: Mapping[str, str]) -> str:
@@ -165,9 +182,14 @@ class OAuthClient(httpx.Auth):
         refresh_margin: Seconds before expiry when a token is refreshed before use.
         http: An ``httpx.AsyncClient`` for the authorization server (yours: never closed); else one per sign-in.
         limits: ``auth_fetch_timeout`` and ``max_auth_response_bytes`` bound each request to the authorization server.
+        dpop: Ask for DPoP-bound tokens (RFC 9449) where the authorization server lists ES256 in
+            ``dpop_signing_alg_values_supported``: ``True`` makes a key for this object's life, a
+            :class:`~minimcp.auth.dpop.DPoP` brings the application's (needs the ``auth`` extra).
     """
 
     requires_request_body = True
+    #: The grant needs a browser (authorization code with PKCE); the machine clients' grants do not.
+    interactive = True
 
     def __init__(
         self,
@@ -187,6 +209,7 @@ class OAuthClient(httpx.Auth):
         refresh_margin: float = 30.0,
         http: httpx.AsyncClient | None = None,
         limits: Limits | None = None,
+        dpop: bool | DPoP = False,
     ) -> None:
         self.browser = browser
         self.redirect_uri = redirect_uri
@@ -207,6 +230,8 @@ class OAuthClient(httpx.Auth):
         self._tokens: Tokens | None = None
         self._lock: anyio.Lock | None = None
         self._flow_http: httpx.AsyncClient | None = None
+        self._dpop_option = dpop
+        self._dpop: DPoP | None = None
 
     # --- httpx.Auth -----------------------------------------------------------------------------
 
@@ -220,10 +245,17 @@ class OAuthClient(httpx.Auth):
         self._authorize_request(request, sent)
         response = yield request
         refreshed = signed_in = False
-        authorizations = 0
+        authorizations = nonces = 0
         while response.status_code in (401, 403):
             challenge = parse_challenge(response.headers.get("www-authenticate"))
-            if response.status_code == 401:
+            if (
+                self._dpop is not None
+                and self._dpop.remember_nonce(str(request.url), response.headers)
+                and challenge.error == "use_dpop_nonce"
+                and nonces < _NONCE_RETRIES
+            ):
+                nonces += 1  # RFC 9449 §9: the same request again, its proof carrying the server's nonce
+            elif response.status_code == 401:
                 if signed_in:
                     return  # a fresh token was refused: the server's answer stands
                 async with self._guard():
@@ -249,6 +281,8 @@ class OAuthClient(httpx.Auth):
                     sent = self._tokens
             self._authorize_request(request, sent)
             response = yield request
+        if self._dpop is not None:
+            self._dpop.remember_nonce(str(request.url), response.headers)  # a server may rotate it on any answer
 
     # --- tokens ---------------------------------------------------------------------------------
 
@@ -257,18 +291,23 @@ class OAuthClient(httpx.Auth):
             self._lock = anyio.Lock()
         return self._lock
 
-    @staticmethod
-    def _authorize_request(request: httpx.Request, tokens: Tokens | None) -> None:
-        if tokens is not None:
+    def _authorize_request(self, request: httpx.Request, tokens: Tokens | None) -> None:
+        if tokens is None:
+            return
+        if tokens.token_type.lower() == "dpop" and self._dpop is not None:
+            request.headers["Authorization"] = f"DPoP {tokens.access_token}"
+            request.headers["DPoP"] = self._dpop.proof(request.method, str(request.url), tokens.access_token)
+        else:
             request.headers["Authorization"] = f"Bearer {tokens.access_token}"
 
     async def _usable_token(self, server_url: str) -> Tokens | None:
-        """The token to send to ``server_url`` (refreshed first when it is about to expire), if any."""
+        """The token to send to ``server_url`` (renewed first when it is about to expire), if any."""
         binding = self._binding
         if binding is None or binding.server_url != server_url:
             return None  # never send a token before its server's authorization server is known
         tokens = self._tokens
-        if tokens is not None and tokens.refresh_token and tokens.expires_within(self.refresh_margin):
+        renewable = tokens is not None and (tokens.refresh_token is not None or not self.interactive)
+        if tokens is not None and renewable and tokens.expires_within(self.refresh_margin):
             async with self._guard():
                 if self._tokens is tokens:
                     await self._refreshed()
@@ -282,8 +321,10 @@ class OAuthClient(httpx.Auth):
     async def _refresh(self) -> bool:
         """Refresh the current token; False when it cannot be (``invalid_grant`` forgets the stored tokens)."""
         binding, tokens = self._binding, self._tokens
-        if binding is None or tokens is None or not tokens.refresh_token:
+        if binding is None or tokens is None:
             return False
+        if not tokens.refresh_token:
+            return await self._grant_again(binding)
         client = await self.store.get_client(binding.issuer)
         if client is None:
             return False
@@ -302,6 +343,10 @@ class OAuthClient(httpx.Auth):
         self._tokens = fresh
         logger.debug("token refreshed at %s", binding.issuer)
         return True
+
+    async def _grant_again(self, binding: _Binding) -> bool:
+        """A new token without a refresh token, where the grant needs no person (the machine clients); else False."""
+        return False
 
     @contextlib.asynccontextmanager
     async def _flow(self) -> AsyncIterator[None]:
@@ -338,6 +383,31 @@ class OAuthClient(httpx.Auth):
         if self.offline_access and asked and isinstance(supported, list) and _OFFLINE in supported:
             asked = list(dict.fromkeys([*asked, _OFFLINE]))
         binding.scopes = [s for s in asked if s != _OFFLINE]
+        answer = await self._grant(binding, client, asked)
+        self._binding, self._tokens = binding, self._tokens_of(answer, None)
+        await self.store.set_tokens(binding.issuer, binding.resource, self._tokens)
+        logger.info("signed in at %s", binding.issuer)
+        return True
+
+    def _dpop_for(self, binding: _Binding) -> DPoP | None:
+        """The DPoP key to prove possession of at ``binding``'s authorization server, if DPoP is used there."""
+        option = self._dpop_option
+        if option is False:
+            return None
+        if self._dpop is None:
+            algorithms = binding.metadata.get("dpop_signing_alg_values_supported")
+            if not isinstance(algorithms, list) or "ES256" not in algorithms:
+                return None
+            if option is True:
+                from minimcp.auth.dpop import DPoP  # pyjwt[crypto]: only for a client that uses DPoP
+
+                self._dpop = DPoP()
+            else:
+                self._dpop = option
+        return self._dpop
+
+    async def _grant(self, binding: _Binding, client: ClientCredentials, asked: list[str]) -> dict[str, Any]:
+        """The token endpoint's answer (with an ``access_token``) for this client's grant: authorization code + PKCE."""
         verifier = secrets.token_urlsafe(48)
         state = secrets.token_urlsafe(24)
         query = {
@@ -363,14 +433,22 @@ class OAuthClient(httpx.Auth):
             "code_verifier": verifier,
             "resource": binding.resource,
         }
+        return await self._granted(binding, client, form, "the code")
+
+    async def _granted(
+        self, binding: _Binding, client: ClientCredentials, form: dict[str, str], what: str
+    ) -> dict[str, Any]:
+        """The token endpoint's answer to ``form``; :class:`AuthorizationFailed` (once: no retry) unless a token."""
         status, tokens = await self._token_request(binding, client, form)
         if status != 200 or not isinstance(tokens.get("access_token"), str):
-            error = tokens.get("error", "no access_token")
-            raise AuthorizationFailed("token", f"the token endpoint refused the code (HTTP {status} {error})")
-        self._binding, self._tokens = binding, self._tokens_of(tokens, None)
-        await self.store.set_tokens(binding.issuer, binding.resource, self._tokens)
-        logger.info("signed in at %s", binding.issuer)
-        return True
+            error = tokens.get("error")
+            detail = f"{error or 'no access_token'} {tokens.get('error_description') or ''}".strip()
+            raise AuthorizationFailed(
+                "token",
+                f"the token endpoint refused {what} (HTTP {status} {detail})",
+                error=error if isinstance(error, str) else None,
+            )
+        return tokens
 
     def _check_redirect(self, binding: _Binding, answer: Mapping[str, str], state: str) -> None:
         """The redirect's ``state`` and ``iss`` (RFC 9207: compared as strings), then its outcome."""
@@ -430,7 +508,7 @@ class OAuthClient(httpx.Auth):
                 "token_endpoint": f"{issuer}/token",
                 "registration_endpoint": f"{issuer}/register",
             }
-        else:
+        elif self.interactive:
             methods = metadata.get("code_challenge_methods_supported")
             if methods is None and not self.allow_unlisted_pkce:
                 raise AuthorizationFailed(
@@ -440,7 +518,7 @@ class OAuthClient(httpx.Auth):
                 )
             if methods is not None and (not isinstance(methods, list) or "S256" not in methods):
                 raise AuthorizationFailed("pkce", f"{issuer} does not support PKCE S256")
-        for key in ("authorization_endpoint", "token_endpoint"):
+        for key in ("authorization_endpoint", "token_endpoint") if self.interactive else ("token_endpoint",):
             if not isinstance(metadata.get(key), str):
                 raise AuthorizationFailed("metadata", f"the metadata of {issuer} has no {key}")
         return _Binding(server_url, resource, issuer, metadata), prm
@@ -500,17 +578,35 @@ class OAuthClient(httpx.Auth):
     async def _token_request(
         self, binding: _Binding, client: ClientCredentials, form: dict[str, str]
     ) -> tuple[int, dict[str, Any]]:
+        """POST ``form`` to the token endpoint with the client's authentication (and a DPoP proof when used)."""
+        endpoint = str(binding.metadata["token_endpoint"])
         headers: dict[str, str] = {}
-        if client.token_endpoint_auth_method == "client_secret_basic" and client.client_secret is not None:
-            pair = (
-                f"{urllib.parse.quote(client.client_id, safe='')}:{urllib.parse.quote(client.client_secret, safe='')}"
-            )
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-        else:
+        method = client.token_endpoint_auth_method
+        if method == "client_secret_basic" and client.client_secret is not None:
+            headers["Authorization"] = basic_authorization(client.client_id, client.client_secret)
+        elif client.client_id:  # none of it for an anonymous grant (RFC 7523 §3.1: client authentication optional)
             form = {**form, "client_id": client.client_id}
-            if client.token_endpoint_auth_method == "client_secret_post" and client.client_secret is not None:
+            if method == "client_secret_post" and client.client_secret is not None:
                 form["client_secret"] = client.client_secret
-        return await self._call("POST", str(binding.metadata["token_endpoint"]), data=form, headers=headers)
+        dpop = self._dpop_for(binding)
+        for attempt in range(_NONCE_RETRIES + 1):
+            if method == "private_key_jwt":  # a fresh assertion (its own jti) per request
+                form = {**form, "client_assertion_type": _ASSERTION_TYPE}
+                form["client_assertion"] = self._client_assertion(binding, client)
+            if dpop is not None:
+                headers["DPoP"] = dpop.proof("POST", endpoint)
+            status, answer, answer_headers = await self._call_with_headers(
+                "POST", endpoint, data=form, headers=dict(headers)
+            )
+            if dpop is None or not dpop.remember_nonce(endpoint, answer_headers):
+                break
+            if status != 400 or answer.get("error") != "use_dpop_nonce" or attempt == _NONCE_RETRIES:
+                break  # RFC 9449 §8: a new nonce on an error other than use_dpop_nonce is kept for next time
+        return status, answer
+
+    def _client_assertion(self, binding: _Binding, client: ClientCredentials) -> str:
+        """A ``private_key_jwt`` client assertion (RFC 7523 §2.2); only the machine clients hold a key."""
+        raise AuthorizationFailed("registration", f"{client.client_id} authenticates with a key this client lacks")
 
     @staticmethod
     def _tokens_of(answer: dict[str, Any], refresh_token: str | None) -> Tokens:
@@ -527,6 +623,13 @@ class OAuthClient(httpx.Auth):
 
     async def _call(self, method: str, url: str, **options: Any) -> tuple[int, dict[str, Any]]:
         """One request to an authorization server: its status and JSON object (empty when it is none)."""
+        status, document, _ = await self._call_with_headers(method, url, **options)
+        return status, document
+
+    async def _call_with_headers(
+        self, method: str, url: str, **options: Any
+    ) -> tuple[int, dict[str, Any], httpx.Headers]:
+        """:meth:`_call`, and the answer's headers."""
         limit = self._limits.max_auth_response_bytes
         timeout = self._limits.auth_fetch_timeout
         body = bytearray()
@@ -539,7 +642,7 @@ class OAuthClient(httpx.Auth):
                 try:
                     headers = {"Accept": "application/json", **options.pop("headers", {})}
                     async with http.stream(method, url, headers=headers, **options) as response:
-                        status = response.status_code
+                        status, answer_headers = response.status_code, response.headers
                         async for chunk in response.aiter_bytes():
                             body += chunk
                             if len(body) > limit:
@@ -555,4 +658,4 @@ class OAuthClient(httpx.Auth):
             document = msgspec.json.decode(bytes(body)) if body else {}
         except msgspec.DecodeError:
             document = {}
-        return status, document if isinstance(document, dict) else {}
+        return status, document if isinstance(document, dict) else {}, answer_headers

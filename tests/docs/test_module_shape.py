@@ -86,6 +86,9 @@ SUBCLASSES = {
     # A 2026-07-28 request with the person its token names: a Request to every handler on its way (dispatch,
     # the connection), its principal read where the person matters (no wrapper to unwrap without authorization).
     ("minimcp.auth.request", "AuthenticatedRequest"): "minimcp.wire.jsonrpc.Request",
+    # The machine clients: the whole OAuth client (discovery, the resource check, scopes, tokens, DPoP) with
+    # another grant in place of the browser's authorization code.
+    ("minimcp.auth.machine", "_MachineClient"): "minimcp.auth.oauth_client.OAuthClient",
     # A port: the core's Dispatcher protocol and the one flag an HTTP app sets on its 2026-07-28 connection.
     ("minimcp.transports._ports", "StatelessConnection"): "minimcp.core.dispatch.Dispatcher",
     # The client transport's 2026-07-28 exchanges: an era seam, loaded with the transport.
