@@ -279,12 +279,12 @@ class ServerConnection:
 
 #: The handshake-era methods beyond ``tools/call`` and the lists, with what each handler is given.
 _HANDLERS: dict[str, Callable[[ServerConnection, Request], Awaitable[Any]]] = {
-    "resources/read": lambda conn, request: handlers.read_resource(conn.registry, request),
+    "resources/read": lambda conn, request: handlers.read_resource(conn, conn.registry, request),
     "resources/subscribe": lambda conn, request: handlers.subscribe(
         conn.subscriptions, conn.limits.max_subscriptions, request
     ),
     "resources/unsubscribe": lambda conn, request: handlers.unsubscribe(conn.subscriptions, request),
     "prompts/get": lambda conn, request: handlers.get_prompt(conn, conn.registry, request),
-    "completion/complete": lambda conn, request: handlers.complete(conn.registry, request),
+    "completion/complete": lambda conn, request: handlers.complete(conn, conn.registry, request),
     "logging/setLevel": ServerConnection._set_level,
 }

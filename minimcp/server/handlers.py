@@ -10,13 +10,13 @@ the result (or raises :class:`~minimcp.wire.errors.McpError`). Both eras use the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from minimcp.core.dispatch import Deferred
-from minimcp.server.context import Context
+from minimcp.server.context import AnswerContext, Context
 from minimcp.server.outcome import ToolRun, missing_capability, ready
 from minimcp.server.registry import Registry, page
 from minimcp.server.tools import argument_error, error_result
@@ -43,8 +43,10 @@ from minimcp.wire.types import (
 )
 
 if TYPE_CHECKING:
+    from minimcp.auth.principal import Principal
     from minimcp.server.context.ports import CallHost
     from minimcp.server.prompts import RegisteredPrompt
+    from minimcp.wire.envelope import Envelope
 
 __all__ = [
     "EMPTY",
@@ -131,15 +133,36 @@ async def list_templates(
     return ListResourceTemplatesResult(resource_templates=found, next_cursor=cursor)
 
 
-async def read_resource(registry: Registry, request: Request) -> ReadResourceResult:
-    uri = jsonrpc.decode_params(request.params, ResourceParams).uri
-    reader = registry.reader_for(uri)
-    if reader is None:
+async def _answered(fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any], ctx: Context,
+                    context_param: str) -> Any:
+    """``fn(*args, **kwargs)`` awaited with ``ctx`` as its ``context_param`` (a reader or a completion handler that
+    declares one; one that does not is awaited as it is), ``ctx`` finished when ``fn`` returns."""
+    kwargs[context_param] = ctx
+    try:
+        return await fn(*args, **kwargs)
+    finally:
+        ctx.finished = True
+
+
+async def read_resource(host: CallHost, registry: Registry, request: Request, envelope: Envelope | None = None,
+                        principal: Principal | None = None) -> ReadResourceResult:
+    """``resources/read``; ``envelope``, ``principal``: the request's own on 2026-07-28 (for the reader's context;
+    ``principal`` ``None``: the connection's)."""
+    params = jsonrpc.decode_params(request.params, ResourceParams)
+    uri = params.uri
+    found = registry.reader_of(uri)
+    if found is None:
         raise McpError(errors.RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-    read, mime = reader
+    reader, variables = found
+    if reader.context_param is None:
+        value = await reader.fn(**variables)
+    else:
+        ctx = AnswerContext(host, request.id, params.meta, envelope, tool=reader.definition.name, principal=principal)
+        value = await _answered(reader.fn, (), variables, ctx, reader.context_param)
+    mime = reader.definition.mime_type
     from minimcp.server.resources import to_contents  # loaded with the first resource registered
 
-    return ReadResourceResult(contents=to_contents(uri, mime, await read))
+    return ReadResourceResult(contents=to_contents(uri, mime if isinstance(mime, str) else None, value))
 
 
 async def subscribe(subscriptions: set[str], limit: int, request: Request) -> dict[str, Any]:
@@ -212,13 +235,20 @@ async def prompt_result(prompt: RegisteredPrompt, arguments: dict[str, str], ctx
 # --- completion ----------------------------------------------------------------------------------
 
 
-async def complete(registry: Registry, request: Request) -> CompleteResult:
+async def complete(host: CallHost, registry: Registry, request: Request, envelope: Envelope | None = None,
+                   principal: Principal | None = None) -> CompleteResult:
+    """``completion/complete``; ``envelope``, ``principal``: as :func:`read_resource`'s."""
     params = jsonrpc.decode_params(request.params, CompleteParams)
     handler = registry.completion
     values: list[str] = []
     if handler is not None:
         context = params.context.get("arguments", {}) if isinstance(params.context, dict) else {}
-        values = list(await handler(params.ref, params.argument.name, params.argument.value, dict(context)))
+        args = (params.ref, params.argument.name, params.argument.value, dict(context))
+        if registry.completion_context is None:
+            values = list(await handler(*args))
+        else:
+            ctx = AnswerContext(host, request.id, params.meta, envelope, principal=principal)
+            values = list(await _answered(handler, args, {}, ctx, registry.completion_context))
     return CompleteResult(
         completion=Completion(
             values=values[:MAX_COMPLETION_VALUES],

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from minimcp.server.tools import context_parameter
 from minimcp.wire.types import (
     AudioContent,
     EmbeddedResource,
@@ -55,12 +55,9 @@ def build_prompt(
         raise TypeError(f"prompt {fn.__name__!r} must be an async function")
     arguments: list[PromptArgument] = []
     required: set[str] = set()
-    context_param: str | None = None
-    hints = typing.get_type_hints(fn) if context_type is not None else {}
+    context_param = context_parameter(fn, context_type) if context_type is not None else None
     for pname, param in inspect.signature(fn).parameters.items():
-        hint = hints.get(pname)
-        if context_type is not None and isinstance(hint, type) and issubclass(hint, context_type):
-            context_param = pname
+        if pname == context_param:
             continue
         is_required = param.default is inspect.Parameter.empty
         if is_required:

@@ -27,7 +27,8 @@ __all__ = ["NO_SCOPES", "CompletionHandler", "Registry", "described", "page"]
 
 T = TypeVar("T")
 
-#: ``completion/complete`` handler: (ref, argument name, typed value, other arguments) -> suggestions.
+#: ``completion/complete`` handler: (ref, argument name, typed value, other arguments) -> suggestions. It may
+#: declare a Context parameter besides (:attr:`Registry.completion_context`), passed by keyword.
 CompletionHandler = Callable[[dict[str, Any], str, str, dict[str, str]], Awaitable[list[str]]]
 
 #: The longest cursor we read: our cursors are offsets, and ``int()`` of a longer digit string
@@ -91,7 +92,9 @@ class Registry:
         self.resources: dict[str, RegisteredResource] = {}
         self.templates: list[RegisteredTemplate] = []
         self.prompts: dict[str, RegisteredPrompt] = {}
-        self.completion: CompletionHandler | None = None
+        self.completion: Callable[..., Awaitable[list[str]]] | None = None
+        #: The completion handler's parameter that receives the request's context (``None``: it takes none).
+        self.completion_context: str | None = None
         #: Whether anything was registered with ``scopes=`` (else :meth:`scopes_needed` reads no params).
         self.scoped = False
 
@@ -139,33 +142,43 @@ class Registry:
         *,
         template: bool,
         scopes: Collection[str] = (),
+        context_param: str | None = None,
     ) -> None:
         """Register a resource reader: for the fixed ``uri``, or (``template``) for a URI template; ``scopes``:
-        what a bearer token must grant to read it."""
+        what a bearer token must grant to read it; ``context_param``: the reader's parameter that receives the
+        read's context (``None``: it takes none)."""
         from minimcp.server.resources import RegisteredResource, RegisteredTemplate
 
         needed = self._scopes(scopes)
         if template:
             definition = ResourceTemplate(uri_template=uri, **fields)
-            self.templates.append(RegisteredTemplate.create(definition, fn, needed))
+            self.templates.append(RegisteredTemplate.create(definition, fn, needed, context_param))
             return
         if uri in self.resources:
             raise ValueError(f"a resource {uri!r} is already registered")
-        self.resources[uri] = RegisteredResource(Resource(uri=uri, **fields), fn, needed)
+        self.resources[uri] = RegisteredResource(Resource(uri=uri, **fields), fn, needed, context_param)
 
-    def reader_for(self, uri: str) -> tuple[Awaitable[Any], str | None] | None:
-        """The read of ``uri`` (a fixed resource first, else the first template that matches) and its
-        MIME type; ``None`` when nothing serves it."""
+    def reader_of(self, uri: str) -> tuple[RegisteredResource | RegisteredTemplate, dict[str, str]] | None:
+        """What reads ``uri`` (its fixed resource first, else the first template that matches) and the keyword
+        arguments of its reader (the template's variables); ``None`` when nothing serves it."""
         fixed = self.resources.get(uri)
         if fixed is not None:
-            mime = fixed.definition.mime_type
-            return fixed.fn(), mime if isinstance(mime, str) else None
+            return fixed, {}
         for template in self.templates:
             variables = template.template.match(uri)
             if variables is not None:
-                mime = template.definition.mime_type
-                return template.fn(**variables), mime if isinstance(mime, str) else None
+                return template, variables
         return None
+
+    def reader_for(self, uri: str) -> tuple[Awaitable[Any], str | None] | None:
+        """The read of ``uri`` (:meth:`reader_of`'s reader called, without a context) and its MIME type; ``None``
+        when nothing serves it."""
+        found = self.reader_of(uri)
+        if found is None:
+            return None
+        reader, variables = found
+        mime = reader.definition.mime_type
+        return reader.fn(**variables), mime if isinstance(mime, str) else None
 
     # prompts
 
@@ -180,14 +193,9 @@ class Registry:
 
     def scopes_for_uri(self, uri: str) -> frozenset[str]:
         """The scopes a read of ``uri`` needs: its fixed resource's, else those of the first template that
-        matches it (the reader :meth:`reader_for` picks)."""
-        fixed = self.resources.get(uri)
-        if fixed is not None:
-            return fixed.scopes
-        for template in self.templates:
-            if template.template.match(uri) is not None:
-                return template.scopes
-        return NO_SCOPES
+        matches it (the reader :meth:`reader_of` picks)."""
+        found = self.reader_of(uri)
+        return found[0].scopes if found is not None else NO_SCOPES
 
     def scopes_needed(self, method: str, params: msgspec.Raw | bytes) -> frozenset[str]:
         """The scopes a request of ``method`` with these raw ``params`` needs (``tools/call``, ``prompts/get``,

@@ -59,6 +59,8 @@ class RegisteredResource:
     fn: Reader
     #: The scopes a bearer token must grant to read it (``scopes=`` of its decorator; empty: none).
     scopes: frozenset[str] = frozenset()
+    #: The parameter that receives the read's Context (who is calling; it cannot ask them anything).
+    context_param: str | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -68,17 +70,23 @@ class RegisteredTemplate:
     fn: Reader
     #: The scopes a bearer token must grant to read a URI it matches (empty: none).
     scopes: frozenset[str] = frozenset()
+    #: The parameter that receives the read's Context (not a variable of the template).
+    context_param: str | None = None
 
     @classmethod
     def create(
-        cls, definition: ResourceTemplate, fn: Reader, scopes: frozenset[str] = frozenset()
+        cls,
+        definition: ResourceTemplate,
+        fn: Reader,
+        scopes: frozenset[str] = frozenset(),
+        context_param: str | None = None,
     ) -> RegisteredTemplate:
         template = UriTemplate(definition.uri_template)
-        params = set(inspect.signature(fn).parameters)
+        params = set(inspect.signature(fn).parameters) - {context_param}  # (the context is no variable)
         missing = set(template.names) - params
         if missing:
             raise TypeError(f"resource template reader {fn.__name__!r} lacks parameters {sorted(missing)}")
-        return cls(definition, template, fn, scopes)
+        return cls(definition, template, fn, scopes, context_param)
 
 
 def to_contents(uri: str, mime_type: str | None, value: Any) -> list[ResourceContents]:

@@ -29,8 +29,8 @@ from minimcp.server.connection import ServerConnection
 from minimcp.server.context import Context
 from minimcp.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from minimcp.server.metrics import ElicitationMetrics, server_metrics_text
-from minimcp.server.registry import CompletionHandler, Registry, described
-from minimcp.server.tools import build_tool
+from minimcp.server.registry import Registry, described
+from minimcp.server.tools import build_tool, context_parameter
 from minimcp.wire import errors
 from minimcp.wire.types import Implementation, ResourceUpdatedParams, ServerCapabilities, Tool, ToolAnnotations
 from minimcp.wire.versions import Era
@@ -58,6 +58,8 @@ class _Unchecked:
 UNCHECKED = _Unchecked()
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+#: A completion handler: :data:`~minimcp.server.registry.CompletionHandler`, with a Context parameter or not.
+C = TypeVar("C", bound=Callable[..., Awaitable[list[str]]])
 #: The environment variable of the sealing keys (``minimcp.server.mrtr.state.ENV_STATE_KEYS``: checked here without
 #: loading it).
 _ENV_STATE_KEYS = "MINIMCP_STATE_KEYS"
@@ -351,7 +353,9 @@ class Server:
         scopes: Collection[str] = (),
     ) -> Callable[[F], F]:
         """Register an async reader for a fixed resource URI (returns str, bytes or contents); ``scopes``: what
-        a bearer token must grant to read it (as :meth:`tool`'s)."""
+        a bearer token must grant to read it (as :meth:`tool`'s). A parameter annotated :class:`Context` receives
+        the read's context: :attr:`Context.auth` says who reads, and it may report progress and log, but it
+        cannot ask anything (``ctx.elicit``, ``ctx.sample``, ... raise ``RuntimeError``: ask from a tool)."""
         return self._reader(uri, False, name, title, description, mime_type, scopes)
 
     def resource_template(
@@ -365,7 +369,8 @@ class Server:
         scopes: Collection[str] = (),
     ) -> Callable[[F], F]:
         """Register a reader for a URI template; its variables are passed as keyword arguments. ``scopes``: what
-        a bearer token must grant to read a URI it matches (as :meth:`tool`'s)."""
+        a bearer token must grant to read a URI it matches (as :meth:`tool`'s). A :class:`Context` parameter: as
+        :meth:`resource`'s."""
         return self._reader(uri_template, True, name, title, description, mime_type, scopes)
 
     def _reader(
@@ -380,7 +385,8 @@ class Server:
     ) -> Callable[[F], F]:
         def register(fn: F) -> F:
             fields = described(fn, name, title, description, mime_type)
-            self.registry.add_reader(uri, fn, fields, template=template, scopes=scopes)
+            context_param = context_parameter(fn, Context)
+            self.registry.add_reader(uri, fn, fields, template=template, scopes=scopes, context_param=context_param)
             return fn
 
         return register
@@ -405,9 +411,12 @@ class Server:
 
         return register
 
-    def completion(self, fn: CompletionHandler) -> CompletionHandler:
-        """Register the ``completion/complete`` handler (prompt arguments and template variables)."""
+    def completion(self, fn: C) -> C:
+        """Register the ``completion/complete`` handler (prompt arguments and template variables), called as
+        :data:`~minimcp.server.registry.CompletionHandler` says. A parameter annotated :class:`Context` besides
+        receives the request's context, by keyword (as a resource reader's: it says who asks, and asks nothing)."""
         self.registry.completion = fn
+        self.registry.completion_context = context_parameter(fn, Context)
         return fn
 
     def capabilities(self) -> ServerCapabilities:

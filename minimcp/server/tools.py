@@ -38,6 +38,7 @@ __all__ = [
     "argument_error",
     "build_tool",
     "check_tool_forms",
+    "context_parameter",
     "error_result",
     "to_result",
     "tool_result",
@@ -148,6 +149,28 @@ def _is_structured_type(tp: Any) -> bool:
     return False
 
 
+def context_parameter(
+    fn: Callable[..., Any], context_type: type, hints: Mapping[str, Any] | None = None
+) -> str | None:
+    """The parameter of ``fn`` annotated ``context_type`` (or a subclass): where its context goes; ``None``: none.
+
+    Used by everything that may declare one (tools, prompts, resource readers, the completion handler).
+    ``hints``: ``fn``'s resolved type hints, when the caller has them (else resolved here, unless no
+    parameter is annotated). Two such parameters are refused (``TypeError``).
+    """
+    params = inspect.signature(fn).parameters
+    if hints is None:
+        if all(p.annotation is inspect.Parameter.empty for p in params.values()):
+            return None
+        hints = typing.get_type_hints(fn)
+    found = [
+        name for name in params if isinstance(hint := hints.get(name), type) and issubclass(hint, context_type)
+    ]
+    if len(found) > 1:
+        raise TypeError(f"{fn.__name__!r} declares more than one {context_type.__name__} parameter: {_names(found)}")
+    return found[0] if found else None
+
+
 def build_tool(
     fn: Callable[..., Awaitable[Any]],
     *,
@@ -165,13 +188,12 @@ def build_tool(
     tool_name = name or fn.__name__
     hints = typing.get_type_hints(fn, include_extras=True)
     sig = inspect.signature(fn)
-    context_param: str | None = None
+    context_param = context_parameter(fn, context_type, hints) if context_type is not None else None
     fields: list[tuple[str, Any, Any]] = []
     unchecked: list[str] = []
     for pname, param in sig.parameters.items():
         ann = hints.get(pname, Any)
-        if context_type is not None and isinstance(ann, type) and issubclass(ann, context_type):
-            context_param = pname
+        if pname == context_param:
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {tool_name!r}: *args / **kwargs parameters are not supported")

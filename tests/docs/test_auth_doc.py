@@ -4,7 +4,8 @@
   ``server.run(...)`` under ``if __name__ == "__main__":`` is compiled but not run), and all of them
   together pass ``mypy --strict``;
 * the functions the blocks define are run where they can be: the Entra wrapper makes a token naming
-  the application id acceptable and leaves others refused, ``ctx.auth``'s tool answers by the person;
+  the application id acceptable and leaves others refused, ``ctx.auth``'s tool, reader and completion
+  answer by the person;
 * the ```` ```text ```` block of challenges is exactly what :func:`minimcp.auth.resource.challenge`
   gives for the page's own ``Authorization``;
 * the bounds table names ``Limits`` fields with their defaults, and every ``Limits`` field of
@@ -108,6 +109,20 @@ async def test_the_ctx_auth_tool_answers_by_the_person() -> None:
     assert await tool(types.SimpleNamespace(auth=None)) == []
     alice = Principal(issuer="https://as", subject="alice", scopes=frozenset({"bookings:read"}))
     assert await tool(types.SimpleNamespace(auth=alice)) == ["bookings of https://as|alice"]
+
+
+async def test_the_ctx_auth_reader_and_completion_answer_by_the_person() -> None:
+    sample = _sample_defining("bookings_on")
+    reader, suggest = sample["bookings_on"], sample["suggest"]
+    alice = Principal(issuer="https://as", subject="alice", scopes=frozenset({"bookings:read", "bookings:write"}))
+    reading = Principal(issuer="https://as", subject="bob", scopes=frozenset({"bookings:read"}))
+    assert await reader("mon", ctx=types.SimpleNamespace(auth=alice)) == "mon: the bookings of alice"
+    assert await reader("mon", ctx=types.SimpleNamespace(auth=None)) == "mon: nothing to show"
+    ref = {"type": "ref/resource", "uri": "bookings://{day}"}
+    assert await suggest(ref, "room", "g", {}, ctx=types.SimpleNamespace(auth=alice)) == ["garden"]
+    assert await suggest(ref, "room", "g", {}, ctx=types.SimpleNamespace(auth=reading)) == []
+    template = sample["server"].registry.templates[0]
+    assert template.context_param == "ctx" and sample["server"].registry.completion_context == "ctx"
 
 
 def test_the_challenges_shown_are_the_ones_sent() -> None:

@@ -4,7 +4,8 @@ Part of the first reading (``ctx.elicit`` is how a tool asks): this module; ``po
 context needs of the server, and ``keepalive`` may be skipped.
 
 A :class:`Context` is what a tool (or a prompt) gets as its ``Context``-typed
-parameter. It is era-neutral: ``ctx.elicit`` sends a nested ``elicitation/create``
+parameter; a resource reader or the completion handler gets an :class:`AnswerContext`, which
+asks nothing. It is era-neutral: ``ctx.elicit`` sends a nested ``elicitation/create``
 on the handshake era, and becomes an ``input_required`` round on revision
 2026-07-28 (see :mod:`minimcp.server.mrtr.rounds`) -- the tool's code is the same.
 
@@ -29,7 +30,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Collection, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, cast, overload
 
 import anyio
 import msgspec
@@ -74,7 +75,7 @@ if TYPE_CHECKING:  # interfaces for the type checker only: nothing of them runs
     from minimcp.wire.envelope import Envelope
     from minimcp.wire.input_required import Question
 
-__all__ = ["URL_ID_BYTES", "Context", "Elicit", "ListRoots", "Sample"]
+__all__ = ["URL_ID_BYTES", "AnswerContext", "Context", "Elicit", "ListRoots", "Sample"]
 
 #: How much a keep-alive progress notification raises the call's progress value (relative, at least this).
 _NUDGE = 2.0**-20
@@ -189,7 +190,7 @@ class Context:
         #: The connection serving this call (through the narrow :class:`~minimcp.server.context.ports.CallHost`
         #: interface).
         self.connection = connection
-        #: The name of the tool being called.
+        #: The name of the tool (or prompt, or resource) being called; ``""`` for a completion.
         self.tool = tool
         self.request_id = request_id
         self.meta = meta
@@ -794,3 +795,42 @@ class Context:
         conn.forget_url_elicitation(eid)
         self._outcome("declined" if result.action == "decline" else "cancelled")
         return Declined() if result.action == "decline" else Cancelled("user")
+
+
+class AnswerContext(Context):
+    """The context of a resource read or a completion: who is calling (:attr:`auth`), what they declared,
+    progress and log messages -- but no questions. A read or a completion is answered at once (and on revision
+    2026-07-28 it has no rounds), so nothing in it waits for a person: each way of asking raises
+    ``RuntimeError`` saying so, before anything is sent (the client gets ``-32603``; the server logs why)."""
+
+    __slots__ = ()
+
+    def can_elicit_form(self) -> bool:
+        return False
+
+    def can_elicit_url(self) -> bool:
+        return False
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise RuntimeError(
+            f"ctx.{what}(): a resource reader or a completion handler cannot ask the person or the client "
+            "(only a tool or a prompt can); ask from a tool"
+        )
+
+    async def elicit(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse("elicit")
+
+    async def elicit_url(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse("elicit_url")
+
+    def url_elicitation(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse("url_elicitation")
+
+    async def sample(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse("sample")
+
+    async def list_roots(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse("list_roots")
+
+    async def gather(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse("gather")

@@ -111,12 +111,12 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
         return complete(result, info, cacheable=True)
     lister = handlers.LISTS.get(method)
     if lister is not None:
-        principal = conn.principal if type(request) is Request else cast("AuthenticatedRequest", request).principal
+        principal = _principal_of(conn, request)
         allowed = principal.scopes if principal is not None and conn.hide_unpermitted else None
         return complete(await lister(registry, conn.limits.page_size, request, allowed), info, cacheable=True)
     if method == "resources/read":
         try:
-            value = await handlers.read_resource(registry, request)
+            value = await handlers.read_resource(conn, registry, request, envelope, _principal_of(conn, request))
         except McpError as exc:
             if exc.code == errors.RESOURCE_NOT_FOUND:  # resource-not-found is -32602 from 2026-07-28 on
                 raise McpError(errors.INVALID_PARAMS, exc.message, exc.data) from None
@@ -125,8 +125,13 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
     if method == "prompts/get":
         return await _get_prompt(conn, request, envelope)
     if method == "completion/complete":
-        return complete(await handlers.complete(registry, request), info)
+        return complete(await handlers.complete(conn, registry, request, envelope, _principal_of(conn, request)), info)
     raise McpError(errors.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def _principal_of(conn: ServerConnection, request: Request) -> Principal | None:
+    """Who sent ``request``: its own person (2026-07-28 over HTTP, authorization on), else the connection's."""
+    return conn.principal if type(request) is Request else cast("AuthenticatedRequest", request).principal
 
 
 class CallParams(msgspec.Struct, rename="camel", gc=False):
@@ -233,8 +238,7 @@ async def _rounds(
     server = conn.server
     client = client_of(envelope)
     sealed = digest(arguments)
-    # Who is calling: the request's person (2026-07-28 over HTTP, authorization on), else the connection's.
-    principal = conn.principal if type(request) is Request else cast("AuthenticatedRequest", request).principal
+    principal = _principal_of(conn, request)
     user = user_of(principal) if principal is not None else None
     inputs = answers_of(params)
     if isinstance(params.request_state, str):
