@@ -322,8 +322,14 @@ def test_ctrl_c_cancels_the_server_at_its_next_checkpoint_never_inside_its_code(
             raise
 
     log = logging.getLogger("tests.server.run")
-    with caplog.at_level(logging.WARNING, log.name), pytest.raises(SystemExit) as ended:
-        run_until_stopped(serve, backend=backend, what="the test server", logger=log)
+    # Ctrl-C as a terminal delivers it: a background job (CI runs the suite as one) inherits SIGINT ignored,
+    # and the server rightly leaves an ignored SIGINT ignored -- this process would then never stop.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with caplog.at_level(logging.WARNING, log.name), pytest.raises(SystemExit) as ended:
+            run_until_stopped(serve, backend=backend, what="the test server", logger=log)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert ended.value.code == 130
     assert steps == ["went on", "cancelled"]
     assert caplog.messages == ["interrupted (ctrl-C): the test server stopped"]
