@@ -69,28 +69,8 @@ def _limits_of(app: Any, limits: Limits | None) -> Limits:
     return found if isinstance(found, Limits) else Limits()
 
 
-def _whole_heads(send: Any) -> Any:
-    """hypercorn's ``send``, with each response head sent shielded from cancellation.
-
-    hypercorn (0.18) moves its HTTP/1.1 connection to the body, then waits for its write lock,
-    and notes the response as started only once the head is written: a cancellation in between
-    (the server stopping as a head goes out) left it answering ``500`` on a connection already in
-    its body, an ``h11`` error raised out of the server. Its own socket writes are shielded, so
-    this adds no wait that can outlast them.
-    """
-
-    async def send_head_whole(message: Any) -> None:
-        if message["type"] == "http.response.start":
-            with anyio.CancelScope(shield=True):
-                await send(message)
-        else:
-            await send(message)
-
-    return send_head_whole
-
-
 def _bounded(app: Any, limit: int) -> Any:
-    """``app``, answering ``503`` to an HTTP request while ``limit`` others are being served; heads go out whole."""
+    """``app``, answering ``503`` to an HTTP request while ``limit`` others are being served."""
     active = 0
 
     async def bounded(scope: Any, receive: Any, send: Any) -> None:
@@ -98,7 +78,6 @@ def _bounded(app: Any, limit: int) -> Any:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        send = _whole_heads(send)
         if active >= limit:
             logger.warning("answered 503: %d requests are being served (limit %d)", active, limit)
             headers = [(b"content-type", b"text/plain"), (b"connection", b"close")]

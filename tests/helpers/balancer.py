@@ -215,7 +215,8 @@ class AuthWorkers(TwoWorkers):
             listen = ["--port", str(self.ports[n])] + (["--ws-port", str(self.ws_ports[n])] if self.ws_ports else [])
             return [sys.executable, "-m", "tests.helpers.auth_worker", *listen, *self.options,
                     "--redis", self.redis.url, "--worker-id", f"w{n + 1}", "--public-url", self.public,
-                    "--issuer", self.idp.issuer, "--client-id", page_client.client_id, "--client-secret", secret,
+                    "--issuer", self.idp.issuer, f"--client-id={page_client.client_id}",
+                    f"--client-secret={secret}",  # (one argument: a random secret may begin with "-")
                     "--backend", self.backend]  # fmt: skip
 
         self.launch(argv, env)

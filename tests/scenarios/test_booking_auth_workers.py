@@ -53,8 +53,9 @@ class Cluster(TwoWorkers):
         secret = page_client.client_secret
         self.launch(lambda n: [sys.executable, str(BOOKING), "--transport", "http", "--port", str(self.ports[n]),
                                "--redis", self.redis.url, "--worker-id", f"w{n + 1}", "--public-url", self.public,
-                               "--auth-issuer", self.idp.issuer, "--page-client-id", page_client.client_id,
-                               "--page-client-secret", secret, "--backend", self.backend,
+                               "--auth-issuer", self.idp.issuer, f"--page-client-id={page_client.client_id}",
+                               f"--page-client-secret={secret}",  # (one argument: it may begin with "-")
+                               "--backend", self.backend,
                                "--elicitation-timeout", "60"], {**os.environ, "MINIMCP_STATE_KEYS": KEYS})  # fmt: skip
 
 
