@@ -24,6 +24,7 @@ from minimcp.wire.errors import MinimcpError
 from minimcp.wire.types import LOG_LEVELS, Tool
 
 __all__ = [
+    "CLIENT_SECRET_VARIABLE",
     "DEFAULT_TIMEOUT",
     "EXIT_FAILURE",
     "EXIT_OK",
@@ -50,6 +51,9 @@ __all__ = [
 DEFAULT_TIMEOUT = 60.0
 #: Seconds the terminal waits for the browser to come back from the authorization server when signing in.
 SIGN_IN_WAIT = 300.0
+#: The environment variable that gives ``--client-id``'s secret when ``--client-secret`` is not given
+#: (a command line is visible to every user of the machine in ``ps``; a process's environment is not).
+CLIENT_SECRET_VARIABLE = "MINIMCP_CLIENT_SECRET"
 
 
 def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -100,7 +104,8 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
                          help=helps("a client registered at the authorization server beforehand (else the "
                                     "terminal registers itself there)"))
     signing.add_argument("--client-secret", metavar="SECRET", default=default(None),
-                         help=helps("that client's secret (a confidential client; never written to disk)"))
+                         help=helps("that client's secret (a confidential client; never written to disk); "
+                                    "else $MINIMCP_CLIENT_SECRET, which other users cannot read in ps"))
     signing.add_argument("--client-metadata-url", metavar="URL", default=default(None),
                          help=helps("the https URL of this client's Client ID Metadata Document, used when "
                                     "the authorization server supports them"))
@@ -457,12 +462,15 @@ def _signing_in(options: Options, args: argparse.Namespace) -> None:
         raise CliError(f"{given[0]} is for http(s):// targets (the terminal signs in over Streamable HTTP only)")
     if args.client_secret is not None and args.client_id is None:
         raise CliError("--client-secret needs --client-id")
+    secret = args.client_secret
+    if secret is None and args.client_id is not None:
+        secret = os.environ.get(CLIENT_SECRET_VARIABLE) or None  # (only for a client named by --client-id)
     if args.client_metadata_url is not None:
         parts = urllib.parse.urlsplit(args.client_metadata_url)
         if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/"):
             raise CliError("--client-metadata-url must be an https:// URL with a path (the metadata document's)")
     options.scopes = scopes or None
     options.client_id = args.client_id
-    options.client_secret = args.client_secret
+    options.client_secret = secret
     options.client_metadata_url = args.client_metadata_url
     options.no_store = args.no_store

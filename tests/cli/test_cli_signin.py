@@ -24,7 +24,7 @@ import pytest
 from minimcp.auth.file_token_store import FileTokenStore, default_directory
 from minimcp.auth.oauth_client import AuthorizationFailed
 from minimcp.auth.token_store import ClientCredentials, MemoryTokenStore, Tokens
-from minimcp.cli.args import build_parser, options_from
+from minimcp.cli.args import CLIENT_SECRET_VARIABLE, build_parser, options_from
 from minimcp.cli.loopback import LoopbackRedirect, check_browser_url
 from minimcp.cli.signing_in import TerminalBrowser, TerminalStore, signing_in
 from minimcp.cli.terminal import Console
@@ -458,6 +458,17 @@ async def test_the_flags_reach_the_oauth_client(tmp_path: pathlib.Path, monkeypa
     async with signing_in(options, Console(color=False)) as signin:
         assert isinstance(signin.oauth.store, TerminalStore) and isinstance(signin.oauth.store.kept, MemoryTokenStore)
         assert signin.oauth.scopes is None
+
+
+def test_the_secret_may_come_from_the_environment_and_only_with_a_client_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CLIENT_SECRET_VARIABLE, "from-env")
+    url = "https://mcp.example.com/mcp"
+    assert options_from(build_parser().parse_args(["tools", "--client-id", "cid", url])).client_secret == "from-env"
+    flag = build_parser().parse_args(["tools", "--client-id", "cid", "--client-secret", "flag", url])
+    assert options_from(flag).client_secret == "flag"  # the flag wins
+    assert options_from(build_parser().parse_args(["tools", url])).client_secret is None  # no client named: unused
+    monkeypatch.setenv(CLIENT_SECRET_VARIABLE, "")
+    assert options_from(build_parser().parse_args(["tools", "--client-id", "cid", url])).client_secret is None
 
 
 def minimcp(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
