@@ -56,6 +56,7 @@ import contextlib
 import logging
 import math
 import os
+import struct
 import typing
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -94,6 +95,8 @@ SUBPROTOCOL = "mcp"
 
 _MCP = Subprotocol(SUBPROTOCOL)
 _CHUNK = 65536
+_HEAD16 = struct.Struct("!BBH")
+_HEAD64 = struct.Struct("!BBQ")
 #: Handshake headers whose values never reach a log line (websockets logs every header at DEBUG).
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 
@@ -110,6 +113,19 @@ class RedactedLog(logging.LoggerAdapter):  # type: ignore[type-arg]
 def redacted_log(name: str) -> RedactedLog:
     """The logger ``name`` (``websockets.client`` / ``websockets.server``), redacting credentials."""
     return RedactedLog(logging.getLogger(name), {})
+
+
+def text_frame_head(length: int) -> bytes:
+    """The head of a final, unmasked text frame with a ``length``-byte payload (RFC 6455 5.2).
+
+    What the websockets core writes before a server's text message (``Frame.serialize``, no mask,
+    no extension): the server writes it by hand, one call per message instead of the core's four.
+    """
+    if length < 126:
+        return bytes((0x81, length))
+    if length < 65536:
+        return _HEAD16.pack(0x81, 126, length)
+    return _HEAD64.pack(0x81, 127, length)
 
 
 class Watched(typing.Protocol):
@@ -168,6 +184,9 @@ class WebSocketTransport:
         # both to stop, large uploads and downloads at once would deadlock). A client fails the
         # connection instead when the peer's own frames (pings) pile up a bound's worth of replies.
         self._pause_reading = protocol.side is SERVER
+        # A server's text frames are framed here (:func:`text_frame_head`); the core frames the rest (its own
+        # control frames, a client's masked frames, and every frame while it logs each one at DEBUG).
+        self._frames_by_hand = protocol.side is SERVER and not protocol.extensions and not protocol.debug
         self._owed = 0
         self._inbox: deque[bytes] = deque()
         self._partial: bytearray | None = None
@@ -228,16 +247,29 @@ class WebSocketTransport:
             raise anyio.ClosedResourceError
         if self._protocol.state is not OPEN or self._writer_dead:
             raise anyio.BrokenResourceError
-        self._protocol.send_text(message)
-        self._pull()
+        self._queue_text(message)
 
     def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
         """Queue ``message`` if that needs no waiting; ``False`` (nothing sent): call :meth:`send`."""
         if self._unsent > self._room or self._closing or self._writer_dead or self._protocol.state is not OPEN:
             return False
-        self._protocol.send_text(message)
-        self._pull()
+        self._queue_text(message)
         return True
+
+    def _queue_text(self, message: bytes) -> None:
+        """Queue ``message`` as one text frame (the connection is open) and wake the writer."""
+        if not self._frames_by_hand:
+            self._protocol.send_text(message)
+            self._pull()
+            return
+        # The core's own frames were taken as it made them (every call into it is followed by _pull),
+        # so this frame goes out after them, as it would from the core.
+        head = text_frame_head(len(message))
+        out = self._out
+        out.append(head)
+        out.append(message)
+        self._unsent += len(head) + len(message)
+        self._wake.set()
 
     def receive_nowait(self) -> bytes | None:
         """A message already read (``None``: call :meth:`receive`, which reads or says why it cannot)."""
