@@ -259,9 +259,10 @@ def cell_factory(loop: asyncio.AbstractEventLoop | None) -> Callable[[], Cell]:
 
 def running_backend() -> tuple[asyncio.AbstractEventLoop | None, Callable[[], Cell], Callable[[], float] | None]:
     """For a session starting to run: the running loop (``None`` on trio), a token for the loop helpers
-    below; what makes its cells (:func:`cell_factory`); and the loop's clock (``None`` on trio)."""
+    below; what makes its cells (:func:`cell_factory`); and the backend's own clock (the one
+    ``anyio.current_time`` reads, without its backend lookup on every request sent)."""
     loop = running_loop()
-    return loop, cell_factory(loop), (loop.time if loop is not None else None)
+    return loop, cell_factory(loop), (loop.time if loop is not None else _trio().current_time)
 
 
 # --- the loop's clock, timers and one-shot waiters (asyncio), for a session and parked runs -----

@@ -56,6 +56,7 @@ import contextlib
 import logging
 import math
 import os
+import struct
 import typing
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -63,6 +64,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 import anyio
 import anyio.abc
 
+from minimcp.core._backend import NativeEvent, native_event_class
 from minimcp.core.config import Limits
 from minimcp.transports._ports import is_utf8
 from minimcp.wire.errors import MinimcpError
@@ -93,6 +95,8 @@ SUBPROTOCOL = "mcp"
 
 _MCP = Subprotocol(SUBPROTOCOL)
 _CHUNK = 65536
+_HEAD16 = struct.Struct("!BBH")
+_HEAD64 = struct.Struct("!BBQ")
 #: Handshake headers whose values never reach a log line (websockets logs every header at DEBUG).
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 
@@ -109,6 +113,19 @@ class RedactedLog(logging.LoggerAdapter):  # type: ignore[type-arg]
 def redacted_log(name: str) -> RedactedLog:
     """The logger ``name`` (``websockets.client`` / ``websockets.server``), redacting credentials."""
     return RedactedLog(logging.getLogger(name), {})
+
+
+def text_frame_head(length: int) -> bytes:
+    """The head of a final, unmasked text frame with a ``length``-byte payload (RFC 6455 5.2).
+
+    What the websockets core writes before a server's text message (``Frame.serialize``, no mask,
+    no extension): the server writes it by hand, one call per message instead of the core's four.
+    """
+    if length < 126:
+        return bytes((0x81, length))
+    if length < 65536:
+        return _HEAD16.pack(0x81, 126, length)
+    return _HEAD64.pack(0x81, 127, length)
 
 
 class Watched(typing.Protocol):
@@ -143,7 +160,10 @@ class WebSocketTransport:
     constructed directly. ``receive`` reads the socket itself (the session's
     read loop is its only caller); a writer task owned by the opener writes,
     so a cancelled sender can never leave half a frame on the wire, and
-    answering a ping never waits behind a slow send.
+    answering a ping never waits behind a slow send. A send queues the frame
+    for that writer and returns (it waits only for room, as the stdio transport
+    does): a sender does not park until its frame is written, and the writer
+    sends every frame queued meanwhile in one write.
     """
 
     def __init__(
@@ -164,12 +184,17 @@ class WebSocketTransport:
         # both to stop, large uploads and downloads at once would deadlock). A client fails the
         # connection instead when the peer's own frames (pings) pile up a bound's worth of replies.
         self._pause_reading = protocol.side is SERVER
+        # A server's text frames are framed here (:func:`text_frame_head`); the core frames the rest (its own
+        # control frames, a client's masked frames, and every frame while it logs each one at DEBUG).
+        self._frames_by_hand = protocol.side is SERVER and not protocol.extensions and not protocol.debug
         self._owed = 0
         self._inbox: deque[bytes] = deque()
         self._partial: bytearray | None = None
         self._ended = False  # no more messages will come (close frame, failure or EOF)
         self._tcp_eof = False
-        self._read_lock = anyio.Lock()
+        self._reading = False  # a read of the socket is under way (the read loop's, or the closing handshake's)
+        # The backend's own events (no anyio wrapper per wake-up); made once the loop runs.
+        self._event: typing.Callable[[], NativeEvent] = native_event_class()
         # Writer bookkeeping: sends are numbered; the writer reports how far it got.
         self._queued = 0
         self._written = 0
@@ -180,8 +205,9 @@ class WebSocketTransport:
         # Keepalive: the payload of the ping awaiting its pong, and how many were answered.
         self._ping_payload: bytes | None = None
         self._pongs = 0
-        self._wake = anyio.Event()
-        self._progress = anyio.Event()
+        self._wake = self._event()
+        # Made by the first who waits for the writer (or a read) to get on; set and dropped at the next step.
+        self._progress: NativeEvent | None = None
         self._writer_dead = False
         # The writer outlives the cancellation of its task group, so that the close
         # frame still goes out when the session is torn down; aclose() stops it.
@@ -213,16 +239,42 @@ class WebSocketTransport:
     # --- Transport protocol ------------------------------------------------------------------
 
     async def send(self, message: bytes, *, related: RequestId | None = None) -> None:
+        """Queue ``message`` as one text frame for the writer; wait first while more than
+        ``limits.stream_buffer_bytes`` is unsent (a sender cancelled while it waits leaves nothing behind)."""
         while self._unsent > self._room and not self._writer_dead and not self._closing:
-            await self._progress.wait()  # wait for room before queueing (stream_buffer_bytes)
+            await self._wait_progress()  # wait for room before queueing (stream_buffer_bytes)
         if self._closing:
             raise anyio.ClosedResourceError
         if self._protocol.state is not OPEN or self._writer_dead:
             raise anyio.BrokenResourceError
-        self._protocol.send_text(message)
-        self._pull()
-        if not await self._flush():
-            raise anyio.BrokenResourceError
+        self._queue_text(message)
+
+    def send_nowait(self, message: bytes, *, related: RequestId | None = None) -> bool:
+        """Queue ``message`` if that needs no waiting; ``False`` (nothing sent): call :meth:`send`."""
+        if self._unsent > self._room or self._closing or self._writer_dead or self._protocol.state is not OPEN:
+            return False
+        self._queue_text(message)
+        return True
+
+    def _queue_text(self, message: bytes) -> None:
+        """Queue ``message`` as one text frame (the connection is open) and wake the writer."""
+        if not self._frames_by_hand:
+            self._protocol.send_text(message)
+            self._pull()
+            return
+        # The core's own frames were taken as it made them (every call into it is followed by _pull),
+        # so this frame goes out after them, as it would from the core.
+        head = text_frame_head(len(message))
+        out = self._out
+        out.append(head)
+        out.append(message)
+        self._unsent += len(head) + len(message)
+        self._wake.set()
+
+    def receive_nowait(self) -> bytes | None:
+        """A message already read (``None``: call :meth:`receive`, which reads or says why it cannot)."""
+        inbox = self._inbox
+        return inbox.popleft() if inbox else None
 
     async def receive(self) -> bytes:
         while True:
@@ -288,15 +340,27 @@ class WebSocketTransport:
         self._notify_progress()
         self._closed.set()
 
+    async def _wait_progress(self) -> None:
+        """Wait for the writer's next step (or the end of a read of the socket)."""
+        progress = self._progress
+        if progress is None:
+            self._progress = progress = self._event()
+        await progress.wait()
+
     # --- reading -----------------------------------------------------------------------------
 
     async def _read_some(self) -> None:
         proto = self._protocol
-        async with self._read_lock:
+        # One reader at a time (the closing handshake reads while the read loop may): a flag, not
+        # a lock, since taking an anyio lock is a checkpoint of its own on every read.
+        while self._reading:
+            await self._wait_progress()
+        self._reading = True
+        try:
             # Stop reading while too much output waits (the peer reads slower than it
             # makes us answer, e.g. a ping flood): the backlog is then its own.
             while self._pause_reading and self._unsent > self._room and not self._writer_dead:
-                await self._progress.wait()
+                await self._wait_progress()
             if self._tcp_eof:
                 self._ended = True
                 return
@@ -317,6 +381,9 @@ class WebSocketTransport:
                     proto.fail(CloseCode.POLICY_VIOLATION, "peer does not read")
                     self._pull()
                     self._ended = True
+        finally:
+            self._reading = False
+            self._notify_progress()
 
     def _take_events(self, events: Sequence[object]) -> None:
         proto = self._protocol
@@ -388,12 +455,14 @@ class WebSocketTransport:
         while self._written < target:
             if self._writer_dead:
                 return False
-            await self._progress.wait()
+            await self._wait_progress()
         return True
 
     def _notify_progress(self) -> None:
-        progress, self._progress = self._progress, anyio.Event()
-        progress.set()
+        progress = self._progress
+        if progress is not None:  # (nobody waits: nothing to make or set)
+            self._progress = None
+            progress.set()
 
     async def _write_loop(self) -> None:
         try:
@@ -408,7 +477,7 @@ class WebSocketTransport:
     async def _write_forever(self) -> None:
         while True:
             await self._wake.wait()
-            self._wake = anyio.Event()
+            self._wake = self._event()
             target = self._queued
             chunks, self._out = self._out, []
             eof, self._eof_wanted = self._eof_wanted, False

@@ -43,6 +43,16 @@ async def test_backend_name_names_the_running_loop(anyio_backend: str) -> None:
     assert _backend.backend_name() == anyio_backend
 
 
+async def test_the_session_clock_is_the_backends_own_the_one_anyio_reads(anyio_backend: str) -> None:
+    # running_backend hands a session the loop's clock on asyncio and trio's own on trio, so a request
+    # sent reads it without anyio's backend lookup; it is the clock anyio.current_time reads.
+    _loop, _cells, clock = _backend.running_backend()
+    assert clock is not None and clock is not anyio.current_time
+    before = anyio.current_time()
+    now = clock()
+    assert before <= now <= anyio.current_time()
+
+
 async def test_a_cell_settles_once_and_its_waiter_gets_the_first_outcome() -> None:
     cell = _backend.new_cell(_backend.running_loop())
     got: list[Any] = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import logging
 import os
 import pathlib
 import struct
@@ -25,7 +26,7 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from websockets.frames import Opcode
+from websockets.frames import Frame, Opcode
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
@@ -45,6 +46,7 @@ from minimcp import (
 from minimcp.transports.websocket import (
     WebSocketHandshakeError,
     WebSocketTransport,
+    text_frame_head,
     websocket_client,
 )
 
@@ -339,6 +341,57 @@ async def test_binary_frame_closes_with_1003(anyio_backend: str) -> None:
             raw.protocol.send_binary(msgspec.json.encode(INIT))
             await raw.flush()
             assert await raw.close_code() == 1003
+
+
+# --- framing and queueing --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 127, 65535, 65536, 70_000])
+def test_text_frame_head_by_hand_is_the_websockets_core_framing(size: int) -> None:
+    # The server frames its text messages by hand (text_frame_head); the websockets core's
+    # Frame.serialize is the other side: the same bytes, at each boundary of the length field.
+    payload = bytes(range(256)) * (size // 256) + b"y" * (size % 256)
+    assert text_frame_head(size) + payload == Frame(Opcode.TEXT, payload).serialize(mask=False, extensions=[])
+
+
+async def test_server_frames_by_hand_unless_the_core_logs_frames(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # By hand on a plain server; with websockets' frame log at DEBUG the core frames (and logs) each one.
+    # The peer reads the same answers either way.
+    answers = []
+    for debug in (False, True):
+        caplog.clear()
+        with anyio.fail_after(20), caplog.at_level(logging.DEBUG if debug else logging.INFO, "websockets.server"):
+            async with serving(hello_server.app) as url, RawWs.connect(url, subprotocols=["mcp"]) as raw:
+                await raw.send(INIT)
+                reply = await raw.recv()
+                await raw.send(INITIALIZED)
+                await raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                "params": {"name": "greet", "arguments": {"name": "é" * 100}}})
+                answers.append((reply["result"]["serverInfo"], await raw.recv()))
+                assert server_transport(hello_server.app)._frames_by_hand is not debug
+        assert any(r.getMessage().startswith("> TEXT") for r in caplog.records) is debug
+    assert answers[0] == answers[1]
+    assert answers[0][1]["result"]["content"][0]["text"] == "Hello, " + "é" * 100 + "!"
+
+
+async def test_send_nowait_queues_only_while_open_and_under_the_bound(anyio_backend: str) -> None:
+    room = 1024
+    with anyio.fail_after(20):
+        async with serving(hello_server.app) as url:
+            async with websocket_client(url, limits=Limits(stream_buffer_bytes=room)) as transport:
+                note = {"jsonrpc": "2.0", "method": "notifications/x", "params": {"p": "x" * room}}
+                message = msgspec.json.encode(note)
+                assert transport.send_nowait(message) is True  # queued for the writer; nothing waited
+                assert transport._unsent > room
+                assert transport.send_nowait(message) is False  # over the bound: send() waits for room
+                assert transport._unsent < 2 * room
+                await transport.send(message)  # waits until the writer has made room, then queues
+                assert transport.receive_nowait() is None  # nothing read yet
+            assert transport.send_nowait(message) is False  # closed
+            with pytest.raises(anyio.ClosedResourceError):
+                await transport.send(message)
 
 
 # --- liveness: keepalive, initialize and idle deadlines ---------------------------------------
