@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from http import HTTPStatus
-from typing import Final
+from typing import Any, Final
 from urllib.parse import unquote
 
 import h11
@@ -111,12 +111,15 @@ class H1Connection:
     on this connection (then :meth:`next_cycle`). Never raises on any input.
     """
 
-    __slots__ = ("_conn", "_head_bytes", "_start", "closing", "max_head_bytes", "request_done", "response_done")
+    __slots__ = (
+        "_conn", "_head_bytes", "_next", "_start", "closing", "max_head_bytes", "request_done", "response_done"
+    )
 
     def __init__(self, max_head_bytes: int) -> None:
         self.max_head_bytes = max_head_bytes
         self._conn = h11.Connection(h11.SERVER, max_incomplete_event_size=max_head_bytes)
         self._head_bytes = 0  # bytes fed since the head being read began (an upper bound of its size)
+        self._next: Any = None  # an h11 event read ahead (the piece of a body after the one returned)
         self._start: tuple[int, list[tuple[bytes, bytes]]] | None = None  # a response head not yet written
         self.request_done = False  # the whole request body has been returned
         self.response_done = False  # the end of the response has been framed
@@ -140,8 +143,13 @@ class H1Connection:
         """The next outcome of the bytes fed so far (see the module's list)."""
         if self.closing and self._conn.their_state is h11.IDLE:
             return CLOSED
+        event: Any = self._next
+        if event is not None:
+            self._next = None
+            if type(event) is h11.Data:
+                return Body(bytes(event.data), True)
         try:
-            event = self._conn.next_event()
+            event = event or self._conn.next_event()
         except h11.RemoteProtocolError as exc:
             return self._reject(exc.error_status_hint, str(exc))
         if event is h11.NEED_DATA:
@@ -150,12 +158,23 @@ class H1Connection:
             return PAUSED
         kind = type(event)
         if kind is h11.Data:
-            return Body(bytes(event.data), True)  # type: ignore[union-attr]
+            data = bytes(event.data)
+            try:
+                following = self._conn.next_event()  # the end of the body, when it is here already: one event
+            except h11.RemoteProtocolError:
+                following = None  # reported at the next call
+            if following is h11.NEED_DATA or following is None:
+                return Body(data, True)
+            if type(following) is h11.EndOfMessage:
+                self.request_done = True
+                return Body(data, False)
+            self._next = following  # more data (chunks)
+            return Body(data, True)
         if kind is h11.EndOfMessage:
             self.request_done = True
             return Body(b"", False)
         if kind is h11.Request:
-            return self._head(event)  # type: ignore[arg-type]
+            return self._head(event)
         return CLOSED  # ConnectionClosed
 
     def _head(self, request: h11.Request) -> Head | Reject:

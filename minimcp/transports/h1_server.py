@@ -30,6 +30,7 @@ they are cancelled.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from typing import Any, Final
@@ -181,10 +182,8 @@ class _Connection:
 
     def write_nowait(self, data: bytes) -> None:
         """What the kernel takes of ``data`` now (an error response before a close)."""
-        try:
+        with contextlib.suppress(OSError):
             self.sock.send(data)
-        except OSError:
-            pass
 
     def gone(self) -> None:
         """The peer left, or a write failed: the connection closes when its request ends."""
@@ -247,10 +246,8 @@ class H1Server:
                 conn_sock.setblocking(False)
                 if len(self.connections) >= limit:
                     logger.warning("closed a new connection: %d are open (limit %d)", len(self.connections), limit)
-                    try:
+                    with contextlib.suppress(OSError):
                         conn_sock.send(self._refusal)
-                    except OSError:
-                        pass
                     conn_sock.close()
                     await anyio.lowlevel.checkpoint()
                     continue
@@ -345,10 +342,8 @@ class H1Server:
             if not h1.response_started and not conn.dead:
                 h1.close_after_response()
                 h1.response_start(500, [(b"content-type", b"text/plain; charset=utf-8")])
-                try:
+                with contextlib.suppress(OSError):
                     await conn.send({"type": "http.response.body", "body": b"Internal Server Error\n"})
-                except OSError:
-                    pass
             conn.gone()
             return
         if not h1.response_done:  # the app returned without (ending) a response

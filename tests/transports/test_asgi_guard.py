@@ -3,8 +3,9 @@
 ``serve_http`` runs uvicorn with httptools (or h11) on asyncio and minimcp's own server on
 trio (hypercorn on request); each must bound a request's head in time (``http_header_timeout``)
 and size (``max_http_head_bytes``), and uvicorn and minimcp's server close connections beyond
-``max_http_connections`` as soon as they are accepted (minimcp's after a ``503``). uvicorn runs on asyncio only: when a test runs on trio, a
-uvicorn server runs on its own asyncio loop in a thread and the test's clients on trio.
+``max_http_connections`` as soon as they are accepted (minimcp's after a ``503``). uvicorn
+runs on asyncio only: when a test runs on trio, a uvicorn server runs on its own asyncio
+loop in a thread and the test's clients on trio.
 """
 
 from __future__ import annotations
