@@ -112,7 +112,8 @@ class H1Connection:
     """
 
     __slots__ = (
-        "_conn", "_head_bytes", "_next", "_start", "closing", "max_head_bytes", "request_done", "response_done"
+        "_conn", "_head_bytes", "_head_request", "_next", "_start", "closing", "max_head_bytes", "request_done",
+        "response_done",
     )
 
     def __init__(self, max_head_bytes: int) -> None:
@@ -120,6 +121,7 @@ class H1Connection:
         self._conn = h11.Connection(h11.SERVER, max_incomplete_event_size=max_head_bytes)
         self._head_bytes = 0  # bytes fed since the head being read began (an upper bound of its size)
         self._next: Any = None  # an h11 event read ahead (the piece of a body after the one returned)
+        self._head_request = False  # the request is a HEAD: its response carries no body
         self._start: tuple[int, list[tuple[bytes, bytes]]] | None = None  # a response head not yet written
         self.request_done = False  # the whole request body has been returned
         self.response_done = False  # the end of the response has been framed
@@ -190,6 +192,7 @@ class H1Connection:
         names = [name for name, _ in pairs]
         if b"transfer-encoding" in names and b"content-length" in names:
             return self._reject(400, "both Content-Length and Transfer-Encoding")
+        self._head_request = request.method == b"HEAD"
         target = bytes(request.target)
         raw_path, _, query = target.partition(b"?")
         try:
@@ -233,7 +236,7 @@ class H1Connection:
         elif self.response_done or conn.our_state is not h11.SEND_BODY:
             raise RuntimeError("http.response.body before http.response.start, or after the response")
         try:
-            if data:
+            if data and not self._head_request:
                 out += conn.send(h11.Data(data=data)) or b""
             if not more:
                 out += conn.send(h11.EndOfMessage()) or b""
@@ -242,6 +245,13 @@ class H1Connection:
             self.closing = True
             raise RuntimeError(f"bad response body: {exc}") from exc
         return out
+
+    def continue_bytes(self) -> bytes:
+        """``100 Continue`` when the client waits for it to send its body (at the first read), else ``b""``."""
+        conn = self._conn
+        if not conn.client_is_waiting_for_100_continue or self.response_started:
+            return b""
+        return conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b""
 
     @property
     def response_started(self) -> bool:

@@ -93,6 +93,9 @@ class _Connection:
             if type(event) is Body:
                 return {"type": "http.request", "body": event.data, "more_body": event.more}
             if event is NEED_DATA:
+                go_on = h1.continue_bytes()
+                if go_on:
+                    await self.write(go_on)
                 await self.read()
                 continue
             if type(event) is Reject:  # a bad chunk, or the peer closed mid-body
