@@ -23,6 +23,7 @@ from minimcp import Limits, Server
 from minimcp.transports.asgi_server import run_asgi
 from tests.helpers import http as http_helpers
 from tests.helpers.asgi_guard import UVICORN, _port, serving
+from tests.helpers.h1 import until_closed as _until_closed
 
 pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
@@ -45,15 +46,6 @@ def _initialize(port: int) -> tuple[bytes, bytes]:
         f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
     ).encode()
     return head, body
-
-
-async def _until_closed(stream: anyio.abc.ByteStream) -> bytes:
-    """Everything the server sends until it closes the connection (reads with no deadline of their own)."""
-    got = b""
-    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-        while True:
-            got += await stream.receive()
-    return got
 
 
 async def _served(port: int) -> bool:

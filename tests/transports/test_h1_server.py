@@ -13,6 +13,7 @@ import pytest
 from minimcp import Limits
 from minimcp.transports.asgi_server import bind
 from minimcp.transports.h1_server import H1Server
+from tests.helpers.h1 import until_closed
 
 pytest.importorskip("h11")
 
@@ -54,14 +55,6 @@ async def running(app: App, **limits: Any) -> AsyncIterator[tuple[int, H1Server]
             stop.set()
     finally:
         sock.close()
-
-
-async def until_closed(stream: anyio.abc.ByteStream) -> bytes:
-    got = b""
-    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-        while True:
-            got += await stream.receive()
-    return got
 
 
 async def exchange(port: int, data: bytes) -> bytes:
