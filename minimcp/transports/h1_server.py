@@ -299,11 +299,11 @@ class H1Server:
         timeout = self.limits.http_header_timeout
         conn.deadline = anyio.current_time() + timeout
         server = None
+        ended = False  # the peer closed its side
         while True:
             event = h1.next_event()
             if event is NEED_DATA:
-                if not await conn.read():
-                    pass  # h11 reports the end next (CLOSED, or a Reject for a half head)
+                ended = not await conn.read()  # at the end h11 reports CLOSED next, or a Reject for a half head
                 continue
             if type(event) is Head:
                 conn.deadline = None
@@ -315,7 +315,7 @@ class H1Server:
                 h1.next_cycle()
                 conn.deadline = anyio.current_time() + timeout
                 continue
-            if type(event) is Reject:
+            if type(event) is Reject and not ended:
                 logger.info("answered %d and closed the connection: %s", event.status, event.reason)
                 conn.write_nowait(event.data)
             return  # CLOSED (PAUSED and Body come only after a head)
