@@ -1,4 +1,4 @@
-"""Fuzz targets for minimcp's sans-I/O layers: JSON-RPC decoding, line framing, elicitation forms.
+"""Fuzz targets for minimcp's sans-I/O layers: JSON-RPC decoding, line framing, elicitation forms, HTTP/1.1.
 
 Each target takes bytes and checks an oracle; anything but the documented outcome is a crash:
 
@@ -18,6 +18,12 @@ Each target takes bytes and checks an oracle; anything but the documented outcom
 ``forms_typed``
     compiled typed forms (Struct, dataclass, TypedDict, enums, multi-select, formats, bounds) given
     any JSON answer: ``validate`` raises only ``FormValidationError``, and a valid answer builds.
+``h1``
+    ``H1Connection`` (minimcp's HTTP/1.1 server without I/O), driven as the server drives it (bytes
+    fed only when it asks; each request's body read, then answered): only the documented outcomes
+    (a head, body pieces, ``CLOSED``, or a ``Reject`` of 400 / 431 / 501 whose bytes are that
+    response), never more buffered than the head bound plus one read, and the same requests, bodies
+    and end however the bytes are chunked (unless a head near the size bound is refused one way).
 
 Usage::
 
@@ -70,12 +76,14 @@ if HAVE_ATHERIS and os.environ.get("MINIMCP_FUZZ_WORKER"):  # pragma: no cover -
         import msgspec
 
         from minimcp import forms
+        from minimcp.transports import h1_connection as h1
         from minimcp.wire import errors, jsonrpc, types
         from minimcp.wire.framing import LineFramer, Oversized
 else:
     import msgspec
 
     from minimcp import forms
+    from minimcp.transports import h1_connection as h1
     from minimcp.wire import errors, jsonrpc, types
     from minimcp.wire.framing import LineFramer, Oversized
 
@@ -226,6 +234,69 @@ def target_framing(data: bytes) -> None:
         assert 0 < len(line) <= max_line and b"\n" not in line and line.strip(), line
 
 
+# --- h1 ------------------------------------------------------------------------------------------------
+
+
+def _h1_run(max_head: int, pieces: list[bytes]) -> list[Any]:
+    """What ``H1Connection`` makes of ``pieces``, driven as minimcp's server drives it (then the end of input)."""
+    conn = h1.H1Connection(max_head)
+    out: list[Any] = []
+    body = b""
+    fed = 0
+    for _ in range(100_000):
+        event = conn.next_event()
+        if event is h1.NEED_DATA:
+            piece = pieces[fed] if fed < len(pieces) else b""
+            if fed > len(pieces):
+                raise AssertionError("asked for data after the end of the input")
+            fed += 1
+            conn.receive_data(piece)
+            assert conn.buffered <= max_head + len(piece) + 1, (conn.buffered, max_head, len(piece))
+        elif type(event) is h1.Head:
+            assert isinstance(event.method, str) and isinstance(event.path, str)
+            assert all(name == name.lower() for name, _ in event.headers)
+            out.append(("head", event.method, event.raw_path, event.query_string, event.http_version, event.headers))
+            body = b""
+        elif type(event) is h1.Body:
+            body += event.data
+            if not event.more:
+                out.append(("body", body))
+                conn.response_start(200, [(b"content-type", b"text/plain")])
+                answer = conn.response_body(b"ok", False)
+                assert answer.startswith(b"HTTP/1.1 200 ") and conn.response_done, answer
+                if not conn.reusable:
+                    out.append("close")
+                    return out
+                conn.next_cycle()
+        elif type(event) is h1.Reject:
+            assert event.status in (400, 431, 501), event.status
+            assert event.data.startswith(b"HTTP/1.1 %d " % event.status) and b"connection: close" in event.data
+            out.append(("reject", event.status))
+            return out
+        else:
+            assert event == h1.CLOSED, event  # PAUSED: never, as driven here
+            out.append("closed")
+            return out
+    raise AssertionError("no end")
+
+
+def target_h1(data: bytes) -> None:
+    src = Bytes(data)
+    max_head = 64 + src.int(2048)
+    cuts = sorted({src.int(4096) for _ in range(src.byte() % 16)})
+    stream = src.rest()
+    whole = _h1_run(max_head, [stream] if stream else [])
+    points = sorted({c % (len(stream) + 1) for c in cuts})
+    pieces = [stream[i:j] for i, j in zip([0, *points], [*points, len(stream)], strict=True)]
+    runs = [_h1_run(max_head, [p for p in pieces if p])]
+    if len(stream) <= 512:
+        runs.append(_h1_run(max_head, [stream[i : i + 1] for i in range(len(stream))]))
+    for run in runs:
+        if ("reject", 431) in (run[-1], whole[-1]):  # near the bound, a head may pass whole and not in pieces
+            continue
+        assert run == whole, (run, whole)
+
+
 # --- forms ---------------------------------------------------------------------------------------------
 
 _KINDS = ("string", "number", "integer", "boolean", "array", "object", "null", 7, None)
@@ -374,6 +445,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "framing": target_framing,
     "forms": target_forms,
     "forms_typed": target_forms_typed,
+    "h1": target_h1,
 }
 
 SEEDS: dict[str, list[bytes]] = {
@@ -409,6 +481,19 @@ SEEDS: dict[str, list[bytes]] = {
             {"n": 0.25},
         ]).encode(),
         b"\x03\x01\x02\x00\x05\x00\x07",
+    ],
+    "h1": [
+        b"\x04\x00\x03\x00\x07\x00\x1d\x00\x40"
+        b"POST /a%20b?x=1 HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nhost: x\r\n\r\n",
+        b"\x04\x00\x02\x00\x20\x00\x30"
+        b"POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
+        b"\x04\x00\x00"
+        b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"\x04\x00\x00POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\ncontent-length: 4\r\n\r\nabcd",
+        b"\x00\x00\x01\x00\x10GET / HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 200 + b"\r\n\r\n",
+        b"\x04\x00\x01\x00\x05POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+        b"\x04\x00\x00GET / HTTP/1.0\r\n\r\nHEAD / HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\n\r\n",
+        b"\x04\x00\x00GET / HTTP/1.1\r\nhost: x\r\nx\x01: \xff\r\n\r\n",
     ],
     "forms_typed": [
         b'{"day":"2024-02-29","party":3,"extras":["cake"],"notes":"hi"}',

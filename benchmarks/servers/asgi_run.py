@@ -3,7 +3,9 @@
     await serve(app, asgi, backend)   # prints ``PORT <n>`` on stdout once it accepts
 
 ``asgi``: ``uvicorn-h11``, ``uvicorn-httptools`` (asyncio / uvloop), ``hypercorn``
-(asyncio / uvloop / trio) or ``granian`` (its embedded server on the running asyncio
+(asyncio / uvloop / trio), ``minimcp-h1`` (minimcp's own HTTP/1.1 server,
+``minimcp.transports.h1_server``, with default ``Limits``; asyncio / uvloop / trio)
+or ``granian`` (its embedded server on the running asyncio
 loop; asyncio / uvloop). Every server gets the same plain settings: no access log,
 no lifespan, one process, the listening socket bound here (port 0).
 """
@@ -15,11 +17,11 @@ from typing import Any
 
 import anyio
 
-ASGI_SERVERS = ("uvicorn-h11", "uvicorn-httptools", "hypercorn", "granian")
+ASGI_SERVERS = ("uvicorn-h11", "uvicorn-httptools", "hypercorn", "minimcp-h1", "granian")
 
 
 def supports(asgi: str, backend: str) -> bool:
-    return backend != "trio" or asgi == "hypercorn"
+    return backend != "trio" or asgi in ("hypercorn", "minimcp-h1")
 
 
 def _bind() -> socket.socket:
@@ -76,6 +78,14 @@ async def serve(app: Any, asgi: str, backend: str) -> None:
                 from hypercorn.asyncio import serve as asyncio_serve
 
                 await asyncio_serve(app, hconfig, mode="asgi")
+        elif asgi == "minimcp-h1":
+            from minimcp import Limits
+            from minimcp.transports.h1_server import H1Server
+
+            sock = _bind()
+            port = sock.getsockname()[1]
+            tg.start_soon(_announce_when_listening, port)
+            await H1Server(app, Limits()).serve(sock, anyio.Event(), 2.0)
         elif asgi == "granian":
             from granian.constants import Interfaces
             from granian.server.embed import Server as Granian

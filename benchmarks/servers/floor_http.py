@@ -8,7 +8,7 @@ lookup for the session, one future (trio: event) per call, the request's own
 coroutine waits for the answer. Served by the same ASGI servers as minimcp
 (``asgi_run.py``).
 
-    python benchmarks/servers/floor_http.py [--asgi uvicorn-h11|uvicorn-httptools|hypercorn|granian]
+    python benchmarks/servers/floor_http.py [--asgi uvicorn-h11|uvicorn-httptools|hypercorn|minimcp-h1|granian]
         [--backend asyncio|uvloop|trio] [--tracemalloc]
 """
 

@@ -1,7 +1,7 @@
 """The benchmark tool on minimcp: ``ask(i)`` asks one question and returns the answer.
 
     python benchmarks/servers/minimcp_server.py [--transport stdio|ws|http] [--backend asyncio|uvloop|trio]
-        [--tracemalloc] [--asgi default|uvicorn-h11|uvicorn-httptools|hypercorn|granian]
+        [--tracemalloc] [--asgi default|uvicorn-h11|uvicorn-httptools|hypercorn|minimcp-h1|granian]
         [--port N] [--worker-id ID] [--redis URL]
 
 One worker of several behind a load balancer (benchmarks/bench_scaleout.py): ``--worker-id``

@@ -77,13 +77,15 @@ class Limits(msgspec.Struct, frozen=True):
             client address, and with authorization on one person, may have
             parked waiting for answers; a new call that would park one more
             for either is refused with ``-32003``.
-        http_header_timeout: Seconds a client of the HTTP server (uvicorn or
-            hypercorn, as run by minimcp) has to send a request's headers,
-            counted from the connection or the end of its previous request;
-            then the connection is closed.
+        http_header_timeout: Seconds a client of the HTTP server (minimcp's own,
+            uvicorn or hypercorn, as run by minimcp) has to send a request's
+            headers, counted from the connection or the end of its previous
+            request; then the connection is closed (so it is also how long an
+            idle keep-alive connection stays open).
         max_http_connections: Requests the HTTP server serves at once (open
-            SSE streams included); beyond, ``503``. uvicorn also closes
-            connections beyond it as soon as they are accepted.
+            SSE streams included); beyond, ``503``. uvicorn and minimcp's own
+            server also close connections beyond it as soon as they are
+            accepted (minimcp's after a ``503``).
         max_http_head_bytes: Bytes of a request's head (request line and
             headers) the HTTP server accepts; beyond, the request is refused
             (``431``, or ``400`` from h11) and its connection closed.

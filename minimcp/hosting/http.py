@@ -53,8 +53,11 @@ async def serve_http(
 
     Binds ``host:port`` (default 127.0.0.1 and a free port) and reports the
     bound port through ``task_status``: ``port = await tg.start(serve_http, server)``.
-    Runs uvicorn on asyncio and hypercorn on trio unless ``asgi_server`` says
-    otherwise (uvicorn needs asyncio). ``app_options`` go to
+    Runs uvicorn (with httptools) on asyncio and minimcp's own HTTP/1.1 server
+    (:mod:`minimcp.transports.h1_server`, h11 on anyio) on trio, where the only
+    other choice, hypercorn, cost several times the CPU per round trip; unless
+    ``asgi_server`` says otherwise (``"minimcp"`` and ``"hypercorn"`` run on
+    both backends, uvicorn needs asyncio). ``app_options`` go to
     :class:`StreamableHTTPApp`; or pass a ready app instead of a server. On
     cancellation every session ends, then the HTTP server stops (waiting at
     most ``graceful_timeout`` for connections).

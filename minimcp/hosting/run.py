@@ -164,7 +164,7 @@ def _need(module: str, extra: str, why: str) -> None:
 def check_extras(transport: str, backend: str) -> None:
     """Raise ImportError naming the extra to install when ``transport`` cannot be served here."""
     if transport == "http":
-        server = "hypercorn" if backend == "trio" else "uvicorn"
+        server = "h11" if backend == "trio" else "uvicorn"  # trio: minimcp's own server, on h11
         _need(server, "http", f"serving MCP over Streamable HTTP on {backend}")
     elif transport == "ws":
         _need("websockets", "ws", "serving MCP over WebSocket")

@@ -1,24 +1,29 @@
 """Run an ASGI app on a local port inside the current event loop (asyncio or trio).
 
-minimcp does not hand-write an HTTP server: on asyncio this uses uvicorn (with
-the httptools parser when it is installed, else h11), on trio hypercorn (all
-optional extras: ``pip install minimcp[http]``). ``asgi_server`` picks another:
-``"uvicorn"`` (its best parser), ``"uvicorn-httptools"``, ``"uvicorn-h11"`` or
-``"hypercorn"``. With httptools minimcp spends about a third less server CPU
-per round trip than with h11 (``benchmarks/README.md``, "serve_http default"). The
-listening socket is bound here first, so the caller learns the real port even
-when it asked for port 0, and connections made before the server accepts wait
-in the backlog. Used by the Streamable HTTP transport and by the example's
-pages.
+On trio this runs minimcp's own HTTP/1.1 server (:mod:`minimcp.transports.h1_server`:
+h11 for the bytes, anyio for the I/O), on asyncio uvicorn (with the httptools
+parser when it is installed, else h11); all optional extras: ``pip install
+minimcp[http]``. ``asgi_server`` picks another: ``"minimcp"`` (on either
+backend), ``"uvicorn"`` (its best parser), ``"uvicorn-httptools"``,
+``"uvicorn-h11"`` or ``"hypercorn"`` (either backend). On trio hypercorn cost
+about 1.35 ms of server CPU per round trip for the smallest ASGI app (issue 31),
+minimcp's server a fraction of that (``benchmarks/README.md``). With httptools
+minimcp spends about a third less server CPU per round trip than with h11
+(``benchmarks/README.md``, "serve_http default"). The listening socket is bound
+here first, so the caller learns the real port even when it asked for port 0,
+and connections made before the server accepts wait in the backlog. Used by the
+Streamable HTTP transport and by the example's pages.
 
-Both servers get the same bounds from :class:`~minimcp.core.config.Limits`: a
+All servers get the same bounds from :class:`~minimcp.core.config.Limits`: a
 request's headers must arrive within ``http_header_timeout`` (uvicorn has no
 such timeout of its own: see :mod:`minimcp.transports._uvicorn_guard`;
 hypercorn closes a connection that stays without a request for its
-``keep_alive_timeout``), and at most ``max_http_connections`` are served at
-once: uvicorn closes connections beyond at once and answers ``503`` at the
-bound; hypercorn has no such bound, so its app is wrapped to answer requests
-beyond it with ``503``. A request's head is at most ``max_http_head_bytes``.
+``keep_alive_timeout``; minimcp's server keeps a deadline per connection), and
+at most ``max_http_connections`` are served at once: uvicorn and minimcp's
+server close connections beyond at once (minimcp's after a ``503``) and uvicorn
+answers ``503`` at the bound; hypercorn has no such bound, so its app is
+wrapped to answer requests beyond it with ``503``. A request's head is at most
+``max_http_head_bytes``.
 """
 
 from __future__ import annotations
@@ -43,10 +48,8 @@ logger = logging.getLogger("minimcp.asgi")
 #: under bursts of thousands of connects in benchmarks/bench_scaleout.py).
 _BACKLOG = 2048
 
-AsgiServer = Literal["uvicorn", "uvicorn-httptools", "uvicorn-h11", "hypercorn"]
-_SERVERS = ("uvicorn", "uvicorn-httptools", "uvicorn-h11", "hypercorn")
-
-
+AsgiServer = Literal["minimcp", "uvicorn", "uvicorn-httptools", "uvicorn-h11", "hypercorn"]
+_SERVERS = ("minimcp", "uvicorn", "uvicorn-httptools", "uvicorn-h11", "hypercorn")
 
 def bind(host: str, port: int) -> socket.socket:
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
@@ -212,21 +215,22 @@ async def run_asgi(
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set.
 
     By default uvicorn on asyncio (httptools if it is installed, else h11) and
-    hypercorn on trio; ``asgi_server`` picks one of :data:`AsgiServer`.
+    minimcp's own server (:mod:`minimcp.transports.h1_server`) on trio;
+    ``asgi_server`` picks one of :data:`AsgiServer`.
     ``limits`` (default: the app's ``limits`` attribute, else :class:`Limits`) gives the
     header timeout, the head size and the connection bound.
 
     Raises:
         ValueError: an unknown ``asgi_server``.
         RuntimeError: uvicorn asked for on trio.
-        ImportError: the server (or httptools, when asked for) is not installed.
+        ImportError: the server (h11 for minimcp's, or httptools, when asked for) is not installed.
     """
     backend = backend_name()
-    kind = asgi_server or ("hypercorn" if backend == "trio" else "uvicorn")
+    kind = asgi_server or ("minimcp" if backend == "trio" else "uvicorn")
     if kind not in _SERVERS:
         raise ValueError(f"asgi_server must be one of {', '.join(_SERVERS)}, not {asgi_server!r}")
-    if kind != "hypercorn" and backend != "asyncio":
-        raise RuntimeError("uvicorn runs on asyncio only; use asgi_server='hypercorn' on trio")
+    if kind.startswith("uvicorn") and backend != "asyncio":
+        raise RuntimeError("uvicorn runs on asyncio only; use asgi_server='minimcp' or 'hypercorn' on trio")
     if kind == "uvicorn":
         kind = "uvicorn-httptools" if _httptools_installed() else "uvicorn-h11"
     logger.debug("HTTP server: %s on %s", kind, backend)
@@ -234,6 +238,10 @@ async def run_asgi(
         await run_uvicorn(app, sock, stop, graceful_timeout, task_status, limits, "httptools")
     elif kind == "uvicorn-h11":
         await run_uvicorn(app, sock, stop, graceful_timeout, task_status, limits, "h11")
+    elif kind == "minimcp":
+        from minimcp.transports.h1_server import run_h1
+
+        await run_h1(app, sock, stop, graceful_timeout, task_status, _limits_of(app, limits))
     else:
         await run_hypercorn(app, sock, stop, graceful_timeout, backend, task_status, limits)
 

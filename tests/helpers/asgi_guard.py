@@ -32,7 +32,7 @@ async def serving(
     server: Server, asgi_server: str | None = None, **options: Any
 ) -> AsyncIterator[tuple[str, StreamableHTTPApp]]:
     """``http_helpers.serving`` on any server and backend: uvicorn under a trio test runs in a thread."""
-    if asgi_server is None or asgi_server == "hypercorn" or backend_name() == "asyncio":
+    if asgi_server in (None, "hypercorn", "minimcp") or backend_name() == "asyncio":
         async with http_helpers.serving(server, asgi_server=asgi_server, **options) as got:
             yield got
         return

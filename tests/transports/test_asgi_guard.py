@@ -1,10 +1,11 @@
 """The HTTP servers as minimcp runs them: header deadline, connection cap and head size, per server.
 
-``serve_http`` runs uvicorn with httptools (or h11) on asyncio and hypercorn on trio; each
-must bound a request's head in time (``http_header_timeout``) and size
-(``max_http_head_bytes``), and uvicorn closes connections beyond ``max_http_connections``
-as soon as they are accepted. uvicorn runs on asyncio only: when a test runs on trio, a
-uvicorn server runs on its own asyncio loop in a thread and the test's clients on trio.
+``serve_http`` runs uvicorn with httptools (or h11) on asyncio and minimcp's own server on
+trio (hypercorn on request); each must bound a request's head in time (``http_header_timeout``)
+and size (``max_http_head_bytes``), and uvicorn and minimcp's server close connections beyond
+``max_http_connections`` as soon as they are accepted (minimcp's after a ``503``). uvicorn
+runs on asyncio only: when a test runs on trio, a uvicorn server runs on its own asyncio
+loop in a thread and the test's clients on trio.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from minimcp import Limits, Server
 from minimcp.transports.asgi_server import run_asgi
 from tests.helpers import http as http_helpers
 from tests.helpers.asgi_guard import UVICORN, _port, serving
+from tests.helpers.h1 import until_closed as _until_closed
 
 pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
@@ -29,7 +31,7 @@ pytest.importorskip("hypercorn")
 pytest.importorskip("httptools")
 
 
-SERVERS = [*UVICORN, "hypercorn"]
+SERVERS = [*UVICORN, "hypercorn", "minimcp"]
 
 
 
@@ -44,15 +46,6 @@ def _initialize(port: int) -> tuple[bytes, bytes]:
         f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
     ).encode()
     return head, body
-
-
-async def _until_closed(stream: anyio.abc.ByteStream) -> bytes:
-    """Everything the server sends until it closes the connection (reads with no deadline of their own)."""
-    got = b""
-    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-        while True:
-            got += await stream.receive()
-    return got
 
 
 async def _served(port: int) -> bool:
@@ -108,7 +101,7 @@ async def test_a_slow_but_whole_request_is_served_and_the_next_head_has_its_own_
             assert await _served(port)
 
 
-@pytest.mark.parametrize("asgi_server", UVICORN)
+@pytest.mark.parametrize("asgi_server", [*UVICORN, "minimcp"])
 async def test_connections_beyond_max_http_connections_are_closed_when_accepted(asgi_server: str) -> None:
     """With ``max_http_connections=3`` and three idle connections open (a header timeout of 60 s
     keeps them), a fourth is closed before it sends anything; once one closes, new ones are served."""
@@ -120,7 +113,11 @@ async def test_connections_beyond_max_http_connections_are_closed_when_accepted(
             try:
                 fourth = await anyio.connect_tcp("127.0.0.1", port)
                 async with fourth:
-                    assert await _until_closed(fourth) == b""
+                    refused = await _until_closed(fourth)
+                    if asgi_server == "minimcp":  # minimcp's server says 503 first
+                        assert refused.startswith(b"HTTP/1.1 503 "), refused
+                    else:  # uvicorn closes it at once
+                        assert refused == b"", refused
                 await idle.pop().aclose()
                 while not await _served(port):  # noqa: ASYNC110 - the server notices the close on its own
                     await anyio.sleep(0.05)
@@ -150,14 +147,14 @@ async def test_a_head_larger_than_max_http_head_bytes_is_refused(asgi_server: st
 
 
 @pytest.mark.parametrize("httptools", ["installed", "missing"])
-async def test_the_default_server_is_uvicorn_with_httptools_on_asyncio_and_hypercorn_on_trio(
+async def test_the_default_server_is_uvicorn_with_httptools_on_asyncio_and_minimcps_on_trio(
     anyio_backend: str, httptools: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if httptools == "missing":
         monkeypatch.setitem(sys.modules, "httptools", None)  # `import httptools` raises ImportError
     caplog.set_level(logging.DEBUG, logger="minimcp.asgi")
     expected = {"asyncio": {"installed": "uvicorn-httptools", "missing": "uvicorn-h11"}, "trio": {}}
-    chosen = expected[anyio_backend].get(httptools, "hypercorn")
+    chosen = expected[anyio_backend].get(httptools, "minimcp")
     with anyio.fail_after(30):
         async with serving(Server("default")) as (url, _):
             assert await _served(_port(url))
@@ -165,5 +162,5 @@ async def test_the_default_server_is_uvicorn_with_httptools_on_asyncio_and_hyper
 
 
 async def test_an_unknown_asgi_server_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="asgi_server must be one of uvicorn, uvicorn-httptools"):
+    with pytest.raises(ValueError, match="asgi_server must be one of minimcp, uvicorn, uvicorn-httptools"):
         await run_asgi(None, None, anyio.Event(), asgi_server="granian")  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ Layer 4, the largest transport. Skip it on a first reading: :mod:`minimcp.transp
 what a transport is.
 
 Needs the ``http`` extra (``pip install minimcp[http]``): httpx for the client,
-uvicorn or hypercorn to serve the app. They are imported only when used.
+uvicorn (asyncio) or h11 (minimcp's own server, on trio) to serve the app. They are imported only when used.
 
 Server: :class:`StreamableHTTPApp`
 ----------------------------------

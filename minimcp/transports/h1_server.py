@@ -1,0 +1,390 @@
+"""minimcp's HTTP/1.1 server: an ASGI app on a listening socket, on anyio (asyncio or trio), one task per connection.
+
+The bytes are h11's (through :class:`~minimcp.transports.h1_connection.H1Connection`,
+the sans-I/O half); this module is the I/O loop. It uses the non-blocking
+socket itself (``recv``/``send`` first, :func:`anyio.wait_readable` /
+:func:`anyio.wait_writable` only when the kernel has nothing or no room), so a
+``send`` the kernel takes at once finishes without suspending, and a request's
+body is read only when the app awaits ``receive()`` (one read at a time: that
+is the backpressure).
+
+Bounds, from :class:`~minimcp.core.config.Limits`:
+
+* ``http_header_timeout``: a connection has that long from its accept, and
+  from the end of each response, to complete the next request's head
+  (trickled bytes do not extend it); it also closes idle keep-alive
+  connections. A deadline is a number on the connection; one task of the
+  server checks them a few times per timeout (no timer per request);
+* ``max_http_head_bytes``: beyond, ``431`` and close;
+* ``max_http_connections``: a connection accepted beyond it is answered
+  ``503`` and closed before anything is read;
+* a response ``send`` the client does not read waits (the app's
+  ``stream_write_timeout`` cancels it): a cancelled or failed write closes the
+  connection, never reused half-written.
+
+ASGI: ``http.disconnect`` comes when the peer closes, and to a ``receive()``
+that waits once the response is complete. On stop: no more accepts, idle
+connections close, responses under way get ``graceful_timeout`` to end, then
+they are cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+
+from minimcp.core.config import Limits
+from minimcp.transports.h1_connection import NEED_DATA, Body, H1Connection, Head, Reject, error_response
+
+__all__ = ["H1Server", "run_h1"]
+
+logger = logging.getLogger("minimcp.asgi")
+
+_READ: Final = 65536  # bytes of one read of a socket
+_DISCONNECT: Final = {"type": "http.disconnect"}
+
+
+def _disconnect() -> dict[str, Any]:
+    return dict(_DISCONNECT)
+
+
+class _Connection:
+    """One accepted socket: its h11 state, head deadline and the ASGI ``receive``/``send`` of its requests."""
+
+    __slots__ = ("client", "dead", "deadline", "h1", "scope", "server", "sock", "waiter")
+
+    def __init__(self, server: H1Server, sock: socket.socket, client: Any) -> None:
+        self.server = server
+        self.sock = sock
+        self.client = client
+        self.h1 = H1Connection(server.limits.max_http_head_bytes)
+        self.deadline: float | None = None  # by when the next head must be complete (None: a request runs)
+        self.scope = anyio.CancelScope()  # the connection's task (the header deadline and the stop cancel it)
+        self.dead = False  # the peer left or a write failed: no more reads or writes, then close
+        self.waiter: anyio.CancelScope | None = None  # a receive() waiting for the end of the response
+
+    async def read(self) -> bool:
+        """Feed one read of the socket to h11; False at the end of the peer's input."""
+        sock = self.sock
+        while True:
+            try:
+                data = sock.recv(_READ)
+            except BlockingIOError:
+                await anyio.wait_readable(sock)
+                continue
+            except OSError:
+                data = b""
+            self.h1.receive_data(data)
+            return bool(data)
+
+    async def receive(self) -> dict[str, Any]:
+        """ASGI ``receive``: the next piece of the request's body (read now), else ``http.disconnect`` when
+        the response is complete or the peer leaves."""
+        h1 = self.h1
+        if self.dead:
+            return _disconnect()
+        while not h1.request_done:
+            event = h1.next_event()
+            if type(event) is Body:
+                return {"type": "http.request", "body": event.data, "more_body": event.more}
+            if event is NEED_DATA:
+                go_on = h1.continue_bytes()
+                if go_on:
+                    await self.write(go_on)
+                await self.read()
+                continue
+            if type(event) is Reject:  # a bad chunk, or the peer closed mid-body
+                logger.info("closed a connection: %s", event.reason)
+                if not h1.response_started:
+                    self.write_nowait(event.data)
+            self.gone()
+            return _disconnect()
+        if h1.response_done:
+            return _disconnect()
+        sock = self.sock
+        room = self.server.limits.max_http_head_bytes  # bytes of a pipelined request kept meanwhile
+        with anyio.CancelScope() as waiter:
+            self.waiter = waiter
+            try:
+                while not (self.dead or h1.response_done):
+                    if room <= 0:
+                        await anyio.sleep_forever()  # read no more: the end of the response wakes this
+                    try:
+                        data = sock.recv(min(_READ, room))
+                    except BlockingIOError:
+                        await anyio.wait_readable(sock)
+                        continue
+                    except OSError:
+                        data = b""
+                    if not data:
+                        self.gone()
+                        break
+                    room -= len(data)
+                    h1.receive_data(data)  # the next request, pipelined: kept until this one ends
+            finally:
+                self.waiter = None
+        return _disconnect()
+
+    async def send(self, message: Any) -> None:
+        """ASGI ``send``; returns without suspending when the kernel takes the bytes at once.
+
+        Raises:
+            OSError: the client is gone (ASGI 2.4), or an earlier write failed or was cancelled.
+            RuntimeError: a message out of order.
+        """
+        h1 = self.h1
+        kind = message["type"]
+        if kind == "http.response.start":
+            h1.response_start(message["status"], list(message.get("headers", ())))
+            return
+        if kind != "http.response.body":
+            raise RuntimeError(f"unexpected ASGI message {kind!r}")
+        if self.dead:
+            raise OSError("the client went away")
+        data = h1.response_body(message.get("body", b""), message.get("more_body", False))
+        try:
+            if data:
+                await self.write(data)
+        finally:
+            if h1.response_done or self.dead:
+                waiter = self.waiter
+                if waiter is not None:
+                    waiter.cancel()
+
+    async def write(self, data: bytes) -> None:
+        """All of ``data``, or the connection is dead (cancelled, failed) and this raises."""
+        sock = self.sock
+        try:
+            sent = sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            self.gone()
+            raise OSError(f"the client went away ({exc})") from exc
+        if sent == len(data):
+            return
+        view = memoryview(data)[sent:]
+        try:
+            while view:
+                await anyio.wait_writable(sock)
+                try:
+                    view = view[sock.send(view) :]
+                except BlockingIOError:
+                    continue
+        except OSError as exc:
+            self.gone()
+            raise OSError(f"the client went away ({exc})") from exc
+        finally:
+            if view:  # cancelled (a stalled client) or failed: never reused half-written
+                self.gone()
+
+    def write_nowait(self, data: bytes) -> None:
+        """What the kernel takes of ``data`` now (an error response before a close)."""
+        with contextlib.suppress(OSError):
+            self.sock.send(data)
+
+    def gone(self) -> None:
+        """The peer left, or a write failed: the connection closes when its request ends."""
+        self.dead = True
+        self.h1.close_after_response()
+
+
+class H1Server:
+    """Serves one ASGI app on listening sockets (see the module's docstring): :meth:`serve` until ``stop``."""
+
+    def __init__(self, app: Any, limits: Limits) -> None:
+        self.app = app
+        self.limits = limits
+        self.connections: set[_Connection] = set()
+        self.stopping = False
+        self._emptied: anyio.Event | None = None
+        self._refusal = error_response(503, b"too many connections; try again later\n")
+
+    async def serve(
+        self,
+        sock: socket.socket,
+        stop: anyio.Event,
+        graceful_timeout: float,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve connections from the listening ``sock`` (non-blocking, not closed here) until ``stop`` is set."""
+        async with anyio.create_task_group() as tg:
+            accepting = anyio.CancelScope()
+            tg.start_soon(self._accept, sock, tg, accepting)
+            tg.start_soon(self._reap)
+            task_status.started()
+            await stop.wait()
+            accepting.cancel()
+            self.stopping = True
+            for conn in list(self.connections):
+                if conn.deadline is not None:  # idle, or its head not yet whole
+                    conn.scope.cancel()
+            with anyio.move_on_after(graceful_timeout):
+                while self.connections:
+                    emptied = self._emptied = anyio.Event()
+                    await emptied.wait()
+            if self.connections:
+                logger.info("stopped %d HTTP requests still under way after %g s", len(self.connections),
+                            graceful_timeout)
+            tg.cancel_scope.cancel()
+
+    async def _accept(self, sock: socket.socket, tg: anyio.abc.TaskGroup, scope: anyio.CancelScope) -> None:
+        limit = self.limits.max_http_connections
+        with scope:
+            while True:
+                try:
+                    conn_sock, client = sock.accept()
+                except BlockingIOError:
+                    await anyio.wait_readable(sock)
+                    continue
+                except OSError as exc:  # out of file descriptors, or a connection reset in the backlog
+                    logger.warning("could not accept a connection: %s", exc)
+                    await anyio.sleep(0.05)
+                    continue
+                conn_sock.setblocking(False)
+                if len(self.connections) >= limit:
+                    logger.warning("closed a new connection: %d are open (limit %d)", len(self.connections), limit)
+                    with contextlib.suppress(OSError):
+                        conn_sock.send(self._refusal)
+                    conn_sock.close()
+                    await anyio.lowlevel.checkpoint()
+                    continue
+                if conn_sock.family != socket.AF_UNIX:
+                    conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    client = tuple(client[:2])
+                else:
+                    client = None
+                conn = _Connection(self, conn_sock, client)
+                self.connections.add(conn)
+                tg.start_soon(self._connection, conn)
+                await anyio.lowlevel.checkpoint()  # a flood of connects does not starve the others
+
+    async def _reap(self) -> None:
+        """Close connections whose head did not come in time (one pass a tenth of the header timeout)."""
+        timeout = self.limits.http_header_timeout
+        tick = max(0.01, min(1.0, timeout / 10))
+        while True:
+            await anyio.sleep(tick)
+            now = anyio.current_time()
+            for conn in self.connections:
+                deadline = conn.deadline
+                if deadline is not None and deadline <= now:
+                    conn.deadline = None
+                    logger.info("closed a connection whose request headers did not arrive within %g s", timeout)
+                    conn.scope.cancel()
+
+    async def _connection(self, conn: _Connection) -> None:
+        try:
+            with conn.scope:
+                await self._requests(conn)
+        except Exception:
+            logger.exception("HTTP connection failed")
+        finally:
+            self.connections.discard(conn)
+            sock = conn.sock
+            anyio.notify_closing(sock)
+            sock.close()
+            emptied = self._emptied
+            if emptied is not None and not self.connections:
+                emptied.set()
+
+    async def _requests(self, conn: _Connection) -> None:
+        """The connection's requests, one after another, until it closes."""
+        h1 = conn.h1
+        timeout = self.limits.http_header_timeout
+        conn.deadline = anyio.current_time() + timeout
+        server = None
+        ended = False  # the peer closed its side
+        while True:
+            event = h1.next_event()
+            if event is NEED_DATA:
+                ended = not await conn.read()  # at the end h11 reports CLOSED next, or a Reject for a half head
+                continue
+            if type(event) is Head:
+                conn.deadline = None
+                if server is None:
+                    server = _sockname(conn.sock)
+                await self._request(conn, event, server)
+                if conn.dead or self.stopping or not self._drain(h1):
+                    return
+                h1.next_cycle()
+                conn.deadline = anyio.current_time() + timeout
+                continue
+            if type(event) is Reject and not ended:
+                logger.info("answered %d and closed the connection: %s", event.status, event.reason)
+                conn.write_nowait(event.data)
+            return  # CLOSED (PAUSED and Body come only after a head)
+
+    async def _request(self, conn: _Connection, head: Head, server: Any) -> None:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": head.http_version,
+            "method": head.method,
+            "scheme": "http",
+            "path": head.path,
+            "raw_path": head.raw_path,
+            "query_string": head.query_string,
+            "root_path": "",
+            "headers": head.headers,
+            "client": conn.client,
+            "server": server,
+        }
+        h1 = conn.h1
+        if self.stopping:
+            h1.close_after_response()
+        try:
+            await self.app(scope, conn.receive, conn.send)
+        except Exception:
+            logger.exception("exception in the ASGI application")
+            if not h1.response_started and not conn.dead:
+                h1.close_after_response()
+                h1.response_start(500, [(b"content-type", b"text/plain; charset=utf-8")])
+                with contextlib.suppress(OSError):
+                    await conn.send({"type": "http.response.body", "body": b"Internal Server Error\n"})
+            conn.gone()
+            return
+        if not h1.response_done:  # the app returned without (ending) a response
+            if h1.response_started or conn.dead:
+                conn.gone()
+                return
+            logger.error("the ASGI application returned without a response")
+            h1.close_after_response()
+            h1.response_start(500, [])
+            await conn.send({"type": "http.response.body", "body": b""})
+            conn.gone()
+
+    @staticmethod
+    def _drain(h1: H1Connection) -> bool:
+        """Whether the connection can serve another request: the rest of this one's body, if it is
+        buffered already, is dropped (a GET's end, mostly); one still to come closes the connection."""
+        while not h1.request_done:
+            event = h1.next_event()
+            if type(event) is not Body:
+                return False
+        return h1.reusable
+
+
+def _sockname(sock: socket.socket) -> Any:
+    try:
+        name = sock.getsockname()
+    except OSError:
+        return None
+    return tuple(name[:2]) if isinstance(name, tuple) else None
+
+
+async def run_h1(
+    app: Any,
+    sock: socket.socket,
+    stop: anyio.Event,
+    graceful_timeout: float,
+    task_status: anyio.abc.TaskStatus[None],
+    limits: Limits,
+) -> None:
+    """Serve ``app`` on the listening ``sock`` until ``stop`` is set (``run_asgi(..., asgi_server="minimcp")``)."""
+    await H1Server(app, limits).serve(sock, stop, graceful_timeout, task_status)

@@ -1,0 +1,338 @@
+"""minimcp's HTTP/1.1 server against raw sockets: ASGI semantics, its bounds and hostile input, on asyncio and trio."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+
+from minimcp import Limits
+from minimcp.transports.asgi_server import bind
+from minimcp.transports.h1_server import H1Server
+from tests.helpers.h1 import until_closed
+
+pytest.importorskip("h11")
+
+App = Callable[[Any, Any, Any], Awaitable[None]]
+
+
+class Recorder:
+    """An ASGI app that reads the whole body, records what it received, and answers ``200`` with the body."""
+
+    def __init__(self) -> None:
+        self.scopes: list[Any] = []
+        self.messages: list[Any] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.scopes.append(scope)
+        body = b""
+        while True:
+            message = await receive()
+            self.messages.append(message)
+            if message["type"] == "http.disconnect":
+                return
+            body += message["body"]
+            if not message["more_body"]:
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+        self.messages.append(await receive())  # the end of the response: http.disconnect at once
+
+
+@contextlib.asynccontextmanager
+async def running(app: App, **limits: Any) -> AsyncIterator[tuple[int, H1Server]]:
+    sock = bind("127.0.0.1", 0)
+    server = H1Server(app, Limits(**limits))
+    stop = anyio.Event()
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.serve, sock, stop, 1.0)
+            yield int(sock.getsockname()[1]), server
+            stop.set()
+    finally:
+        sock.close()
+
+
+async def exchange(port: int, data: bytes) -> bytes:
+    """Send ``data``, then read until the server closes."""
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        await stream.send(data)
+        return await until_closed(stream)
+
+
+async def drained(server: H1Server) -> None:
+    """Wait until the server holds no connection (nothing left behind)."""
+    with anyio.fail_after(5):
+        while server.connections:  # noqa: ASYNC110 - the server drops them on its own
+            await anyio.sleep(0.01)
+
+
+GET = b"GET /p HTTP/1.1\r\nhost: x\r\n\r\n"
+
+
+async def test_scope_body_keep_alive_pipelining_and_disconnect_after_the_response() -> None:
+    app = Recorder()
+    with anyio.fail_after(10):
+        async with running(app) as (port, server):
+            request = b"POST /a%20b/c?x=1&y=%20 HTTP/1.1\r\nHost: x\r\nX-Thing: V\r\ncontent-length: 5\r\n\r\nhello"
+            answer = await exchange(port, request + GET + b"GET /last HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            assert answer.count(b"HTTP/1.1 200 OK\r\n") == 3, answer
+            assert b"content-length: 5\r\n\r\nhello" in answer
+            first = app.scopes[0]
+            assert first["type"] == "http"
+            assert first["asgi"] == {"version": "3.0", "spec_version": "2.3"}
+            assert (first["http_version"], first["method"], first["scheme"]) == ("1.1", "POST", "http")
+            assert (first["path"], first["raw_path"], first["query_string"]) == ("/a b/c", b"/a%20b/c", b"x=1&y=%20")
+            assert first["root_path"] == ""
+            assert (b"x-thing", b"V") in first["headers"] and (b"host", b"x") in first["headers"]
+            assert first["client"][0] == "127.0.0.1" and first["server"] == ("127.0.0.1", port)
+            assert [s["path"] for s in app.scopes] == ["/a b/c", "/p", "/last"]
+            # each request: its body, then http.disconnect once its response is complete
+            kinds = [m["type"] for m in app.messages]
+            assert kinds == ["http.request", "http.disconnect"] * 3
+            await drained(server)
+
+
+async def test_a_chunked_streaming_response_goes_out_unbuffered() -> None:
+    go_on = anyio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        await go_on.wait()
+        await send({"type": "http.response.body", "body": b"data: 2\n\n", "more_body": False})
+
+    with anyio.fail_after(10):
+        async with running(app) as (port, _), await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(GET)
+            got = b""
+            while b"data: 1\n\n" not in got:
+                got += await stream.receive()
+            assert b"transfer-encoding: chunked" in got.lower() and b"data: 2" not in got
+            go_on.set()
+            while not got.endswith(b"0\r\n\r\n"):
+                got += await stream.receive()
+
+
+async def test_trickled_headers_are_closed_at_the_header_timeout_and_not_extended() -> None:
+    app = Recorder()
+    with anyio.fail_after(10):
+        async with running(app, http_header_timeout=0.5) as (port, server):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                began = anyio.current_time()
+                with contextlib.suppress(anyio.BrokenResourceError, OSError):
+                    await stream.send(b"GET / HTTP/1.1\r\n")
+                    for _ in range(40):  # one header line every 0.1 s: never complete within 4 s
+                        await anyio.sleep(0.1)
+                        await stream.send(b"x-a: b\r\n")
+                        if not server.connections:
+                            break
+                assert await until_closed(stream) == b""
+                assert anyio.current_time() - began < 2.5
+            assert app.scopes == []
+            # an idle keep-alive connection is closed by the same deadline after its response
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(GET)
+                answer = await until_closed(stream)
+                assert answer.startswith(b"HTTP/1.1 200 ")
+            await drained(server)
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        pytest.param(b"GET / HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 9000 + b"\r\n\r\n", b"431", id="whole-oversized"),
+        pytest.param(b"GET / HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 9000, b"431", id="incomplete-oversized"),
+        pytest.param(
+            b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 4\r\ntransfer-encoding: chunked\r\n\r\n"
+            b"0\r\n\r\nGET /smuggled HTTP/1.1\r\nhost: x\r\n\r\n", b"400", id="cl-and-te"),
+        pytest.param(
+            b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 4\r\ncontent-length: 5\r\n\r\nhello", b"400",
+            id="two-content-lengths"),
+        pytest.param(b"GET / HTTP/1.1\r\nhost: x\r\nx-bad\x01: v\r\n\r\n", b"400", id="invalid-header-name"),
+        pytest.param(b"GET / HTTP/1.1\r\nhost: x\r\nx-bad: v\x00w\r\n\r\n", b"400", id="invalid-header-value"),
+        pytest.param(b"GET / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: gzip\r\n\r\n", b"501", id="unknown-coding"),
+        pytest.param(b"NOT HTTP AT ALL\r\n\r\n", b"400", id="garbage"),
+    ],
+)
+async def test_a_bad_head_is_refused_and_the_connection_closed(request_bytes: bytes, status: bytes) -> None:
+    app = Recorder()
+    with anyio.fail_after(10):
+        async with running(app, max_http_head_bytes=4096) as (port, server):
+            answer = await exchange(port, request_bytes)
+            assert answer.startswith(b"HTTP/1.1 " + status + b" "), answer[:80]
+            assert b"connection: close" in answer.lower()
+            assert app.scopes == []  # the app never saw it (no smuggled request either)
+            await drained(server)
+
+
+async def test_a_bad_chunk_size_mid_body_is_refused_and_the_app_sees_a_disconnect() -> None:
+    app = Recorder()
+    with anyio.fail_after(10):
+        async with running(app) as (port, server):
+            answer = await exchange(
+                port, b"POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\nxx\r\n"
+            )
+            assert answer.startswith(b"HTTP/1.1 400 "), answer[:80]
+            assert [m["type"] for m in app.messages] == ["http.request", "http.disconnect"]
+            assert app.messages[0]["body"] == b"abc"
+            await drained(server)
+
+
+async def test_connections_beyond_the_cap_get_503_and_close() -> None:
+    app = Recorder()
+    with anyio.fail_after(10):
+        async with running(app, max_http_connections=3, http_header_timeout=30.0) as (port, server):
+            idle = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(3)]
+            try:
+                while len(server.connections) < 3:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+                for _ in range(20):  # a flood: each answered 503 and closed, the open ones untouched
+                    answer = await exchange(port, GET)
+                    assert answer == b"" or answer.startswith(b"HTTP/1.1 503 "), answer[:80]
+                assert len(server.connections) == 3 and app.scopes == []
+                await idle.pop().aclose()
+                await drained_to(server, 2)
+                assert (await exchange(port, GET.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n"))).startswith(
+                    b"HTTP/1.1 200 "
+                )
+            finally:
+                for stream in idle:
+                    await stream.aclose()
+            await drained(server)
+
+
+async def drained_to(server: H1Server, count: int) -> None:
+    with anyio.fail_after(5):
+        while len(server.connections) > count:  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+
+
+async def test_a_client_that_never_reads_a_stream_stalls_the_write_which_is_cancelled_and_closes() -> None:
+    outcome: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        chunk = b"data: " + b"x" * 65536 + b"\n\n"
+        while True:
+            with anyio.move_on_after(0.3) as timeout:  # the app's stream_write_timeout
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if timeout.cancelled_caught:
+                outcome.append("stalled")
+                break
+        try:
+            await send({"type": "http.response.body", "body": b"more", "more_body": True})
+        except OSError:
+            outcome.append("closed")
+
+    with anyio.fail_after(20):
+        async with running(app) as (port, server), await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(GET)
+            await drained(server)  # it never reads: the server gives up on it and closes
+            assert outcome == ["stalled", "closed"]
+
+
+async def test_a_client_vanishing_mid_body_is_a_disconnect_and_leaves_nothing() -> None:
+    app = Recorder()
+    with anyio.fail_after(10):
+        async with running(app) as (port, server):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n0123456789")
+                while not app.messages:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+            await drained(server)
+            assert [m["type"] for m in app.messages] == ["http.request", "http.disconnect"]
+            assert app.messages[0] == {"type": "http.request", "body": b"0123456789", "more_body": True}
+
+
+async def test_a_client_vanishing_mid_response_is_a_disconnect_and_leaves_nothing() -> None:
+    seen: list[Any] = []
+    started = anyio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(await receive())  # the (empty) body
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"part", "more_body": True})
+        started.set()
+        seen.append(await receive())  # waits: the client leaves
+
+    with anyio.fail_after(10):
+        async with running(app) as (port, server):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(GET)
+                await started.wait()
+            await drained(server)
+            assert [m["type"] for m in seen] == ["http.request", "http.disconnect"]
+
+
+async def test_a_body_is_read_only_as_the_app_asks_one_read_at_a_time() -> None:
+    proceed = anyio.Event()
+    pieces: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await proceed.wait()
+        while True:
+            message = await receive()
+            pieces.append(len(message["body"]))
+            if not message["more_body"]:
+                break
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    size = 8 * 1024 * 1024
+    with anyio.fail_after(20):
+        async with running(app) as (port, _), await anyio.connect_tcp("127.0.0.1", port) as stream:
+            head = b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n" % size
+            sent = 0
+            with anyio.move_on_after(1):  # the app reads nothing yet: the client's sends soon block
+                await stream.send(head)
+                while sent < size:
+                    await stream.send(b"x" * 65536)
+                    sent += 65536
+            assert sent < size  # backpressure reached the client
+            proceed.set()
+            while sent < size:
+                await stream.send(b"x" * 65536)
+                sent += 65536
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += await stream.receive()
+            assert answer.startswith(b"HTTP/1.1 204 ")
+            assert sum(pieces) == size and max(pieces) <= 65536
+
+
+async def test_stop_closes_idle_connections_and_lets_a_response_under_way_end() -> None:
+    finish = anyio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        await finish.wait()
+        await send({"type": "http.response.body", "body": b"b"})
+
+    sock = bind("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    server = H1Server(app, Limits())
+    stop = anyio.Event()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.serve, sock, stop, 5.0)
+            idle = await anyio.connect_tcp("127.0.0.1", port)
+            busy = await anyio.connect_tcp("127.0.0.1", port)
+            await busy.send(GET)
+            got = b""
+            while not got.endswith(b"1\r\na\r\n"):
+                got += await busy.receive()
+            stop.set()
+            assert await until_closed(idle) == b""  # closed at once
+            finish.set()
+            rest = await until_closed(busy)
+            assert rest.endswith(b"1\r\nb\r\n0\r\n\r\n"), rest
+            await idle.aclose()
+            await busy.aclose()
+    sock.close()
+    assert not server.connections
