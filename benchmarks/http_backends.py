@@ -39,6 +39,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -49,16 +50,27 @@ HERE = Path(__file__).resolve().parent
 PY = sys.executable
 PY_SPY = str(Path(PY).parent / "py-spy")
 
-#: server name -> (event loop, the driver's ``--asgi``, apps it can serve)
-SERVERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "uvicorn": ("asyncio", "uvicorn-httptools", ("floor", "minimcp")),
-    "hypercorn-asyncio": ("asyncio", "hypercorn", ("floor", "minimcp")),
-    "hypercorn-trio": ("trio", "hypercorn", ("floor", "minimcp")),
-    "minimcp-asyncio": ("asyncio", "serve_http:minimcp", ("minimcp",)),
-    "minimcp-trio": ("trio", "serve_http:minimcp", ("minimcp",)),
-    "serve_http-asyncio": ("asyncio", "default", ("minimcp",)),
-    "serve_http-trio": ("trio", "default", ("minimcp",)),
+FLOOR_ON_MINIMCP = [PY, str(HERE / "tools" / "floor_on_minimcp.py")]
+
+#: server name -> (event loop, {app: the driver's ``--asgi``}); the floor on minimcp's own server runs through
+#: ``tools/floor_on_minimcp.py`` (a server prefix)
+SERVERS: dict[str, tuple[str, dict[str, str]]] = {
+    "uvicorn": ("asyncio", {"floor": "uvicorn-httptools", "minimcp": "uvicorn-httptools"}),
+    "hypercorn-asyncio": ("asyncio", {"floor": "hypercorn", "minimcp": "hypercorn"}),
+    "hypercorn-trio": ("trio", {"floor": "hypercorn", "minimcp": "hypercorn"}),
+    "minimcp-asyncio": ("asyncio", {"floor": "minimcp", "minimcp": "serve_http:minimcp"}),
+    "minimcp-trio": ("trio", {"floor": "minimcp", "minimcp": "serve_http:minimcp"}),
+    "serve_http-asyncio": ("asyncio", {"minimcp": "default"}),
+    "serve_http-trio": ("trio", {"minimcp": "default"}),
 }
+
+
+def server_args(app: str, server: str, prefix: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The driver's arguments for ``app`` on ``server``, and the environment (a server prefix) it needs."""
+    backend, asgi = SERVERS[server][0], SERVERS[server][1][app]
+    argv = ["--server", app, "--wire", "http", "--backend", backend, "--asgi", asgi]
+    chain = [*(prefix or []), *(FLOOR_ON_MINIMCP if app == "floor" and asgi == "minimcp" else [])]
+    return argv, ({"BENCH_SERVER_PREFIX": " ".join(chain)} if chain else {})
 DEFAULT_SERVERS = "uvicorn,hypercorn-asyncio,hypercorn-trio"
 DEFAULT_PROFILES = ("floor@hypercorn-trio,minimcp@hypercorn-trio,minimcp@uvicorn,floor@uvicorn,"
                     "floor@hypercorn-asyncio,minimcp@hypercorn-asyncio")
@@ -113,7 +125,7 @@ def log(msg: str) -> None:
 
 
 def http_points(servers: list[str]) -> list[tuple[str, str]]:
-    return [(app, s) for s in servers for app in ("floor", "minimcp") if app in SERVERS[s][2]]
+    return [(app, s) for s in servers for app in ("floor", "minimcp") if app in SERVERS[s][1]]
 
 
 def run_roundtrips(args: argparse.Namespace, tree: Path, servers: list[str], parts: set[str]) -> list[dict[str, Any]]:
@@ -128,14 +140,14 @@ def run_roundtrips(args: argparse.Namespace, tree: Path, servers: list[str], par
         for c in cs:
             order = points if r % 2 == 0 else points[::-1]
             for wire, app, server in order:
+                env: dict[str, str] = {}
                 if wire == "http":
-                    backend, asgi, _ = SERVERS[server]
-                    argv = ["roundtrip", "--server", app, "--wire", "http", "--backend", backend, "--asgi", asgi]
+                    spec, env = server_args(app, server)
+                    argv = ["roundtrip", *spec]
                 else:
-                    backend = server
-                    argv = ["roundtrip", "--server", app, "--wire", "ws", "--backend", backend]
+                    argv = ["roundtrip", "--server", app, "--wire", "ws", "--backend", server]
                 argv += ["-c", str(c), "--seconds", str(args.seconds), "--max-seconds", str(args.max_seconds)]
-                row = run_driver(tree, argv, args.timeout)
+                row = run_driver(tree, argv, args.timeout, env)
                 row.update(part=wire, app=app, srv=server, c=c, repeat=r)
                 row["cpu_us_per_rt"] = cpu_us_per_rt(row)
                 log(f"  {wire} {app}@{server} C={c} r{r}: "
@@ -149,10 +161,10 @@ def run_roundtrips(args: argparse.Namespace, tree: Path, servers: list[str], par
 def run_memory(args: argparse.Namespace, tree: Path, servers: list[str]) -> list[dict[str, Any]]:
     rows = []
     for app, server in http_points(servers):
-        backend, asgi, _ = SERVERS[server]
-        argv = ["sessions", "--server", app, "--wire", "http", "--backend", backend, "--asgi", asgi,
-                "--sessions", str(args.mem_sessions), "--per", str(args.mem_per), "--fill-timeout", "240"]
-        row = run_driver(tree, argv, 300)
+        spec, env = server_args(app, server)
+        argv = ["sessions", *spec, "--sessions", str(args.mem_sessions), "--per", str(args.mem_per),
+                "--fill-timeout", "240"]
+        row = run_driver(tree, argv, 300, env)
         out: dict[str, Any] = {"part": "memory", "app": app, "srv": server, "load": row["load"],
                                "n": args.mem_sessions * args.mem_per}
         if "error" in row:
@@ -182,11 +194,10 @@ def short_file(name: str) -> str:
 def run_trace(args: argparse.Namespace, tree: Path, servers: list[str]) -> list[dict[str, Any]]:
     rows = []
     for app, server in http_points(servers):
-        backend, asgi, _ = SERVERS[server]
+        spec, env = server_args(app, server)
         n = args.trace_n
-        argv = ["pending", "--server", app, "--wire", "http", "--backend", backend, "--asgi", asgi, "-n", str(n),
-                "--tracemalloc", "--fill-timeout", "240"]
-        row = run_driver(tree, argv, 300)
+        argv = ["pending", *spec, "-n", str(n), "--tracemalloc", "--fill-timeout", "240"]
+        row = run_driver(tree, argv, 300, env)
         out: dict[str, Any] = {"part": "trace", "app": app, "srv": server, "n": n, "load": row["load"]}
         if "error" in row:
             out.update(error=row["error"], stderr=row.get("stderr", ""))
@@ -206,8 +217,7 @@ def run_trace(args: argparse.Namespace, tree: Path, servers: list[str]) -> list[
 # --- profiles --------------------------------------------------------------------------------------
 
 _BENCH_FILES = {"floor_http.py", "floor_asyncio.py", "minimcp_server.py", "asgi_run.py", "instrument.py"}
-_STD_GROUPS = {"asyncio", "selectors.py", "socket.py", "ssl.py", "contextlib.py", "json", "logging", "secrets.py",
-               "threading.py", "weakref.py", "typing.py", "functools.py", "enum.py", "abc.py", "collections"}
+_STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
 
 def frame_group(frame: str) -> str:
@@ -226,15 +236,20 @@ def frame_group(frame: str) -> str:
     first = tail.split("/", 1)[0]
     if first in _BENCH_FILES:
         return "benchmark app"
-    if first in _STD_GROUPS or "/" not in tail:
+    if (_STDLIB / first).exists() or "/" not in tail:
         return "stdlib:" + first.removesuffix(".py")
     return first
 
 
+#: leaf frames that are the event loop waiting in epoll (py-spy counts some of them as active on a busy machine)
+_WAITS = ("select (selectors.py", "get_events (trio/_core/_io_epoll.py")
+
+
 def summarise_profile(path: str) -> dict[str, Any]:
+    """Self samples by package and by function; start-up imports and the loop's epoll waits left out."""
     groups: Counter[str] = Counter()
     functions: Counter[str] = Counter()
-    total = 0
+    total = waits = 0
     with open(path) as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
@@ -244,11 +259,14 @@ def summarise_profile(path: str) -> dict[str, Any]:
                 continue
             leaf = stack.rsplit(";", 1)[-1]
             n = int(count)
+            if any(w in leaf for w in _WAITS):
+                waits += n
+                continue
             total += n
             groups[frame_group(leaf)] += n
             where = short_file(leaf.rsplit(" (", 1)[-1].rstrip(")").rsplit(":", 1)[0])
             functions[f"{leaf.split(' (', 1)[0]} ({where})"] += n
-    return {"samples": total,
+    return {"samples": total, "epoll_wait_samples_left_out": waits,
             "self_by_group": [[g, round(100 * n / total, 1)] for g, n in groups.most_common()] if total else [],
             "top_functions": [[fn, round(100 * n / total, 1)] for fn, n in functions.most_common(15)] if total else []}
 
@@ -257,20 +275,19 @@ def run_profiles(args: argparse.Namespace, tree: Path, servers: list[str]) -> li
     rows = []
     wanted = [p.split("@", 1) for p in args.profiles.split(",") if p]
     if any(s.startswith("minimcp-") for s in servers):
-        wanted += [["minimcp", s] for s in servers if s.startswith("minimcp-")]
+        wanted += [[app, s] for s in servers if s.startswith("minimcp-") for app in ("floor", "minimcp")]
     keep = Path(args.profile_dir) if args.profile_dir else None
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
     for app, server in wanted:
-        if server not in SERVERS or app not in SERVERS[server][2]:
+        if server not in SERVERS or app not in SERVERS[server][1]:
             continue
-        backend, asgi, _ = SERVERS[server]
         fd, raw = tempfile.mkstemp(prefix=f"prof-{app}-{server}-", suffix=".txt", dir=keep)
         os.close(fd)
-        prefix = f"{PY_SPY} record --nonblocking --format raw -r {args.profile_rate} -o {raw} --"
-        argv = ["roundtrip", "--server", app, "--wire", "http", "--backend", backend, "--asgi", asgi,
-                "-c", "100", "--seconds", str(args.profile_seconds), "--max-seconds", "30"]
-        row = run_driver(tree, argv, 120, {"BENCH_SERVER_PREFIX": prefix})
+        spy = [PY_SPY, "record", "--nonblocking", "--format", "raw", "-r", str(args.profile_rate), "-o", raw, "--"]
+        spec, env = server_args(app, server, spy)
+        argv = ["roundtrip", *spec, "-c", "100", "--seconds", str(args.profile_seconds), "--max-seconds", "30"]
+        row = run_driver(tree, argv, 120, env)
         out: dict[str, Any] = {"part": "profile", "app": app, "srv": server, "c": 100, "load": row["load"],
                                "round_trips_per_second_profiled": row.get("round_trips_per_second")}
         if "error" in row:
@@ -305,6 +322,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "cpu_us_per_rt": med([r["cpu_us_per_rt"] for r in rs if r["cpu_us_per_rt"] is not None]),
             "cpu_us_range": [min(r["cpu_us_per_rt"] or 0 for r in rs), max(r["cpu_us_per_rt"] or 0 for r in rs)],
             "p50_ms": med([r["p50_ms"] for r in rs]), "p99_ms": med([r["p99_ms"] for r in rs]),
+            "driver_cpu_share": med([r["driver_cpu_share"] for r in rs]),
             "load": med([r["load"] for r in rs]),
         }
     failed = [f"{r.get('part')} {r.get('app')}@{r.get('srv')} C={r.get('c')}: {r['error']}"
@@ -355,8 +373,8 @@ def markdown(doc: dict[str, Any]) -> str:
     if http:
         lines += ["### Streamable HTTP round trips (medians; CPU: server CPU seconds / round trips, min-max)", "",
                   "| app | server | C | round trips/s | server CPU per rt (µs) | p50 / p99 (ms) | vs same app on "
-                  "uvicorn (rt/s) | minimcp / floor (CPU) | C=1,000 / C=100 (rt/s) | load |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "uvicorn (rt/s) | minimcp / floor (CPU) | C=1,000 / C=100 (rt/s) | driver CPU | load |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         order = list(SERVERS)
         for p in sorted(http, key=lambda p: (p["c"], order.index(p["srv"]), p["app"])):
             base = pts.get(f"http|{p['app']}|uvicorn|{p['c']}")
@@ -370,7 +388,7 @@ def markdown(doc: dict[str, Any]) -> str:
             lo, hi = p["cpu_us_range"]
             lines.append(f"| {p['app']} | {p['srv']} | {p['c']:,} | {_n(p['round_trips_per_second'])} | "
                          f"{_n(p['cpu_us_per_rt'])} ({lo:,.0f}-{hi:,.0f}) | {_n(p['p50_ms'])} / {_n(p['p99_ms'])} | "
-                         f"{vs} | {mf} | {scale} | {p['load']:.1f} |")
+                         f"{vs} | {mf} | {scale} | {p['driver_cpu_share']:.2f} | {p['load']:.1f} |")
         lines.append("")
     if s["gap"]:
         lines += ["### The trio gap in server CPU per round trip (minimcp on hypercorn-trio minus minimcp on "
@@ -450,7 +468,8 @@ def markdown(doc: dict[str, Any]) -> str:
             lines.append(f"| {g} | " + " | ".join(cells) + " |")
         cpu_row = [_n(cpu) for cpu in cpus]
         lines.append("| (server CPU per rt, µs, unprofiled median) | " + " | ".join(cpu_row) + " |")
-        lines.append("| (samples) | " + " | ".join(str(r.get("samples", "-")) for r in prof) + " |")
+        lines.append("| (samples; epoll waits left out) | " + " | ".join(
+            f"{r.get('samples', '-')}; {r.get('epoll_wait_samples_left_out', '-')}" for r in prof) + " |")
         lines.append("")
         for r in prof:
             top = "; ".join(f"{fn} {share}%" for fn, share in r.get("top_functions", [])[:8])
@@ -483,8 +502,14 @@ def main() -> None:
     parser.add_argument("--out", help="results file (default: benchmarks/results/http-backends-YYYYMMDD.json)")
     parser.add_argument("--summary", metavar="JSON", help="print the tables of an earlier run and exit")
     args = parser.parse_args()
-    if args.summary:
-        print(markdown(json.loads(Path(args.summary).read_text())))
+    if args.summary:  # (the profiles summarised again from their raw files, when they were kept)
+        doc = json.loads(Path(args.summary).read_text())
+        for r in doc["rows"]:
+            if r.get("part") == "profile" and r.get("file") and Path(r["file"]).exists():
+                r.update(summarise_profile(r["file"]))
+        doc["summary"] = summarize(doc["rows"])
+        Path(args.summary).write_text(json.dumps(doc, indent=1))
+        print(markdown(doc))
         return
     if args.quick:
         args.repeats, args.seconds, args.mem_sessions, args.trace_n, args.profile_seconds = 1, 1.0, 100, 300, 2.0
