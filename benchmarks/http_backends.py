@@ -475,9 +475,46 @@ def markdown(doc: dict[str, Any]) -> str:
             top = "; ".join(f"{fn} {share}%" for fn, share in r.get("top_functions", [])[:8])
             lines.append(f"- {r['app']}@{r['srv']} top functions (self): {top or r.get('error')}")
         lines.append("")
+    lines += targets(doc)
     if s["failed"]:
         lines += ["Failed runs:", *[f"- {f}" for f in s["failed"]], ""]
     return "\n".join(lines)
+
+
+def targets(doc: dict[str, Any]) -> list[str]:
+    """Issue 31's targets, each trio server against minimcp on uvicorn (asyncio), from this run's medians."""
+    pts = doc["summary"]["points"]
+    mem = {(r["app"], r["srv"]): r.get("bytes_per_pending_rss") for r in doc["rows"] if r.get("part") == "memory"}
+
+    def rate(part: str, app: str, srv: str, c: int) -> float | None:
+        p = pts.get(f"{part}|{app}|{srv}|{c}")
+        return p["round_trips_per_second"] if p else None
+
+    def ratio(a: float | None, b: float | None, goal: str) -> str:
+        return f"{a / b:.2f}x ({goal})" if a and b else "-"
+
+    lines = ["### Issue 31's targets (this run's medians; trio against minimcp on uvicorn / asyncio)", "",
+             "| what | figure |", "| --- | --- |"]
+    for srv in ("hypercorn-trio", "minimcp-trio"):
+        if not any(p["srv"] == srv for p in pts.values()):
+            continue
+        for c in (100, 1000):
+            here, there = rate("http", "minimcp", srv, c), rate("http", "minimcp", "uvicorn", c)
+            lines.append(f"| HTTP rt/s, minimcp@{srv} / minimcp@uvicorn, C={c:,} | {ratio(here, there, '>= 0.67x')} |")
+            cpu_here, cpu_there = (pts.get(f"http|minimcp|{x}|{c}", {}).get("cpu_us_per_rt") for x in (srv, "uvicorn"))
+            lines.append(f"| HTTP server CPU per rt, minimcp@{srv} / minimcp@uvicorn, C={c:,} | "
+                         f"{ratio(cpu_here, cpu_there, 'asyncio stays within noise')} |")
+        lines.append(f"| HTTP rt/s, minimcp@{srv} C=1,000 / C=100 | "
+                     f"{ratio(rate('http', 'minimcp', srv, 1000), rate('http', 'minimcp', srv, 100), '>= 0.8x')} |")
+        m, f = mem.get(("minimcp", srv)), mem.get(("floor", srv))
+        lines.append(f"| RSS per pending, minimcp / floor on {srv} | {ratio(m, f, '<= 1.25x')} |")
+    if rate("ws", "minimcp", "trio", 100):
+        for c in (100, 1000):
+            here, there = rate("ws", "minimcp", "trio", c), rate("ws", "minimcp", "asyncio", c)
+            lines.append(f"| WebSocket rt/s, trio / asyncio, C={c:,} | {ratio(here, there, '>= 0.67x')} |")
+        lines.append(f"| WebSocket rt/s, trio C=1,000 / C=100 | "
+                     f"{ratio(rate('ws', 'minimcp', 'trio', 1000), rate('ws', 'minimcp', 'trio', 100), '>= 0.8x')} |")
+    return [*lines, ""] if len(lines) > 4 else []
 
 
 def main() -> None:
