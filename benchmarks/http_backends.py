@@ -503,7 +503,7 @@ def targets(doc: dict[str, Any]) -> list[str]:
             lines.append(f"| HTTP rt/s, minimcp@{srv} / minimcp@uvicorn, C={c:,} | {ratio(here, there, '>= 0.67x')} |")
             cpu_here, cpu_there = (pts.get(f"http|minimcp|{x}|{c}", {}).get("cpu_us_per_rt") for x in (srv, "uvicorn"))
             lines.append(f"| HTTP server CPU per rt, minimcp@{srv} / minimcp@uvicorn, C={c:,} | "
-                         f"{ratio(cpu_here, cpu_there, 'asyncio stays within noise')} |")
+                         f"{ratio(cpu_here, cpu_there, 'reference')} |")
         lines.append(f"| HTTP rt/s, minimcp@{srv} C=1,000 / C=100 | "
                      f"{ratio(rate('http', 'minimcp', srv, 1000), rate('http', 'minimcp', srv, 100), '>= 0.8x')} |")
         m, f = mem.get(("minimcp", srv)), mem.get(("floor", srv))
