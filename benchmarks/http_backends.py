@@ -249,6 +249,7 @@ def summarise_profile(path: str) -> dict[str, Any]:
     """Self samples by package and by function; start-up imports and the loop's epoll waits left out."""
     groups: Counter[str] = Counter()
     functions: Counter[str] = Counter()
+    loop_callers: Counter[str] = Counter()  # the event loop's / async library's self time, by who asked for it
     total = waits = 0
     with open(path) as f:
         for line in f:
@@ -263,12 +264,30 @@ def summarise_profile(path: str) -> dict[str, Any]:
                 waits += n
                 continue
             total += n
-            groups[frame_group(leaf)] += n
+            group = frame_group(leaf)
+            groups[group] += n
+            if group in _LOOP_GROUPS:
+                loop_callers[_caller(stack.split(";"))] += n
             where = short_file(leaf.rsplit(" (", 1)[-1].rstrip(")").rsplit(":", 1)[0])
             functions[f"{leaf.split(' (', 1)[0]} ({where})"] += n
     return {"samples": total, "epoll_wait_samples_left_out": waits,
             "self_by_group": [[g, round(100 * n / total, 1)] for g, n in groups.most_common()] if total else [],
-            "top_functions": [[fn, round(100 * n / total, 1)] for fn, n in functions.most_common(15)] if total else []}
+            "top_functions": [[fn, round(100 * n / total, 1)] for fn, n in functions.most_common(15)] if total else [],
+            "loop_self_by_caller": [[fn, round(100 * n / total, 1)] for fn, n in loop_callers.most_common(10)]
+            if total else []}
+
+
+_LOOP_GROUPS = {"trio", "anyio", "outcome", "stdlib:asyncio", "stdlib:contextlib", "stdlib:selectors"}
+
+
+def _caller(frames: list[str]) -> str:
+    """The innermost frame of an application or server (not of the loop itself): ``(scheduler)`` when none."""
+    for frame in reversed(frames):
+        group = frame_group(frame)
+        if group not in _LOOP_GROUPS and not group.startswith("stdlib:") and not frame.startswith("<module>"):
+            where = short_file(frame.rsplit(" (", 1)[-1].rstrip(")").rsplit(":", 1)[0])
+            return f"{frame.split(' (', 1)[0]} ({where})"
+    return "(scheduler)"
 
 
 def run_profiles(args: argparse.Namespace, tree: Path, servers: list[str]) -> list[dict[str, Any]]:
@@ -474,6 +493,10 @@ def markdown(doc: dict[str, Any]) -> str:
         for r in prof:
             top = "; ".join(f"{fn} {share}%" for fn, share in r.get("top_functions", [])[:8])
             lines.append(f"- {r['app']}@{r['srv']} top functions (self): {top or r.get('error')}")
+            callers = "; ".join(f"{fn} {share}%" for fn, share in r.get("loop_self_by_caller", [])[:6])
+            if callers:
+                lines.append(f"  - the loop's and async libraries' self time, by the app or server frame that asked: "
+                             f"{callers}")
         lines.append("")
     lines += targets(doc)
     if s["failed"]:
