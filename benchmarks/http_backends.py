@@ -530,7 +530,8 @@ def targets(doc: dict[str, Any]) -> list[str]:
         lines.append(f"| HTTP rt/s, minimcp@{srv} C=1,000 / C=100 | "
                      f"{ratio(rate('http', 'minimcp', srv, 1000), rate('http', 'minimcp', srv, 100), '>= 0.8x')} |")
         m, f = mem.get(("minimcp", srv)), mem.get(("floor", srv))
-        lines.append(f"| RSS per pending, minimcp / floor on {srv} | {ratio(m, f, '<= 1.25x')} |")
+        if m and f:
+            lines.append(f"| RSS per pending, minimcp / floor on {srv} | {ratio(m, f, '<= 1.25x')} |")
     if rate("ws", "minimcp", "trio", 100):
         for c in (100, 1000):
             here, there = rate("ws", "minimcp", "trio", c), rate("ws", "minimcp", "asyncio", c)
