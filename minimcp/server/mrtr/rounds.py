@@ -501,7 +501,7 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
     if server.replay_every_retry:
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
-        server.parking.park(run)
+        run.parking.park(run)  # (the server's: a run's own attribute, read for less than the server's)
     return state
 
 

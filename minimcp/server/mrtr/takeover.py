@@ -127,7 +127,7 @@ def take_call(
     assert run is not None
     ctx = run.context
     assert ctx is not None
-    server.parking.take(run.handle)
+    run.parking.take(run.handle)  # (the server's, where check_retry found it)
     run.serving, run.binding = id_, retry.binding
     ctx.envelope = envelope  # capabilities, identity and log level from this request only
     ctx.request_id = id_
