@@ -91,6 +91,8 @@ class Envelope:
     form_mode: Literal["form"] | UnsetType = dataclasses.field(init=False, compare=False, repr=False)
     #: Whether a raw schema's enums are sent as written (else in the revision's older shape).
     raw_forms_as_written: bool = dataclasses.field(init=False, compare=False, repr=False)
+    #: The client's name (``clientInfo.name``; ``None``: it gave none), as a retry's state is bound to it.
+    client: str | None = dataclasses.field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         version = self.version
@@ -98,6 +100,7 @@ class Envelope:
         set_(self, "form_allowed", _capabilities.can_elicit_form(version, self.capabilities))
         set_(self, "form_mode", "form" if supports(version, Feature.ELICITATION_URL) else msgspec.UNSET)
         set_(self, "raw_forms_as_written", supports(version, Feature.ELICITATION_ENUMS))
+        set_(self, "client", self.client_info.name if self.client_info is not None else None)
 
 
 def read_envelope(params: msgspec.Raw) -> Envelope:

@@ -51,8 +51,7 @@ logger = logging.getLogger("minimcp.modern")
 
 def client_of(envelope: Envelope | None) -> str | None:
     """The client's name a request's envelope gives (``None``: none), as a state is bound to it."""
-    info = envelope.client_info if envelope is not None else None
-    return info.name if info is not None else None
+    return envelope.client if envelope is not None else None
 
 
 def user_of(principal: Principal) -> str:
@@ -104,7 +103,6 @@ def check_retry(
     now: float,
     arguments_digest: str | Callable[[], str],
     user: str | None = None,
-    *,
     arguments: bytes | None = None,
     envelope: Envelope | None = None,
     responses: Mapping[str, Any] | None = None,
@@ -141,17 +139,17 @@ def check_retry(
     state: dict[str, Any] | None = None
     handle: str | None
     if arguments is not None and token.startswith("v2."):
-        handle, sealed, exp, state_id = server.sealer.open_header_id(token, now=now)
+        handle, sealed, exp, state_id = server.sealer.open_header_id(token, now)
         run = server.parking.peek(handle)
-        if not (
+        if (
             run is not None and sealed and method == "tools/call" and run.conn is conn and run.tool == name
             and run.arguments == arguments and run.user == user and (ctx := run.context) is not None
             and ((held := ctx.envelope) is envelope is not None or client_of(held) == client)
         ):
+            bound = binding(method, name, sealed, client, user)
+        else:
             run = None
-    if run is not None:
-        bound = binding(method, name, sealed, client, user)
-    else:
+    if run is None:
         digest = arguments_digest if isinstance(arguments_digest, str) else arguments_digest()
         bound = binding(method, name, digest, client, user)
         state = server.sealer.open(token, now=now, binding=bound)
@@ -159,6 +157,8 @@ def check_retry(
         named_handle = named if isinstance(named, str) else None
         run = server.parking.peek(named_handle) if named_handle is not None else None
         handle, state_id, exp = named_handle, StateSealer.state_id(token), float(state["exp"])
+        if responses is not None and (run is None or run.conn is not conn or run.context is None):
+            return None  # (not parked here, or no context to renew: the handler task's way)
     asked_at: float | None
     if run is not None:
         timeout, asked_at = run.pending_timeout, run.asked_at
@@ -166,10 +166,9 @@ def check_retry(
         _digests, asked_at, timeout = asked(state or {})
     late = asked_at is not None and timeout is not None and now > asked_at + timeout
     if responses is not None and (
-        run is None or run.conn is not conn or run.context is None or (not late and run.missing(responses))
-        or not used.consume_now(state_id, exp)  # type: ignore[attr-defined]
+        run is None or (not late and run.missing(responses)) or not used.consume_now(state_id, exp)  # type: ignore[attr-defined]
     ):
-        return None  # (not parked here, an answer missing, or the state used before: the handler task's way)
+        return None  # (an answer missing, or the state used before: the handler task's way)
     return Retry(run, state, handle, bound, state_id, exp, late)
 
 

@@ -489,7 +489,7 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
         payload = {**binding, "h": run.handle, "ks": run.pending_keys, "qs": list(map(_DIGEST, run.pending)),
                    "at": run.asked_at, "to": run.pending_timeout, "ans": run.answers, "c": run.call_id,
                    **server.workers.sealed}
-        state = server.sealer.seal(payload, now=time.time(), ttl=server.state_ttl)
+        state = server.sealer.seal(payload, time.time(), server.state_ttl)  # (positional: a call without keywords)
     except StateTooLarge as exc:
         run.stop()
         text = (f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
@@ -501,7 +501,7 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
     if server.replay_every_retry:
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
-        server.parking.park(run)
+        run.parking.park(run)  # (the server's: a run's own attribute, read for less than the server's)
     return state
 
 

@@ -296,7 +296,7 @@ class StateSealer:
         # (each nonce made in C: a count formatted after the prefix, one call per seal)
         self._nonces = map((_b64(os.urandom(9)) + "{:x}").format, itertools.count())
 
-    def seal(self, payload: dict[str, Any], *, now: float, ttl: float) -> str:
+    def seal(self, payload: dict[str, Any], now: float, ttl: float) -> str:
         """A token for ``payload`` valid until ``now + ttl``, with a fresh nonce (the one sealer). ``payload`` is
         taken: a v2 seal puts the nonce in it and takes the header's members out (no copy of it per seal).
 
@@ -386,7 +386,7 @@ class StateSealer:
                 raise InvalidState(f"bound to another {name}")
         return payload
 
-    def open_header_id(self, token: str, *, now: float) -> tuple[str, str, float, str]:
+    def open_header_id(self, token: str, now: float) -> tuple[str, str, float, str]:
         """A v2 token's header -- its handle, arguments' digest (``""``: not in the header) and expiry --
         and its :meth:`state_id`, its MAC checked under one of the keys and its expiry against ``now``,
         the body not decoded (:meth:`open` decodes it; a retry whose call is parked here is checked

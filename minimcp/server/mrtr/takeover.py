@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from minimcp.server.context import Context
-from minimcp.server.mrtr.retry import binding, check_retry, client_of, user_of
+from minimcp.server.mrtr.retry import binding, check_retry, user_of
 from minimcp.server.mrtr.rounds import CallParams, ServingRun, answers_of, bound_arguments, drive
 from minimcp.wire.errors import ConnectionClosed
 from minimcp.wire.input_required import digest
@@ -98,7 +98,7 @@ def take_call(
             return False
         new = ServingRun(
             name, [], None, offered, parking=server.parking, conn=conn, serving=id_,
-            binding=binding("tools/call", name, sealed, client_of(envelope), user),
+            binding=binding("tools/call", name, sealed, envelope.client, user),
             arguments=bytes(arguments),  # (a copy: not the whole request's buffer)
             user=user,
         )
@@ -114,10 +114,9 @@ def take_call(
         return True
     try:
         inputs = answers_of(params)
-        retry = check_retry(
-            conn, "tools/call", name, client_of(envelope), token, time.time(),
-            partial(_arguments_digest, tool, arguments), user,
-            arguments=bytes(arguments), envelope=envelope, responses=inputs,
+        retry = check_retry(  # (arguments, envelope and responses: positional, a call without keywords)
+            conn, "tools/call", name, envelope.client, token, time.time(),
+            partial(_arguments_digest, tool, arguments), user, bytes(arguments), envelope, inputs,
         )
     except Exception:  # (answers that are not objects, InvalidState: the usual way)
         return False
@@ -128,7 +127,7 @@ def take_call(
     assert run is not None
     ctx = run.context
     assert ctx is not None
-    server.parking.take(run.handle)
+    run.parking.take(run.handle)  # (the server's, where check_retry found it)
     run.serving, run.binding = id_, retry.binding
     ctx.envelope = envelope  # capabilities, identity and log level from this request only
     ctx.request_id = id_
