@@ -77,7 +77,6 @@ _ENV_STATE_FORMAT = "MINIMCP_STATE_FORMAT"
 # --- the server ------------------------------------------------------------------------------
 
 
-
 class _MadeOnce:
     """A server's attribute made on its first read, then kept as an ordinary attribute of the server
     (:data:`_made_once`).
@@ -104,6 +103,7 @@ class _MadeOnce:
 
 # (typed as what it behaves like: the type checker sees each attribute's type)
 _made_once = functools.cached_property if TYPE_CHECKING else _MadeOnce
+
 
 class Server:
     """An MCP server: register tools, then serve connections.
