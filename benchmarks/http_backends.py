@@ -14,7 +14,9 @@ Parts (``--parts``, all by default):
   server when the tree has it (``minimcp-asyncio``, ``minimcp-trio``; ``minimcp`` is both; minimcp's app only,
   through ``serve_http(asgi_server="minimcp")``); ``serve_http-asyncio`` / ``serve_http-trio`` add
   ``serve_http`` with its own default choice. The apps on uvicorn and hypercorn run unguarded (``asgi_run.py``),
-  the same way for the floor and minimcp. Repeats are interleaved, the order reversed every other repeat.
+  the same way for the floor and minimcp. ``canned`` adds the canned-bytes ceiling (``servers/canned_http.py``:
+  one asyncio Protocol writing prebuilt bytes, no ASGI; app and server both ``canned``), and a table of every
+  row against it. Repeats are interleaved, the order reversed every other repeat.
 - ``ws``: ``driver.py roundtrip --wire ws`` (minimcp's ``serve_websocket``) on asyncio and trio, each ``-c``.
 - ``memory``: ``driver.py sessions --wire http`` (500 sessions x 10 pending): server RSS delta per pending
   elicitation, floor and minimcp on each server, once.
@@ -51,9 +53,11 @@ PY = sys.executable
 PY_SPY = str(Path(PY).parent / "py-spy")
 
 FLOOR_ON_MINIMCP = [PY, str(HERE / "tools" / "floor_on_minimcp.py")]
+#: the canned-bytes ceiling, run as a server prefix of the floor's command (which it ignores but for --tracemalloc)
+CANNED = [PY, str(HERE / "servers" / "canned_http.py")]
 
 #: server name -> (event loop, {app: the driver's ``--asgi``}); the floor on minimcp's own server runs through
-#: ``tools/floor_on_minimcp.py`` (a server prefix)
+#: ``tools/floor_on_minimcp.py`` (a server prefix); ``canned`` is its own app and server (``CANNED``, a prefix too)
 SERVERS: dict[str, tuple[str, dict[str, str]]] = {
     "uvicorn": ("asyncio", {"floor": "uvicorn-httptools", "minimcp": "uvicorn-httptools"}),
     "hypercorn-asyncio": ("asyncio", {"floor": "hypercorn", "minimcp": "hypercorn"}),
@@ -62,14 +66,17 @@ SERVERS: dict[str, tuple[str, dict[str, str]]] = {
     "minimcp-trio": ("trio", {"floor": "minimcp", "minimcp": "serve_http:minimcp"}),
     "serve_http-asyncio": ("asyncio", {"minimcp": "default"}),
     "serve_http-trio": ("trio", {"minimcp": "default"}),
+    "canned": ("asyncio", {"canned": "canned"}),
 }
+APPS = ("canned", "floor", "minimcp")
 
 
 def server_args(app: str, server: str, prefix: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The driver's arguments for ``app`` on ``server``, and the environment (a server prefix) it needs."""
     backend, asgi = SERVERS[server][0], SERVERS[server][1][app]
-    argv = ["--server", app, "--wire", "http", "--backend", backend, "--asgi", asgi]
-    chain = [*(prefix or []), *(FLOOR_ON_MINIMCP if app == "floor" and asgi == "minimcp" else [])]
+    argv = ["--server", "floor" if app == "canned" else app, "--wire", "http", "--backend", backend, "--asgi", asgi]
+    chain = [*(prefix or []), *(FLOOR_ON_MINIMCP if app == "floor" and asgi == "minimcp" else []),
+             *(CANNED if app == "canned" else [])]
     return argv, ({"BENCH_SERVER_PREFIX": " ".join(chain)} if chain else {})
 DEFAULT_SERVERS = "uvicorn,hypercorn-asyncio,hypercorn-trio"
 DEFAULT_PROFILES = ("floor@hypercorn-trio,minimcp@hypercorn-trio,minimcp@uvicorn,floor@uvicorn,"
@@ -125,7 +132,7 @@ def log(msg: str) -> None:
 
 
 def http_points(servers: list[str]) -> list[tuple[str, str]]:
-    return [(app, s) for s in servers for app in ("floor", "minimcp") if app in SERVERS[s][1]]
+    return [(app, s) for s in servers for app in APPS if app in SERVERS[s][1]]
 
 
 def run_roundtrips(args: argparse.Namespace, tree: Path, servers: list[str], parts: set[str]) -> list[dict[str, Any]]:
@@ -216,7 +223,8 @@ def run_trace(args: argparse.Namespace, tree: Path, servers: list[str]) -> list[
 
 # --- profiles --------------------------------------------------------------------------------------
 
-_BENCH_FILES = {"floor_http.py", "floor_asyncio.py", "minimcp_server.py", "asgi_run.py", "instrument.py"}
+_BENCH_FILES = {"canned_http.py", "floor_http.py", "floor_asyncio.py", "minimcp_server.py", "asgi_run.py",
+                "instrument.py"}
 _STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
 
@@ -498,10 +506,36 @@ def markdown(doc: dict[str, Any]) -> str:
                 lines.append(f"  - the loop's and async libraries' self time, by the app or server frame that asked: "
                              f"{callers}")
         lines.append("")
+    lines += ceiling(doc)
     lines += targets(doc)
     if s["failed"]:
         lines += ["Failed runs:", *[f"- {f}" for f in s["failed"]], ""]
     return "\n".join(lines)
+
+
+def ceiling(doc: dict[str, Any]) -> list[str]:
+    """Every HTTP row against the canned-bytes ceiling (issue 31): round trips/s, server CPU and RSS per pending."""
+    pts = doc["summary"]["points"]
+    mem = {(r["app"], r["srv"]): r.get("bytes_per_pending_rss") for r in doc["rows"] if r.get("part") == "memory"}
+    order = list(SERVERS)
+    rows = []
+    for p in sorted((p for p in pts.values() if p["part"] == "http" and p["app"] != "canned"),
+                    key=lambda p: (p["c"], order.index(p["srv"]), p["app"])):
+        top = pts.get(f"http|canned|canned|{p['c']}")
+        if not top:
+            continue
+        rt = p["round_trips_per_second"] / top["round_trips_per_second"]
+        cpu = (f"{p['cpu_us_per_rt'] / top['cpu_us_per_rt']:.2f}x"
+               if p["cpu_us_per_rt"] and top["cpu_us_per_rt"] else "-")
+        m, c = mem.get((p["app"], p["srv"])), mem.get(("canned", "canned"))
+        rss = f"{m / c:.2f}x" if m and c and p["c"] == 100 else "-"
+        rows.append(f"| {p['app']} | {p['srv']} | {p['c']:,} | {rt:.2f}x | {cpu} | {rss} |")
+    if not rows:
+        return []
+    return ["### Against the canned-bytes ceiling (servers/canned_http.py; this run's medians; RSS per pending "
+            "once, shown on the C=100 rows)", "",
+            "| app | server | C | round trips/s, app / canned | server CPU per rt, app / canned | "
+            "RSS per pending, app / canned |", "| --- | --- | ---: | ---: | ---: | ---: |", *rows, ""]
 
 
 def targets(doc: dict[str, Any]) -> list[str]:
