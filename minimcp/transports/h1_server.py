@@ -47,6 +47,9 @@ logger = logging.getLogger("minimcp.asgi")
 
 _READ: Final = 65536  # bytes of one read of a socket
 _DISCONNECT: Final = {"type": "http.disconnect"}
+#: connections accepted in one turn of the accept task, as asyncio's own servers do (one accept per turn
+#: left a burst of a thousand connects waiting seconds in the backlog behind the running connections)
+_ACCEPTS: Final = 100
 
 
 def _disconnect() -> dict[str, Any]:
@@ -235,11 +238,16 @@ class H1Server:
 
     async def _accept(self, sock: socket.socket, tg: anyio.abc.TaskGroup, scope: anyio.CancelScope) -> None:
         limit = self.limits.max_http_connections
+        burst = 0  # connections accepted since this task last let the others run
         with scope:
             while True:
+                if burst >= _ACCEPTS:
+                    burst = 0
+                    await anyio.lowlevel.checkpoint()  # a flood of connects does not starve the others
                 try:
                     conn_sock, client = sock.accept()
                 except BlockingIOError:
+                    burst = 0
                     await anyio.wait_readable(sock)
                     continue
                 except OSError as exc:  # out of file descriptors, or a connection reset in the backlog
@@ -252,7 +260,7 @@ class H1Server:
                     with contextlib.suppress(OSError):
                         conn_sock.send(self._refusal)
                     conn_sock.close()
-                    await anyio.lowlevel.checkpoint()
+                    burst += 1
                     continue
                 if conn_sock.family != socket.AF_UNIX:
                     conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -262,7 +270,7 @@ class H1Server:
                 conn = _Connection(self, conn_sock, client)
                 self.connections.add(conn)
                 tg.start_soon(self._connection, conn)
-                await anyio.lowlevel.checkpoint()  # a flood of connects does not starve the others
+                burst += 1
 
     async def _reap(self) -> None:
         """Close connections whose head did not come in time (one pass a tenth of the header timeout)."""
