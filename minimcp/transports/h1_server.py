@@ -38,7 +38,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from minimcp.core._backend import running_loop
+from minimcp.core._backend import backend_name
 from minimcp.core.config import Limits
 from minimcp.transports.h1_connection import NEED_DATA, Body, H1Connection, Head, Reject, error_response
 
@@ -115,7 +115,7 @@ class _Connection:
         if h1.response_done:
             return _disconnect()
         # the wait's waker (see wake): on trio notify_closing, which needs no cancel scope per wait
-        if running_loop() is None:
+        if self.server.on_trio:
             waiter: Any = _NOTIFY
             scope: contextlib.AbstractContextManager[Any] = _NO_SCOPE
         else:
@@ -235,6 +235,7 @@ class H1Server:
         self.limits = limits
         self.connections: set[_Connection] = set()
         self.stopping = False
+        self.on_trio = False  # set by serve(): a response's wait is woken by notify_closing (_Connection.wake)
         self._emptied: anyio.Event | None = None
         self._refusal = error_response(503, b"too many connections; try again later\n")
 
@@ -246,6 +247,7 @@ class H1Server:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve connections from the listening ``sock`` (non-blocking, not closed here) until ``stop`` is set."""
+        self.on_trio = backend_name() == "trio"
         async with anyio.create_task_group() as tg:
             accepting = anyio.CancelScope()
             tg.start_soon(self._accept, sock, tg, accepting)
