@@ -23,7 +23,10 @@ Bounds, from :class:`~minimcp.core.config.Limits`:
   connection, never reused half-written.
 
 ASGI: ``http.disconnect`` comes when the peer closes, and to a ``receive()``
-that waits once the response is complete. On stop: no more accepts, idle
+that waits once the response is complete (on trio that wait has no cancel
+scope of its own: the end of the response wakes it with ``notify_closing``).
+The accept task takes up to ``_ACCEPTS`` connections a turn, so a burst of
+connects does not wait in the backlog behind the running connections. On stop: no more accepts, idle
 connections close, responses under way get ``graceful_timeout`` to end, then
 they are cancelled.
 """
