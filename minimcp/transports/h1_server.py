@@ -23,7 +23,10 @@ Bounds, from :class:`~minimcp.core.config.Limits`:
   connection, never reused half-written.
 
 ASGI: ``http.disconnect`` comes when the peer closes, and to a ``receive()``
-that waits once the response is complete. On stop: no more accepts, idle
+that waits once the response is complete (on trio that wait has no cancel
+scope of its own: the end of the response wakes it with ``notify_closing``).
+The accept task takes up to ``_ACCEPTS`` connections a turn, so a burst of
+connects does not wait in the backlog behind the running connections. On stop: no more accepts, idle
 connections close, responses under way get ``graceful_timeout`` to end, then
 they are cancelled.
 """
@@ -38,6 +41,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
+from minimcp.core._backend import backend_name
 from minimcp.core.config import Limits
 from minimcp.transports.h1_connection import NEED_DATA, Body, H1Connection, Head, Reject, error_response
 
@@ -47,6 +51,11 @@ logger = logging.getLogger("minimcp.asgi")
 
 _READ: Final = 65536  # bytes of one read of a socket
 _DISCONNECT: Final = {"type": "http.disconnect"}
+_NOTIFY: Final = object()  # _Connection.waiter on trio: wake it with notify_closing
+_NO_SCOPE: Final = contextlib.nullcontext()
+#: connections accepted in one turn of the accept task, as asyncio's own servers do (one accept per turn
+#: left a burst of a thousand connects waiting seconds in the backlog behind the running connections)
+_ACCEPTS: Final = 100
 
 
 def _disconnect() -> dict[str, Any]:
@@ -56,7 +65,7 @@ def _disconnect() -> dict[str, Any]:
 class _Connection:
     """One accepted socket: its h11 state, head deadline and the ASGI ``receive``/``send`` of its requests."""
 
-    __slots__ = ("client", "dead", "deadline", "h1", "scope", "server", "sock", "waiter")
+    __slots__ = ("client", "dead", "deadline", "h1", "paused", "scope", "server", "sock", "waiter")
 
     def __init__(self, server: H1Server, sock: socket.socket, client: Any) -> None:
         self.server = server
@@ -66,7 +75,9 @@ class _Connection:
         self.deadline: float | None = None  # by when the next head must be complete (None: a request runs)
         self.scope = anyio.CancelScope()  # the connection's task (the header deadline and the stop cancel it)
         self.dead = False  # the peer left or a write failed: no more reads or writes, then close
-        self.waiter: anyio.CancelScope | None = None  # a receive() waiting for the end of the response
+        # a receive() waiting for the end of the response: its cancel scope (asyncio), _NOTIFY (trio: see wake)
+        self.waiter: Any = None
+        self.paused: anyio.Event | None = None  # that wait, no longer reading (a pipelined request is too long)
 
     async def read(self) -> bool:
         """Feed one read of the socket to h11; False at the end of the peer's input."""
@@ -106,18 +117,29 @@ class _Connection:
             return _disconnect()
         if h1.response_done:
             return _disconnect()
+        # the wait's waker (see wake): on trio notify_closing, which needs no cancel scope per wait
+        if self.server.on_trio:
+            waiter: Any = _NOTIFY
+            scope: contextlib.AbstractContextManager[Any] = _NO_SCOPE
+        else:
+            waiter = scope = anyio.CancelScope()
         sock = self.sock
         room = self.server.limits.max_http_head_bytes  # bytes of a pipelined request kept meanwhile
-        with anyio.CancelScope() as waiter:
-            self.waiter = waiter
-            try:
+        self.waiter = waiter
+        try:
+            with scope:
                 while not (self.dead or h1.response_done):
                     if room <= 0:
-                        await anyio.sleep_forever()  # read no more: the end of the response wakes this
+                        paused = self.paused = anyio.Event()
+                        await paused.wait()  # read no more: the end of the response wakes this
+                        continue
                     try:
                         data = sock.recv(min(_READ, room))
                     except BlockingIOError:
-                        await anyio.wait_readable(sock)
+                        try:
+                            await anyio.wait_readable(sock)
+                        except anyio.ClosedResourceError:  # woken by notify_closing (trio): the loop sees why
+                            continue
                         continue
                     except OSError:
                         data = b""
@@ -126,9 +148,25 @@ class _Connection:
                         break
                     room -= len(data)
                     h1.receive_data(data)  # the next request, pipelined: kept until this one ends
-            finally:
-                self.waiter = None
+        finally:
+            self.waiter = None
         return _disconnect()
+
+    def wake(self) -> None:
+        """End the wait of a ``receive()`` for the end of the response (it ended, or the connection died).
+
+        On trio, ``notify_closing`` ends its ``wait_readable`` (trio's waits on a socket belong to the run,
+        not to a task, so any task can end one): no cancel scope per wait. Nothing else waits on the socket
+        then (the response's last write is done). The socket is registered again by the next wait."""
+        waiter = self.waiter
+        if waiter is _NOTIFY:
+            anyio.notify_closing(self.sock)
+        elif isinstance(waiter, anyio.CancelScope):
+            waiter.cancel()
+        paused = self.paused
+        if paused is not None:
+            self.paused = None
+            paused.set()
 
     async def send(self, message: Any) -> None:
         """ASGI ``send``; returns without suspending when the kernel takes the bytes at once.
@@ -152,9 +190,7 @@ class _Connection:
                 await self.write(data)
         finally:
             if h1.response_done or self.dead:
-                waiter = self.waiter
-                if waiter is not None:
-                    waiter.cancel()
+                self.wake()
 
     async def write(self, data: bytes) -> None:
         """All of ``data``, or the connection is dead (cancelled, failed) and this raises."""
@@ -202,6 +238,7 @@ class H1Server:
         self.limits = limits
         self.connections: set[_Connection] = set()
         self.stopping = False
+        self.on_trio = False  # set by serve(): a response's wait is woken by notify_closing (_Connection.wake)
         self._emptied: anyio.Event | None = None
         self._refusal = error_response(503, b"too many connections; try again later\n")
 
@@ -213,6 +250,7 @@ class H1Server:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve connections from the listening ``sock`` (non-blocking, not closed here) until ``stop`` is set."""
+        self.on_trio = backend_name() == "trio"
         async with anyio.create_task_group() as tg:
             accepting = anyio.CancelScope()
             tg.start_soon(self._accept, sock, tg, accepting)
@@ -235,11 +273,16 @@ class H1Server:
 
     async def _accept(self, sock: socket.socket, tg: anyio.abc.TaskGroup, scope: anyio.CancelScope) -> None:
         limit = self.limits.max_http_connections
+        burst = 0  # connections accepted since this task last let the others run
         with scope:
             while True:
+                if burst >= _ACCEPTS:
+                    burst = 0
+                    await anyio.lowlevel.checkpoint()  # a flood of connects does not starve the others
                 try:
                     conn_sock, client = sock.accept()
                 except BlockingIOError:
+                    burst = 0
                     await anyio.wait_readable(sock)
                     continue
                 except OSError as exc:  # out of file descriptors, or a connection reset in the backlog
@@ -252,7 +295,7 @@ class H1Server:
                     with contextlib.suppress(OSError):
                         conn_sock.send(self._refusal)
                     conn_sock.close()
-                    await anyio.lowlevel.checkpoint()
+                    burst += 1
                     continue
                 if conn_sock.family != socket.AF_UNIX:
                     conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -262,7 +305,7 @@ class H1Server:
                 conn = _Connection(self, conn_sock, client)
                 self.connections.add(conn)
                 tg.start_soon(self._connection, conn)
-                await anyio.lowlevel.checkpoint()  # a flood of connects does not starve the others
+                burst += 1
 
     async def _reap(self) -> None:
         """Close connections whose head did not come in time (one pass a tenth of the header timeout)."""

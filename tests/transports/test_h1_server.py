@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -267,6 +268,49 @@ async def test_a_client_vanishing_mid_response_is_a_disconnect_and_leaves_nothin
                 await started.wait()
             await drained(server)
             assert [m["type"] for m in seen] == ["http.request", "http.disconnect"]
+
+
+async def test_a_waiting_receive_ends_when_another_task_ends_the_response_and_keeps_a_pipelined_request() -> None:
+    seen: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(await receive())
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        if scope["path"] == "/last":
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def finish() -> None:  # the response ends in another task while receive() waits
+            await anyio.sleep(0.2)
+            await send({"type": "http.response.body", "body": b"b"})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(finish)
+            seen.append(await receive())
+
+    with anyio.fail_after(10):
+        async with running(app) as (port, server):
+            pipelined = GET + b"GET /last HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+            answer = await exchange(port, pipelined)
+            assert answer.count(b"HTTP/1.1 200 OK\r\n") == 2 and b"1\r\na\r\n1\r\nb\r\n0\r\n\r\n" in answer, answer
+            assert [m["type"] for m in seen] == ["http.request", "http.disconnect", "http.request"]
+            await drained(server)
+
+
+async def test_a_burst_of_connects_is_accepted_in_one_turn() -> None:
+    app = Recorder()
+    with anyio.fail_after(10):
+        async with running(app, http_header_timeout=30.0) as (port, server):
+            clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(50)]  # all in the backlog
+            try:
+                for _ in range(10):  # a few turns of the loop, not one per connection
+                    await anyio.lowlevel.checkpoint()
+                assert len(server.connections) == 50
+            finally:
+                for client in clients:
+                    client.close()
+            await drained(server)
 
 
 async def test_a_body_is_read_only_as_the_app_asks_one_read_at_a_time() -> None:
