@@ -283,8 +283,9 @@ class Reader:
         finally:
             self._interrupt()
 
-    def _relay(self, _: object) -> None:
-        """asyncio: the future ``receive()`` waits on is done: wake the response's wait (a callback of that future)."""
+    def __call__(self, _: object) -> None:
+        """asyncio: the future ``receive()`` waits on is done: wake the response's wait (a callback of that future:
+        the reader itself, not a bound method made for every wait, 64 bytes per pending call)."""
         wake = self.scope
         if wake is not None and self.waiting:
             end_wait(wake)
@@ -363,7 +364,7 @@ class Reader:
                         steps.close()
                         break
                     while not inner.done():  # wait on ``wake``: set when ``inner`` is done, or by end()
-                        wake = self.scope = relayed_wait(loop, inner, self._relay)
+                        wake = self.scope = relayed_wait(loop, inner, self)
                         self.waiting = True
                         try:
                             yield wake
@@ -377,7 +378,7 @@ class Reader:
                         finally:
                             self.waiting = False
                             self.scope = None
-                            inner.remove_done_callback(self._relay)
+                            inner.remove_done_callback(self)
                         if self.finished or self.ending or self.rest is not None:
                             break
                     if throw is None and not inner.done():  # woken by end(), the last write or flush_nowait
