@@ -323,10 +323,10 @@ class Reader:
             disconnected = False
             loop = running_loop()
             if loop is None:  # trio
-                scope = self.scope = trio_cancel_scope()
+                wake = self.scope = trio_cancel_scope()  # (one local for both backends' wake: 8 bytes a frame)
                 self.waiting = True
                 try:
-                    with scope:
+                    with wake:
                         while not (self.finished or self.ending):
                             if (yield from receive().__await__())["type"] == "http.disconnect":
                                 disconnected = True
@@ -339,16 +339,16 @@ class Reader:
                     yield from self._write_rest().__await__()
                 if self.finished or self.ending:
                     break
-                waiting = receive()  # its own steps when a coroutine (no wrapper per wait)
-                steps: Any = waiting if type(waiting) is types.CoroutineType else waiting.__await__()
-                del waiting
+                steps: Any = receive()  # its own steps when a coroutine (no wrapper per wait)
+                if type(steps) is not types.CoroutineType:
+                    steps = steps.__await__()
                 throw: BaseException | None = None
                 message: Any = None
                 while True:
                     try:
                         inner = steps.send(None) if throw is None else steps.throw(throw)
-                    except StopIteration as done:
-                        message = done.value
+                    except StopIteration as exc:  # (the one exception local of this frame)
+                        message = exc.value
                         break
                     throw = None
                     if inner is None:  # a bare yield (one turn of the loop)
