@@ -567,5 +567,11 @@ def relayed_wait(
     ``relay`` from ``inner`` when the wait ends."""
     wake: asyncio.Future[None] = loop.create_future()
     wake._asyncio_future_blocking = True  # (the task protocol: a future yielded up is waited on)
-    inner.add_done_callback(relay)
+    inner.add_done_callback(relay, context=_RELAY_CONTEXT)
     return wake
+
+
+#: The context ``relay`` runs in: one for all (``add_done_callback`` would copy the current one for each wait,
+#: 64 bytes per pending HTTP call). A relay reads no context variable, and only completes a future: it never
+#: runs inside another callback of this context (a future's callbacks are scheduled, not called in place).
+_RELAY_CONTEXT = contextvars.Context()

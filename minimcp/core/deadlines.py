@@ -2,9 +2,10 @@
 
 Requests sent with the same timeout fall due in the order they were sent, because the
 clock only moves forward. So each timeout value gets a lane, a FIFO of entries: adding
-one is an append, and the earliest deadline of a lane is its head. No tuple, heap step or
-sequence number per request. Deadlines that leave that order (pushed back by progress or
-while a person answers, or lanes beyond ``max_lanes`` distinct timeouts) go to one heap.
+one is an append, and the earliest deadline of a lane is its head (a lane is a list while
+short, then a deque). No tuple, heap step or sequence number per request. Deadlines that
+leave that order (pushed back by progress or while a person answers, or lanes beyond
+``max_lanes`` distinct timeouts) go to one heap.
 
 Finished requests are not searched for: their entry's ``deadline`` becomes infinity and the
 stale entry is dropped when it reaches the front, or when stale entries outnumber live ones
@@ -23,6 +24,9 @@ from typing import Generic, Protocol, TypeVar
 MAX_LANES = 32
 #: Stale entries (finished requests) tolerated before a compaction, if they also outnumber live ones.
 COMPACT_AFTER = 1024
+#: A lane is a list up to this many entries (taking its head off moves at most these), then a deque: a deque's
+#: first block is 760 bytes per session and timeout, 92 bytes per pending call at 10 calls a session.
+SMALL_LANE = 32
 
 _INF = math.inf
 
@@ -46,7 +50,7 @@ class Deadlines(Generic[E]):
     """
 
     def __init__(self, max_lanes: int = MAX_LANES) -> None:
-        self._lanes: dict[float, deque[E]] = {}
+        self._lanes: dict[float, list[E] | deque[E]] = {}
         self._heap: list[tuple[float, int, E]] = []
         self._seq = itertools.count()
         self._max_lanes = max_lanes
@@ -71,7 +75,9 @@ class Deadlines(Generic[E]):
         if lane is None:
             if len(self._lanes) >= self._max_lanes:
                 return self._push(entry, deadline)
-            lane = self._lanes[timeout] = deque()
+            lane = self._lanes[timeout] = []
+        elif len(lane) >= SMALL_LANE and type(lane) is list:
+            lane = self._lanes[timeout] = deque(lane)
         entry.laned = True
         lane.append(entry)
         if deadline < self._target:  # (as _sooner: one call less per request)
@@ -112,10 +118,10 @@ class Deadlines(Generic[E]):
             if lane and lane[0] is entry:
                 # The usual answer: at its lane's front (answered about in the order asked). It goes,
                 # and the stale entries behind it (as below, without counting it stale first).
-                lane.popleft()
+                del lane[0]
                 dropped = 0
                 while lane and not lane[0].laned:
-                    lane.popleft()
+                    del lane[0]
                     dropped += 1
                 self._entries -= dropped + 1
                 if dropped:
@@ -127,7 +133,7 @@ class Deadlines(Generic[E]):
         if laned and lane is not None:
             dropped = 0
             while lane and not lane[0].laned:
-                lane.popleft()
+                del lane[0]
                 dropped += 1
             self._entries -= dropped
             self._stale -= dropped
@@ -146,7 +152,7 @@ class Deadlines(Generic[E]):
                     if head.deadline < best:
                         best = head.deadline
                     break
-                lane.popleft()
+                del lane[0]
                 dropped += 1
         heap = self._heap
         while heap:
@@ -171,7 +177,7 @@ class Deadlines(Generic[E]):
                 head = lane[0]
                 if head.laned and head.deadline > now:
                     break
-                lane.popleft()
+                del lane[0]
                 self._entries -= 1
                 if head.laned:
                     head.laned = False
@@ -209,9 +215,11 @@ class Deadlines(Generic[E]):
         return False
 
     def _compact(self) -> None:
-        lanes: dict[float, deque[E]] = {}
+        lanes: dict[float, list[E] | deque[E]] = {}
         for timeout, lane in self._lanes.items():
-            live = deque(e for e in lane if e.laned)
+            live: list[E] | deque[E] = [e for e in lane if e.laned]
+            if len(live) > SMALL_LANE:
+                live = deque(live)
             if live:
                 lanes[timeout] = live
         self._lanes = lanes

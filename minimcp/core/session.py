@@ -71,7 +71,16 @@ from minimcp.core.transport import DescribedTransport, MessageKind, MessageTooLa
 from minimcp.wire import errors, jsonrpc
 from minimcp.wire.errors import ConnectionClosed, McpError
 from minimcp.wire.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
-from minimcp.wire.types import CancelledParams
+from minimcp.wire.types import (
+    CallToolParams,
+    CancelledParams,
+    CompleteParams,
+    CreateMessageParams,
+    ElicitRequestParams,
+    GetPromptParams,
+    ListRootsParams,
+    ReadResourceParams,
+)
 from minimcp.wire.versions import Feature, supports
 
 __all__ = ["Session"]
@@ -83,6 +92,21 @@ _EMPTY: dict[str, Any] = {}
 #: How the session describes each response it sends: one shared value, completed by :meth:`Session.send_raw`
 #: only for a transport that asks (with ``related`` = the id it answers), so replies cost the others nothing.
 _RESPONSE = Outgoing(MessageKind.RESPONSE)
+
+#: The requests whose handler may wait long (on a person, a tool, the peer): a handler keeps the method's name
+#: (for an error reply) as this constant, not the request's decoded copy (bytes per pending call).
+_WAITING_METHODS: dict[str, str] = {
+    p.method: p.method
+    for p in (
+        CallToolParams,
+        GetPromptParams,
+        ReadResourceParams,
+        CompleteParams,
+        ElicitRequestParams,
+        CreateMessageParams,
+        ListRootsParams,
+    )
+}
 # Messages the read loop takes in a row before yielding to its handlers, and how often it yields,
 # at most, while every in-flight slot is taken before refusing a request. Why these: a read loop
 # that never yields while messages keep coming starves the handlers it started and the deadline timer,
@@ -605,7 +629,9 @@ class Session(Requests, AdoptedRequests):
         request that waits on a person: 200 to 360 bytes per waiting call (tracemalloc,
         CPython 3.11), 8 to 14 % of a pending elicitation's 2.5 KB.
         """
-        id_, method = request.id, request.method
+        # The method's name as a constant, where it is one of those that may wait: the decoded copy (59 bytes)
+        # is not kept for every pending call.
+        id_, method = request.id, _WAITING_METHODS.get(request.method, request.method)
         try:
             try:
                 handling = self.dispatcher.handle_request(self, request)

@@ -93,11 +93,13 @@ def call_tool(host: CallHost, registry: Registry, request: Request) -> Awaitable
         kwargs = tool.arguments(params.arguments)
     except msgspec.DecodeError as exc:  # a validation error, or bytes that are not valid UTF-8
         return ready(error_result(argument_error(params.name, exc)))
+    # The registered name (equal to the one asked for): the decoded string is not kept while the call waits.
+    name = tool.definition.name
     ctx: Context | None = None
     if tool.context_param is not None:
-        ctx = kwargs[tool.context_param] = Context(host, request.id, params.meta, tool=params.name)
+        ctx = kwargs[tool.context_param] = Context(host, request.id, params.meta, tool=name)
     # The tool's coroutine is made here, so the arguments dict is not kept alive beside it.
-    return ToolRun(host, tool, params.name, tool.fn(**kwargs), ctx, False)
+    return ToolRun(host, tool, name, tool.fn(**kwargs), ctx, False)
 
 
 async def list_tools(

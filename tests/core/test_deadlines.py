@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from minimcp.core.deadlines import Deadlines
+from minimcp.core.deadlines import SMALL_LANE, Deadlines
 
 
 class Entry:
@@ -97,3 +97,18 @@ def test_let_go_drops_the_stale_front_of_its_lane_only() -> None:
     d.let_go(a, 10)  # twice: nothing
     assert len(d) == 2
     assert d.due(15) == [c] and d.due(25) == [x] and len(d) == 0
+
+
+def test_a_lane_keeps_its_order_as_it_grows_past_a_short_list() -> None:
+    """A lane starts as a short list and becomes a deque as it grows: entries fall due in order either way."""
+    d: Deadlines[Entry] = Deadlines()
+    entries = [Entry(str(i)) for i in range(SMALL_LANE * 3)]
+    for i, entry in enumerate(entries):
+        d.add(entry, now=i, timeout=10)
+    d.let_go(entries[0], 10)  # answered at the front
+    d.let_go(entries[5], 10)  # answered out of order: stale until it reaches the front
+    assert len(d) == len(entries) - 1
+    assert d.earliest() == 11
+    assert d.due(10 + SMALL_LANE * 2) == [e for i, e in enumerate(entries[: SMALL_LANE * 2 + 1]) if i not in (0, 5)]
+    assert d.due(math.inf) == entries[SMALL_LANE * 2 + 1 :]
+    assert len(d) == 0 and d.earliest() == math.inf

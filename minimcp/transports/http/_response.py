@@ -283,8 +283,9 @@ class Reader:
         finally:
             self._interrupt()
 
-    def _relay(self, _: object) -> None:
-        """asyncio: the future ``receive()`` waits on is done: wake the response's wait (a callback of that future)."""
+    def __call__(self, _: object) -> None:
+        """asyncio: the future ``receive()`` waits on is done: wake the response's wait (a callback of that future:
+        the reader itself, not a bound method made for every wait, 64 bytes per pending call)."""
         wake = self.scope
         if wake is not None and self.waiting:
             end_wait(wake)
@@ -322,10 +323,10 @@ class Reader:
             disconnected = False
             loop = running_loop()
             if loop is None:  # trio
-                scope = self.scope = trio_cancel_scope()
+                wake = self.scope = trio_cancel_scope()  # (one local for both backends' wake: 8 bytes a frame)
                 self.waiting = True
                 try:
-                    with scope:
+                    with wake:
                         while not (self.finished or self.ending):
                             if (yield from receive().__await__())["type"] == "http.disconnect":
                                 disconnected = True
@@ -338,16 +339,16 @@ class Reader:
                     yield from self._write_rest().__await__()
                 if self.finished or self.ending:
                     break
-                waiting = receive()  # its own steps when a coroutine (no wrapper per wait)
-                steps: Any = waiting if type(waiting) is types.CoroutineType else waiting.__await__()
-                del waiting
+                steps: Any = receive()  # its own steps when a coroutine (no wrapper per wait)
+                if type(steps) is not types.CoroutineType:
+                    steps = steps.__await__()
                 throw: BaseException | None = None
                 message: Any = None
                 while True:
                     try:
                         inner = steps.send(None) if throw is None else steps.throw(throw)
-                    except StopIteration as done:
-                        message = done.value
+                    except StopIteration as exc:  # (the one exception local of this frame)
+                        message = exc.value
                         break
                     throw = None
                     if inner is None:  # a bare yield (one turn of the loop)
@@ -363,7 +364,7 @@ class Reader:
                         steps.close()
                         break
                     while not inner.done():  # wait on ``wake``: set when ``inner`` is done, or by end()
-                        wake = self.scope = relayed_wait(loop, inner, self._relay)
+                        wake = self.scope = relayed_wait(loop, inner, self)
                         self.waiting = True
                         try:
                             yield wake
@@ -377,7 +378,7 @@ class Reader:
                         finally:
                             self.waiting = False
                             self.scope = None
-                            inner.remove_done_callback(self._relay)
+                            inner.remove_done_callback(self)
                         if self.finished or self.ending or self.rest is not None:
                             break
                     if throw is None and not inner.done():  # woken by end(), the last write or flush_nowait
