@@ -509,6 +509,7 @@ def test_the_reading_order_names_the_core_then_the_call_then_what_to_skip() -> N
         "core/_takeover.py",
         "server/mrtr/",
         "transports/http/",
+        "transports/h1_server.py",
         "scaleout/",
         "hosting/",
         "cli/",
