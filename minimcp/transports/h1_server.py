@@ -20,7 +20,13 @@ Bounds, from :class:`~minimcp.core.config.Limits`:
   ``503`` and closed before anything is read;
 * a response ``send`` the client does not read waits (the app's
   ``stream_write_timeout`` cancels it): a cancelled or failed write closes the
-  connection, never reused half-written.
+  connection, never reused half-written;
+* ``stream_buffer_bytes``: the bytes ``send_now`` (the scope's
+  ``minimcp.send_now`` extension: a synchronous ``http.response.body``) keeps
+  when the kernel does not take them at once; beyond, the client is gone. A
+  task of the server writes them (started only then), and closes a client that
+  takes nothing for ``stream_write_timeout``; later sends, the next request and
+  the close wait behind them.
 
 ASGI: ``http.disconnect`` comes when the peer closes, and to a ``receive()``
 that waits once the response is complete (on trio that wait has no cancel
