@@ -152,7 +152,7 @@ async def test_on_trio_minimcps_own_server_writes_sse_events_without_a_task_each
     if asgi_server == "minimcp":
         assert handed == []
     else:
-        assert len(handed) >= 2  # the question and the result, at least
+        assert handed  # (a write under way takes what is pushed meanwhile: one task may carry several events)
 
 
 async def test_booking_decline_over_http() -> None:
