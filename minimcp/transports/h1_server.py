@@ -76,7 +76,7 @@ class _Connection:
 
     __slots__ = (
         "backlog", "client", "dead", "deadline", "drained", "h1", "paused", "scope", "server", "sock", "waiter",
-        "writer",
+        "waiting_write", "writer",
     )
 
     def __init__(self, server: H1Server, sock: socket.socket, client: Any) -> None:
@@ -93,6 +93,7 @@ class _Connection:
         self.backlog = bytearray()  # bytes send_now framed that the kernel has not taken yet (bounded)
         self.writer: anyio.CancelScope | None = None  # the task writing the backlog, while there is one
         self.drained: anyio.Event | None = None  # set when the backlog is written or dropped (made when awaited)
+        self.waiting_write = False  # a write (send) waits for the socket: send_now may not write meanwhile
 
     async def read(self) -> bool:
         """Feed one read of the socket to h11; False at the end of the peer's input."""
@@ -226,6 +227,8 @@ class _Connection:
         """
         if message["type"] != "http.response.body":
             raise RuntimeError(f"send_now takes http.response.body, not {message['type']!r}")
+        if self.waiting_write:
+            raise RuntimeError("send_now while a send waits for the socket (one write at a time)")
         if self.dead:
             raise OSError("the client went away")
         h1 = self.h1
@@ -284,8 +287,8 @@ class _Connection:
                     scope.deadline = anyio.current_time() + timeout
             if scope.cancelled_caught and backlog and not self.dead:
                 logger.info("closed a connection: its client read nothing for %g s", timeout)
-        except OSError as exc:
-            logger.debug("closed a connection: a write failed (%s)", exc)
+        except Exception as exc:  # OSError: the client left (nothing here may end the server's task group)
+            logger.debug("closed a connection: a write failed (%r)", exc)
         finally:
             self.writer = None
             if backlog:  # not all written: never reused half-written
@@ -324,6 +327,7 @@ class _Connection:
         if sent == len(data):
             return
         view = memoryview(data)[sent:]
+        self.waiting_write = True
         try:
             while view:
                 await anyio.wait_writable(sock)
@@ -335,6 +339,7 @@ class _Connection:
             self.gone()
             raise OSError(f"the client went away ({exc})") from exc
         finally:
+            self.waiting_write = False
             if view:  # cancelled (a stalled client) or failed: never reused half-written
                 self.gone()
 

@@ -555,3 +555,30 @@ async def test_stop_ends_a_backlog_that_is_not_read() -> None:
             assert not server.connections
     finally:
         sock.close()
+
+
+async def test_send_now_refuses_to_write_while_a_send_waits_for_the_socket() -> None:
+    outcome: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+        async def fill() -> None:
+            with anyio.move_on_after(0.5):  # the client never reads: this send waits
+                await send({"type": "http.response.body", "body": b"x" * (24 * BIG), "more_body": True})
+            outcome.append("stalled")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fill)
+            await anyio.sleep(0.1)
+            try:
+                scope["extensions"][SEND_NOW]({"type": "http.response.body", "body": b"y", "more_body": True})
+            except RuntimeError:
+                outcome.append("refused")
+
+    with anyio.fail_after(10):
+        async with running(app) as (port, server), await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(GET)
+            await drained(server)  # the cancelled send closed it
+            assert outcome == ["refused", "stalled"]
