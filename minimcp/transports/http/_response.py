@@ -25,7 +25,8 @@ class Reader:
 
     Whoever pushes an event (the request's handler, mostly) writes it through
     :meth:`flush` (on asyncio the question and the result, through :meth:`flush_nowait`:
-    a write that has to wait is finished by the response); the response's own coroutine only waits in ``receive()`` for
+    a write that has to wait is finished by the response; on trio through the server's ``send_now``, when it
+    offers one); the response's own coroutine only waits in ``receive()`` for
     the end (:meth:`respond`): the ASGI server says ``http.disconnect`` when the
     client leaves, and when the response is complete (a server that does not is
     woken by the last write). One writer at a time: a push that finds a write
