@@ -101,7 +101,9 @@ class Limits(msgspec.Struct, frozen=True):
             above it). WebSocket: output the socket has not taken yet (pongs,
             close frames and messages); above it senders wait and a server stops
             reading (a client fails the connection, 1008, when pongs it owes a
-            server that does not read pass this much again).
+            server that does not read pass this much again). minimcp's HTTP
+            server: response bytes ``send_now`` framed that the socket has not
+            taken yet; beyond, the client is treated as gone (closed).
         initialize_timeout: Seconds a new client has to get going: a WebSocket
             connection, once upgraded, to send its first request (``initialize``,
             or any request of 2026-07-28; else it is closed with 1008), and an

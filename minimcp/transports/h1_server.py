@@ -20,7 +20,13 @@ Bounds, from :class:`~minimcp.core.config.Limits`:
   ``503`` and closed before anything is read;
 * a response ``send`` the client does not read waits (the app's
   ``stream_write_timeout`` cancels it): a cancelled or failed write closes the
-  connection, never reused half-written.
+  connection, never reused half-written;
+* ``stream_buffer_bytes``: the bytes ``send_now`` (the scope's
+  ``minimcp.send_now`` extension: a synchronous ``http.response.body``) keeps
+  when the kernel does not take them at once; beyond, the client is gone. A
+  task of the server writes them (started only then), and closes a client that
+  takes nothing for ``stream_write_timeout``; later sends, the next request and
+  the close wait behind them.
 
 ASGI: ``http.disconnect`` comes when the peer closes, and to a ``receive()``
 that waits once the response is complete (on trio that wait has no cancel
@@ -45,10 +51,13 @@ from minimcp.core._backend import backend_name
 from minimcp.core.config import Limits
 from minimcp.transports.h1_connection import NEED_DATA, Body, H1Connection, Head, Reject, error_response
 
-__all__ = ["H1Server", "run_h1"]
+__all__ = ["SEND_NOW", "H1Server", "run_h1"]
 
 logger = logging.getLogger("minimcp.asgi")
 
+#: the ASGI scope's extension (``scope["extensions"][SEND_NOW]``): a synchronous ``send`` of an
+#: ``http.response.body`` that never suspends (:meth:`_Connection.send_now`)
+SEND_NOW: Final = "minimcp.send_now"
 _READ: Final = 65536  # bytes of one read of a socket
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _NOTIFY: Final = object()  # _Connection.waiter on trio: wake it with notify_closing
@@ -65,7 +74,10 @@ def _disconnect() -> dict[str, Any]:
 class _Connection:
     """One accepted socket: its h11 state, head deadline and the ASGI ``receive``/``send`` of its requests."""
 
-    __slots__ = ("client", "dead", "deadline", "h1", "paused", "scope", "server", "sock", "waiter")
+    __slots__ = (
+        "backlog", "client", "dead", "deadline", "drained", "h1", "paused", "scope", "server", "sock", "waiter",
+        "waiting_write", "writer",
+    )
 
     def __init__(self, server: H1Server, sock: socket.socket, client: Any) -> None:
         self.server = server
@@ -78,6 +90,10 @@ class _Connection:
         # a receive() waiting for the end of the response: its cancel scope (asyncio), _NOTIFY (trio: see wake)
         self.waiter: Any = None
         self.paused: anyio.Event | None = None  # that wait, no longer reading (a pipelined request is too long)
+        self.backlog = bytearray()  # bytes send_now framed that the kernel has not taken yet (bounded)
+        self.writer: anyio.CancelScope | None = None  # the task writing the backlog, while there is one
+        self.drained: anyio.Event | None = None  # set when the backlog is written or dropped (made when awaited)
+        self.waiting_write = False  # a write (send) waits for the socket: send_now may not write meanwhile
 
     async def read(self) -> bool:
         """Feed one read of the socket to h11; False at the end of the peer's input."""
@@ -186,11 +202,117 @@ class _Connection:
             raise OSError("the client went away")
         data = h1.response_body(message.get("body", b""), message.get("more_body", False))
         try:
-            if data:
+            if self.backlog:  # after what send_now left: in order, behind it
+                self.queue(data)
+                await self.flushed()
+                if self.dead:
+                    raise OSError("the client went away")
+            elif data:
                 await self.write(data)
         finally:
             if h1.response_done or self.dead:
                 self.wake()
+
+    def send_now(self, message: Any) -> None:
+        """The ``minimcp.send_now`` extension: an ``http.response.body`` framed and written without suspending.
+
+        What the kernel does not take at once stays in :attr:`backlog` (at most ``stream_buffer_bytes``:
+        beyond, the client is treated as gone), written by a task of the server under ``stream_write_timeout``
+        (:meth:`_write_backlog`); a later :meth:`send` waits behind it. The connection's next request, or its
+        close, waits for it too.
+
+        Raises:
+            OSError: the client is gone (or the backlog passed its bound).
+            RuntimeError: a message out of order.
+        """
+        if message["type"] != "http.response.body":
+            raise RuntimeError(f"send_now takes http.response.body, not {message['type']!r}")
+        if self.waiting_write:
+            raise RuntimeError("send_now while a send waits for the socket (one write at a time)")
+        if self.dead:
+            raise OSError("the client went away")
+        h1 = self.h1
+        data = h1.response_body(message.get("body", b""), message.get("more_body", False))
+        try:
+            if self.backlog:
+                self.queue(data)
+            elif data:
+                try:
+                    sent = self.sock.send(data)
+                except BlockingIOError:
+                    sent = 0
+                except OSError as exc:
+                    self.gone()
+                    raise OSError(f"the client went away ({exc})") from exc
+                if sent < len(data):
+                    self.queue(memoryview(data)[sent:])
+        finally:
+            if h1.response_done or self.dead:
+                self.wake()
+
+    def queue(self, data: bytes | memoryview) -> None:
+        """Put ``data`` behind the backlog (the writer task starts with the first bytes).
+
+        Raises:
+            OSError: the backlog would pass ``stream_buffer_bytes`` (the client is treated as gone).
+        """
+        backlog = self.backlog
+        limit = self.server.limits.stream_buffer_bytes
+        if len(backlog) + len(data) > limit:
+            logger.info("closed a connection: its client left more than %d bytes of a response unread", limit)
+            self.gone()
+            raise OSError("the client does not read (stream_buffer_bytes)")
+        backlog += data
+        if self.writer is None and backlog:
+            self.writer = anyio.CancelScope()
+            self.server.start_soon(self._write_backlog, self.writer)
+
+    async def _write_backlog(self, scope: anyio.CancelScope) -> None:
+        """Write the backlog; a client that takes nothing for ``stream_write_timeout`` is gone."""
+        sock, backlog = self.sock, self.backlog
+        timeout = self.server.limits.stream_write_timeout
+        try:
+            with scope:
+                scope.deadline = anyio.current_time() + timeout
+                while backlog and not self.dead:
+                    try:
+                        await anyio.wait_writable(sock)
+                    except anyio.ClosedResourceError:  # notify_closing (wake, or the close): the loop sees why
+                        continue
+                    try:
+                        sent = sock.send(backlog)
+                    except BlockingIOError:
+                        continue
+                    del backlog[:sent]
+                    scope.deadline = anyio.current_time() + timeout
+            if scope.cancelled_caught and backlog and not self.dead:
+                logger.info("closed a connection: its client read nothing for %g s", timeout)
+        except Exception as exc:  # OSError: the client left (nothing here may end the server's task group)
+            logger.debug("closed a connection: a write failed (%r)", exc)
+        finally:
+            self.writer = None
+            if backlog:  # not all written: never reused half-written
+                backlog.clear()
+                self.gone()
+            drained = self.drained
+            if drained is not None:
+                self.drained = None
+                drained.set()
+            if self.dead or self.h1.response_done:
+                self.wake()
+
+    async def flushed(self) -> None:
+        """Wait until the backlog is written (or dropped: then the connection is dead).
+
+        A wait cancelled meanwhile (the app's write deadline) leaves the connection dead: bytes behind it
+        would be out of order."""
+        while self.writer is not None:
+            drained = self.drained = self.drained or anyio.Event()
+            try:
+                await drained.wait()
+            except BaseException:
+                self.gone()
+                raise
 
     async def write(self, data: bytes) -> None:
         """All of ``data``, or the connection is dead (cancelled, failed) and this raises."""
@@ -205,6 +327,7 @@ class _Connection:
         if sent == len(data):
             return
         view = memoryview(data)[sent:]
+        self.waiting_write = True
         try:
             while view:
                 await anyio.wait_writable(sock)
@@ -216,6 +339,7 @@ class _Connection:
             self.gone()
             raise OSError(f"the client went away ({exc})") from exc
         finally:
+            self.waiting_write = False
             if view:  # cancelled (a stalled client) or failed: never reused half-written
                 self.gone()
 
@@ -228,6 +352,9 @@ class _Connection:
         """The peer left, or a write failed: the connection closes when its request ends."""
         self.dead = True
         self.h1.close_after_response()
+        writer = self.writer
+        if writer is not None:
+            writer.cancel()
 
 
 class H1Server:
@@ -240,6 +367,7 @@ class H1Server:
         self.stopping = False
         self.on_trio = False  # set by serve(): a response's wait is woken by notify_closing (_Connection.wake)
         self._emptied: anyio.Event | None = None
+        self._tg: anyio.abc.TaskGroup | None = None  # serve()'s: the backlog writers run in it
         self._refusal = error_response(503, b"too many connections; try again later\n")
 
     async def serve(
@@ -252,6 +380,7 @@ class H1Server:
         """Serve connections from the listening ``sock`` (non-blocking, not closed here) until ``stop`` is set."""
         self.on_trio = backend_name() == "trio"
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             accepting = anyio.CancelScope()
             tg.start_soon(self._accept, sock, tg, accepting)
             tg.start_soon(self._reap)
@@ -270,6 +399,11 @@ class H1Server:
                 logger.info("stopped %d HTTP requests still under way after %g s", len(self.connections),
                             graceful_timeout)
             tg.cancel_scope.cancel()
+
+    def start_soon(self, func: Any, *args: Any) -> None:
+        """Start a task of the server (a connection's backlog writer)."""
+        assert self._tg is not None  # (connections exist only while serve runs)
+        self._tg.start_soon(func, *args)
 
     async def _accept(self, sock: socket.socket, tg: anyio.abc.TaskGroup, scope: anyio.CancelScope) -> None:
         limit = self.limits.max_http_connections
@@ -329,6 +463,7 @@ class H1Server:
             logger.exception("HTTP connection failed")
         finally:
             self.connections.discard(conn)
+            conn.gone()  # a backlog writer still running ends
             sock = conn.sock
             anyio.notify_closing(sock)
             sock.close()
@@ -353,6 +488,7 @@ class H1Server:
                 if server is None:
                     server = _sockname(conn.sock)
                 await self._request(conn, event, server)
+                await conn.flushed()  # what send_now left is written before the next request or the close
                 if conn.dead or self.stopping or not self._drain(h1):
                     return
                 h1.next_cycle()
@@ -377,6 +513,7 @@ class H1Server:
             "headers": head.headers,
             "client": conn.client,
             "server": server,
+            "extensions": {SEND_NOW: conn.send_now},
         }
         h1 = conn.h1
         if self.stopping:

@@ -13,10 +13,11 @@ import pytest
 
 from minimcp import Limits
 from minimcp.transports.asgi_server import bind
-from minimcp.transports.h1_server import H1Server
+from minimcp.transports.h1_server import SEND_NOW, H1Server
+from minimcp.transports.http import _asgi
 from tests.helpers.h1 import until_closed
 
-pytest.importorskip("h11")
+h11 = pytest.importorskip("h11")
 
 App = Callable[[Any, Any, Any], Awaitable[None]]
 
@@ -260,6 +261,10 @@ async def test_a_client_vanishing_mid_response_is_a_disconnect_and_leaves_nothin
         await send({"type": "http.response.body", "body": b"part", "more_body": True})
         started.set()
         seen.append(await receive())  # waits: the client leaves
+        try:  # and send_now after the client left raises too
+            scope["extensions"][SEND_NOW]({"type": "http.response.body", "body": b"more", "more_body": True})
+        except OSError:
+            seen.append({"type": "send_now raised"})
 
     with anyio.fail_after(10):
         async with running(app) as (port, server):
@@ -267,7 +272,7 @@ async def test_a_client_vanishing_mid_response_is_a_disconnect_and_leaves_nothin
                 await stream.send(GET)
                 await started.wait()
             await drained(server)
-            assert [m["type"] for m in seen] == ["http.request", "http.disconnect"]
+            assert [m["type"] for m in seen] == ["http.request", "http.disconnect", "send_now raised"]
 
 
 async def test_a_waiting_receive_ends_when_another_task_ends_the_response_and_keeps_a_pipelined_request() -> None:
@@ -380,3 +385,200 @@ async def test_stop_closes_idle_connections_and_lets_a_response_under_way_end() 
             await busy.aclose()
     sock.close()
     assert not server.connections
+
+
+# -- send_now (the scope's minimcp.send_now extension) -------------------------------------------------------
+
+BIG = 1024 * 1024  # a chunk; a few of them pass what loopback's socket buffers take at once
+
+
+def body_of(answer: bytes) -> list[bytes]:
+    """The bodies of the responses in ``answer`` (h11 undoes the framing)."""
+    conn = h11.Connection(h11.CLIENT)
+    conn.send(h11.Request(method="GET", target="/", headers=[("host", "x")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(answer)
+    bodies: list[bytes] = []
+    data = b""
+    while True:
+        event = conn.next_event()
+        if type(event) is h11.Data:
+            data += event.data
+        elif type(event) is h11.EndOfMessage:
+            bodies.append(data)
+            data = b""
+            if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                break
+            conn.start_next_cycle()
+            conn.send(h11.Request(method="GET", target="/", headers=[("host", "x")]))
+            conn.send(h11.EndOfMessage())
+        elif event is h11.NEED_DATA or type(event) is h11.ConnectionClosed or event is h11.PAUSED:
+            break
+    return bodies
+
+
+async def queue_unread(scope: Any, receive: Any, send: Any) -> Any:
+    """Start a response and hand send_now more than loopback takes at once (24 MiB); returns send_now."""
+    await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    send_now = scope["extensions"][SEND_NOW]
+    for _ in range(24):
+        send_now({"type": "http.response.body", "body": b"x" * BIG, "more_body": True})
+    return send_now
+
+
+def connection_of(server: H1Server) -> Any:
+    (conn,) = server.connections
+    return conn
+
+
+def test_the_extension_has_the_name_the_app_looks_for() -> None:
+    assert SEND_NOW == _asgi.SEND_NOW
+
+
+async def test_send_now_keeps_what_the_kernel_does_not_take_and_writes_it_in_order_before_the_next_request() -> None:
+    queued = anyio.Event()
+    backlogs: list[int] = []
+    box: dict[str, H1Server] = {}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        if scope["path"] == "/last":
+            await send({"type": "http.response.body", "body": b"last"})
+            return
+        send_now = scope["extensions"][SEND_NOW]
+        for i in range(12):
+            send_now({"type": "http.response.body", "body": bytes([65 + i]) * BIG, "more_body": True})
+        backlogs.append(len(connection_of(box["server"]).backlog))
+        queued.set()
+        await send({"type": "http.response.body", "body": b"async", "more_body": True})  # behind the backlog
+        send_now({"type": "http.response.body", "body": b"end", "more_body": False})
+        assert (await receive())["type"] == "http.disconnect"
+
+    with anyio.fail_after(20):
+        async with running(app, stream_buffer_bytes=64 * BIG) as (port, server):
+            box["server"] = server
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(GET + b"GET /last HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                await queued.wait()  # nothing read so far: the kernel could not take it all
+                answer = await until_closed(stream)
+            assert backlogs[0] > 0
+            expected = b"".join(bytes([65 + i]) * BIG for i in range(12)) + b"asyncend"
+            assert body_of(answer) == [expected, b"last"]
+            await drained(server)
+
+
+async def test_send_now_to_a_client_that_does_not_read_closes_it_at_the_bound() -> None:
+    outcome: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        send_now = scope["extensions"][SEND_NOW]
+        sent = 0
+        try:
+            while sent < 64 * BIG:
+                send_now({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+                sent += 65536
+        except OSError:
+            outcome.append("closed")
+        outcome.append((await receive())["type"])
+        with pytest.raises(OSError):
+            send_now({"type": "http.response.body", "body": b"more", "more_body": True})
+
+    with anyio.fail_after(20):
+        async with running(app, stream_buffer_bytes=256 * 1024) as (port, server):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(GET)
+                await drained(server)  # it never reads: closed once the backlog would pass the bound
+            assert outcome == ["closed", "http.disconnect"]
+
+
+async def test_send_now_to_a_client_that_does_not_read_closes_it_at_the_write_timeout() -> None:
+    outcome: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await queue_unread(scope, receive, send)
+        began = anyio.current_time()
+        try:
+            await send({"type": "http.response.body", "body": b"end", "more_body": False})  # waits for the backlog
+        except OSError:
+            outcome.append("closed")
+        outcome.append(anyio.current_time() - began >= 0.25)
+        outcome.append((await receive())["type"])
+
+    with anyio.fail_after(20):
+        async with running(app, stream_buffer_bytes=64 * BIG, stream_write_timeout=0.3) as (port, server):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(GET)
+                await drained(server)  # it never reads: closed once nothing was taken for 0.3 s
+            assert outcome == ["closed", True, "http.disconnect"]
+
+
+async def test_a_response_ended_by_send_now_with_a_backlog_closes_at_the_timeout_and_leaves_nothing() -> None:
+    ended: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        send_now = await queue_unread(scope, receive, send)
+        send_now({"type": "http.response.body", "body": b"", "more_body": False})
+        ended.append((await receive())["type"])  # the response is complete (framed): at once
+
+    with anyio.fail_after(20):
+        async with running(app, stream_buffer_bytes=64 * BIG, stream_write_timeout=0.3) as (port, server):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(GET)
+                await drained(server)
+            assert ended == ["http.disconnect"]
+
+
+async def test_stop_ends_a_backlog_that_is_not_read() -> None:
+    queued = anyio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        send_now = await queue_unread(scope, receive, send)
+        send_now({"type": "http.response.body", "body": b"", "more_body": False})
+        queued.set()
+        await receive()
+
+    sock = bind("127.0.0.1", 0)
+    server = H1Server(app, Limits(stream_buffer_bytes=64 * BIG))  # the write timeout (30 s) is not reached
+    stop = anyio.Event()
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                await tg.start(server.serve, sock, stop, 0.2)
+                async with await anyio.connect_tcp("127.0.0.1", int(sock.getsockname()[1])) as stream:
+                    await stream.send(GET)
+                    await queued.wait()
+                    stop.set()  # graceful_timeout 0.2 s, then what is under way is cancelled
+            assert not server.connections
+    finally:
+        sock.close()
+
+
+async def test_send_now_refuses_to_write_while_a_send_waits_for_the_socket() -> None:
+    outcome: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+        async def fill() -> None:
+            with anyio.move_on_after(0.5):  # the client never reads: this send waits
+                await send({"type": "http.response.body", "body": b"x" * (24 * BIG), "more_body": True})
+            outcome.append("stalled")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fill)
+            await anyio.sleep(0.1)
+            try:
+                scope["extensions"][SEND_NOW]({"type": "http.response.body", "body": b"y", "more_body": True})
+            except RuntimeError:
+                outcome.append("refused")
+
+    with anyio.fail_after(10):
+        async with running(app) as (port, server), await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(GET)
+            await drained(server)  # the cancelled send closed it
+            assert outcome == ["refused", "stalled"]

@@ -15,17 +15,20 @@ __all__ = [
     "ASSUMED_VERSION",
     "DEFAULT_ALLOWED_HOSTS",
     "DEFAULT_ALLOWED_ORIGINS",
+    "SEND_NOW",
     "SSE_HEADERS",
     "ASGIApp",
     "ASGIMessage",
     "Receive",
     "Scope",
     "Send",
+    "SendNow",
     "accepts",
     "read_body",
     "respond",
     "respond_error",
     "scope_headers",
+    "send_now_of",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -33,6 +36,17 @@ ASGIMessage = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[ASGIMessage]]
 Send = Callable[[ASGIMessage], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+#: A server's synchronous send of an ``http.response.body`` (never suspends; raises OSError once the client is gone).
+SendNow = Callable[[ASGIMessage], None]
+
+#: The scope extension minimcp's own HTTP server offers it under (``minimcp.transports.h1_server``).
+SEND_NOW = "minimcp.send_now"
+
+
+def send_now_of(scope: Scope) -> SendNow | None:
+    """The server's :data:`SendNow` for this request's response, if it offers one (minimcp's own server)."""
+    extensions = scope.get("extensions")
+    return extensions.get(SEND_NOW) if extensions else None
 
 #: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
 ASSUMED_VERSION = "2025-03-26"

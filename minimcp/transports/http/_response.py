@@ -12,7 +12,7 @@ import anyio
 from minimcp.core._backend import FutureWaker, checkpoint, end_wait, relayed_wait, running_loop, trio_cancel_scope
 
 if TYPE_CHECKING:
-    from minimcp.transports.http._asgi import ASGIMessage, Receive, Send
+    from minimcp.transports.http._asgi import ASGIMessage, Receive, Send, SendNow
     from minimcp.transports.http._streams import Stream
 
 __all__ = ["Reader"]
@@ -25,7 +25,8 @@ class Reader:
 
     Whoever pushes an event (the request's handler, mostly) writes it through
     :meth:`flush` (on asyncio the question and the result, through :meth:`flush_nowait`:
-    a write that has to wait is finished by the response); the response's own coroutine only waits in ``receive()`` for
+    a write that has to wait is finished by the response; on trio through the server's ``send_now``, when it
+    offers one); the response's own coroutine only waits in ``receive()`` for
     the end (:meth:`respond`): the ASGI server says ``http.disconnect`` when the
     client leaves, and when the response is complete (a server that does not is
     woken by the last write). One writer at a time: a push that finds a write
@@ -45,6 +46,7 @@ class Reader:
         "rest",
         "scope",
         "send",
+        "send_now",
         "stream",
         "waiting",
         "write_timeout",
@@ -59,9 +61,12 @@ class Reader:
         head: bytes,
         write_timeout: float,
         clock: Callable[[], float] = anyio.current_time,
+        send_now: SendNow | None = None,
     ) -> None:
         self.stream = stream
         self.send = send
+        # the server's synchronous send (minimcp's own server, on trio): flush_nowait writes through it
+        self.send_now = send_now
         self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
         self.cursor = cursor  # the seq of the last event written
         self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
@@ -98,17 +103,26 @@ class Reader:
     def flush_nowait(self) -> None:
         """:meth:`flush` for a caller that does not wait (``SessionTransport.send_nowait_described``, asyncio):
         the writes the ASGI server takes at once are made here; one that has to wait for the client is
-        finished, with what follows, by the response's own coroutine (:meth:`respond`), woken for it."""
+        finished, with what follows, by the response's own coroutine (:meth:`respond`), woken for it.
+        With :attr:`send_now` (the server's synchronous send: trio, on minimcp's server) every write is made
+        here, and what the kernel does not take at once is the server's to write."""
         if self.writing or self.finished:
             return
         self.writing = True
         stream = self.stream
+        send_now = self.send_now
         try:
             while stream.owner is self:
                 due = self._due()
                 if due is None:
                     break
                 message, after, last = due
+                if send_now is not None:
+                    send_now(message)
+                    self._wrote(after, last)
+                    if last:
+                        break
+                    continue
                 steps = self.send(message).__await__()
                 try:
                     waits_on = steps.send(None)

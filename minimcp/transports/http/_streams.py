@@ -161,7 +161,9 @@ class SessionTransport:
         #: The backend's clock (``anyio.current_time`` without its lookup).
         self.clock = native_clock()
         # None: a pusher writes to a Reader itself (bounded by its write_timeout). Else a task started by this
-        # writes for it: hypercorn on trio shields its socket writes, so no deadline can free a stalled writer.
+        # writes for it: hypercorn on trio shields its socket writes, so no deadline can free a stalled writer
+        # (and flush_nowait cannot resume a write in another task on trio) -- but not for a Reader with the
+        # server's send_now (minimcp's own server: its writes can be cut short, and send_now never waits).
         self.hand_off = hand_off
         self.max_events = max_events
         self.max_retained = max_retained
@@ -194,7 +196,7 @@ class SessionTransport:
                         self.retain(stream)
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing:
-                    if self.hand_off is not None:
+                    if self.hand_off is not None and owner.send_now is None:
                         self.hand_off(owner.flush)
                     elif last:
                         # The end of the response: nothing follows it on this stream, so a write that has
@@ -217,7 +219,8 @@ class SessionTransport:
         """:meth:`send` without waiting, for a described request or notification (the session's fast path
         for the requests it sends). False for a response, a message without its description, or once closed
         (then :meth:`send` is called). An open response reading the stream is written to at once
-        (:meth:`Reader.flush_nowait`; on trio by a task of the app, as :meth:`send` does)."""
+        (:meth:`Reader.flush_nowait`; on trio by a task of the app, as :meth:`send` does, unless the
+        response has the server's ``send_now``)."""
         if self.closed or outgoing is None or outgoing.kind is MessageKind.RESPONSE:
             return False
         if related is not None:
@@ -226,7 +229,7 @@ class SessionTransport:
                 stream.push(message)
                 owner = stream.owner
                 if type(owner) is Reader and not owner.writing:
-                    if self.hand_off is None:
+                    if self.hand_off is None or owner.send_now is not None:
                         owner.flush_nowait()
                     else:
                         self.hand_off(owner.flush)

@@ -26,11 +26,13 @@ from minimcp.transports.http._asgi import (
     Receive,
     Scope,
     Send,
+    SendNow,
     accepts,
     read_body,
     respond,
     respond_error,
     scope_headers,
+    send_now_of,
 )
 from minimcp.transports.http._pacing import Pacer
 from minimcp.transports.http._response import Reader
@@ -383,7 +385,7 @@ class StreamableHTTPApp:
         if method == "POST":
             handling = self._post(headers, receive, send, scope, principal)
         elif method == "GET":
-            handling = self._get(headers, receive, send)
+            handling = self._get(headers, receive, send, send_now_of(scope))
         elif method == "DELETE":
             handling = self._delete(headers, send)
         else:
@@ -518,7 +520,8 @@ class StreamableHTTPApp:
             else:
                 stream_version = sess.version
             extra = ((b"mcp-session-id", sess.id.encode()),) if new else ()
-            return self._read(sess, stream, 0, stream_version, receive, send, extra)  # awaited by __call__
+            reading = self._read(sess, stream, 0, stream_version, receive, send, extra, send_now_of(scope))
+            return reading  # awaited by __call__
         if not (transport.deliver_nowait(body) or await transport.deliver(body)):
             await respond_error(send, 404, _SESSION_ENDED, version=version)
             return None
@@ -530,7 +533,9 @@ class StreamableHTTPApp:
         await respond(send, 202)
         return None
 
-    async def _get(self, headers: Mapping[str, str], receive: Receive, send: Send) -> Awaitable[None] | None:
+    async def _get(
+        self, headers: Mapping[str, str], receive: Receive, send: Send, send_now: SendNow | None
+    ) -> Awaitable[None] | None:
         if not accepts(headers.get("accept", ""), SSE):
             await respond_error(
                 send,
@@ -557,7 +562,7 @@ class StreamableHTTPApp:
                 return None
             stream, cursor = found
             if stream is not sess.transport.standalone:
-                return self._read(sess, stream, cursor, sess.version, receive, send, ())
+                return self._read(sess, stream, cursor, sess.version, receive, send, (), send_now)
         else:
             stream = sess.transport.standalone
             cursor = stream.delivered
@@ -584,13 +589,17 @@ class StreamableHTTPApp:
         receive: Receive,
         send: Send,
         extra_headers: tuple[tuple[bytes, bytes], ...],
+        send_now: SendNow | None,
     ) -> Awaitable[None]:
         """Answer with a request's ``stream`` as SSE from after ``cursor``: returns the response to await
         (:meth:`Reader.respond`: the stream's pushers write to it; it waits for the end, no task or timer)."""
         head = self._priming(stream, cursor, version)
-        # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set.
-        timeout = self.limits.stream_write_timeout if sess.transport.hand_off is None else math.inf
-        reader = Reader(stream, send, cursor, head, timeout, sess.transport.clock)
+        # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set;
+        # minimcp's own server offers send_now (its writes can be cut short): then no hand-off, and a deadline.
+        if sess.transport.hand_off is None:
+            send_now = None  # (asyncio: flush_nowait drives send itself)
+        timeout = self.limits.stream_write_timeout if sess.transport.hand_off is None or send_now else math.inf
+        reader = Reader(stream, send, cursor, head, timeout, sess.transport.clock, send_now)
         previous = stream.owner
         stream.owner = reader
         if type(previous) is Reader:

@@ -124,6 +124,37 @@ async def test_booking_over_http(anyio_backend: str, asgi_server: str) -> None:
             assert app.session_count == 0
 
 
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+@pytest.mark.parametrize("asgi_server", ["minimcp", "hypercorn"])
+async def test_on_trio_minimcps_own_server_writes_sse_events_without_a_task_each(asgi_server: str) -> None:
+    # minimcp's server offers send_now: the responses write their events themselves (no hand-off task per
+    # write, and a write deadline); hypercorn does not: each write is handed to a task of the app.
+    server = build_server()
+    handed: list[object] = []
+    with anyio.fail_after(TIMEOUT):
+        async with (
+            serving(server, asgi_server=asgi_server) as (url, app),
+            connect_http(url, elicitation_handler=accept_date("2025-12-26")) as client,
+        ):
+            (sess,) = app._sessions.values()
+            hand_off = sess.transport.hand_off
+            assert hand_off is not None  # trio
+
+            def counted(flush: Any) -> object:
+                handed.append(flush)
+                return hand_off(flush)
+
+            sess.transport.hand_off = counted
+            result = await client.call_tool("book_table", {"date": "2025-12-25", "party_size": 2})
+            assert result.structured_content is not None
+            assert result.structured_content["status"] == "booked"
+            await client.ping()
+    if asgi_server == "minimcp":
+        assert handed == []
+    else:
+        assert handed  # (a write under way takes what is pushed meanwhile: one task may carry several events)
+
+
 async def test_booking_decline_over_http() -> None:
     server = build_server()
 
