@@ -43,10 +43,15 @@ SendNow = Callable[[ASGIMessage], None]
 SEND_NOW = "minimcp.send_now"
 
 
-def send_now_of(scope: Scope) -> SendNow | None:
-    """The server's :data:`SendNow` for this request's response, if it offers one (minimcp's own server)."""
+def send_now_of(scope: Scope, send: Send) -> SendNow | None:
+    """The server's :data:`SendNow` for this request's response, if it offers one (minimcp's own server) and
+    ``send`` is that server's own: under a middleware that wraps ``send`` (compressing, say) but passes the
+    scope on, writing past it would bypass it, so the response then writes through ``send`` only."""
     extensions = scope.get("extensions")
-    return extensions.get(SEND_NOW) if extensions else None
+    send_now: SendNow | None = extensions.get(SEND_NOW) if extensions else None
+    if send_now is None or getattr(send_now, "__self__", None) is not getattr(send, "__self__", send):
+        return None
+    return send_now
 
 #: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
 ASSUMED_VERSION = "2025-03-26"

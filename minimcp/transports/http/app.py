@@ -385,7 +385,7 @@ class StreamableHTTPApp:
         if method == "POST":
             handling = self._post(headers, receive, send, scope, principal)
         elif method == "GET":
-            handling = self._get(headers, receive, send, send_now_of(scope))
+            handling = self._get(headers, receive, send, send_now_of(scope, send))
         elif method == "DELETE":
             handling = self._delete(headers, send)
         else:
@@ -520,7 +520,7 @@ class StreamableHTTPApp:
             else:
                 stream_version = sess.version
             extra = ((b"mcp-session-id", sess.id.encode()),) if new else ()
-            reading = self._read(sess, stream, 0, stream_version, receive, send, extra, send_now_of(scope))
+            reading = self._read(sess, stream, 0, stream_version, receive, send, extra, send_now_of(scope, send))
             return reading  # awaited by __call__
         if not (transport.deliver_nowait(body) or await transport.deliver(body)):
             await respond_error(send, 404, _SESSION_ENDED, version=version)

@@ -30,6 +30,7 @@ import pytest
 import minimcp
 from minimcp import Limits, Server, connect_http, serve_http
 from minimcp.transports.http import StreamableHTTPApp, http_client
+from minimcp.transports.http._asgi import SEND_NOW, send_now_of
 from minimcp.transports.http._sse import SSEDecoder, encode_event
 
 pytest.importorskip("uvicorn")
@@ -153,6 +154,25 @@ async def test_on_trio_minimcps_own_server_writes_sse_events_without_a_task_each
         assert handed == []
     else:
         assert handed  # (a write under way takes what is pushed meanwhile: one task may carry several events)
+
+
+def test_send_now_is_used_only_with_the_servers_own_send() -> None:
+    # A middleware that wraps send (compressing, say) and passes the scope on must not be written past.
+    class Connection:
+        async def send(self, message: Any) -> None: ...
+
+        def send_now(self, message: Any) -> None: ...
+
+    conn, other = Connection(), Connection()
+    scope: dict[str, Any] = {"extensions": {SEND_NOW: conn.send_now}}
+    assert send_now_of(scope, conn.send) == conn.send_now
+
+    async def wrapped(message: Any) -> None:
+        await conn.send(message)
+
+    assert send_now_of(scope, wrapped) is None
+    assert send_now_of(scope, other.send) is None
+    assert send_now_of({}, conn.send) is None
 
 
 async def test_booking_decline_over_http() -> None:
