@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from minimcp import Server, serve_http
+from minimcp.transports.asgi_server import AsgiServer
 from minimcp.transports.http import StreamableHTTPApp
 
 pytest.importorskip("uvicorn")
@@ -18,10 +19,13 @@ httpx = pytest.importorskip("httpx")
 
 
 @contextlib.asynccontextmanager
-async def serving(server: Server) -> AsyncIterator[tuple[int, StreamableHTTPApp]]:
+async def serving(
+    server: Server, asgi_server: AsgiServer | None = None
+) -> AsyncIterator[tuple[int, StreamableHTTPApp]]:
+    """``server`` over Streamable HTTP on ``asgi_server`` (default: ``serve_http``'s choice for the backend)."""
     app = StreamableHTTPApp(server)
     async with anyio.create_task_group() as tg:
-        port = await tg.start(functools.partial(serve_http, app))
+        port = await tg.start(functools.partial(serve_http, app, asgi_server=asgi_server))
         try:
             yield port, app
         finally:

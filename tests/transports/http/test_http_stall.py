@@ -4,7 +4,8 @@ The task that pushes an SSE event (the tool call's own handler, for its result) 
 straight to the ASGI ``send``; when the client stops reading, that ``send`` waits for the
 socket to drain. ``Limits.stream_write_timeout`` bounds that wait: past it the client is
 treated as gone (its events stay in the replay buffer) and the handler ends normally.
-Real servers (uvicorn on asyncio, hypercorn on trio), a raw socket client.
+Real servers (serve_http's own choice on each backend: uvicorn on asyncio, minimcp's server on trio;
+and hypercorn, whose writes cannot be cut short, on both), a raw socket client.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import anyio
 import pytest
 
 from minimcp import Context, Limits, Server
+from minimcp.transports.asgi_server import AsgiServer
 from tests.helpers.http_stall import serving
 
 httpx = pytest.importorskip("httpx")
@@ -54,8 +56,9 @@ def post_bytes(port: int, session_id: str, message: dict[str, Any]) -> bytes:
     return head.encode() + body
 
 
-async def test_stalled_reader_does_not_hang_the_handler(anyio_backend: str) -> None:
-    async with serving(big_server()) as (port, app):
+@pytest.mark.parametrize("asgi_server", [None, "hypercorn"])
+async def test_stalled_reader_does_not_hang_the_handler(anyio_backend: str, asgi_server: AsgiServer | None) -> None:
+    async with serving(big_server(), asgi_server) as (port, app):
         url = f"http://127.0.0.1:{port}/mcp"
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         async with httpx.AsyncClient(timeout=httpx.Timeout(20, read=None)) as http:

@@ -6,7 +6,7 @@ that ``send`` waits for the socket to drain, the buffer fills, and the handler's
 would wait for it for ever. ``Limits.stream_write_timeout`` bounds that wait (as it bounds a
 write on the handshake era, ``tests/transports/http/test_http_stall.py``): past it the client is treated as
 gone, its later notes are dropped, and the handler runs to its end. Real servers (uvicorn on
-asyncio, hypercorn on trio), a raw socket client.
+asyncio, minimcp's server on trio; and hypercorn on both), a raw socket client.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from minimcp import Context, Limits, Server
+from minimcp.transports.asgi_server import AsgiServer
 from tests.helpers.http_stall import serving
 
 httpx = pytest.importorskip("httpx")
@@ -75,9 +76,12 @@ def raw_post(port: int, headers: dict[str, str], body: bytes) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
-async def test_stalled_reader_does_not_hang_a_modern_handler(anyio_backend: str) -> None:
+@pytest.mark.parametrize("asgi_server", [None, "hypercorn"])
+async def test_stalled_reader_does_not_hang_a_modern_handler(
+    anyio_backend: str, asgi_server: AsgiServer | None
+) -> None:
     ended = anyio.Event()
-    async with serving(chatty_server(ended)) as (port, _app):
+    async with serving(chatty_server(ended), asgi_server) as (port, _app):
         # A raw client: it sends the call, then never reads (its receive buffer kept small).
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
