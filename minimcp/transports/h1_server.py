@@ -237,13 +237,7 @@ class _Connection:
             if self.backlog:
                 self.queue(data)
             elif data:
-                try:
-                    sent = self.sock.send(data)
-                except BlockingIOError:
-                    sent = 0
-                except OSError as exc:
-                    self.gone()
-                    raise OSError(f"the client went away ({exc})") from exc
+                sent = self.send_at_once(data)
                 if sent < len(data):
                     self.queue(memoryview(data)[sent:])
         finally:
@@ -314,16 +308,24 @@ class _Connection:
                 self.gone()
                 raise
 
-    async def write(self, data: bytes) -> None:
-        """All of ``data``, or the connection is dead (cancelled, failed) and this raises."""
-        sock = self.sock
+    def send_at_once(self, data: bytes) -> int:
+        """How many bytes of ``data`` the kernel takes now (0 when it has no room).
+
+        Raises:
+            OSError: the client is gone (the connection is dead from now on).
+        """
         try:
-            sent = sock.send(data)
+            return self.sock.send(data)
         except BlockingIOError:
-            sent = 0
+            return 0
         except OSError as exc:
             self.gone()
             raise OSError(f"the client went away ({exc})") from exc
+
+    async def write(self, data: bytes) -> None:
+        """All of ``data``, or the connection is dead (cancelled, failed) and this raises."""
+        sock = self.sock
+        sent = self.send_at_once(data)
         if sent == len(data):
             return
         view = memoryview(data)[sent:]
