@@ -18,6 +18,8 @@ from typing import Any
 _base: tracemalloc.Snapshot | None = None
 _base_types: Counter[str] | None = None
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+#: lines (and object types) the diff lists; ``BENCH_TRACE_LINES`` for a longer list (analysis)
+_LINES = int(os.environ.get("BENCH_TRACE_LINES", "25"))
 
 
 def rss_bytes() -> int:
@@ -45,7 +47,7 @@ def stats_text(collect: bool = False, snapshot: str = "") -> str:
     elif snapshot == "diff" and _base_types is not None:
         now = Counter(_type_name(o) for o in objects)
         now.subtract(_base_types)
-        out["gc_types"] = [[name, n] for name, n in now.most_common(25) if n > 0]
+        out["gc_types"] = [[name, n] for name, n in now.most_common(_LINES) if n > 0]
     del objects
     if tracemalloc.is_tracing():
         out["traced"] = tracemalloc.get_traced_memory()[0]
@@ -53,7 +55,7 @@ def stats_text(collect: bool = False, snapshot: str = "") -> str:
             _base = tracemalloc.take_snapshot()
         elif snapshot == "diff" and _base is not None:
             now = tracemalloc.take_snapshot()
-            for key, limit in (("lineno", 25), ("filename", 15)):
+            for key, limit in (("lineno", _LINES), ("filename", 15)):
                 diff = now.compare_to(_base, key)
                 out[f"top_{key}"] = [
                     [str(d.traceback[0]).replace(os.getcwd() + "/", ""), d.size_diff, d.count_diff]

@@ -2,8 +2,8 @@
 
 The bytes are h11's (through :class:`~minimcp.transports.h1_connection.H1Connection`,
 the sans-I/O half); this module is the I/O loop. It uses the non-blocking
-socket itself (``recv``/``send`` first, :func:`anyio.wait_readable` /
-:func:`anyio.wait_writable` only when the kernel has nothing or no room), so a
+socket itself (``recv``/``send`` first, a wait for the socket -- the backend's own,
+:func:`~minimcp.core._backend.native_socket_waits` -- only when the kernel has nothing or no room), so a
 ``send`` the kernel takes at once finishes without suspending, and a request's
 body is read only when the app awaits ``receive()`` (one read at a time: that
 is the backpressure).
@@ -31,6 +31,8 @@ Bounds, from :class:`~minimcp.core.config.Limits`:
 ASGI: ``http.disconnect`` comes when the peer closes, and to a ``receive()``
 that waits once the response is complete (on trio that wait has no cancel
 scope of its own: the end of the response wakes it with ``notify_closing``).
+The scope's ``minimcp.end_receive`` extension ends such a wait early for an app
+that stops reading a response, with no cancel scope on its side either.
 The accept task takes up to ``_ACCEPTS`` connections a turn, so a burst of
 connects does not wait in the backlog behind the running connections. On stop: no more accepts, idle
 connections close, responses under way get ``graceful_timeout`` to end, then
@@ -47,17 +49,21 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from minimcp.core._backend import backend_name
+from minimcp.core._backend import SocketWaits, backend_name, native_socket_waits
 from minimcp.core.config import Limits
 from minimcp.transports.h1_connection import NEED_DATA, Body, H1Connection, Head, Reject, error_response
 
-__all__ = ["SEND_NOW", "H1Server", "run_h1"]
+__all__ = ["END_RECEIVE", "RECEIVE_ENDED", "SEND_NOW", "H1Server", "run_h1"]
 
 logger = logging.getLogger("minimcp.asgi")
 
 #: the ASGI scope's extension (``scope["extensions"][SEND_NOW]``): a synchronous ``send`` of an
 #: ``http.response.body`` that never suspends (:meth:`_Connection.send_now`)
 SEND_NOW: Final = "minimcp.send_now"
+#: the ASGI scope's extension (``scope["extensions"][END_RECEIVE]``): end a ``receive()`` that waits for the end
+#: of the response, without cancelling it; it returns ``{"type": RECEIVE_ENDED}`` (:meth:`_Connection.end_receive`)
+END_RECEIVE: Final = "minimcp.end_receive"
+RECEIVE_ENDED: Final = "minimcp.receive_ended"
 _READ: Final = 65536  # bytes of one read of a socket
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _NOTIFY: Final = object()  # _Connection.waiter on trio: wake it with notify_closing
@@ -75,8 +81,8 @@ class _Connection:
     """One accepted socket: its h11 state, head deadline and the ASGI ``receive``/``send`` of its requests."""
 
     __slots__ = (
-        "backlog", "client", "dead", "deadline", "drained", "h1", "paused", "scope", "server", "sock", "waiter",
-        "waiting_write", "writer",
+        "backlog", "client", "dead", "deadline", "drained", "h1", "paused", "scope", "server", "sock", "wait_ended",
+        "waiter", "waiting_write", "writer",
     )
 
     def __init__(self, server: H1Server, sock: socket.socket, client: Any) -> None:
@@ -90,6 +96,7 @@ class _Connection:
         # a receive() waiting for the end of the response: its cancel scope (asyncio), _NOTIFY (trio: see wake)
         self.waiter: Any = None
         self.paused: anyio.Event | None = None  # that wait, no longer reading (a pipelined request is too long)
+        self.wait_ended = False  # end_receive ended that wait (it returns RECEIVE_ENDED)
         self.backlog = bytearray()  # bytes send_now framed that the kernel has not taken yet (bounded)
         self.writer: anyio.CancelScope | None = None  # the task writing the backlog, while there is one
         self.drained: anyio.Event | None = None  # set when the backlog is written or dropped (made when awaited)
@@ -100,12 +107,14 @@ class _Connection:
         sock = self.sock
         while True:
             try:
-                data = sock.recv(_READ)
+                data: bytes | None = sock.recv(_READ)
             except BlockingIOError:
-                await anyio.wait_readable(sock)
-                continue
+                data = None  # (waited below: a wait inside ``except`` would hold the exception meanwhile)
             except OSError:
                 data = b""
+            if data is None:
+                await self.server.waits.readable(sock)
+                continue
             self.h1.receive_data(data)
             return bool(data)
 
@@ -140,22 +149,26 @@ class _Connection:
         else:
             waiter = scope = anyio.CancelScope()
         sock = self.sock
+        waits = self.server.waits
         room = self.server.limits.max_http_head_bytes  # bytes of a pipelined request kept meanwhile
         self.waiter = waiter
         try:
             with scope:
-                while not (self.dead or h1.response_done):
+                while not (self.dead or h1.response_done or self.wait_ended):
                     if room <= 0:
                         paused = self.paused = anyio.Event()
                         await paused.wait()  # read no more: the end of the response wakes this
                         continue
+                    # Wait, then read: the client sends nothing more while its response goes on, mostly, and a
+                    # read that raises (BlockingIOError) would give this frame a frame object for its traceback,
+                    # kept while the response waits (~290 bytes).
+                    try:
+                        await waits.readable(sock)
+                    except waits.closed:  # woken by notify_closing (trio): the loop sees why
+                        continue
                     try:
                         data = sock.recv(min(_READ, room))
                     except BlockingIOError:
-                        try:
-                            await anyio.wait_readable(sock)
-                        except anyio.ClosedResourceError:  # woken by notify_closing (trio): the loop sees why
-                            continue
                         continue
                     except OSError:
                         data = b""
@@ -166,14 +179,26 @@ class _Connection:
                     h1.receive_data(data)  # the next request, pipelined: kept until this one ends
         finally:
             self.waiter = None
+            ended, self.wait_ended = self.wait_ended, False
+        if ended and not (self.dead or h1.response_done):
+            return {"type": RECEIVE_ENDED}
         return _disconnect()
+
+    def end_receive(self) -> None:
+        """The ``minimcp.end_receive`` extension: end a ``receive()`` that waits for the end of the response
+        (the app no longer needs it: it stops reading this response); that ``receive()`` returns
+        ``{"type": RECEIVE_ENDED}``. Without such a wait under way, nothing."""
+        if self.waiter is not None:
+            self.wait_ended = True
+            self.wake()
 
     def wake(self) -> None:
         """End the wait of a ``receive()`` for the end of the response (it ended, or the connection died).
 
         On trio, ``notify_closing`` ends its ``wait_readable`` (trio's waits on a socket belong to the run,
         not to a task, so any task can end one): no cancel scope per wait. Nothing else waits on the socket
-        then (the response's last write is done). The socket is registered again by the next wait."""
+        then (the response's last write is done). The socket is registered again by the next wait. A write waiting
+        for room meanwhile (end_receive comes while the response goes on) is woken too, and waits again."""
         waiter = self.waiter
         if waiter is _NOTIFY:
             anyio.notify_closing(self.sock)
@@ -264,14 +289,15 @@ class _Connection:
     async def _write_backlog(self, scope: anyio.CancelScope) -> None:
         """Write the backlog; a client that takes nothing for ``stream_write_timeout`` is gone."""
         sock, backlog = self.sock, self.backlog
+        waits = self.server.waits
         timeout = self.server.limits.stream_write_timeout
         try:
             with scope:
                 scope.deadline = anyio.current_time() + timeout
                 while backlog and not self.dead:
                     try:
-                        await anyio.wait_writable(sock)
-                    except anyio.ClosedResourceError:  # notify_closing (wake, or the close): the loop sees why
+                        await waits.writable(sock)
+                    except waits.closed:  # notify_closing (wake, or the close): the loop sees why
                         continue
                     try:
                         sent = sock.send(backlog)
@@ -329,10 +355,16 @@ class _Connection:
         if sent == len(data):
             return
         view = memoryview(data)[sent:]
+        waits = self.server.waits
         self.waiting_write = True
         try:
             while view:
-                await anyio.wait_writable(sock)
+                try:
+                    await waits.writable(sock)
+                except waits.closed:  # notify_closing: wake (end_receive), or the connection's close
+                    if self.dead:
+                        raise OSError("the connection closed") from None
+                    continue
                 try:
                     view = view[sock.send(view) :]
                 except BlockingIOError:
@@ -362,6 +394,8 @@ class _Connection:
 class H1Server:
     """Serves one ASGI app on listening sockets (see the module's docstring): :meth:`serve` until ``stop``."""
 
+    waits: SocketWaits  # the backend's own waits on a socket (set by serve(): connections exist only meanwhile)
+
     def __init__(self, app: Any, limits: Limits) -> None:
         self.app = app
         self.limits = limits
@@ -381,6 +415,7 @@ class H1Server:
     ) -> None:
         """Serve connections from the listening ``sock`` (non-blocking, not closed here) until ``stop`` is set."""
         self.on_trio = backend_name() == "trio"
+        self.waits = native_socket_waits()
         async with anyio.create_task_group() as tg:
             self._tg = tg
             accepting = anyio.CancelScope()
@@ -418,12 +453,14 @@ class H1Server:
                 try:
                     conn_sock, client = sock.accept()
                 except BlockingIOError:
-                    burst = 0
-                    await anyio.wait_readable(sock)
-                    continue
+                    conn_sock = None  # (waited below, not inside ``except``)
                 except OSError as exc:  # out of file descriptors, or a connection reset in the backlog
                     logger.warning("could not accept a connection: %s", exc)
                     await anyio.sleep(0.05)
+                    continue
+                if conn_sock is None:
+                    burst = 0
+                    await self.waits.readable(sock)
                     continue
                 conn_sock.setblocking(False)
                 if len(self.connections) >= limit:
@@ -515,7 +552,7 @@ class H1Server:
             "headers": head.headers,
             "client": conn.client,
             "server": server,
-            "extensions": {SEND_NOW: conn.send_now},
+            "extensions": {SEND_NOW: conn.send_now, END_RECEIVE: conn.end_receive},
         }
         h1 = conn.h1
         if self.stopping:

@@ -13,7 +13,7 @@ import pytest
 
 from minimcp import Limits
 from minimcp.transports.asgi_server import bind
-from minimcp.transports.h1_server import SEND_NOW, H1Server
+from minimcp.transports.h1_server import END_RECEIVE, RECEIVE_ENDED, SEND_NOW, H1Server
 from minimcp.transports.http import _asgi
 from tests.helpers.h1 import until_closed
 
@@ -432,8 +432,52 @@ def connection_of(server: H1Server) -> Any:
     return conn
 
 
-def test_the_extension_has_the_name_the_app_looks_for() -> None:
+def test_the_extensions_have_the_names_the_app_looks_for() -> None:
     assert SEND_NOW == _asgi.SEND_NOW
+    assert END_RECEIVE == _asgi.END_RECEIVE
+
+
+async def test_end_receive_ends_a_waiting_receive_and_a_write_waiting_for_room_goes_on() -> None:
+    # The app stops reading a response (another reader took its stream, say) while a write of it waits for a
+    # client that reads later: receive() returns, the write is not disturbed (on trio both waits are woken).
+    seen: list[Any] = []
+    ended = anyio.Event()
+    box: dict[str, H1Server] = {}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        end_receive = scope["extensions"][END_RECEIVE]
+        end_receive()  # no receive() waits: nothing happens
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+        async def write_big() -> None:
+            await send({"type": "http.response.body", "body": b"x" * (24 * BIG), "more_body": True})
+            seen.append("written")
+
+        async def end_both_waits() -> None:
+            conn = connection_of(box["server"])
+            while not (conn.waiting_write and conn.waiter is not None):  # noqa: ASYNC110 - the server's state
+                await anyio.sleep(0.01)
+            end_receive()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write_big)
+            tg.start_soon(end_both_waits)
+            seen.append((await receive())["type"])
+            ended.set()
+        await send({"type": "http.response.body", "body": b"end"})
+        seen.append((await receive())["type"])
+
+    with anyio.fail_after(20):
+        async with running(app) as (port, server):
+            box["server"] = server
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(b"GET /p HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                await ended.wait()  # nothing read so far: the write still waits for room
+                answer = await until_closed(stream)
+            assert body_of(answer) == [b"x" * (24 * BIG) + b"end"]
+            assert seen == [RECEIVE_ENDED, "written", "http.disconnect"]
+            await drained(server)
 
 
 async def test_send_now_keeps_what_the_kernel_does_not_take_and_writes_it_in_order_before_the_next_request() -> None:

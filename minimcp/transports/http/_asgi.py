@@ -15,10 +15,12 @@ __all__ = [
     "ASSUMED_VERSION",
     "DEFAULT_ALLOWED_HOSTS",
     "DEFAULT_ALLOWED_ORIGINS",
+    "END_RECEIVE",
     "SEND_NOW",
     "SSE_HEADERS",
     "ASGIApp",
     "ASGIMessage",
+    "EndReceive",
     "Receive",
     "Scope",
     "Send",
@@ -28,6 +30,7 @@ __all__ = [
     "respond",
     "respond_error",
     "scope_headers",
+    "end_receive_of",
     "send_now_of",
 ]
 
@@ -38,9 +41,13 @@ Send = Callable[[ASGIMessage], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 #: A server's synchronous send of an ``http.response.body`` (never suspends; raises OSError once the client is gone).
 SendNow = Callable[[ASGIMessage], None]
+#: A server's way to end a ``receive()`` that waits for the end of the response (it then returns, no cancellation).
+EndReceive = Callable[[], None]
 
 #: The scope extension minimcp's own HTTP server offers it under (``minimcp.transports.h1_server``).
 SEND_NOW = "minimcp.send_now"
+#: ... and the one it offers :data:`EndReceive` under.
+END_RECEIVE = "minimcp.end_receive"
 
 
 def send_now_of(scope: Scope, send: Send) -> SendNow | None:
@@ -52,6 +59,17 @@ def send_now_of(scope: Scope, send: Send) -> SendNow | None:
     if send_now is None or getattr(send_now, "__self__", None) is not getattr(send, "__self__", send):
         return None
     return send_now
+
+
+def end_receive_of(scope: Scope, receive: Receive) -> EndReceive | None:
+    """The server's :data:`EndReceive` for this request, if it offers one (minimcp's own server) and ``receive``
+    is that server's own (under a middleware that wraps ``receive``, ending the server's wait would not end
+    the middleware's)."""
+    extensions = scope.get("extensions")
+    end_receive: EndReceive | None = extensions.get(END_RECEIVE) if extensions else None
+    if end_receive is None or getattr(end_receive, "__self__", None) is not getattr(receive, "__self__", receive):
+        return None
+    return end_receive
 
 #: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
 ASSUMED_VERSION = "2025-03-26"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import types
 from collections.abc import Callable, Generator
@@ -12,12 +13,13 @@ import anyio
 from minimcp.core._backend import FutureWaker, checkpoint, end_wait, relayed_wait, running_loop, trio_cancel_scope
 
 if TYPE_CHECKING:
-    from minimcp.transports.http._asgi import ASGIMessage, Receive, Send, SendNow
+    from minimcp.transports.http._asgi import ASGIMessage, EndReceive, Receive, Send, SendNow
     from minimcp.transports.http._streams import Stream
 
 __all__ = ["Reader"]
 
 logger = logging.getLogger("minimcp.http")
+_NO_SCOPE = contextlib.nullcontext()
 
 
 class Reader:
@@ -37,6 +39,7 @@ class Reader:
     __slots__ = (
         "clock",
         "cursor",
+        "end_receive",
         "ending",
         "finished",
         "head",
@@ -62,11 +65,14 @@ class Reader:
         write_timeout: float,
         clock: Callable[[], float] = anyio.current_time,
         send_now: SendNow | None = None,
+        end_receive: EndReceive | None = None,
     ) -> None:
         self.stream = stream
         self.send = send
         # the server's synchronous send (minimcp's own server, on trio): flush_nowait writes through it
         self.send_now = send_now
+        # the server's way to end the wait in receive() (minimcp's own server): on trio no cancel scope for it
+        self.end_receive = end_receive
         self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
         self.cursor = cursor  # the seq of the last event written
         self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
@@ -75,7 +81,8 @@ class Reader:
         self.finished = False  # the end of the response is written
         self.ending = False  # asked to end (session closed, request cancelled, another reader took over)
         self.waiting = False  # its coroutine waits in receive()
-        self.scope: Any = None  # what ends that wait (end_wait): asyncio, a future; trio, a cancel scope
+        # what ends that wait (end_wait): asyncio, a future; trio, a cancel scope or the server's end_receive
+        self.scope: Any = None
         # A write begun by flush_nowait that has to wait for the client: (its steps, what it waits on, the
         # seq it writes up to, whether it is the last), for the response's own coroutine to finish.
         self.rest: tuple[Generator[Any, Any, Any], Any, int, bool] | None = None
@@ -318,7 +325,9 @@ class Reader:
 
         ``hold`` (the pacer's) holds a lone priming event back a moment. The wait is ended with no
         cancellation. On trio (the reference path) a native cancel scope around ``await receive()`` ends it
-        (trio's cancellation is level-triggered: a wake that comes as ``receive()`` returns is simply unused).
+        (trio's cancellation is level-triggered: a wake that comes as ``receive()`` returns is simply unused),
+        or the server's :attr:`end_receive` when it offers one (minimcp's own: ``receive()`` then returns, and
+        the response holds no cancel scope while it waits, some 600 bytes).
         On asyncio ``receive()`` is driven step by step here and the task waits on a future of its own
         (:func:`minimcp.core._backend.relayed_wait`, which documents the asyncio protocol this relies on),
         completed by the future ``receive()`` waits on (a done-callback) or by :meth:`end`; woken early,
@@ -337,12 +346,17 @@ class Reader:
             disconnected = False
             loop = running_loop()
             if loop is None:  # trio
-                wake = self.scope = trio_cancel_scope()  # (one local for both backends' wake: 8 bytes a frame)
+                # (one local for both backends' wake: 8 bytes a frame)
+                wake: Any = self.end_receive or trio_cancel_scope()
+                self.scope = wake
                 self.waiting = True
                 try:
-                    with wake:
+                    with _NO_SCOPE if wake is self.end_receive else wake:
                         while not (self.finished or self.ending):
-                            if (yield from receive().__await__())["type"] == "http.disconnect":
+                            steps: Any = receive()  # a coroutine's own steps (``__await__`` adds a wrapper)
+                            if type(steps) is not types.CoroutineType:
+                                steps = steps.__await__()
+                            if (yield from steps)["type"] == "http.disconnect":
                                 disconnected = True
                                 break
                 finally:
@@ -353,7 +367,7 @@ class Reader:
                     yield from self._write_rest().__await__()
                 if self.finished or self.ending:
                     break
-                steps: Any = receive()  # its own steps when a coroutine (no wrapper per wait)
+                steps = receive()  # its own steps when a coroutine (no wrapper per wait)
                 if type(steps) is not types.CoroutineType:
                     steps = steps.__await__()
                 throw: BaseException | None = None

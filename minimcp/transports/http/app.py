@@ -26,8 +26,8 @@ from minimcp.transports.http._asgi import (
     Receive,
     Scope,
     Send,
-    SendNow,
     accepts,
+    end_receive_of,
     read_body,
     respond,
     respond_error,
@@ -385,7 +385,7 @@ class StreamableHTTPApp:
         if method == "POST":
             handling = self._post(headers, receive, send, scope, principal)
         elif method == "GET":
-            handling = self._get(headers, receive, send, send_now_of(scope, send))
+            handling = self._get(headers, receive, send, scope)
         elif method == "DELETE":
             handling = self._delete(headers, send)
         else:
@@ -520,7 +520,7 @@ class StreamableHTTPApp:
             else:
                 stream_version = sess.version
             extra = ((b"mcp-session-id", sess.id.encode()),) if new else ()
-            reading = self._read(sess, stream, 0, stream_version, receive, send, extra, send_now_of(scope, send))
+            reading = self._read(sess, stream, 0, stream_version, receive, send, extra, scope)
             return reading  # awaited by __call__
         if not (transport.deliver_nowait(body) or await transport.deliver(body)):
             await respond_error(send, 404, _SESSION_ENDED, version=version)
@@ -534,7 +534,7 @@ class StreamableHTTPApp:
         return None
 
     async def _get(
-        self, headers: Mapping[str, str], receive: Receive, send: Send, send_now: SendNow | None
+        self, headers: Mapping[str, str], receive: Receive, send: Send, scope: Scope
     ) -> Awaitable[None] | None:
         if not accepts(headers.get("accept", ""), SSE):
             await respond_error(
@@ -562,7 +562,7 @@ class StreamableHTTPApp:
                 return None
             stream, cursor = found
             if stream is not sess.transport.standalone:
-                return self._read(sess, stream, cursor, sess.version, receive, send, (), send_now)
+                return self._read(sess, stream, cursor, sess.version, receive, send, (), scope)
         else:
             stream = sess.transport.standalone
             cursor = stream.delivered
@@ -589,17 +589,19 @@ class StreamableHTTPApp:
         receive: Receive,
         send: Send,
         extra_headers: tuple[tuple[bytes, bytes], ...],
-        send_now: SendNow | None,
+        scope: Scope,
     ) -> Awaitable[None]:
         """Answer with a request's ``stream`` as SSE from after ``cursor``: returns the response to await
         (:meth:`Reader.respond`: the stream's pushers write to it; it waits for the end, no task or timer)."""
         head = self._priming(stream, cursor, version)
         # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set;
         # minimcp's own server offers send_now (its writes can be cut short): then no hand-off, and a deadline.
-        if sess.transport.hand_off is None:
-            send_now = None  # (asyncio: flush_nowait drives send itself)
+        # (asyncio, no hand-off: flush_nowait drives send itself)
+        send_now = send_now_of(scope, send) if sess.transport.hand_off is not None else None
         timeout = self.limits.stream_write_timeout if sess.transport.hand_off is None or send_now else math.inf
-        reader = Reader(stream, send, cursor, head, timeout, sess.transport.clock, send_now)
+        reader = Reader(
+            stream, send, cursor, head, timeout, sess.transport.clock, send_now, end_receive_of(scope, receive)
+        )
         previous = stream.owner
         stream.owner = reader
         if type(previous) is Reader:

@@ -30,7 +30,7 @@ import pytest
 import minimcp
 from minimcp import Limits, Server, connect_http, serve_http
 from minimcp.transports.http import StreamableHTTPApp, http_client
-from minimcp.transports.http._asgi import SEND_NOW, send_now_of
+from minimcp.transports.http._asgi import END_RECEIVE, SEND_NOW, end_receive_of, send_now_of
 from minimcp.transports.http._sse import SSEDecoder, encode_event
 
 pytest.importorskip("uvicorn")
@@ -173,6 +173,25 @@ def test_send_now_is_used_only_with_the_servers_own_send() -> None:
     assert send_now_of(scope, wrapped) is None
     assert send_now_of(scope, other.send) is None
     assert send_now_of({}, conn.send) is None
+
+
+def test_end_receive_is_used_only_with_the_servers_own_receive() -> None:
+    # Ending the server's wait would not end the wait of a middleware that wraps receive.
+    class Connection:
+        async def receive(self) -> Any: ...
+
+        def end_receive(self) -> None: ...
+
+    conn, other = Connection(), Connection()
+    scope: dict[str, Any] = {"extensions": {END_RECEIVE: conn.end_receive}}
+    assert end_receive_of(scope, conn.receive) == conn.end_receive
+
+    async def wrapped() -> Any:
+        return await conn.receive()
+
+    assert end_receive_of(scope, wrapped) is None
+    assert end_receive_of(scope, other.receive) is None
+    assert end_receive_of({}, conn.receive) is None
 
 
 async def test_booking_decline_over_http() -> None:
