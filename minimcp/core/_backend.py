@@ -20,7 +20,8 @@ it started has ended when it exits), :func:`backend_name`, and for the transport
 :func:`start_owned` and :func:`threadsafe_caller`. No module-global task set exists: every
 task is held by what started it.
 
-No other module touches the event loop (``tests/docs/test_backend_isolation.py``): a session and the
+No other module of the session layer touches the event loop (``tests/docs/test_backend_isolation.py``;
+the transports' I/O paths have their own, :mod:`minimcp.transports._backend_io`): a session and the
 parked runs of revision 2026-07-28 get the running loop as a token (:func:`running_backend`,
 :func:`loop_of`) and hand it back to the loop helpers here (:func:`call_at`, :func:`loop_clock`,
 :func:`loop_closed`); their one-shot waiters are :func:`one_shot`'s.
@@ -33,9 +34,9 @@ import contextvars
 import functools
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, ClassVar, Literal, NamedTuple, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import anyio
 import msgspec
@@ -48,9 +49,7 @@ __all__ = [
     "AsyncioCell",
     "BareTaskCancelled",
     "Cell",
-    "FutureWaker",
     "Handlers",
-    "SocketWaits",
     "TrioCell",
     "running_loop",
     "running_backend",
@@ -67,7 +66,6 @@ __all__ = [
     "trio_deadline_in",
     "backend_name",
     "new_cell",
-    "native_socket_waits",
     "relayed_wait",
     "cell_factory",
     "cell_settled",
@@ -203,10 +201,20 @@ class TrioCell(_Entry):
     async def wait(self) -> msgspec.Raw:
         """The raw result (or the request's error raised)."""
         if not self.done:
-            lowlevel = _trio().lowlevel
-            self.task = lowlevel.current_task()
-            # (a bound method, not a closure made per wait: a function and its cells, ~160 bytes per pending call)
-            await lowlevel.wait_task_rescheduled(self._abort)
+            await self.parked()
+        return self.outcome()
+
+    def parked(self) -> Coroutine[Any, Any, Any]:
+        """The wait for :meth:`settle`, for the calling task to await at once, then :meth:`outcome`: trio's own
+        coroutine, so a requester that awaits it holds no frame of the cell's (``wait``'s, ~220 bytes per
+        pending call) while it waits."""
+        lowlevel = _trio().lowlevel
+        self.task = lowlevel.current_task()
+        # (a bound method, not a closure made per wait: a function and its cells, ~160 bytes per pending call)
+        return lowlevel.wait_task_rescheduled(self._abort)  # type: ignore[no-any-return]
+
+    def outcome(self) -> msgspec.Raw:
+        """The raw result of a settled cell (or the request's error raised)."""
         if self.error is not None:
             raise self.error
         assert self.value is not None
@@ -304,11 +312,6 @@ loop_of: Callable[[asyncio.Future[Any]], asyncio.AbstractEventLoop] = asyncio.Fu
 #: cancelled by the peer gets no response, per the spec). On trio the handler's own cancel
 #: scope catches its cancellation; this exception never arrives there.
 BareTaskCancelled = asyncio.CancelledError
-
-#: What an HTTP response's wait in ``receive()`` is ended with on asyncio (see :func:`end_wait`): completing
-#: it wakes that wait at once and with no race (on trio a cancel scope, which is not one of these).
-FutureWaker = asyncio.Future
-
 
 #: How many tasks of ``start_detached`` are held before the first sweep of the ended ones (asyncio).
 _FIRST_SWEEP = 64
@@ -482,78 +485,9 @@ async def _shielded_wait(tasks: list[asyncio.Task[Any]]) -> None:
         await asyncio.wait(tasks)
 
 
-# --- the running backend's own event and clock (HTTP transport's hot path) ------------------
-
-
-class NativeEvent(Protocol):
-    """What ``asyncio.Event`` and ``trio.Event`` share: ``set()`` and ``await wait()``."""
-
-    def set(self) -> None: ...
-
-    async def wait(self) -> Any: ...
-
-
-def native_event_class() -> Callable[[], NativeEvent]:
-    """The running backend's own event class, looked up once by its caller.
-
-    ``anyio.Event()`` looks the backend up at each creation; an owner that makes many
-    events (an HTTP session's inbox) keeps this instead. Such an event belongs to the
-    event loop it was first awaited in, as anyio's does.
-    """
-    return asyncio.Event if running_loop() is not None else _trio().Event
-
-
-class SocketWaits(NamedTuple):
-    """A backend's waits for a socket to be readable / writable, and what one ended by ``notify_closing`` raises."""
-
-    readable: Callable[[Any], Awaitable[None]]
-    writable: Callable[[Any], Awaitable[None]]
-    closed: type[Exception]
-
-
-def native_socket_waits() -> SocketWaits:
-    """The running backend's :class:`SocketWaits`, looked up once (minimcp's HTTP server): on trio its own (anyio's
-    add two coroutine frames to each wait, ~390 bytes while an HTTP response waits), on asyncio anyio's."""
-    if running_loop() is not None:
-        return SocketWaits(anyio.wait_readable, anyio.wait_writable, anyio.ClosedResourceError)
-    trio = _trio()
-    return SocketWaits(trio.lowlevel.wait_readable, trio.lowlevel.wait_writable, trio.ClosedResourceError)
-
-
-def native_clock() -> Callable[[], float]:
-    """The running backend's clock (the one ``anyio.current_time`` reads), looked up once by its caller."""
-    loop = running_loop()
-    return loop.time if loop is not None else _trio().current_time
-
-
-async def checkpoint() -> None:
-    """``anyio.lowlevel.checkpoint()`` without its backend lookup (asyncio: ``sleep(0)``, as anyio does)."""
-    if running_loop() is not None:
-        await asyncio.sleep(0)
-    else:
-        await _trio().lowlevel.checkpoint()
-
-
 def trio_deadline_in(scope: Any, delay: float | None) -> None:
     """trio: cancel the trio cancel scope ``scope`` ``delay`` seconds from now (``None``: never)."""
     scope.deadline = math.inf if delay is None else _trio().current_time() + delay
-
-
-def trio_cancel_scope() -> Any:
-    """trio: a native cancel scope (an HTTP response's wait in ``receive()``; no anyio wrapper per response)."""
-    return _trio().CancelScope()
-
-
-def end_wait(waker: Any) -> None:
-    """End a wait made wakeable with ``waker``: an asyncio future of its own (completed, never cancelled), a function
-    that ends it (an ASGI server's, called) or a trio cancel scope (cancelled). See :func:`relayed_wait`."""
-    if isinstance(waker, asyncio.Future):
-        if not waker.done():
-            waker.set_result(None)
-    elif callable(waker):
-        waker()
-    else:
-        waker.cancel()
 
 
 # --- asyncio only: a coroutine driven by hand, its wait relayed (an HTTP response's wait in receive()) ------
@@ -574,7 +508,7 @@ def end_wait(waker: Any) -> None:
 #   done-callback to the future and resumes the coroutine when it is done, or throws the task's
 #   cancellation into it; a bare ``yield`` (None) asks for one turn of the loop;
 # * so the response does not yield the future ``receive()`` waits on: it yields a future of its own
-#   (:func:`relayed_wait`), completed by a done-callback of the other one, or by :func:`end_wait` to end
+#   (:func:`relayed_wait`), completed by a done-callback of the other one, or by ``end_wait`` to end
 #   the wait early. Woken early, it closes ``receive()``'s coroutine where it waits (no cancellation).
 #
 # Nothing else outside this module touches a private attribute of asyncio.
@@ -585,8 +519,8 @@ def relayed_wait(
 ) -> asyncio.Future[None]:
     """asyncio: the future for the running task to wait on instead of ``inner`` (which a coroutine driven by
     hand waits on), as ``Future.__await__`` would yield it: ``relay``, now a done-callback of ``inner``, is
-    to complete it (:func:`end_wait`), as :func:`end_wait` does to end the wait early. The caller removes
-    ``relay`` from ``inner`` when the wait ends."""
+    to complete it, as ``end_wait`` (:mod:`minimcp.transports._backend_io`) does to end the wait early. The
+    caller removes ``relay`` from ``inner`` when the wait ends."""
     wake: asyncio.Future[None] = loop.create_future()
     wake._asyncio_future_blocking = True  # (the task protocol: a future yielded up is waited on)
     inner.add_done_callback(relay, context=_RELAY_CONTEXT)

@@ -284,7 +284,9 @@ class Requests:
                 # the cell (AsyncioCell.cancel), which takes the entry out before the future is done.
                 cell.sink = self
                 return await cell  # the future itself: no coroutine of the cell's own
-            return await cell.wait()
+            if not cell.done:  # (trio: the cell's wait, awaited here: no frame of the cell's own either)
+                await cell.parked()
+            return cell.outcome()
         except BaseException:
             drop_outcome(cell)  # it ended (timeout, close) while still being sent: nobody awaits it now
             cancelled = self._abandon(cell)  # nothing, if the request had already ended

@@ -3,7 +3,7 @@
 The bytes are h11's (through :class:`~minimcp.transports.h1_connection.H1Connection`,
 the sans-I/O half); this module is the I/O loop. It uses the non-blocking
 socket itself (``recv``/``send`` first, a wait for the socket -- the backend's own,
-:func:`~minimcp.core._backend.native_socket_waits` -- only when the kernel has nothing or no room), so a
+:func:`~minimcp.transports._backend_io.native_socket_waits` -- only when the kernel has nothing or no room), so a
 ``send`` the kernel takes at once finishes without suspending, and a request's
 body is read only when the app awaits ``receive()`` (one read at a time: that
 is the backpressure).
@@ -49,8 +49,9 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 
-from minimcp.core._backend import SocketWaits, backend_name, native_socket_waits
+from minimcp.core._backend import backend_name
 from minimcp.core.config import Limits
+from minimcp.transports._backend_io import SocketWaits, native_socket_waits
 from minimcp.transports.h1_connection import NEED_DATA, Body, H1Connection, Head, Reject, error_response
 
 __all__ = ["END_RECEIVE", "RECEIVE_ENDED", "SEND_NOW", "H1Server", "run_h1"]

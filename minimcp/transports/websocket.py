@@ -64,8 +64,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 import anyio
 import anyio.abc
 
-from minimcp.core._backend import NativeEvent, native_event_class
 from minimcp.core.config import Limits
+from minimcp.transports._backend_io import NativeEvent, native_event_class
 from minimcp.transports._ports import is_utf8
 from minimcp.wire.errors import MinimcpError
 from minimcp.wire.jsonrpc import RequestId

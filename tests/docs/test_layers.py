@@ -645,9 +645,12 @@ def test_every_feature_is_answerable_on_every_revision() -> None:
 
 # --- backend specifics in one place ---------------------------------------------------------------
 
-#: The only modules that import asyncio or trio directly: the session layer's backend module, and two
-#: transport adapters that are asyncio by nature (the loop's own pipe transports, uvicorn's protocol).
-BACKEND_MODULES = {"core/_backend.py", "transports/_stdio_asyncio.py", "transports/_uvicorn_guard.py"}
+#: The only modules that import asyncio or trio directly: the session layer's backend module, the
+#: transports' (their I/O paths' events, clock, socket waits and HTTP response wait), and two transport
+#: adapters that are asyncio by nature (the loop's own pipe transports, uvicorn's protocol).
+BACKEND_MODULES = {
+    "core/_backend.py", "transports/_backend_io.py", "transports/_stdio_asyncio.py", "transports/_uvicorn_guard.py"
+}
 
 
 def test_only_the_backend_module_imports_asyncio_or_trio() -> None:

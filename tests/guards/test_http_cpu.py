@@ -274,7 +274,7 @@ async def test_a_finished_response_ends_its_wait_without_a_checkpoint_on_asyncio
     the wait's own future: no cancellation, so no race to wait out): the handler that wrote it takes no
     extra turn of the loop (before: one ``checkpoint`` per finished response). On trio, whose wait ends by a
     cancellation, the handler still lets the ASGI server's own wake come first (at most one per response)."""
-    from minimcp.core._backend import checkpoint as real
+    from minimcp.transports._backend_io import checkpoint as real
 
     turns = [0]
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from minimcp.core._backend import FutureWaker, checkpoint, end_wait, relayed_wait, running_loop, trio_cancel_scope
+from minimcp.core._backend import relayed_wait, running_loop
+from minimcp.transports._backend_io import FutureWaker, checkpoint, end_wait, trio_cancel_scope
 
 if TYPE_CHECKING:
     from minimcp.transports.http._asgi import ASGIMessage, EndReceive, Receive, Send, SendNow

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from minimcp.core._backend import NativeEvent, checkpoint, native_clock, native_event_class
 from minimcp.core.transport import MessageKind, Outgoing
+from minimcp.transports._backend_io import NativeEvent, checkpoint, native_clock, native_event_class
 from minimcp.transports.http._response import Reader
 from minimcp.transports.http._sse import PING, encode_event
 from minimcp.transports.http._wire import is_response, is_uint, same_id
