@@ -19,9 +19,10 @@ Parts (``--parts``, all by default):
   row against it. Repeats are interleaved, the order reversed every other repeat.
 - ``ws``: ``driver.py roundtrip --wire ws`` (minimcp's ``serve_websocket``) on asyncio and trio, each ``-c``.
 - ``memory``: ``driver.py sessions --wire http`` (500 sessions x 10 pending): server RSS delta per pending
-  elicitation, floor and minimcp on each server, once.
+  elicitation, floor and minimcp on each server, once; also ``floor+``, the floor with minimcp's two structural
+  obligations (the call in a task of its own, cancellable alone; a wait in ``receive()`` for the client to leave).
 - ``trace``: ``driver.py pending --wire http --tracemalloc`` (``--trace-n`` open calls on one session): the
-  traced bytes per open call by allocating file, minus the idle baseline, floor and minimcp on each server.
+  traced bytes per open call by allocating file, minus the idle baseline, floor, floor+ and minimcp on each server.
 - ``profile``: ``driver.py roundtrip`` (C=100) with the server under ``py-spy record --format raw``
   (``BENCH_SERVER_PREFIX``): self time by package / module (hypercorn, h11, trio, anyio, minimcp.*, ...).
 
@@ -69,15 +70,22 @@ SERVERS: dict[str, tuple[str, dict[str, str]]] = {
     "canned": ("asyncio", {"canned": "canned"}),
 }
 APPS = ("canned", "floor", "minimcp")
+#: memory and trace also run ``floor+``: the floor with minimcp's two structural obligations (the call in a task of
+#: its own, cancellable alone; a wait in ``receive()`` for the client to leave; ``servers/floor_http.py``)
+MEMORY_APPS = ("canned", "floor", "floor+", "minimcp")
 
 
 def server_args(app: str, server: str, prefix: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The driver's arguments for ``app`` on ``server``, and the environment (a server prefix) it needs."""
+    obliged = app == "floor+"
+    if obliged:
+        app = "floor"
     backend, asgi = SERVERS[server][0], SERVERS[server][1][app]
     argv = ["--server", "floor" if app == "canned" else app, "--wire", "http", "--backend", backend, "--asgi", asgi]
     chain = [*(prefix or []), *(FLOOR_ON_MINIMCP if app == "floor" and asgi == "minimcp" else []),
              *(CANNED if app == "canned" else [])]
-    return argv, ({"BENCH_SERVER_PREFIX": " ".join(chain)} if chain else {})
+    env = {"BENCH_SERVER_PREFIX": " ".join(chain)} if chain else {}
+    return argv, ({**env, "BENCH_FLOOR_OBLIGED": "1"} if obliged else env)
 DEFAULT_SERVERS = "uvicorn,hypercorn-asyncio,hypercorn-trio"
 DEFAULT_PROFILES = ("floor@hypercorn-trio,minimcp@hypercorn-trio,minimcp@uvicorn,floor@uvicorn,"
                     "floor@hypercorn-asyncio,minimcp@hypercorn-asyncio")
@@ -131,8 +139,8 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def http_points(servers: list[str]) -> list[tuple[str, str]]:
-    return [(app, s) for s in servers for app in APPS if app in SERVERS[s][1]]
+def http_points(servers: list[str], apps: tuple[str, ...] = APPS) -> list[tuple[str, str]]:
+    return [(app, s) for s in servers for app in apps if (app[:-1] if app == "floor+" else app) in SERVERS[s][1]]
 
 
 def run_roundtrips(args: argparse.Namespace, tree: Path, servers: list[str], parts: set[str]) -> list[dict[str, Any]]:
@@ -167,7 +175,7 @@ def run_roundtrips(args: argparse.Namespace, tree: Path, servers: list[str], par
 
 def run_memory(args: argparse.Namespace, tree: Path, servers: list[str]) -> list[dict[str, Any]]:
     rows = []
-    for app, server in http_points(servers):
+    for app, server in http_points(servers, MEMORY_APPS):
         spec, env = server_args(app, server)
         argv = ["sessions", *spec, "--sessions", str(args.mem_sessions), "--per", str(args.mem_per),
                 "--fill-timeout", "240"]
@@ -200,7 +208,7 @@ def short_file(name: str) -> str:
 
 def run_trace(args: argparse.Namespace, tree: Path, servers: list[str]) -> list[dict[str, Any]]:
     rows = []
-    for app, server in http_points(servers):
+    for app, server in http_points(servers, MEMORY_APPS):
         spec, env = server_args(app, server)
         n = args.trace_n
         argv = ["pending", *spec, "-n", str(n), "--tracemalloc", "--fill-timeout", "240"]
@@ -456,19 +464,20 @@ def markdown(doc: dict[str, Any]) -> str:
         mem_n = f"{doc.get('mem_sessions', 500)} sessions x {doc.get('mem_per', 10)}"
         lines += [f"### Memory per pending elicitation over HTTP (RSS: {mem_n}; traced: {doc.get('trace_n', '')} "
                   "open calls on one session, tracemalloc, minus the idle baseline)", "",
-                  "| app | server | RSS per pending (B) | minimcp / floor | traced per open call (B) | top files "
-                  "(traced B per open call) |", "| --- | --- | ---: | ---: | ---: | --- |"]
+                  "| app | server | RSS per pending (B) | minimcp / floor | minimcp / floor+ | traced per open call "
+                  "(B) | top files (traced B per open call) |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
         floor_rss = {r["srv"]: r.get("bytes_per_pending_rss") for r in mem if r["app"] == "floor"}
+        plus_rss = {r["srv"]: r.get("bytes_per_pending_rss") for r in mem if r["app"] == "floor+"}
         keys = [(r["app"], r["srv"]) for r in mem] + [k for k in trace if k not in {(r["app"], r["srv"]) for r in mem}]
         memd = {(r["app"], r["srv"]): r for r in mem}
         for app, srv in keys:
             m = memd.get((app, srv), {})
             t = trace.get((app, srv), {})
             rss = m.get("bytes_per_pending_rss")
-            fl = floor_rss.get(srv)
-            ratio = f"{rss / fl:.2f}x" if app == "minimcp" and rss and fl else "-"
+            ratios = [f"{rss / fl:.2f}x" if app == "minimcp" and rss and fl else "-"
+                      for fl in (floor_rss.get(srv), plus_rss.get(srv))]
             files = ", ".join(f"{f} {b:,}" for f, b in t.get("top_files", [])[:6] if b >= 50)
-            lines.append(f"| {app} | {srv} | {m.get('error') or _n(rss)} | {ratio} | "
+            lines.append(f"| {app} | {srv} | {m.get('error') or _n(rss)} | {' | '.join(ratios)} | "
                          f"{t.get('error') or _n(t.get('bytes_per_pending_traced'))} | {files} |")
         lines.append("")
     prof = [r for r in doc["rows"] if r.get("part") == "profile"]
@@ -563,9 +572,11 @@ def targets(doc: dict[str, Any]) -> list[str]:
                          f"{ratio(cpu_here, cpu_there, 'reference')} |")
         lines.append(f"| HTTP rt/s, minimcp@{srv} C=1,000 / C=100 | "
                      f"{ratio(rate('http', 'minimcp', srv, 1000), rate('http', 'minimcp', srv, 100), '>= 0.8x')} |")
-        m, f = mem.get(("minimcp", srv)), mem.get(("floor", srv))
+        m, f, plus = mem.get(("minimcp", srv)), mem.get(("floor", srv)), mem.get(("floor+", srv))
         if m and f:
             lines.append(f"| RSS per pending, minimcp / floor on {srv} | {ratio(m, f, '<= 1.25x')} |")
+        if m and plus:
+            lines.append(f"| RSS per pending, minimcp / floor+ on {srv} | {ratio(m, plus, 'reference')} |")
     if rate("ws", "minimcp", "trio", 100):
         for c in (100, 1000):
             here, there = rate("ws", "minimcp", "trio", c), rate("ws", "minimcp", "asyncio", c)

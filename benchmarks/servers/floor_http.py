@@ -8,6 +8,12 @@ lookup for the session, one future (trio: event) per call, the request's own
 coroutine waits for the answer. Served by the same ASGI servers as minimcp
 (``asgi_run.py``).
 
+With ``BENCH_FLOOR_OBLIGED=1`` ("floor+" in ``http_backends.py``) the call carries the two obligations
+minimcp has and the plain floor skips: the call runs in a task of its own (it outlives its response: a
+dropped connection is not a cancellation), cancellable alone (on trio under a cancel scope of its own,
+as minimcp's handlers; on asyncio a bare task), and the request's coroutine waits in ``receive()`` for
+the client to leave or the response to end. Nothing else changes.
+
     python benchmarks/servers/floor_http.py [--asgi uvicorn-h11|uvicorn-httptools|hypercorn|minimcp-h1|granian]
         [--backend asyncio|uvloop|trio] [--tracemalloc]
 """
@@ -29,6 +35,7 @@ from instrument import COUNTS, analysis_hooks, stats_text
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 JSON = [(b"content-type", b"application/json")]
+OBLIGED = bool(os.environ.get("BENCH_FLOOR_OBLIGED"))
 
 
 class Session:
@@ -43,6 +50,7 @@ class FloorHttp:
     def __init__(self, trio_mode: bool) -> None:
         self.sessions: dict[bytes, Session] = {}
         self.trio_mode = trio_mode
+        self.tasks: set[Any] = set()  # floor+ on asyncio: the calls' tasks (asyncio keeps only weak references)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -84,6 +92,11 @@ class FloorHttp:
             await send({"type": "http.response.body", "body": b""})
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        if OBLIGED:
+            self.spawn(self.call(session, m, send))
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            return
         if m.method == "tools/call":
             params = decode_call(m.params)
             if params.name == "stats":
@@ -105,6 +118,49 @@ class FloorHttp:
             result = {}
         data = b"data: " + encode({"jsonrpc": "2.0", "id": m.id, "result": result}) + b"\n\n"
         await send({"type": "http.response.body", "body": data})
+
+    async def call(self, session: Session, m: Message, send: Any) -> None:
+        """floor+: the steps of ``__call__`` after the response's head, in a task of its own (written out twice:
+        a shared helper would add a frame, or change what the plain floor holds while it waits)."""
+        if m.method == "tools/call":
+            params = decode_call(m.params)
+            if params.name == "stats":
+                text = stats_text(params.arguments.collect, params.arguments.snapshot)
+            else:
+                COUNTS["asks"] += 1
+                session.next_id += 1
+                eid = session.next_id
+                wait = self.waiter(session, eid)
+                await send({"type": "http.response.body", "more_body": True, "body": b"data: " + encode({
+                    "jsonrpc": "2.0", "id": eid, "method": "elicitation/create",
+                    "params": {"mode": "form", "message": f"Answer for call {params.arguments.i}",
+                               "requestedSchema": SCHEMA},
+                }) + b"\n\n"})
+                reply = decode_reply(await wait)
+                text = reply.content.answer if reply.content is not None else "no answer"
+            result: Any = {"content": [{"type": "text", "text": text}]}
+        else:
+            result = {}
+        data = b"data: " + encode({"jsonrpc": "2.0", "id": m.id, "result": result}) + b"\n\n"
+        await send({"type": "http.response.body", "body": data})
+
+    def spawn(self, body: Any) -> None:
+        """Run ``body`` in a task of its own (floor+): on trio under a cancel scope of its own."""
+        if self.trio_mode:
+            import trio
+
+            trio.lowlevel.spawn_system_task(self._under, trio.CancelScope(), body)
+        else:
+            import asyncio
+
+            task = asyncio.get_running_loop().create_task(body)
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    @staticmethod
+    async def _under(scope: Any, body: Any) -> None:
+        with scope:
+            await body
 
     def waiter(self, session: Session, eid: int) -> Any:
         """What the call awaits for its answer: the future itself (asyncio), or a wait on an event (trio)."""
