@@ -46,9 +46,9 @@ class Recorder:
 
 
 @contextlib.asynccontextmanager
-async def running(app: App, **limits: Any) -> AsyncIterator[tuple[int, H1Server]]:
+async def running(app: App, *, use_watch: bool = True, **limits: Any) -> AsyncIterator[tuple[int, H1Server]]:
     sock = bind("127.0.0.1", 0)
-    server = H1Server(app, Limits(**limits))
+    server = H1Server(app, Limits(**limits), use_watch=use_watch)
     stop = anyio.Event()
     try:
         async with anyio.create_task_group() as tg:
@@ -74,6 +74,10 @@ async def drained(server: H1Server) -> None:
 
 
 GET = b"GET /p HTTP/1.1\r\nhost: x\r\n\r\n"
+
+#: a response's wait for its client to leave: the server's ReadinessWatch (trio on Linux), or the backend's own wait
+#: (trio elsewhere, woken by notify_closing; asyncio always)
+WAITS = pytest.mark.parametrize("use_watch", [True, False], ids=["watch", "own-wait"])
 
 
 async def test_scope_body_keep_alive_pipelining_and_disconnect_after_the_response() -> None:
@@ -251,7 +255,8 @@ async def test_a_client_vanishing_mid_body_is_a_disconnect_and_leaves_nothing() 
             assert app.messages[0] == {"type": "http.request", "body": b"0123456789", "more_body": True}
 
 
-async def test_a_client_vanishing_mid_response_is_a_disconnect_and_leaves_nothing() -> None:
+@WAITS
+async def test_a_client_vanishing_mid_response_is_a_disconnect_and_leaves_nothing(use_watch: bool) -> None:
     seen: list[Any] = []
     started = anyio.Event()
 
@@ -267,7 +272,7 @@ async def test_a_client_vanishing_mid_response_is_a_disconnect_and_leaves_nothin
             seen.append({"type": "send_now raised"})
 
     with anyio.fail_after(10):
-        async with running(app) as (port, server):
+        async with running(app, use_watch=use_watch) as (port, server):
             async with await anyio.connect_tcp("127.0.0.1", port) as stream:
                 await stream.send(GET)
                 await started.wait()
@@ -275,7 +280,10 @@ async def test_a_client_vanishing_mid_response_is_a_disconnect_and_leaves_nothin
             assert [m["type"] for m in seen] == ["http.request", "http.disconnect", "send_now raised"]
 
 
-async def test_a_waiting_receive_ends_when_another_task_ends_the_response_and_keeps_a_pipelined_request() -> None:
+@WAITS
+async def test_a_waiting_receive_ends_when_another_task_ends_the_response_and_keeps_a_pipelined_request(
+    use_watch: bool,
+) -> None:
     seen: list[Any] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
@@ -295,7 +303,7 @@ async def test_a_waiting_receive_ends_when_another_task_ends_the_response_and_ke
             seen.append(await receive())
 
     with anyio.fail_after(10):
-        async with running(app) as (port, server):
+        async with running(app, use_watch=use_watch) as (port, server):
             pipelined = GET + b"GET /last HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
             answer = await exchange(port, pipelined)
             assert answer.count(b"HTTP/1.1 200 OK\r\n") == 2 and b"1\r\na\r\n1\r\nb\r\n0\r\n\r\n" in answer, answer
@@ -387,6 +395,41 @@ async def test_stop_closes_idle_connections_and_lets_a_response_under_way_end() 
     assert not server.connections
 
 
+@WAITS
+async def test_stop_cancels_a_response_still_waiting_for_its_client_after_the_graceful_time(
+    use_watch: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    waiting = anyio.Event()
+    seen: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        waiting.set()
+        try:
+            await receive()  # the client stays, the response never ends: the stop cancels this
+        except BaseException:
+            seen.append("cancelled")
+            raise
+
+    sock = bind("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    server = H1Server(app, Limits(), use_watch=use_watch)
+    stop = anyio.Event()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.serve, sock, stop, 0.2)
+            async with await anyio.connect_tcp("127.0.0.1", port) as client:
+                await client.send(GET)
+                await waiting.wait()
+                stop.set()
+                await until_closed(client)
+    sock.close()
+    assert seen == ["cancelled"] and not server.connections
+    assert not [r for r in caplog.records if r.levelno >= 40], caplog.text  # no error: a cancellation, not a failure
+
+
 # -- send_now (the scope's minimcp.send_now extension) -------------------------------------------------------
 
 BIG = 1024 * 1024  # a chunk; a few of them pass what loopback's socket buffers take at once
@@ -437,7 +480,8 @@ def test_the_extensions_have_the_names_the_app_looks_for() -> None:
     assert END_RECEIVE == _asgi.END_RECEIVE
 
 
-async def test_end_receive_ends_a_waiting_receive_and_a_write_waiting_for_room_goes_on() -> None:
+@WAITS
+async def test_end_receive_ends_a_waiting_receive_and_a_write_waiting_for_room_goes_on(use_watch: bool) -> None:
     # The app stops reading a response (another reader took its stream, say) while a write of it waits for a
     # client that reads later: receive() returns, the write is not disturbed (on trio both waits are woken).
     seen: list[Any] = []
@@ -469,7 +513,7 @@ async def test_end_receive_ends_a_waiting_receive_and_a_write_waiting_for_room_g
         seen.append((await receive())["type"])
 
     with anyio.fail_after(20):
-        async with running(app) as (port, server):
+        async with running(app, use_watch=use_watch) as (port, server):
             box["server"] = server
             async with await anyio.connect_tcp("127.0.0.1", port) as stream:
                 await stream.send(b"GET /p HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")

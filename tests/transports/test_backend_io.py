@@ -1,0 +1,78 @@
+"""The transports' backend pieces: the HTTP server's ReadinessWatch (trio on Linux), on asyncio and trio."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import Any
+
+import anyio
+import pytest
+
+from minimcp.transports._backend_io import ReadinessWatch, readiness_watch
+
+
+def test_the_watch_is_made_on_trio_on_linux_only() -> None:
+    # (outside any event loop: not asyncio, so trio's, on Linux)
+    assert isinstance(readiness_watch(), ReadinessWatch) is sys.platform.startswith("linux")
+
+
+async def test_the_watch_wakes_a_waiter_on_data_on_the_peer_s_close_and_on_wake_and_forgets_a_cancelled_wait(
+    anyio_backend: str,
+) -> None:
+    watch = readiness_watch()
+    if anyio_backend != "trio" or not sys.platform.startswith("linux"):
+        assert watch is None  # asyncio: its own waits (a reader of the selector) serve
+        return
+    assert watch is not None
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    fd = ours.fileno()
+    woken: list[str] = []
+
+    async def wait(why: str, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        await watch.readable(fd)
+        woken.append(why)
+
+    async def waiting() -> None:
+        while fd not in watch._waiting:  # the watch's own state: the waiter got there
+            await anyio.lowlevel.checkpoint()
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch.run)
+                # data
+                async with anyio.create_task_group() as waits:
+                    await waits.start(wait, "data")
+                    peer.send(b"x")
+                assert woken == ["data"] and ours.recv(10) == b"x"
+                # wake, with nothing to read
+                async with anyio.create_task_group() as waits:
+                    await waits.start(wait, "wake")
+                    await waiting()
+                    watch.wake(fd)
+                    watch.wake(fd)  # (nothing waits any more: nothing happens)
+                assert woken == ["data", "wake"]
+                # a cancelled wait leaves the socket out of the epoll: it can be waited on again
+                with anyio.CancelScope() as scope:
+                    scope.cancel()
+                    await watch.readable(fd)
+                async with anyio.create_task_group() as waits:
+                    waits.start_soon(wait, "after a cancelled wait")
+                    await waiting()
+                    waits.cancel_scope.cancel()
+                assert fd not in watch._waiting
+                assert woken == ["data", "wake"]
+                # the peer's close
+                async with anyio.create_task_group() as waits:
+                    await waits.start(wait, "closed")
+                    peer.close()
+                assert woken == ["data", "wake", "closed"] and ours.recv(10) == b""
+                tg.cancel_scope.cancel()
+    finally:
+        ours.close()
+        peer.close()
+    with pytest.raises(ValueError):  # run's end closed its epoll
+        watch._epoll.fileno()
