@@ -279,6 +279,7 @@ class Requests:
                     # the request itself (no answer can have come before the request went out).
                     reason = str(RequestTimeout(cell.method, cell.timeout))
                     await self._send_quietly(_cancelled(cell.id, reason), related, self._about_cancel(cell))
+            del data  # sent: not held while the request waits (its bytes, per pending call)
             if cell.is_future:
                 # From here on, as on the fast path, a cancelled awaiter reaches the session through
                 # the cell (AsyncioCell.cancel), which takes the entry out before the future is done.
