@@ -76,14 +76,13 @@ def take_call(
     if id_ in inflight or len(inflight) >= conn.session.limits.max_inflight_inbound:
         return False
     try:
-        envelope = conn.server.modern_wire.envelope_of(params.meta)
+        envelope = conn.modern.wire.envelope_of(params.meta)
     except Exception:  # (told by the usual way)
         return False
     name = params.name
     tool = conn.registry.tools.get(name)
     if tool is None:
         return False
-    server = conn.server
     arguments = params.arguments
     token = params.request_state
     # (the read loop's transports hold the person on the connection: none tells it per request)
@@ -97,7 +96,7 @@ def take_call(
         except Exception:  # (told by the usual way)
             return False
         new = ServingRun(
-            name, [], None, offered, parking=server.parking, conn=conn, serving=id_,
+            name, [], None, offered, parking=conn.modern.parking, conn=conn, serving=id_,
             binding=binding("tools/call", name, sealed, envelope.client, user),
             arguments=bytes(arguments),  # (a copy: not the whole request's buffer)
             user=user,
