@@ -319,14 +319,14 @@ def _start_run(
     user: str | None = None,
 ) -> Run:
     # (conn: a later retry on this connection may be taken over by its read loop)
-    run = ServingRun(name, recorded, call_id, offered, parking=conn.modern.parking, asked=asked, conn=conn, user=user)
+    run = ServingRun(name, recorded, call_id, offered, conn.modern.parking, asked, conn, None, None, None, user)
     ctx: Context | None = None
     if wants_context:
         if isinstance(meta, dict):
             # The envelope's keys live on in ``envelope`` (renewed each round); the context keeps the
             # rest (a progress token): a parked call need not hold a second copy of the envelope.
             meta = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or UNSET
-        ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name, principal=principal)
+        ctx = run.context = Context(conn, request.id, meta, envelope, run, name, principal)
     # The body is made here (a coroutine, not run yet): the parked task keeps only it, not the
     # closure that makes it.
     awaitable = body(ctx)

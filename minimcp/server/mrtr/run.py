@@ -118,13 +118,12 @@ class Run:
     pending_timeout: float | None
     _answer_cell: Any  # (an asyncio future, or a TrioCell; None once the wait is over)
 
-    def __init__(
+    def __init__(  # (positional or keyword: a class called with keywords costs about 500 instructions more each)
         self,
         tool: str,
         recorded: list[list[Any]],
-        call_id: str | None = None,
-        offered: dict[str, Any] | None = None,
-        *,
+        call_id: str | None,
+        offered: dict[str, Any] | None,
         parking: Parking,
         asked: tuple[list[str], float] | None = None,
         conn: Any = None,

@@ -95,16 +95,16 @@ def take_call(
             offered = None if params.input_responses is UNSET else answers_of(params)
         except Exception:  # (told by the usual way)
             return False
-        new = ServingRun(
-            name, [], None, offered, parking=conn.modern.parking, conn=conn, serving=id_,
-            binding=binding("tools/call", name, sealed, envelope.client, user),
-            arguments=bytes(arguments),  # (a copy: not the whole request's buffer)
-            user=user,
+        new = ServingRun(  # (positional: tool, recorded, call_id, offered, parking, asked, conn, serving, binding,
+            name, [], None, offered, conn.modern.parking, None, conn, id_,  # arguments, user)
+            binding("tools/call", name, sealed, envelope.client, user),
+            bytes(arguments),  # (a copy: not the whole request's buffer)
+            user,
         )
         ctx = None
         if tool.context_param is not None:
             rest = envelope.rest  # (all but the envelope's keys: they live on in the envelope)
-            ctx = new.context = Context(conn, id_, dict(rest) if rest else UNSET, envelope, new, tool=name)
+            ctx = new.context = Context(conn, id_, dict(rest) if rest else UNSET, envelope, new, name)
         try:
             new.scope = scope = conn.session.start_detached(drive(new, None, ctx, tool, kwargs))
         except ConnectionClosed:
