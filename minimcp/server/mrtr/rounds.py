@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from minimcp.auth.request import AuthenticatedRequest
     from minimcp.server.connection import ServerConnection
 
-__all__ = ["CallParams", "ServingRun", "answers_of", "bound_arguments", "drive", "serve"]
+__all__ = ["CallParams", "ServingRun", "answers_of", "arguments_digest", "drive", "serve"]
 
 logger = logging.getLogger("minimcp.modern")
 server_logger = logging.getLogger("minimcp.server")
@@ -167,10 +167,10 @@ def answers_of(params: CallParams | GetPromptParams) -> dict[str, Any]:
     raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
 
 
-def bound_arguments(tool: RegisteredTool, arguments: msgspec.Raw) -> Any:
-    """The arguments of a ``tools/call`` whose digest its states are bound to (``"a"``): as sent, ``{}`` for
-    a tool that takes none."""
-    return msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {}
+def arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
+    """The digest of a ``tools/call``'s arguments its states are bound to (``"a"``): of the arguments as sent,
+    of ``{}`` for a tool that takes none."""
+    return digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
 
 
 async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]:
@@ -187,7 +187,7 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
         kwargs = tool.arguments(params.arguments)
     except msgspec.DecodeError as exc:
         return complete(error_result(argument_error(params.name, exc)), conn.modern.wire)
-    arguments = bound_arguments(tool, params.arguments)
+    sealed = arguments_digest(tool, params.arguments)
     name, context_param = params.name, tool.context_param
 
     def body(ctx: Context | None) -> Awaitable[Any]:
@@ -198,7 +198,7 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
 
     wants_context = context_param is not None
     meta = dict(envelope.rest) if envelope.rest else UNSET  # (read once per _meta with the envelope)
-    return await _rounds(conn, request, envelope, "tools/call", name, arguments, params, meta, wants_context, body)
+    return await _rounds(conn, request, envelope, "tools/call", name, sealed, params, meta, wants_context, body)
 
 
 async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
@@ -210,7 +210,7 @@ async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelo
         envelope,
         "prompts/get",
         params.name,
-        arguments,
+        digest(arguments),
         params,
         params.meta,
         prompt.context_param is not None,
@@ -224,7 +224,7 @@ async def _rounds(
     envelope: Envelope,
     method: str,
     name: str,
-    arguments: Any,
+    sealed: str,
     params: Any,
     meta: dict[str, Any] | UnsetType,
     wants_context: bool,
@@ -233,10 +233,10 @@ async def _rounds(
     """Serve one round of a multi round-trip request (tools/call, prompts/get).
 
     A new call starts ``body`` in a :class:`Run`; a retry resumes the parked run
-    named in its ``requestState``, or replays ``body`` with the recorded answers.
+    named in its ``requestState``, or replays ``body`` with the recorded answers. ``sealed``: the digest of
+    the arguments its states are bound to (``"a"``).
     """
     client = client_of(envelope)
-    sealed = digest(arguments)
     principal = _principal_of(conn, request)
     user = user_of(principal) if principal is not None else None
     inputs = answers_of(params)
