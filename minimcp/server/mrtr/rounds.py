@@ -424,7 +424,7 @@ class ServingRun(Run):
 
     __slots__ = ()
 
-    async def answer_asking(self) -> None:
+    def answer_asking(self) -> Awaitable[None] | None:
         conn, id_, binding = self.conn, self.serving, self.binding
         self.serving = self.binding = None
         session = conn.session
@@ -439,7 +439,9 @@ class ServingRun(Run):
         if self.scope is NOT_STARTED:  # (stopped by the seal or the park: this task is being cancelled)
             session.reply_adopted_nowait(id_, reply)
         elif not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
-            await session.reply_adopted(id_, reply)
+            sending: Awaitable[None] = session.reply_adopted(id_, reply)
+            return sending
+        return None
 
 
 def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
