@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from minimcp.forms.cache import FormCache
     from minimcp.server.context import Context
     from minimcp.server.context.keepalive import Wait, Waits
+    from minimcp.server.mrtr.parts import ModernParts
     from minimcp.server.server import Server
 
 __all__ = ["ServerConnection"]
@@ -59,6 +60,10 @@ class ServerConnection:
     #: (:func:`minimcp.server.mrtr.rounds.serve`): bound by :meth:`lock_era`, so a handshake-era server never
     #: loads the 2026-07-28 machinery (rounds, the sealed state, parking), and a 2026-07-28 request pays no import.
     _serve_modern: Callable[[ServerConnection, Request], Awaitable[Any]]
+    #: The server's 2026-07-28 objects (:meth:`Server.modern_parts`: its sealer, parking, wire, used states and
+    #: workers), set by :meth:`lock_era` on a connection locked to 2026-07-28: a round reads them as plain
+    #: attributes.
+    modern: ModernParts
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -153,6 +158,7 @@ class ServerConnection:
             from minimcp.server.mrtr.takeover import take_call, take_over
 
             self._serve_modern = serve
+            self.modern = self.server.modern_parts()
 
             # Its tool calls are started (and their retries resumed) by the read loop itself.
             self.session.take_over = functools.partial(take_over, self)

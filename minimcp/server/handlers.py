@@ -97,7 +97,7 @@ def call_tool(host: CallHost, registry: Registry, request: Request) -> Awaitable
     name = tool.definition.name
     ctx: Context | None = None
     if tool.context_param is not None:
-        ctx = kwargs[tool.context_param] = Context(host, request.id, params.meta, tool=name)
+        ctx = kwargs[tool.context_param] = Context(host, request.id, params.meta, None, None, name)  # (positional)
     # The tool's coroutine is made here, so the arguments dict is not kept alive beside it.
     return ToolRun(host, tool, name, tool.fn(**kwargs), ctx, False)
 
@@ -210,7 +210,7 @@ def prompt_and_arguments(registry: Registry, params: GetPromptParams) -> tuple[R
 async def get_prompt(host: CallHost, registry: Registry, request: Request) -> GetPromptResult:
     params = jsonrpc.decode_params(request.params, GetPromptParams)
     prompt, arguments = prompt_and_arguments(registry, params)
-    ctx = Context(host, request.id, params.meta, tool=params.name) if prompt.context_param else None
+    ctx = Context(host, request.id, params.meta, None, None, params.name) if prompt.context_param else None
     return await prompt_result(prompt, arguments, ctx)
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from minimcp.forms.cache import FormCache
     from minimcp.server.bus import Bus, WorkerSide
     from minimcp.server.mrtr.parking import Parking
+    from minimcp.server.mrtr.parts import ModernParts
     from minimcp.server.mrtr.state import StateKey, StateSealer
     from minimcp.server.mrtr.used_states import UsedStates
     from minimcp.server.url_steps import PersonKey
@@ -171,9 +172,11 @@ class Server:
         #: Pending requests to clients, across all connections (``limits.max_pending_total``).
         self.budget = PendingBudget(self.limits.max_pending_total)
         # What only revision 2026-07-28, shared states or the bus use is made here when configured
-        # (a key, a store, a bus, a worker id), else on first use (sealer, parking and workers are made
-        # once, _made_once; used_states by its property): a handshake-era server never loads their modules.
+        # (a key, a store, a bus, a worker id), else on first use (sealer, parking and the wire with the first
+        # 2026-07-28 request, modern_parts; workers by _made_once; used_states by its property): a
+        # handshake-era server never loads their modules.
         keys: tuple[bytes, ...] | None = None
+        given_sealer: StateSealer | None = None
         self._state_format = "v2"
         if state_key is not None or state_format is not None or _ENV_STATE_KEYS in os.environ or (
             _ENV_STATE_FORMAT in os.environ
@@ -184,7 +187,7 @@ class Server:
             keys = parse_state_keys(state_key) if state_key is not None else state_keys_from_env()
             self._state_format = format_of(state_format)
             if keys:
-                self.sealer = StateSealer(keys[0], old_keys=keys[1:], version=self._state_format)
+                given_sealer = StateSealer(keys[0], old_keys=keys[1:], version=self._state_format)
         #: Where the sealing keys came from: ``"argument"``, ``"environment"``, or ``"random"``
         #: (to this process: other workers cannot open its states).
         self.state_key_source = "argument" if state_key is not None else "environment" if keys else "random"
@@ -193,6 +196,9 @@ class Server:
         self.state_ttl = state_ttl
         # (given, set, or made on first use: read by run_background without making the default one)
         self._used_states = used_states
+        # The sealer made from the given keys, until the 2026-07-28 objects are made (modern_parts).
+        self._given_sealer = given_sealer
+        self._modern_parts: ModernParts | None = None
         #: Never park: every modern retry replays (a test mode, see the class docs).
         self.replay_every_retry = replay_every_retry
         #: Elicitation counters per tool (see :mod:`minimcp.server.metrics`).
@@ -216,13 +222,33 @@ class Server:
 
             self.workers = Workers(self, bus, worker_id)
 
-    @_made_once
+    def modern_parts(self) -> ModernParts:
+        """This server's 2026-07-28 objects (sealer, parking, wire, used states, workers), made with its first
+        2026-07-28 request (a handshake-era server never loads their modules); every connection locked to
+        2026-07-28 holds them (``ServerConnection.modern``) and reads them as plain attributes."""
+        parts = self._modern_parts
+        if parts is None:
+            from minimcp.server.mrtr.parking import Parking
+            from minimcp.server.mrtr.parts import ModernParts
+            from minimcp.server.mrtr.state import StateSealer
+            from minimcp.wire.envelope import ServerWire
+
+            sealer = self._given_sealer or StateSealer(version=self._state_format)
+            parts = self._modern_parts = ModernParts(
+                sealer, Parking(self.limits.max_pending_outbound), ServerWire(self), self.used_states, self.workers
+            )
+            self._given_sealer = None
+        return parts
+
+    @property
     def sealer(self) -> StateSealer:
         """Seals ``requestState`` on the modern revision (a key random to this process unless given:
         give every worker behind a load balancer the same ``state_key`` so a retry can replay anywhere)."""
-        from minimcp.server.mrtr.state import StateSealer
+        return self.modern_parts().sealer
 
-        return StateSealer(version=self._state_format)
+    @sealer.setter
+    def sealer(self, sealer: StateSealer) -> None:
+        self.modern_parts().sealer = sealer
 
     @_made_once
     def url_step_keys(self) -> tuple[bytes, ...]:
@@ -242,6 +268,8 @@ class Server:
     @used_states.setter
     def used_states(self, store: UsedStates) -> None:
         self._used_states = store
+        if self._modern_parts is not None:  # (the connections read it there)
+            self._modern_parts.used_states = store
 
     @_made_once
     def form_cache(self) -> FormCache:
@@ -251,20 +279,16 @@ class Server:
 
         return FormCache()
 
-    @_made_once
+    @property
     def modern_wire(self) -> ServerWire:
         """What this server prepares of the modern revision's wire once: its info as results carry it, and the
         envelope its clients send."""
-        from minimcp.wire.envelope import ServerWire
+        return self.modern_parts().wire
 
-        return ServerWire(self)
-
-    @_made_once
+    @property
     def parking(self) -> Parking:
         """Tool calls suspended between rounds of the modern revision."""
-        from minimcp.server.mrtr.parking import Parking
-
-        return Parking(self.limits.max_pending_outbound)
+        return self.modern_parts().parking
 
     @_made_once
     def workers(self) -> WorkerSide:

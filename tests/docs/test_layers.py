@@ -149,7 +149,7 @@ EXCEPTIONS = (
 #: Modules of server/ outside mrtr/ may import server.mrtr under TYPE_CHECKING, and lazily only here:
 #: the objects a Server owns for revision 2026-07-28 (sealer, used states, parking), each made on first use.
 SERVER_ERA_OBJECTS = (
-    "Server.__init__", "Server.sealer", "Server.used_states", "Server.parking", "Server.warn_if_state_key_random",
+    "Server.__init__", "Server.modern_parts", "Server.used_states", "Server.warn_if_state_key_random",
 )
 
 

@@ -18,8 +18,8 @@ import pytest
 from minimcp import Accepted, Context, Limits, Server
 from minimcp.core._takeover import AdoptedRequests
 from minimcp.server.mrtr import rounds
-from minimcp.server.mrtr import takeover as taken_calls
 from minimcp.server.mrtr.state import StateSealer
+from minimcp.transports.memory import MemoryTransport
 from minimcp.wire import errors
 from tests.helpers import raw_client
 from tests.helpers.modern import NAME_FORM, Modern, accept, complete, error_of, input_required, only, text_of
@@ -44,14 +44,14 @@ async def test_a_retry_repeating_its_arguments_digests_them_once(
         async with raw_client(server) as (peer, _conn):
             m = Modern(peer)
             await first_round_trip(m)
-            with counting(monkeypatch, rounds, "digest") as usual, \
-                    counting(monkeypatch, taken_calls, "digest") as taken:
+            # (every way in digests a call's arguments through rounds.arguments_digest)
+            with counting(monkeypatch, rounds, "digest") as usual:
                 for n in range(ROUNDS):
                     requests, state = input_required(await m.call("greet", {"a": n, "b": 1}))
                     key, _ = only(requests)
                     msg = await m.call("greet", {"a": n, "b": 1}, responses={key: accept(name="Ada")}, state=state)
                     assert text_of(complete(msg)) == f"hello Ada {n + 1}"
-            digests = usual[0] + taken[0]
+            digests = usual[0]
             assert digests == ROUNDS, f"{digests} argument digests for {ROUNDS} round trips"
 
 
@@ -268,4 +268,23 @@ async def test_a_taken_over_round_trip_makes_no_helper_call_of_the_request_side(
             await m.call("greet", {"a": 1}, responses={key: accept(name="Ada")}, state=state)
             error_of(await m.call("greet", {"a": 1}, responses={key: accept(name="Eve")}, state=state),
                      errors.INVALID_PARAMS)  # (used: refused the usual way)
+            assert not conn.session._inflight
+
+
+async def test_a_taken_over_round_the_transport_cannot_take_at_once_is_sent_when_it_has_room(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run answers its request without a coroutine when the transport takes the answer at once
+    (``ServingRun.answer_asking`` is a plain method); when it cannot, the run's task awaits the send: the
+    ``input_required`` and the result still arrive, and nothing stays in flight."""
+    monkeypatch.setattr(MemoryTransport, "send_nowait", lambda self, message, *, related=None: False)
+    server = ask_server()
+    with anyio.fail_after(TIMEOUT):
+        async with raw_client(server) as (peer, conn):
+            m = Modern(peer)
+            await first_round_trip(m)  # (the request that locks the era is served the usual way)
+            with counting(monkeypatch, AdoptedRequests, "reply_adopted") as awaited:
+                for n in range(ROUNDS):
+                    await round_trip(m, n)
+            assert awaited[0] == 2 * ROUNDS  # (each input_required and each result: sent by an await)
             assert not conn.session._inflight

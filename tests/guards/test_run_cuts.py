@@ -267,7 +267,7 @@ async def test_run_ask_written_out_usual_round_equals_recorded_open_and_take_ans
     questions = [Run.question("elicitation/create", {"message": f"Q{n}?", "requestedSchema": schema}) for n in range(3)]
     answers = [{"action": "accept", "content": {"n": n}} for n in range(3)]
 
-    written = Run("t", [], parking=Parking(10))
+    written = Run("t", [], None, None, Parking(10))
     got: list[Any] = []
     seen_written = []
 
@@ -283,7 +283,7 @@ async def test_run_ask_written_out_usual_round_equals_recorded_open_and_take_ans
                 seen_written.append((outcome, *_round_state(written)))
                 written.deliver({written.pending_keys[0]: answer})
 
-    general = Run("t", [], parking=Parking(10))
+    general = Run("t", [], None, None, Parking(10))
     took: list[Any] = []
     seen_general = []
     for question, answer in zip(questions, answers, strict=True):

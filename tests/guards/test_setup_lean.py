@@ -48,7 +48,7 @@ async def test_a_taken_call_makes_no_outcome_tuple(anyio_backend: str, monkeypat
 
 
 def test_a_new_run_stores_no_round_defaults() -> None:
-    run = Run("t", [], parking=Parking(1))
+    run = Run("t", [], None, None, Parking(1))
     # set by the run's first question, read only once it asked
     for name in ("pending", "pending_keys", "asked_at", "pending_timeout", "_answer_cell"):
         assert not hasattr(run, name), name

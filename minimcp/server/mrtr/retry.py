@@ -131,16 +131,16 @@ def check_retry(
     Raises:
         InvalidState: the state may not carry the retry (the reason is for the log: :func:`refusal`).
     """
-    server = conn.server
-    used = server.used_states
+    parts = conn.modern
+    used = parts.used_states
     if responses is not None and type(used) is not MemoryUsedStates:
         return None  # (a store to await: the handler task's way)
     run: Run | None = None
     state: dict[str, Any] | None = None
     handle: str | None
     if arguments is not None and token.startswith("v2."):
-        handle, sealed, exp, state_id = server.sealer.open_header_id(token, now)
-        run = server.parking.peek(handle)
+        handle, sealed, exp, state_id = parts.sealer.open_header_id(token, now)
+        run = parts.parking.peek(handle)
         if (
             run is not None and sealed and method == "tools/call" and run.conn is conn and run.tool == name
             and run.arguments == arguments and run.user == user and (ctx := run.context) is not None
@@ -152,10 +152,10 @@ def check_retry(
     if run is None:
         digest = arguments_digest if isinstance(arguments_digest, str) else arguments_digest()
         bound = binding(method, name, digest, client, user)
-        state = server.sealer.open(token, now=now, binding=bound)
+        state = parts.sealer.open(token, now=now, binding=bound)
         named = state.get("h")
         named_handle = named if isinstance(named, str) else None
-        run = server.parking.peek(named_handle) if named_handle is not None else None
+        run = parts.parking.peek(named_handle) if named_handle is not None else None
         handle, state_id, exp = named_handle, StateSealer.state_id(token), float(state["exp"])
         if responses is not None and (run is None or run.conn is not conn or run.context is None):
             return None  # (not parked here, or no context to renew: the handler task's way)
@@ -186,7 +186,7 @@ async def use(conn: ServerConnection, retry: Retry, name: str) -> None:
             tell (fails closed: the state stays unused).
     """
     try:
-        fresh = await conn.server.used_states.consume(retry.state_id, retry.exp)
+        fresh = await conn.modern.used_states.consume(retry.state_id, retry.exp)
     except StoreUnavailable as exc:  # fail closed: refused, and the state stays unused
         logger.warning("refused a requestState for %r: %s", name, exc)
         raise McpError(

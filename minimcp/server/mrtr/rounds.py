@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from minimcp.auth.request import AuthenticatedRequest
     from minimcp.server.connection import ServerConnection
 
-__all__ = ["CallParams", "ServingRun", "answers_of", "bound_arguments", "drive", "serve"]
+__all__ = ["CallParams", "ServingRun", "answers_of", "arguments_digest", "drive", "serve"]
 
 logger = logging.getLogger("minimcp.modern")
 server_logger = logging.getLogger("minimcp.server")
@@ -99,8 +99,8 @@ async def serve(conn: ServerConnection, request: Request) -> Any:
     if method == "tools/call":
         return await _call_tool(conn, request)  # its params and envelope in one decoding
     server, registry = conn.server, conn.registry
-    envelope = server.modern_wire.read_envelope(request.params)
-    info = server.modern_wire
+    info = conn.modern.wire
+    envelope = info.read_envelope(request.params)
     if method == "server/discover":
         result: dict[str, Any] = {
             "supportedVersions": [*MODERN, *reversed(SUPPORTED)],
@@ -167,10 +167,10 @@ def answers_of(params: CallParams | GetPromptParams) -> dict[str, Any]:
     raise McpError(errors.INVALID_PARAMS, "inputResponses must be an object of objects")
 
 
-def bound_arguments(tool: RegisteredTool, arguments: msgspec.Raw) -> Any:
-    """The arguments of a ``tools/call`` whose digest its states are bound to (``"a"``): as sent, ``{}`` for
-    a tool that takes none."""
-    return msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {}
+def arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
+    """The digest of a ``tools/call``'s arguments its states are bound to (``"a"``): of the arguments as sent,
+    of ``{}`` for a tool that takes none."""
+    return digest(msgspec.json.decode(arguments or b"{}") if tool.args_type is not None else {})
 
 
 async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]:
@@ -179,15 +179,15 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
     except msgspec.DecodeError as exc:  # (a ValidationError too)
         read_envelope(request.params)  # a bad envelope is told first, as for every other method
         raise McpError(errors.INVALID_PARAMS, f"invalid params: {exc}") from None
-    envelope = conn.server.modern_wire.envelope_of(params.meta)
+    envelope = conn.modern.wire.envelope_of(params.meta)
     tool = conn.registry.tools.get(params.name)
     if tool is None:
         raise McpError(errors.INVALID_PARAMS, f"Unknown tool: {params.name}")
     try:
         kwargs = tool.arguments(params.arguments)
     except msgspec.DecodeError as exc:
-        return complete(error_result(argument_error(params.name, exc)), conn.server.modern_wire)
-    arguments = bound_arguments(tool, params.arguments)
+        return complete(error_result(argument_error(params.name, exc)), conn.modern.wire)
+    sealed = arguments_digest(tool, params.arguments)
     name, context_param = params.name, tool.context_param
 
     def body(ctx: Context | None) -> Awaitable[Any]:
@@ -198,7 +198,7 @@ async def _call_tool(conn: ServerConnection, request: Request) -> dict[str, Any]
 
     wants_context = context_param is not None
     meta = dict(envelope.rest) if envelope.rest else UNSET  # (read once per _meta with the envelope)
-    return await _rounds(conn, request, envelope, "tools/call", name, arguments, params, meta, wants_context, body)
+    return await _rounds(conn, request, envelope, "tools/call", name, sealed, params, meta, wants_context, body)
 
 
 async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelope) -> dict[str, Any]:
@@ -210,7 +210,7 @@ async def _get_prompt(conn: ServerConnection, request: Request, envelope: Envelo
         envelope,
         "prompts/get",
         params.name,
-        arguments,
+        digest(arguments),
         params,
         params.meta,
         prompt.context_param is not None,
@@ -224,7 +224,7 @@ async def _rounds(
     envelope: Envelope,
     method: str,
     name: str,
-    arguments: Any,
+    sealed: str,
     params: Any,
     meta: dict[str, Any] | UnsetType,
     wants_context: bool,
@@ -233,11 +233,10 @@ async def _rounds(
     """Serve one round of a multi round-trip request (tools/call, prompts/get).
 
     A new call starts ``body`` in a :class:`Run`; a retry resumes the parked run
-    named in its ``requestState``, or replays ``body`` with the recorded answers.
+    named in its ``requestState``, or replays ``body`` with the recorded answers. ``sealed``: the digest of
+    the arguments its states are bound to (``"a"``).
     """
-    server = conn.server
     client = client_of(envelope)
-    sealed = digest(arguments)
     principal = _principal_of(conn, request)
     user = user_of(principal) if principal is not None else None
     inputs = answers_of(params)
@@ -250,7 +249,7 @@ async def _rounds(
         assert retry is not None and retry.state is not None  # (this way: opened in full, or refused)
         await use(conn, retry, name)
         state, bound = retry.state, retry.binding
-        run = server.parking.take(retry.handle) if retry.handle is not None else None
+        run = conn.modern.parking.take(retry.handle) if retry.handle is not None else None
         if run is not None:
             if run.context is not None:
                 # Capabilities, identity and log level come from this request only; so does the person's
@@ -270,7 +269,7 @@ async def _rounds(
                     f"this call of {name!r} cannot be resumed here (its state is gone and the tool is "
                     "not replayable); call the tool again",
                 )
-            server.workers.continued_here(state)  # parked on another worker: it drops its copy
+            conn.modern.workers.continued_here(state)  # parked on another worker: it drops its copy
             recorded = [list(p) for p in state.get("ans", []) if isinstance(p, list) and len(p) == 2]
             if retry.late:  # an answer after the question's timeout is no answer: the call goes on as timed out
                 recorded.extend([d, None] for d in digests)
@@ -300,7 +299,7 @@ async def _rounds(
         if isinstance(outcome.error, UrlElicitationRequired):
             return _url_steps_required(conn, outcome.error, bound)
         raise outcome.error
-    return complete(outcome.value, server.modern_wire)
+    return complete(outcome.value, conn.modern.wire)
 
 
 def _start_run(
@@ -320,14 +319,14 @@ def _start_run(
     user: str | None = None,
 ) -> Run:
     # (conn: a later retry on this connection may be taken over by its read loop)
-    run = ServingRun(name, recorded, call_id, offered, parking=conn.server.parking, asked=asked, conn=conn, user=user)
+    run = ServingRun(name, recorded, call_id, offered, conn.modern.parking, asked, conn, None, None, None, user)
     ctx: Context | None = None
     if wants_context:
         if isinstance(meta, dict):
             # The envelope's keys live on in ``envelope`` (renewed each round); the context keeps the
             # rest (a progress token): a parked call need not hold a second copy of the envelope.
             meta = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)} or UNSET
-        ctx = run.context = Context(conn, request.id, meta, envelope, run, tool=name, principal=principal)
+        ctx = run.context = Context(conn, request.id, meta, envelope, run, name, principal)
     # The body is made here (a coroutine, not run yet): the parked task keeps only it, not the
     # closure that makes it.
     awaitable = body(ctx)
@@ -425,14 +424,14 @@ class ServingRun(Run):
 
     __slots__ = ()
 
-    async def answer_asking(self) -> None:
+    def answer_asking(self) -> Awaitable[None] | None:
         conn, id_, binding = self.conn, self.serving, self.binding
         self.serving = self.binding = None
         session = conn.session
         try:
             sealed = _sealed_round(conn, self, binding or {})  # (its questions stay pending: read below)
             if isinstance(sealed, str):  # (the reply from prepared bytes: no tree of dicts per round)
-                reply = input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.server.modern_wire)
+                reply = input_required_reply(id_, self.pending_keys, self.pending, sealed, conn.modern.wire)
             else:
                 reply = jsonrpc.encode_result(id_, sealed)
         except Exception as exc:  # the client's bound of parked calls (its run is stopped)
@@ -440,7 +439,9 @@ class ServingRun(Run):
         if self.scope is NOT_STARTED:  # (stopped by the seal or the park: this task is being cancelled)
             session.reply_adopted_nowait(id_, reply)
         elif not session.reply_adopted_now(id_, reply):  # (sent now: no coroutine)
-            await session.reply_adopted(id_, reply)
+            sending: Awaitable[None] = session.reply_adopted(id_, reply)
+            return sending
+        return None
 
 
 def _end_serving(run: Run) -> tuple[Any, dict[str, Any] | None]:
@@ -462,7 +463,7 @@ def _last_reply(run: Run, result: Any, error: McpError | None) -> tuple[Any, byt
     run.finished = True
     try:
         if error is None:
-            reply = complete_reply(id_, result, conn.server.modern_wire)
+            reply = complete_reply(id_, result, conn.modern.wire)
         elif isinstance(error, UrlElicitationRequired):
             reply = jsonrpc.encode_result(id_, _url_steps_required(conn, error, binding or {}))
         else:
@@ -478,18 +479,18 @@ def _input_required(conn: ServerConnection, run: Run, binding: dict[str, Any]) -
     sealed = _sealed_round(conn, run, binding)
     if not isinstance(sealed, str):
         return sealed
-    return input_required(keys, questions, sealed, conn.server.modern_wire)
+    return input_required(keys, questions, sealed, conn.modern.wire)
 
 
 def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> str | dict[str, Any]:
     """Seal ``run``'s round and park it: the state for its ``input_required``, or the result ending a
     ``tools/call`` whose state would be too large."""
-    server = conn.server
+    server, parts = conn.server, conn.modern
     try:
         payload = {**binding, "h": run.handle, "ks": run.pending_keys, "qs": list(map(_DIGEST, run.pending)),
                    "at": run.asked_at, "to": run.pending_timeout, "ans": run.answers, "c": run.call_id,
-                   **server.workers.sealed}
-        state = server.sealer.seal(payload, time.time(), server.state_ttl)  # (positional: a call without keywords)
+                   **parts.workers.sealed}
+        state = parts.sealer.seal(payload, time.time(), server.state_ttl)  # (positional: a call without keywords)
     except StateTooLarge as exc:
         run.stop()
         text = (f"the call of {run.tool!r} cannot go on: the answers it carries to its next question "
@@ -497,7 +498,7 @@ def _sealed_round(conn: ServerConnection, run: Run, binding: dict[str, Any]) -> 
         server_logger.warning("%s", text)
         if binding["m"] != "tools/call":
             raise McpError(errors.INTERNAL_ERROR, text) from None
-        return complete(error_result(text), server.modern_wire)
+        return complete(error_result(text), conn.modern.wire)
     if server.replay_every_retry:
         run.stop()  # dropped at once, as on a full park table: the retry replays
     else:
@@ -514,9 +515,9 @@ def _url_steps_required(conn: ServerConnection, exc: UrlElicitationRequired, bin
                         "params": {"mode": "url", "message": item.message, "url": item.url}}
         for i, item in enumerate(exc.elicitations)
     }
-    state = server.sealer.seal({**binding, "h": None, "ks": [], "ans": []}, now=time.time(), ttl=server.state_ttl)
+    state = conn.modern.sealer.seal({**binding, "h": None, "ks": [], "ans": []}, now=time.time(), ttl=server.state_ttl)
     result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
-    return complete(result, server.modern_wire)
+    return complete(result, conn.modern.wire)
 
 
 def _requested_version(params: msgspec.Raw) -> Any:

@@ -13,7 +13,7 @@ import binascii
 import math
 import os
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
@@ -118,13 +118,12 @@ class Run:
     pending_timeout: float | None
     _answer_cell: Any  # (an asyncio future, or a TrioCell; None once the wait is over)
 
-    def __init__(
+    def __init__(  # (positional or keyword: a class called with keywords costs about 500 instructions more each)
         self,
         tool: str,
         recorded: list[list[Any]],
-        call_id: str | None = None,
-        offered: dict[str, Any] | None = None,
-        *,
+        call_id: str | None,
+        offered: dict[str, Any] | None,
         parking: Parking,
         asked: tuple[list[str], float] | None = None,
         conn: Any = None,
@@ -198,8 +197,10 @@ class Run:
         """Whether :meth:`stop` was called (or the task never started)."""
         return self.scope is _NOT_STARTED
 
-    async def answer_asking(self) -> None:
-        """Answer the request being served (:attr:`serving`) with the open questions (``input_required``).
+    def answer_asking(self) -> Awaitable[None] | None:
+        """Answer the request being served (:attr:`serving`) with the open questions (``input_required``):
+        ``None`` when the answer went at once, else what to await to send it (a plain method, not a coroutine:
+        no coroutine per round when the transport takes the answer at once).
 
         Only for runs that answer their rounds themselves (:class:`minimcp.server.mrtr.rounds.ServingRun`).
         """
@@ -259,7 +260,9 @@ class Run:
                 delay = self._open(questions, need, ttl, cell)
         if need:
             if self.serving is not None:
-                await self.answer_asking()  # this task answers its request itself: no hand-over
+                sending = self.answer_asking()  # this task answers its request itself: no hand-over
+                if sending is not None:  # (the transport had no room: wait for it)
+                    await sending
             if type(cell) is not TrioCell:
                 # asyncio: the cell is a plain future awaited as is (no coroutine around it), and
                 # the parking's one sweep settles it as timed out (no timer or cancel scope per park).

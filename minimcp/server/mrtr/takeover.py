@@ -29,14 +29,12 @@ import msgspec
 
 from minimcp.server.context import Context
 from minimcp.server.mrtr.retry import binding, check_retry, user_of
-from minimcp.server.mrtr.rounds import CallParams, ServingRun, answers_of, bound_arguments, drive
+from minimcp.server.mrtr.rounds import CallParams, ServingRun, answers_of, arguments_digest, drive
 from minimcp.wire.errors import ConnectionClosed
-from minimcp.wire.input_required import digest
 from minimcp.wire.types import UNSET
 
 if TYPE_CHECKING:
     from minimcp.server.connection import ServerConnection
-    from minimcp.server.tools import RegisteredTool
     from minimcp.wire.jsonrpc import Request
 
 __all__ = ["take_call", "take_over"]
@@ -76,14 +74,13 @@ def take_call(
     if id_ in inflight or len(inflight) >= conn.session.limits.max_inflight_inbound:
         return False
     try:
-        envelope = conn.server.modern_wire.envelope_of(params.meta)
+        envelope = conn.modern.wire.envelope_of(params.meta)
     except Exception:  # (told by the usual way)
         return False
     name = params.name
     tool = conn.registry.tools.get(name)
     if tool is None:
         return False
-    server = conn.server
     arguments = params.arguments
     token = params.request_state
     # (the read loop's transports hold the person on the connection: none tells it per request)
@@ -92,20 +89,20 @@ def take_call(
         # (a retry's arguments are those its state is bound to: they were checked on its first call)
         try:
             kwargs = tool.arguments(arguments)
-            sealed = _arguments_digest(tool, arguments)
+            sealed = arguments_digest(tool, arguments)
             offered = None if params.input_responses is UNSET else answers_of(params)
         except Exception:  # (told by the usual way)
             return False
-        new = ServingRun(
-            name, [], None, offered, parking=server.parking, conn=conn, serving=id_,
-            binding=binding("tools/call", name, sealed, envelope.client, user),
-            arguments=bytes(arguments),  # (a copy: not the whole request's buffer)
-            user=user,
+        new = ServingRun(  # (positional: tool, recorded, call_id, offered, parking, asked, conn, serving, binding,
+            name, [], None, offered, conn.modern.parking, None, conn, id_,  # arguments, user)
+            binding("tools/call", name, sealed, envelope.client, user),
+            bytes(arguments),  # (a copy: not the whole request's buffer)
+            user,
         )
         ctx = None
         if tool.context_param is not None:
             rest = envelope.rest  # (all but the envelope's keys: they live on in the envelope)
-            ctx = new.context = Context(conn, id_, dict(rest) if rest else UNSET, envelope, new, tool=name)
+            ctx = new.context = Context(conn, id_, dict(rest) if rest else UNSET, envelope, new, name)
         try:
             new.scope = scope = conn.session.start_detached(drive(new, None, ctx, tool, kwargs))
         except ConnectionClosed:
@@ -116,7 +113,7 @@ def take_call(
         inputs = answers_of(params)
         retry = check_retry(  # (arguments, envelope and responses: positional, a call without keywords)
             conn, "tools/call", name, envelope.client, token, time.time(),
-            partial(_arguments_digest, tool, arguments), user, bytes(arguments), envelope, inputs,
+            partial(arguments_digest, tool, arguments), user, bytes(arguments), envelope, inputs,
         )
     except Exception:  # (answers that are not objects, InvalidState: the usual way)
         return False
@@ -153,7 +150,3 @@ def take_over(conn: ServerConnection, request: Request) -> bool:
         return False
     return take_call(conn, b"", inflight, _CallMessage("2.0", request.id, "tools/call", params))
 
-
-def _arguments_digest(tool: RegisteredTool, arguments: msgspec.Raw) -> str:
-    """The digest of a call's arguments a state is bound to (``"a"``)."""
-    return digest(bound_arguments(tool, arguments))

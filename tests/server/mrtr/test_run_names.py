@@ -15,8 +15,8 @@ from tests.helpers import counted_urandom
 def test_runs_draw_their_names_in_batches_and_never_share_one(monkeypatch: pytest.MonkeyPatch) -> None:
     drawn = counted_urandom(monkeypatch)
     parking = Parking(10)
-    runs = [Run("t", [], parking=parking) for _ in range(1000)]
-    runs += [Run("t", [], "given", parking=parking) for _ in range(1000)]
+    runs = [Run("t", [], None, None, parking) for _ in range(1000)]
+    runs += [Run("t", [], "given", None, parking) for _ in range(1000)]
     names = [r.handle for r in runs] + [r.call_id for r in runs[:1000]]
     assert len(set(names)) == 3000 and all(len(n) == 16 and "=" not in n for n in names)
     assert {r.call_id for r in runs[1000:]} == {"given"}
@@ -34,7 +34,7 @@ def test_a_forked_worker_draws_its_own_names() -> None:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
-            os.write(write, Run("t", [], parking=Parking(1)).handle.encode())
+            os.write(write, Run("t", [], None, None, Parking(1)).handle.encode())
         finally:
             os._exit(0)
     os.close(write)

@@ -184,7 +184,7 @@ def test_counting_parked_calls_per_client_costs_one_table_entry_per_call() -> No
     no set of handles per client beside it. 25 B per call with 4,096 parked (the owner dict's table);
     57 B with a set of handles per client."""
     parking = Parking(100_000)
-    runs = [Run("ask", [], parking=parking) for _ in range(4096)]
+    runs = [Run("ask", [], None, None, parking) for _ in range(4096)]
     tracemalloc.start()
     try:
         base = tracemalloc.take_snapshot()
@@ -198,7 +198,7 @@ def test_counting_parked_calls_per_client_costs_one_table_entry_per_call() -> No
     finally:
         tracemalloc.stop()
     unowned = Parking(100_000)
-    others = [Run("ask", [], parking=unowned) for _ in range(4096)]
+    others = [Run("ask", [], None, None, unowned) for _ in range(4096)]
     tracemalloc.start()
     try:
         base_unowned = tracemalloc.take_snapshot()
