@@ -205,7 +205,8 @@ class TrioCell(_Entry):
         return self.outcome()
 
     def parked(self) -> Coroutine[Any, Any, Any]:
-        """The wait for :meth:`settle`, for the calling task to await at once, then :meth:`outcome`: trio's own
+        """The wait for :meth:`settle`, for the calling task to await at once (it is marked as the waiter now),
+        then :meth:`outcome`: trio's own
         coroutine, so a requester that awaits it holds no frame of the cell's (``wait``'s, ~220 bytes per
         pending call) while it waits."""
         lowlevel = _trio().lowlevel

@@ -111,27 +111,36 @@ class ReadinessWatch:
                     self.wake(fd)
         finally:
             epoll.close()
+            # A waiter the stop did not cancel (shielded) is woken: it waits again with trio's own wait.
+            waiting, self._waiting = self._waiting, {}
+            for task in waiting.values():
+                self._lowlevel.reschedule(task)
 
     async def readable(self, fd: int) -> None:
-        """Wait until ``fd`` is readable, or :meth:`wake`; one waiter per socket."""
+        """Wait until ``fd`` is readable, or :meth:`wake`; one waiter per socket. After :meth:`run` has
+        ended (the server stopped; a waiter shielded from that), trio's own wait."""
         lowlevel = self._lowlevel
-        if self._epoll.closed:  # the server stops (run was cancelled): so is this task
-            await lowlevel.checkpoint()
+        if self._epoll.closed:
+            await lowlevel.wait_readable(fd)
             return
         self._epoll.register(fd, select.EPOLLIN)  # (readable, or the peer closed, or an error)
-        self._waiting[fd] = lowlevel.current_task()
-        await lowlevel.wait_task_rescheduled(functools.partial(self._abort, fd))
+        task = self._waiting[fd] = lowlevel.current_task()
+        await lowlevel.wait_task_rescheduled(functools.partial(self._abort, fd, task))
 
-    def wake(self, fd: int) -> None:
-        """End the wait on ``fd``, if there is one."""
+    def wake(self, fd: int) -> bool:
+        """End the wait on ``fd``; False if none waits here (see :meth:`readable`: after run, trio's)."""
         task = self._waiting.pop(fd, None)
-        if task is not None:
-            self._forget(fd)
-            self._lowlevel.reschedule(task)
+        if task is None:
+            return False
+        self._forget(fd)
+        self._lowlevel.reschedule(task)
+        return True
 
-    def _abort(self, fd: int, _: Any) -> Any:
-        """The wait was cancelled."""
-        if self._waiting.pop(fd, None) is not None:
+    def _abort(self, fd: int, task: Any, _: Any) -> Any:
+        """``task``'s wait was cancelled (the entry is taken out only if it is still its: a socket closed
+        while waited on leaves the epoll, and its number may be a new socket's, waited on by another)."""
+        if self._waiting.get(fd) is task:
+            del self._waiting[fd]
             self._forget(fd)
         return self._lowlevel.Abort.SUCCEEDED
 

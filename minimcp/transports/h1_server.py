@@ -164,15 +164,15 @@ class _Connection:
                     # Wait, then read: the client sends nothing more while its response goes on, mostly, and a
                     # read that raises (BlockingIOError) would give this frame a frame object for its traceback,
                     # kept while the response waits (~290 bytes).
-                    if watch is not None:  # trio on Linux: the server's own epoll (ReadinessWatch: ~0.6 KB less)
-                        await watch.readable(fd)
-                        if self.dead or h1.response_done or self.wait_ended:  # woken by wake
-                            break
-                    else:
-                        try:
+                    try:
+                        if watch is not None:  # trio on Linux: the server's own epoll (ReadinessWatch: ~0.6 KB less)
+                            await watch.readable(fd)
+                        else:
                             await waits.readable(sock)
-                        except waits.closed:  # woken by notify_closing (trio): the loop sees why
-                            continue
+                    except waits.closed:  # woken by notify_closing (trio's own wait): the loop sees why
+                        continue
+                    if self.dead or h1.response_done or self.wait_ended:  # woken by wake
+                        break
                     try:
                         data = sock.recv(min(_READ, room))
                     except BlockingIOError:
@@ -209,9 +209,7 @@ class _Connection:
         waiter = self.waiter
         if waiter is _NOTIFY:
             watch = self.server.watch
-            if watch is not None:
-                watch.wake(self.sock.fileno())
-            else:
+            if watch is None or not watch.wake(self.sock.fileno()):  # (none waits there: trio's own wait)
                 anyio.notify_closing(self.sock)
         elif isinstance(waiter, anyio.CancelScope):
             waiter.cancel()
@@ -521,6 +519,7 @@ class H1Server:
             self.connections.discard(conn)
             conn.gone()  # a backlog writer still running ends
             sock = conn.sock
+            conn.wake()  # a receive() of another task still waiting for the response's end (it sees dead)
             anyio.notify_closing(sock)
             sock.close()
             emptied = self._emptied

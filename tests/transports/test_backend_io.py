@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from typing import Any
@@ -76,3 +77,86 @@ async def test_the_watch_wakes_a_waiter_on_data_on_the_peer_s_close_and_on_wake_
         peer.close()
     with pytest.raises(ValueError):  # run's end closed its epoll
         watch._epoll.fileno()
+
+
+async def test_a_cancelled_wait_never_takes_the_entry_of_a_later_waiter_on_the_same_fd_number(
+    anyio_backend: str,
+) -> None:
+    # A socket closed while waited on leaves the epoll (the kernel's doing) and its number may be a new socket's:
+    # the old wait, cancelled later, must not take the new waiter's entry (it would never be woken again).
+    watch = readiness_watch()
+    if watch is None:
+        assert anyio_backend != "trio" or not sys.platform.startswith("linux")
+        return
+    old, old_peer = socket.socketpair()
+    new, new_peer = socket.socketpair()
+    for s in (old, new):
+        s.setblocking(False)
+    fd = old.fileno()
+    woken: list[str] = []
+
+    async def wait(why: str, scope: anyio.CancelScope, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        with scope:
+            task_status.started()
+            await watch.readable(fd)
+            woken.append(why)
+
+    async def parked(before: Any) -> None:
+        while watch._waiting.get(fd) in (None, before):  # the waiter got there
+            await anyio.lowlevel.checkpoint()
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch.run)
+                first, second = anyio.CancelScope(), anyio.CancelScope()
+                await tg.start(wait, "old", first)
+                await parked(None)
+                old_task = watch._waiting[fd]
+                os.dup2(new.fileno(), fd)  # the number is the new socket's now (the old one left the epoll)
+                await tg.start(wait, "new", second)
+                await parked(old_task)
+                first.cancel()  # the old wait gives up
+                new_peer.send(b"x")
+                while "new" not in woken:
+                    await anyio.lowlevel.checkpoint()
+                tg.cancel_scope.cancel()
+    finally:
+        for s in (old, old_peer, new, new_peer):
+            s.close()
+    assert woken == ["new"]
+
+
+async def test_a_waiter_the_stop_did_not_cancel_is_woken_and_waits_with_trio_s_own_wait(anyio_backend: str) -> None:
+    watch = readiness_watch()
+    if watch is None:
+        assert anyio_backend != "trio" or not sys.platform.startswith("linux")
+        return
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    fd = ours.fileno()
+    returns: list[str] = []
+
+    async def shielded_waits() -> None:
+        with anyio.CancelScope(shield=True), anyio.fail_after(10):  # (its own bound: the stop cannot end it)
+            await watch.readable(fd)  # woken when run ends
+            returns.append("woken")
+            await watch.readable(fd)  # run has ended: trio's own wait
+            returns.append("readable")
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(shielded_waits)
+                async with anyio.create_task_group() as running:
+                    running.start_soon(watch.run)
+                    while fd not in watch._waiting:
+                        await anyio.lowlevel.checkpoint()
+                    running.cancel_scope.cancel()  # the stop
+                while not returns:
+                    await anyio.lowlevel.checkpoint()
+                peer.send(b"x")
+    finally:
+        ours.close()
+        peer.close()
+    assert returns == ["woken", "readable"]

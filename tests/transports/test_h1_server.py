@@ -75,6 +75,13 @@ async def drained(server: H1Server) -> None:
 
 GET = b"GET /p HTTP/1.1\r\nhost: x\r\n\r\n"
 
+async def open_response(receive: Any, send: Any) -> None:
+    """Read the (empty) body, start a response and send its first part (the response stays open)."""
+    await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"a", "more_body": True})
+
+
 #: a response's wait for its client to leave: the server's ReadinessWatch (trio on Linux), or the backend's own wait
 #: (trio elsewhere, woken by notify_closing; asyncio always)
 WAITS = pytest.mark.parametrize("use_watch", [True, False], ids=["watch", "own-wait"])
@@ -403,9 +410,7 @@ async def test_stop_cancels_a_response_still_waiting_for_its_client_after_the_gr
     seen: list[str] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        await receive()
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        await open_response(receive, send)
         waiting.set()
         try:
             await receive()  # the client stays, the response never ends: the stop cancels this
@@ -428,6 +433,78 @@ async def test_stop_cancels_a_response_still_waiting_for_its_client_after_the_gr
     sock.close()
     assert seen == ["cancelled"] and not server.connections
     assert not [r for r in caplog.records if r.levelno >= 40], caplog.text  # no error: a cancellation, not a failure
+
+
+@WAITS
+async def test_a_receive_of_another_task_still_waiting_when_the_connection_closes_gets_a_disconnect(
+    use_watch: bool,
+) -> None:
+    # The app returns with its response unended while a task of its own still waits in receive(): the
+    # connection closes, and that receive() returns http.disconnect (nothing left waiting on a closed socket).
+    seen: list[str] = []
+    box: dict[str, Any] = {}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await open_response(receive, send)
+
+        async def stray() -> None:
+            seen.append((await receive())["type"])
+
+        box["tg"].start_soon(stray)
+        conn = receive.__self__
+        while conn.waiter is None:
+            await anyio.lowlevel.checkpoint()
+        # returns without ending the response: the server closes the connection
+
+    sock = bind("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    server = H1Server(app, Limits(), use_watch=use_watch)
+    stop = anyio.Event()
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                box["tg"] = tg
+                await tg.start(server.serve, sock, stop, 1.0)
+                async with await anyio.connect_tcp("127.0.0.1", port) as client:
+                    await client.send(GET)
+                    await until_closed(client)
+                while not seen:  # noqa: ASYNC110 - the stray task records it
+                    await anyio.sleep(0.01)
+                stop.set()
+    finally:
+        sock.close()
+    assert seen == ["http.disconnect"]
+
+
+@WAITS
+async def test_a_receive_shielded_from_the_stop_still_ends_when_its_client_leaves(use_watch: bool) -> None:
+    waiting = anyio.Event()
+    seen: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await open_response(receive, send)
+        waiting.set()
+        with anyio.CancelScope(shield=True), anyio.fail_after(10):  # (its own bound: the stop cannot end it)
+            seen.append((await receive())["type"])
+
+    sock = bind("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    server = H1Server(app, Limits(), use_watch=use_watch)
+    stop = anyio.Event()
+    try:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                await tg.start(server.serve, sock, stop, 0.1)
+                client = await anyio.connect_tcp("127.0.0.1", port)
+                await client.send(GET)
+                await waiting.wait()
+                stop.set()
+                while server.watch is not None and not server.watch._epoll.closed:  # noqa: ASYNC110 - run has ended
+                    await anyio.sleep(0.01)
+                await client.aclose()  # the client leaves: the shielded receive() hears of it
+    finally:
+        sock.close()
+    assert seen == ["http.disconnect"]
 
 
 # -- send_now (the scope's minimcp.send_now extension) -------------------------------------------------------
