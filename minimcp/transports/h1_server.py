@@ -30,7 +30,8 @@ Bounds, from :class:`~minimcp.core.config.Limits`:
 
 ASGI: ``http.disconnect`` comes when the peer closes, and to a ``receive()``
 that waits once the response is complete (on trio that wait has no cancel
-scope of its own: the end of the response wakes it with ``notify_closing``).
+scope of its own: the end of the response wakes it, in the server's own epoll on Linux,
+:class:`~minimcp.transports._backend_io.ReadinessWatch`, else with ``notify_closing``).
 The scope's ``minimcp.end_receive`` extension ends such a wait early for an app
 that stops reading a response, with no cancel scope on its side either.
 The accept task takes up to ``_ACCEPTS`` connections a turn, so a burst of
@@ -67,7 +68,7 @@ END_RECEIVE: Final = "minimcp.end_receive"
 RECEIVE_ENDED: Final = "minimcp.receive_ended"
 _READ: Final = 65536  # bytes of one read of a socket
 _DISCONNECT: Final = {"type": "http.disconnect"}
-_NOTIFY: Final = object()  # _Connection.waiter on trio: wake it with notify_closing
+_NOTIFY: Final = object()  # _Connection.waiter on trio: woken through the watch, else notify_closing (wake)
 _NO_SCOPE: Final = contextlib.nullcontext()
 #: connections accepted in one turn of the accept task, as asyncio's own servers do (one accept per turn
 #: left a burst of a thousand connects waiting seconds in the backlog behind the running connections)

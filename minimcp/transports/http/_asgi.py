@@ -54,10 +54,7 @@ def send_now_of(scope: Scope, send: Send) -> SendNow | None:
     """The server's :data:`SendNow` for this request's response, if it offers one (minimcp's own server) and
     ``send`` is that server's own: under a middleware that wraps ``send`` (compressing, say) but passes the
     scope on, writing past it would bypass it, so the response then writes through ``send`` only."""
-    extensions = scope.get("extensions")
-    send_now: SendNow | None = extensions.get(SEND_NOW) if extensions else None
-    if send_now is None or getattr(send_now, "__self__", None) is not getattr(send, "__self__", send):
-        return None
+    send_now: SendNow | None = _servers_own(scope, SEND_NOW, send)
     return send_now
 
 
@@ -65,11 +62,19 @@ def end_receive_of(scope: Scope, receive: Receive) -> EndReceive | None:
     """The server's :data:`EndReceive` for this request, if it offers one (minimcp's own server) and ``receive``
     is that server's own (under a middleware that wraps ``receive``, ending the server's wait would not end
     the middleware's)."""
-    extensions = scope.get("extensions")
-    end_receive: EndReceive | None = extensions.get(END_RECEIVE) if extensions else None
-    if end_receive is None or getattr(end_receive, "__self__", None) is not getattr(receive, "__self__", receive):
-        return None
+    end_receive: EndReceive | None = _servers_own(scope, END_RECEIVE, receive)
     return end_receive
+
+
+def _servers_own(scope: Scope, name: str, given: Any) -> Any:
+    """The scope's extension ``name`` if it belongs to the object ``given`` belongs to (the ASGI ``send`` or
+    ``receive`` the app was handed: with minimcp's server, methods of one connection); else None."""
+    extensions = scope.get("extensions")
+    found = extensions.get(name) if extensions else None
+    if found is None or getattr(found, "__self__", None) is not getattr(given, "__self__", given):
+        return None
+    return found
+
 
 #: The revision a server assumes when ``MCP-Protocol-Version`` is absent (spec).
 ASSUMED_VERSION = "2025-03-26"

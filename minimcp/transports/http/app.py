@@ -596,12 +596,14 @@ class StreamableHTTPApp:
         head = self._priming(stream, cursor, version)
         # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set;
         # minimcp's own server offers send_now (its writes can be cut short): then no hand-off, and a deadline.
-        # (asyncio, no hand-off: flush_nowait drives send itself)
-        send_now = send_now_of(scope, send) if sess.transport.hand_off is not None else None
-        timeout = self.limits.stream_write_timeout if sess.transport.hand_off is None or send_now else math.inf
-        reader = Reader(
-            stream, send, cursor, head, timeout, sess.transport.clock, send_now, end_receive_of(scope, receive)
-        )
+        # (asyncio, no hand-off: flush_nowait drives send itself, and the wait in receive() is relayed)
+        if sess.transport.hand_off is None:
+            send_now = end_receive = None
+            timeout = self.limits.stream_write_timeout
+        else:
+            send_now, end_receive = send_now_of(scope, send), end_receive_of(scope, receive)
+            timeout = self.limits.stream_write_timeout if send_now else math.inf
+        reader = Reader(stream, send, cursor, head, timeout, sess.transport.clock, send_now, end_receive)
         previous = stream.owner
         stream.owner = reader
         if type(previous) is Reader:
