@@ -90,6 +90,10 @@ class ReadinessWatch:
     readable (data, the peer's close, an error); :meth:`wake` wakes it at once, and nothing else waiting
     on the socket. Level-triggered, and a socket leaves the epoll when its waiter is woken or cancelled,
     so a socket is in it only while someone waits, and never once closed.
+
+    A socket can also be watched with no task at all (:meth:`call_when_readable`): a function of its
+    owner is called, in :meth:`run`'s task, once it is readable (a parked HTTP response: the server's
+    connection keeps no task while the response stays open, see ``minimcp.transports.h1_server``).
     """
 
     __slots__ = ("_epoll", "_lowlevel", "_waiting")
@@ -99,7 +103,8 @@ class ReadinessWatch:
 
         self._epoll = select.epoll()
         self._lowlevel = trio.lowlevel
-        self._waiting: dict[int, Any] = {}  # fd -> the task waiting for it to be readable
+        # fd -> the task waiting for it to be readable, or the function to call then (call_when_readable)
+        self._waiting: dict[int, Any] = {}
 
     async def run(self) -> None:
         """Wake the waiters of the sockets that are readable, until cancelled; then the epoll is closed."""
@@ -111,10 +116,11 @@ class ReadinessWatch:
                     self.wake(fd)
         finally:
             epoll.close()
-            # A waiter the stop did not cancel (shielded) is woken: it waits again with trio's own wait.
+            # A waiter the stop did not cancel (shielded) is woken: it waits again with trio's own wait (a
+            # function watching a socket is called: its owner finds the watch closed, see call_when_readable).
             waiting, self._waiting = self._waiting, {}
-            for task in waiting.values():
-                self._lowlevel.reschedule(task)
+            for waiter in waiting.values():
+                self._resume(waiter)
 
     async def readable(self, fd: int) -> None:
         """Wait until ``fd`` is readable, or :meth:`wake`; one waiter per socket. After :meth:`run` has
@@ -127,14 +133,37 @@ class ReadinessWatch:
         task = self._waiting[fd] = lowlevel.current_task()
         await lowlevel.wait_task_rescheduled(functools.partial(self._abort, fd, task))
 
+    def call_when_readable(self, fd: int, callback: Callable[[], object]) -> bool:
+        """Call ``callback()`` (in :meth:`run`'s task; it must not raise) once ``fd`` is readable, or at
+        :meth:`wake`; one watcher per socket, and the socket leaves the epoll before the call (to go on
+        watching, call this again). False, and nothing is watched, once :meth:`run` has ended."""
+        if self._epoll.closed:
+            return False
+        self._epoll.register(fd, select.EPOLLIN)
+        self._waiting[fd] = callback
+        return True
+
+    def drop(self, fd: int, callback: Callable[[], object]) -> None:
+        """Stop watching ``fd`` for ``callback`` (:meth:`call_when_readable`) without calling it."""
+        if self._waiting.get(fd) == callback:  # (==: a bound method is made anew at each lookup)
+            del self._waiting[fd]
+            self._forget(fd)
+
     def wake(self, fd: int) -> bool:
-        """End the wait on ``fd``; False if none waits here (see :meth:`readable`: after run, trio's)."""
-        task = self._waiting.pop(fd, None)
-        if task is None:
+        """End the wait on ``fd`` (or call its watcher); False if none waits here (see :meth:`readable`)."""
+        waiter = self._waiting.pop(fd, None)
+        if waiter is None:
             return False
         self._forget(fd)
-        self._lowlevel.reschedule(task)
+        self._resume(waiter)
         return True
+
+    def _resume(self, waiter: Any) -> None:
+        """A task parked in :meth:`readable` is rescheduled; a watcher's function is called."""
+        if isinstance(waiter, self._lowlevel.Task):
+            self._lowlevel.reschedule(waiter)
+        else:
+            waiter()
 
     def _abort(self, fd: int, task: Any, _: Any) -> Any:
         """``task``'s wait was cancelled (the entry is taken out only if it is still its: a socket closed

@@ -136,6 +136,25 @@ class H1Connection:
         except RuntimeError:  # bytes after the peer closed: nothing more is read
             self.closing = True
 
+    def body_over(self) -> bool:
+        """Whether the whole request body has been returned, taking the end of a body that is here already
+        and carries nothing more (a GET's): the app never read it. A piece of body is kept for
+        :meth:`next_event` (False)."""
+        if self.request_done:
+            return True
+        if self._next is not None:
+            return False
+        try:
+            event = self._conn.next_event()
+        except h11.RemoteProtocolError:
+            return False  # (h11 reports it again at the next call)
+        if type(event) is h11.EndOfMessage:
+            self.request_done = True
+            return True
+        if event is not h11.NEED_DATA and event is not h11.PAUSED:
+            self._next = event
+        return False
+
     @property
     def buffered(self) -> int:
         """Bytes fed and not yet returned as events (bounded by the caller: it feeds only when asked)."""

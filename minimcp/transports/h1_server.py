@@ -33,7 +33,13 @@ that waits once the response is complete (on trio that wait has no cancel
 scope of its own: the end of the response wakes it, in the server's own epoll on Linux,
 :class:`~minimcp.transports._backend_io.ReadinessWatch`, else with ``notify_closing``).
 The scope's ``minimcp.end_receive`` extension ends such a wait early for an app
-that stops reading a response, with no cancel scope on its side either.
+that stops reading a response, with no cancel scope on its side either. Where the
+watch runs (trio on Linux) the scope's ``minimcp.park`` lets an app hand over a
+response that only waits for its end or for its client to leave: the app's call
+and the connection's task end, the watch calls the connection when the socket is
+readable, and a new task of the server goes on with the connection once the
+response ends (an open call then holds no task, no frame and no cancel scope of
+the HTTP server or the app: ~8 KB per pending call against ~17 KB).
 The accept task takes up to ``_ACCEPTS`` connections a turn, so a burst of
 connects does not wait in the backlog behind the running connections. On stop: no more accepts, idle
 connections close, responses under way get ``graceful_timeout`` to end, then
@@ -45,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any, Final
 
 import anyio
@@ -55,7 +62,7 @@ from minimcp.core.config import Limits
 from minimcp.transports._backend_io import ReadinessWatch, SocketWaits, native_socket_waits, readiness_watch
 from minimcp.transports.h1_connection import NEED_DATA, Body, H1Connection, Head, Reject, error_response
 
-__all__ = ["END_RECEIVE", "RECEIVE_ENDED", "SEND_NOW", "H1Server", "run_h1"]
+__all__ = ["END_RECEIVE", "PARK", "RECEIVE_ENDED", "SEND_NOW", "H1Server", "run_h1"]
 
 logger = logging.getLogger("minimcp.asgi")
 
@@ -66,6 +73,9 @@ SEND_NOW: Final = "minimcp.send_now"
 #: of the response, without cancelling it; it returns ``{"type": RECEIVE_ENDED}`` (:meth:`_Connection.end_receive`)
 END_RECEIVE: Final = "minimcp.end_receive"
 RECEIVE_ENDED: Final = "minimcp.receive_ended"
+#: the ASGI scope's extension (``scope["extensions"][PARK]``, trio on Linux): the app hands its open response to
+#: the server and returns; the connection keeps no task until the response ends (:meth:`_Connection.park`)
+PARK: Final = "minimcp.park"
 _READ: Final = 65536  # bytes of one read of a socket
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _NOTIFY: Final = object()  # _Connection.waiter on trio: woken through the watch, else notify_closing (wake)
@@ -83,8 +93,8 @@ class _Connection:
     """One accepted socket: its h11 state, head deadline and the ASGI ``receive``/``send`` of its requests."""
 
     __slots__ = (
-        "backlog", "client", "dead", "deadline", "drained", "h1", "paused", "scope", "server", "sock", "wait_ended",
-        "waiter", "waiting_write", "writer",
+        "backlog", "client", "dead", "deadline", "drained", "h1", "parked", "paused", "room", "scope", "server", "sock",
+        "wait_ended", "waiter", "waiting_write", "writer",
     )
 
     def __init__(self, server: H1Server, sock: socket.socket, client: Any) -> None:
@@ -103,6 +113,9 @@ class _Connection:
         self.writer: anyio.CancelScope | None = None  # the task writing the backlog, while there is one
         self.drained: anyio.Event | None = None  # set when the backlog is written or dropped (made when awaited)
         self.waiting_write = False  # a write (send) waits for the socket: send_now may not write meanwhile
+        # the app's park(): what to call when the parked response ends (None: not parked; see park)
+        self.parked: Callable[[bool], object] | None = None
+        self.room = 0  # while parked: bytes of a pipelined request still to read (then reading stops)
 
     async def read(self) -> bool:
         """Feed one read of the socket to h11; False at the end of the peer's input."""
@@ -200,6 +213,67 @@ class _Connection:
             self.wait_ended = True
             self.wake()
 
+    def park(self, on_end: Callable[[bool], object]) -> bool:
+        """The ``minimcp.park`` extension: the app hands the open response to the server and returns at once.
+
+        For a response that only waits for its end, written by other tasks (``send_now``, ``send``), or
+        for its client to leave: instead of a task waiting in ``receive()``, the connection keeps no task
+        meanwhile (its socket is watched by the server's :class:`ReadinessWatch`; the app's call, and the
+        connection's task, end). ``on_end(disconnected)`` is called once, in a task of the server, when the
+        response is complete (``False``) or the client left, a write failed or the server stopped
+        (``True``); the connection then goes on (the next request) or closes. Offered on trio on Linux;
+        False (nothing changes: wait in ``receive()``) when the response is over already, the request
+        still has a body to read, or a write waits.
+        """
+        watch = self.server.watch
+        if (
+            watch is None or self.parked is not None or self.dead or self.h1.response_done or self.waiting_write
+            or self.waiter is not None or not self.h1.body_over()
+        ):
+            return False
+        self.room = self.server.limits.max_http_head_bytes  # bytes of a pipelined request kept meanwhile
+        if not watch.call_when_readable(self.sock.fileno(), self._readable):
+            return False
+        self.parked = on_end
+        return True
+
+    def _readable(self) -> None:
+        """The parked connection's socket is readable (in the watch's task): the client left, or pipelines."""
+        if self.parked is None:
+            return
+        sock = self.sock
+        try:
+            data: bytes | None = sock.recv(min(_READ, self.room))
+        except BlockingIOError:
+            data = None
+        except OSError:
+            data = b""
+        if data is not None:
+            if not data:
+                self.gone()
+                self.wake()
+                return
+            self.room -= len(data)
+            self.h1.receive_data(data)  # the next request, pipelined: kept until this one ends
+        # (more to come; at the bound the socket is left alone until the response ends)
+        watch = self.server.watch
+        if self.room > 0 and watch is not None:
+            try:
+                watched = watch.call_when_readable(sock.fileno(), self._readable)
+            except (OSError, ValueError):  # (never expected: this runs in the watch's task, which must not fail)
+                watched = False
+            if not watched:  # the watch has ended (the server stops)
+                self.gone()
+                self.wake()
+
+    def unpark(self) -> Callable[[bool], object]:
+        """Take a parked response back from the watch (it ended, or the server stops): returns its ``on_end``."""
+        on_end, self.parked = self.parked, None
+        watch = self.server.watch
+        assert on_end is not None and watch is not None
+        watch.drop(self.sock.fileno(), self._readable)
+        return on_end
+
     def wake(self) -> None:
         """End the wait of a ``receive()`` for the end of the response (it ended, or the connection died).
 
@@ -207,6 +281,9 @@ class _Connection:
         ``notify_closing`` ends its ``wait_readable`` (trio's waits on a socket belong to the run, not to a
         task, so any task can end one), which wakes a write waiting for room on the socket too (end_receive
         comes while the response goes on): that write waits again."""
+        if self.parked is not None:
+            self.server.resume(self, self.unpark())
+            return
         waiter = self.waiter
         if waiter is _NOTIFY:
             watch = self.server.watch
@@ -451,6 +528,11 @@ class H1Server:
             if self.connections:
                 logger.info("stopped %d HTTP requests still under way after %g s", len(self.connections),
                             graceful_timeout)
+            for conn in list(self.connections):
+                if conn.parked is not None:  # no task to cancel: ended here
+                    conn.gone()
+                    self._ended(conn.unpark(), conn)
+                    self._close(conn)
             tg.cancel_scope.cancel()
 
     def start_soon(self, func: Any, *args: Any) -> None:
@@ -510,27 +592,53 @@ class H1Server:
                     logger.info("closed a connection whose request headers did not arrive within %g s", timeout)
                     conn.scope.cancel()
 
-    async def _connection(self, conn: _Connection) -> None:
+    async def _connection(self, conn: _Connection, resumed: bool = False) -> None:
+        """The connection's task: its requests until it closes, or until a response is parked (then a new
+        task goes on when that response ends: ``resumed``)."""
         try:
             with conn.scope:
-                await self._requests(conn)
+                await self._requests(conn, resumed)
         except Exception:
             logger.exception("HTTP connection failed")
         finally:
-            self.connections.discard(conn)
-            conn.gone()  # a backlog writer still running ends
-            sock = conn.sock
-            conn.wake()  # a receive() of another task still waiting for the response's end (it sees dead)
-            anyio.notify_closing(sock)
-            sock.close()
-            emptied = self._emptied
-            if emptied is not None and not self.connections:
-                emptied.set()
+            if conn.parked is None:
+                self._close(conn)
 
-    async def _requests(self, conn: _Connection) -> None:
-        """The connection's requests, one after another, until it closes."""
+    def _close(self, conn: _Connection) -> None:
+        self.connections.discard(conn)
+        conn.gone()  # a backlog writer still running ends
+        sock = conn.sock
+        conn.wake()  # a receive() of another task still waiting for the response's end (it sees dead)
+        anyio.notify_closing(sock)
+        sock.close()
+        emptied = self._emptied
+        if emptied is not None and not self.connections:
+            emptied.set()
+
+    def resume(self, conn: _Connection, on_end: Callable[[bool], object]) -> None:
+        """A parked response ended (complete, or the connection died): in a new task of the server the app's
+        ``on_end`` is called and the connection goes on (the next request, or its close)."""
+        conn.scope = anyio.CancelScope()  # (a trio cancel scope is entered once)
+        self.start_soon(self._resumed, conn, on_end)
+
+    async def _resumed(self, conn: _Connection, on_end: Callable[[bool], object]) -> None:
+        self._ended(on_end, conn)
+        await self._connection(conn, resumed=True)
+
+    @staticmethod
+    def _ended(on_end: Callable[[bool], object], conn: _Connection) -> None:
+        try:
+            on_end(conn.dead or not conn.h1.response_done)
+        except Exception:
+            logger.exception("exception in the ASGI application (the end of a parked response)")
+
+    async def _requests(self, conn: _Connection, resumed: bool = False) -> None:
+        """The connection's requests, one after another, until it closes or a response is parked
+        (``resumed``: go on after that response)."""
         h1 = conn.h1
         timeout = self.limits.http_header_timeout
+        if resumed and not await self._next_request(conn):
+            return
         conn.deadline = anyio.current_time() + timeout
         server = None
         ended = False  # the peer closed its side
@@ -544,16 +652,22 @@ class H1Server:
                 if server is None:
                     server = _sockname(conn.sock)
                 await self._request(conn, event, server)
-                await conn.flushed()  # what send_now left is written before the next request or the close
-                if conn.dead or self.stopping or not self._drain(h1):
+                if conn.parked is not None or not await self._next_request(conn):
                     return
-                h1.next_cycle()
                 conn.deadline = anyio.current_time() + timeout
                 continue
             if type(event) is Reject and not ended:
                 logger.info("answered %d and closed the connection: %s", event.status, event.reason)
                 conn.write_nowait(event.data)
             return  # CLOSED (PAUSED and Body come only after a head)
+
+    async def _next_request(self, conn: _Connection) -> bool:
+        """After a response: whether the connection serves another request (then its cycle has begun)."""
+        await conn.flushed()  # what send_now left is written before the next request or the close
+        if conn.dead or self.stopping or not self._drain(conn.h1):
+            return False
+        conn.h1.next_cycle()
+        return True
 
     async def _request(self, conn: _Connection, head: Head, server: Any) -> None:
         scope = {
@@ -571,6 +685,8 @@ class H1Server:
             "server": server,
             "extensions": {SEND_NOW: conn.send_now, END_RECEIVE: conn.end_receive},
         }
+        if self.watch is not None:
+            scope["extensions"][PARK] = conn.park
         h1 = conn.h1
         if self.stopping:
             h1.close_after_response()
@@ -578,12 +694,16 @@ class H1Server:
             await self.app(scope, conn.receive, conn.send)
         except Exception:
             logger.exception("exception in the ASGI application")
+            if conn.parked is not None:  # its response goes on (parked), not this call
+                return
             if not h1.response_started and not conn.dead:
                 h1.close_after_response()
                 h1.response_start(500, [(b"content-type", b"text/plain; charset=utf-8")])
                 with contextlib.suppress(OSError):
                     await conn.send({"type": "http.response.body", "body": b"Internal Server Error\n"})
             conn.gone()
+            return
+        if conn.parked is not None:  # the response goes on, with no task (see _Connection.park)
             return
         if not h1.response_done:  # the app returned without (ending) a response
             if h1.response_started or conn.dead:

@@ -409,3 +409,71 @@ async def test_a_question_the_client_takes_slowly_is_finished_by_its_response(
                     await anyio.sleep(0.01)
                 assert call.abandoned and stream.events  # the question waits in the replay buffer
             tg.cancel_scope.cancel()
+
+
+# --- on minimcp's own HTTP server: a parked response holds no frame of the server or the app (issue 31) -------
+
+
+def _transport_frames() -> int:
+    """Coroutine and generator frames alive of minimcp's HTTP server and app (``minimcp/transports/``)."""
+    gc.collect()
+    count = 0
+    for o in gc.get_objects():
+        kind = type(o).__name__
+        code = o.cr_code if kind == "coroutine" else o.gi_code if kind == "generator" else None
+        if code is not None and "/minimcp/transports/" in code.co_filename:
+            count += 1
+    return count
+
+
+async def test_on_minimcps_server_a_parked_pending_call_holds_no_frame_of_the_server_or_the_app(
+    anyio_backend: str,
+) -> None:
+    import sys
+
+    from minimcp.transports.asgi_server import bind
+    from minimcp.transports.h1_server import H1Server
+
+    app = StreamableHTTPApp(ask_server())
+    sock = bind("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    server = H1Server(app, Limits())
+    stop = anyio.Event()
+    headers = b"".join(b"%s: %s\r\n" % pair for pair in Calls(app, "-").headers[:-2])
+    clients: list[anyio.abc.SocketStream] = []
+
+    async def call(sid: str, i: int) -> None:
+        """POST a call over a socket of its own; return once its question has come (the response stays open)."""
+        body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                           "params": {"name": "ask", "arguments": {"i": i}}}).encode()
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        clients.append(stream)
+        await stream.send(b"POST /mcp HTTP/1.1\r\n%smcp-session-id: %s\r\nmcp-protocol-version: %s\r\n"
+                          b"content-length: %d\r\n\r\n%s" % (headers, sid.encode(), V.encode(), len(body), body))
+        got = b""
+        while b"elicitation/create" not in got:
+            got += await stream.receive()
+
+    try:
+        with anyio.fail_after(TIMEOUT):
+            async with anyio.create_task_group() as tg:
+                await tg.start(app.run)
+                await tg.start(server.serve, sock, stop, 1.0)
+                sid, _ = await initialize(app)
+                for i in range(5):  # lazily built state exists before the baseline
+                    await call(sid, i + 1)
+                before = _transport_frames()
+                for i in range(N):
+                    await call(sid, i + 10)
+                grown = _transport_frames() - before
+                parks = anyio_backend == "trio" and sys.platform.startswith("linux")
+                if parks:  # the app's call and the connection's task ended: nothing per call
+                    assert grown <= N // 10, f"{grown} frames of minimcp's server and app for {N} pending calls"
+                else:  # elsewhere the request's task waits in receive() (the server's and app's frames)
+                    assert grown >= N, grown
+                for stream in clients:
+                    await stream.aclose()
+                stop.set()
+                tg.cancel_scope.cancel()
+    finally:
+        sock.close()

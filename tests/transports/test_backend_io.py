@@ -160,3 +160,52 @@ async def test_a_waiter_the_stop_did_not_cancel_is_woken_and_waits_with_trio_s_o
         ours.close()
         peer.close()
     assert returns == ["woken", "readable"]
+
+
+async def test_the_watch_calls_a_watcher_once_when_readable_not_after_drop_and_refuses_once_run_has_ended(
+    anyio_backend: str,
+) -> None:
+    watch = readiness_watch()
+    if anyio_backend != "trio" or not sys.platform.startswith("linux"):
+        assert watch is None
+        return
+    assert watch is not None
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    fd = ours.fileno()
+    called: list[str] = []
+    called_again = anyio.Event()
+
+    def watcher() -> None:
+        called.append(ours.recv(10).decode())
+        if len(called) == 2:
+            called_again.set()
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch.run)
+                assert watch.call_when_readable(fd, watcher)
+                peer.send(b"a")
+                while not called:  # noqa: ASYNC110 - the watch's own task calls it
+                    await anyio.sleep(0.01)
+                assert fd not in watch._waiting  # called once: the socket left the epoll
+                # dropped before the data comes: not called
+                assert watch.call_when_readable(fd, watcher)
+                watch.drop(fd, lambda: None)  # (another watcher's drop leaves it)
+                assert fd in watch._waiting
+                watch.drop(fd, watcher)
+                peer.send(b"b")
+                await anyio.sleep(0.05)
+                assert called == ["a"] and fd not in watch._waiting
+                # watched again: the data waiting since is seen at once; wake() calls it too
+                assert watch.call_when_readable(fd, watcher)
+                await called_again.wait()
+                assert called == ["a", "b"]
+                assert watch.call_when_readable(fd, lambda: called.append("woken"))
+                assert watch.wake(fd) and called == ["a", "b", "woken"]
+                tg.cancel_scope.cancel()
+        assert not watch.call_when_readable(fd, watcher)  # run has ended (the epoll is closed)
+    finally:
+        ours.close()
+        peer.close()

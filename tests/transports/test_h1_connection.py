@@ -77,3 +77,20 @@ def test_the_peer_closing_between_requests_is_closed_and_mid_head_a_400() -> Non
     events(conn, b"GET / HTTP/1.1\r\nho")
     last = events(conn, b"")[-1]
     assert isinstance(last, Reject) and last.status == 400
+
+
+def test_body_over_takes_the_end_of_an_empty_body_and_keeps_a_piece_still_to_return() -> None:
+    get = H1Connection(1024)
+    get.receive_data(b"GET / HTTP/1.1\r\nhost: h\r\n\r\n")
+    assert isinstance(get.next_event(), Head)
+    assert get.body_over() and get.request_done  # a GET's end, never read by the app
+    post = H1Connection(1024)
+    post.receive_data(b"POST / HTTP/1.1\r\nhost: h\r\ntransfer-encoding: chunked\r\n\r\n")
+    assert isinstance(post.next_event(), Head)
+    assert not post.body_over()  # nothing of the body here yet: nothing taken
+    post.receive_data(b"2\r\nab\r\n")
+    assert not post.body_over()  # a piece of body: kept for next_event
+    piece = post.next_event()
+    assert isinstance(piece, Body) and piece.data == b"ab" and not post.request_done
+    post.receive_data(b"0\r\n\r\n")
+    assert post.body_over() and post.request_done

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -12,8 +13,9 @@ import anyio.abc
 import pytest
 
 from minimcp import Limits
+from minimcp.core._backend import backend_name
 from minimcp.transports.asgi_server import bind
-from minimcp.transports.h1_server import END_RECEIVE, RECEIVE_ENDED, SEND_NOW, H1Server
+from minimcp.transports.h1_server import END_RECEIVE, PARK, RECEIVE_ENDED, SEND_NOW, H1Server
 from minimcp.transports.http import _asgi
 from tests.helpers.h1 import until_closed
 
@@ -80,6 +82,25 @@ async def open_response(receive: Any, send: Any) -> None:
     await receive()
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"a", "more_body": True})
+
+
+async def stop_while_open(app: App, use_watch: bool, waiting: anyio.Event) -> H1Server:
+    """Serve ``app`` (a graceful time of 0.2 s), send it a GET and stop the server once ``waiting`` is set; the client
+    reads until the server closes. Returns the stopped server."""
+    sock = bind("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    server = H1Server(app, Limits(), use_watch=use_watch)
+    stop = anyio.Event()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.serve, sock, stop, 0.2)
+            async with await anyio.connect_tcp("127.0.0.1", port) as client:
+                await client.send(GET)
+                await waiting.wait()
+                stop.set()
+                await until_closed(client)
+    sock.close()
+    return server
 
 
 #: a response's wait for its client to leave: the server's ReadinessWatch (trio on Linux), or the backend's own wait
@@ -418,19 +439,7 @@ async def test_stop_cancels_a_response_still_waiting_for_its_client_after_the_gr
             seen.append("cancelled")
             raise
 
-    sock = bind("127.0.0.1", 0)
-    port = int(sock.getsockname()[1])
-    server = H1Server(app, Limits(), use_watch=use_watch)
-    stop = anyio.Event()
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(server.serve, sock, stop, 0.2)
-            async with await anyio.connect_tcp("127.0.0.1", port) as client:
-                await client.send(GET)
-                await waiting.wait()
-                stop.set()
-                await until_closed(client)
-    sock.close()
+    server = await stop_while_open(app, use_watch, waiting)
     assert seen == ["cancelled"] and not server.connections
     assert not [r for r in caplog.records if r.levelno >= 40], caplog.text  # no error: a cancellation, not a failure
 
@@ -555,6 +564,7 @@ def connection_of(server: H1Server) -> Any:
 def test_the_extensions_have_the_names_the_app_looks_for() -> None:
     assert SEND_NOW == _asgi.SEND_NOW
     assert END_RECEIVE == _asgi.END_RECEIVE
+    assert PARK == _asgi.PARK
 
 
 @WAITS
@@ -747,3 +757,135 @@ async def test_send_now_refuses_to_write_while_a_send_waits_for_the_socket() -> 
             await stream.send(GET)
             await drained(server)  # the cancelled send closed it
             assert outcome == ["refused", "stalled"]
+
+
+# --- a parked response (minimcp.park: trio on Linux, with the watch) -------------------------------------
+
+
+def parks(use_watch: bool) -> bool:
+    """Whether the server offers ``minimcp.park`` here: only where its ReadinessWatch runs."""
+    return use_watch and backend_name() == "trio" and sys.platform.startswith("linux")
+
+
+async def park_or_wait(scope: Any, receive: Any, log: list[Any], use_watch: bool) -> None:
+    """Hand the open response to the server where it offers that (the app's call returns at once), else wait in
+    ``receive()`` for its end: what the app then records is the same either way (``("end", disconnected)``)."""
+    park = scope["extensions"].get(PARK)
+    assert (park is not None) is parks(use_watch)
+    if park is not None:
+        assert park(lambda disconnected: log.append(("end", disconnected)))
+        log.append("returned")  # (before the end: the connection's task ends with this call)
+        return
+    message = await receive()
+    log.append(("end", message["type"] == "http.disconnect" and not scope["ended"]))
+
+
+@WAITS
+async def test_a_parked_response_ends_by_another_task_s_send_now_and_the_pipelined_request_follows(
+    use_watch: bool,
+) -> None:
+    log: list[Any] = []
+    finish = anyio.Event()
+    box: dict[str, Any] = {}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await open_response(receive, send)
+        if scope["path"] == "/last":
+            await send({"type": "http.response.body", "body": b""})
+            log.append("last")
+            return
+        box["send_now"] = scope["extensions"][SEND_NOW]
+        scope["ended"] = False
+        box["scope"] = scope
+        finish.set()
+        await park_or_wait(scope, receive, log, use_watch)
+
+    with anyio.fail_after(10):
+        async with running(app, use_watch=use_watch) as (port, server), anyio.create_task_group() as tg:
+
+            async def end_it() -> None:  # another task ends the open response (a handler, in minimcp)
+                await finish.wait()
+                if parks(use_watch):
+                    while "returned" not in log:  # noqa: ASYNC110 - the app's state
+                        await anyio.sleep(0.01)
+                    assert not [c for c in server.connections if c.waiter is not None]  # nothing waits in receive
+                box["scope"]["ended"] = True
+                box["send_now"]({"type": "http.response.body", "body": b"b"})
+
+            tg.start_soon(end_it)
+            pipelined = GET + b"GET /last HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+            answer = await exchange(port, pipelined)
+            assert answer.count(b"HTTP/1.1 200 OK\r\n") == 2 and b"1\r\na\r\n1\r\nb\r\n0\r\n\r\n" in answer, answer
+            expected = ["returned", ("end", False), "last"] if parks(use_watch) else [("end", False), "last"]
+            assert log == expected
+            await drained(server)
+
+
+@WAITS
+async def test_a_client_leaving_a_parked_response_ends_it_once_and_leaves_nothing(use_watch: bool) -> None:
+    log: list[Any] = []
+    started = anyio.Event()
+    box: dict[str, Any] = {}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await open_response(receive, send)
+        box["send_now"] = scope["extensions"][SEND_NOW]
+        scope["ended"] = False
+        started.set()
+        await park_or_wait(scope, receive, log, use_watch)
+
+    with anyio.fail_after(10):
+        async with running(app, use_watch=use_watch) as (port, server):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(GET)
+                await started.wait()
+            await drained(server)
+            assert log[-1] == ("end", True) and log.count(("end", True)) == 1, log
+            with pytest.raises(OSError):  # the response is over: a write after it raises
+                box["send_now"]({"type": "http.response.body", "body": b"more", "more_body": True})
+
+
+@WAITS
+async def test_stop_ends_a_parked_response_after_the_graceful_time(
+    use_watch: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    log: list[Any] = []
+    waiting = anyio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await open_response(receive, send)
+        scope["ended"] = False
+        waiting.set()
+        try:
+            await park_or_wait(scope, receive, log, use_watch)
+        except BaseException:
+            log.append("cancelled")  # (not parked: the stop cancels the wait)
+            raise
+
+    server = await stop_while_open(app, use_watch, waiting)
+    assert log == (["returned", ("end", True)] if parks(use_watch) else ["cancelled"]) and not server.connections
+    assert not [r for r in caplog.records if r.levelno >= 40], caplog.text
+
+
+async def test_park_is_refused_while_a_body_is_unread_or_the_response_is_over() -> None:
+    answers: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        park = scope["extensions"].get(PARK)
+        if park is None:  # asyncio (or trio off Linux): not offered at all
+            answers.append("not offered")
+        else:
+            answers.append(park(answers.append))  # the POST's body is unread: refused
+        body = await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body["body"]})
+        if park is not None:
+            answers.append(park(answers.append))  # the response is over: refused
+
+    with anyio.fail_after(10):
+        async with running(app) as (port, server):
+            post = b"POST /p HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\nhi"
+            answer = await exchange(port, post)
+            assert answer.endswith(b"\r\n\r\nhi"), answer
+            assert answers == ([False, False] if parks(True) else ["not offered"])
+            await drained(server)

@@ -16,11 +16,13 @@ __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
     "DEFAULT_ALLOWED_ORIGINS",
     "END_RECEIVE",
+    "PARK",
     "SEND_NOW",
     "SSE_HEADERS",
     "ASGIApp",
     "ASGIMessage",
     "EndReceive",
+    "Park",
     "Receive",
     "Scope",
     "Send",
@@ -31,6 +33,7 @@ __all__ = [
     "respond_error",
     "scope_headers",
     "end_receive_of",
+    "park_of",
     "send_now_of",
 ]
 
@@ -43,11 +46,16 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 SendNow = Callable[[ASGIMessage], None]
 #: A server's way to end a ``receive()`` that waits for the end of the response (it then returns, no cancellation).
 EndReceive = Callable[[], None]
+#: A server's way to take an open response over (the app's call then returns, no task waits): True if it did;
+#: it calls ``on_end(disconnected)`` once the response is complete or its client has left.
+Park = Callable[[Callable[[bool], object]], bool]
 
 #: The scope extension minimcp's own HTTP server offers it under (``minimcp.transports.h1_server``).
 SEND_NOW = "minimcp.send_now"
 #: ... and the one it offers :data:`EndReceive` under.
 END_RECEIVE = "minimcp.end_receive"
+#: ... and the one it offers :data:`Park` under (trio on Linux).
+PARK = "minimcp.park"
 
 
 def send_now_of(scope: Scope, send: Send) -> SendNow | None:
@@ -64,6 +72,16 @@ def end_receive_of(scope: Scope, receive: Receive) -> EndReceive | None:
     the middleware's)."""
     end_receive: EndReceive | None = _servers_own(scope, END_RECEIVE, receive)
     return end_receive
+
+
+def park_of(scope: Scope, receive: Receive, send: Send) -> Park | None:
+    """The server's :data:`Park` for this request, if it offers one (minimcp's own server, trio on Linux) and
+    both ``receive`` and ``send`` are that server's own (a middleware that wraps either would be bypassed
+    while the response is parked)."""
+    if _servers_own(scope, SEND_NOW, send) is None:
+        return None
+    park: Park | None = _servers_own(scope, PARK, receive)
+    return park
 
 
 def _servers_own(scope: Scope, name: str, given: Any) -> Any:

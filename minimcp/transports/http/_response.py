@@ -14,7 +14,7 @@ from minimcp.core._backend import relayed_wait, running_loop
 from minimcp.transports._backend_io import FutureWaker, checkpoint, end_wait, trio_cancel_scope
 
 if TYPE_CHECKING:
-    from minimcp.transports.http._asgi import ASGIMessage, EndReceive, Receive, Send, SendNow
+    from minimcp.transports.http._asgi import ASGIMessage, EndReceive, Park, Receive, Send, SendNow
     from minimcp.transports.http._streams import Stream
 
 __all__ = ["Reader"]
@@ -41,12 +41,16 @@ class Reader:
         "clock",
         "cursor",
         "end_receive",
+        "ended",
         "ending",
         "finished",
         "head",
         "hold",
         "idle",
         "last_write",
+        "owner",
+        "park",
+        "parked",
         "rest",
         "scope",
         "send",
@@ -67,6 +71,7 @@ class Reader:
         clock: Callable[[], float] = anyio.current_time,
         send_now: SendNow | None = None,
         end_receive: EndReceive | None = None,
+        park: Park | None = None,
     ) -> None:
         self.stream = stream
         self.send = send
@@ -74,6 +79,12 @@ class Reader:
         self.send_now = send_now
         # the server's way to end the wait in receive() (minimcp's own server): on trio no cancel scope for it
         self.end_receive = end_receive
+        # the server's way to take the open response over (minimcp's own, trio on Linux): no wait in receive()
+        self.park = park
+        self.parked = False  # parked: the server holds the open response and calls unparked at its end
+        # while parked, what respond would call at the end (ended(self, owner))
+        self.ended: Callable[[Reader, Any], None] | None = None
+        self.owner: Any = None
         self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
         self.cursor = cursor  # the seq of the last event written
         self.head = head  # bytes to write before the next events (the priming event, a keep-alive)
@@ -100,6 +111,8 @@ class Reader:
             await self.write_all()
         finally:
             self.release()
+        if self.parked and self.ending:  # end() came during the write: the end goes out now
+            self._finish_parked()
         if self.finished and self.waiting:
             if isinstance(self.scope, FutureWaker):
                 # asyncio: the wait ends by completing a future of its own (race-free, no cancellation), so
@@ -273,9 +286,40 @@ class Reader:
         await self.flush()
 
     def end(self) -> None:
-        """End the response soon (its coroutine writes what is left, then the end)."""
+        """End the response soon (its coroutine writes what is left, then the end; parked: now)."""
         self.ending = True
-        self._interrupt()
+        if self.parked:
+            self._finish_parked()
+        else:
+            self._interrupt()
+
+    def _finish_parked(self) -> None:
+        """:meth:`finish` for a parked response (its writes go through ``send_now``): what is due, then the end,
+        written now; a write under way (:meth:`flush`) does this when it ends."""
+        if self.writing or self.finished:
+            return
+        self.flush_nowait()
+        if self.writing or self.finished:
+            return
+        assert self.send_now is not None  # (a parked response has it: see respond)
+        try:
+            self.send_now({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception as exc:  # as in finish
+            logger.debug("SSE stream %d: could not end the response (%r)", self.stream.key, exc)
+            self.gone()
+        else:
+            self.finished = True
+
+    def unparked(self, disconnected: bool) -> None:
+        """The server's call at the end of a parked response (see ``minimcp.park``): what :meth:`respond` does
+        after its wait (``disconnected``: the client left, or the connection died)."""
+        self.parked = False
+        if disconnected and not self.finished:
+            self.gone()
+        ended, owner = self.ended, self.owner
+        self.ended = self.owner = None
+        assert ended is not None
+        ended(self, owner)
 
     def _interrupt(self) -> None:
         """End the wait in ``receive()``, if one is under way (it sees :attr:`ending` or :attr:`finished`)."""
@@ -346,6 +390,13 @@ class Reader:
                 self.release()
             disconnected = False
             loop = running_loop()
+            park = self.park
+            if park is not None and not (self.finished or self.ending) and park(self.unparked):
+                # minimcp's server holds the open response from here, with no task (unparked at its end); what
+                # only a wait in receive() uses is let go (two bound methods: 128 bytes per pending call)
+                self.ended, self.owner, self.parked = ended, owner, True
+                self.park = self.end_receive = None
+                return
             if loop is None:  # trio
                 # (one local for both backends' wake: 8 bytes a frame)
                 wake: Any = self.end_receive or trio_cancel_scope()
@@ -425,7 +476,8 @@ class Reader:
         except OSError:  # the ASGI server could not write: the client is gone
             logger.debug("SSE stream %d: client went away", self.stream.key)
         finally:
-            ended(self, owner)
+            if not self.parked:
+                ended(self, owner)
 
 
 class _Resumed:

@@ -28,6 +28,7 @@ from minimcp.transports.http._asgi import (
     Send,
     accepts,
     end_receive_of,
+    park_of,
     read_body,
     respond,
     respond_error,
@@ -597,13 +598,15 @@ class StreamableHTTPApp:
         # With a hand-off (trio) no deadline can cut a write short (see SessionTransport.hand_off): none is set;
         # minimcp's own server offers send_now (its writes can be cut short): then no hand-off, and a deadline.
         # (asyncio, no hand-off: flush_nowait drives send itself, and the wait in receive() is relayed)
+        # It also lets the response be parked (no wait in receive(), the request's task ends: trio on Linux).
         if sess.transport.hand_off is None:
-            send_now = end_receive = None
+            send_now = end_receive = park = None
             timeout = self.limits.stream_write_timeout
         else:
             send_now, end_receive = send_now_of(scope, send), end_receive_of(scope, receive)
+            park = park_of(scope, receive, send)
             timeout = self.limits.stream_write_timeout if send_now else math.inf
-        reader = Reader(stream, send, cursor, head, timeout, sess.transport.clock, send_now, end_receive)
+        reader = Reader(stream, send, cursor, head, timeout, sess.transport.clock, send_now, end_receive, park)
         previous = stream.owner
         stream.owner = reader
         if type(previous) is Reader:

@@ -30,7 +30,7 @@ import pytest
 import minimcp
 from minimcp import Limits, Server, connect_http, serve_http
 from minimcp.transports.http import StreamableHTTPApp, http_client
-from minimcp.transports.http._asgi import END_RECEIVE, SEND_NOW, end_receive_of, send_now_of
+from minimcp.transports.http._asgi import END_RECEIVE, PARK, SEND_NOW, end_receive_of, park_of, send_now_of
 from minimcp.transports.http._sse import SSEDecoder, encode_event
 
 pytest.importorskip("uvicorn")
@@ -192,6 +192,43 @@ def test_end_receive_is_used_only_with_the_servers_own_receive() -> None:
     assert end_receive_of(scope, wrapped) is None
     assert end_receive_of(scope, other.receive) is None
     assert end_receive_of({}, conn.receive) is None
+
+
+def test_park_is_used_only_with_the_servers_own_receive_and_send() -> None:
+    # A parked response is written and ended past the app's call: a middleware wrapping either would be bypassed.
+    class Connection:
+        async def receive(self) -> Any: ...
+
+        async def send(self, message: Any) -> None: ...
+
+        def send_now(self, message: Any) -> None: ...
+
+        def park(self, on_end: Any) -> bool:
+            return True
+
+    conn, other = Connection(), Connection()
+    scope: dict[str, Any] = {"extensions": {SEND_NOW: conn.send_now, PARK: conn.park}}
+    assert park_of(scope, conn.receive, conn.send) == conn.park
+
+    async def wrapped_receive() -> Any:
+        return await conn.receive()
+
+    async def wrapped_send(message: Any) -> None:
+        await conn.send(message)
+
+    assert park_of(scope, wrapped_receive, conn.send) is None
+    assert park_of(scope, conn.receive, wrapped_send) is None
+    assert park_of(scope, other.receive, other.send) is None
+    assert park_of({"extensions": {PARK: conn.park}}, conn.receive, conn.send) is None  # (no send_now: no park)
+
+
+def accept_alternative(question: dict[str, Any]) -> dict[str, Any]:
+    """The person's answer to the booking's question: the alternative date, accepted."""
+    return {
+        "jsonrpc": "2.0",
+        "id": question["id"],
+        "result": {"action": "accept", "content": {"accept_alternative": True, "date": "2025-12-26"}},
+    }
 
 
 async def test_booking_decline_over_http() -> None:
@@ -461,11 +498,7 @@ async def test_nested_elicitation_travels_on_the_post_stream() -> None:
                 question = item[1]
                 assert question["method"] == "elicitation/create"
                 assert question["params"]["mode"] == "form"
-                answer = {
-                    "jsonrpc": "2.0",
-                    "id": question["id"],
-                    "result": {"action": "accept", "content": {"accept_alternative": True, "date": "2025-12-26"}},
-                }
+                answer = accept_alternative(question)
                 r = await raw.post(answer)
                 assert r.status_code == 202
                 item = await sse.message()
@@ -715,11 +748,7 @@ async def test_dropped_stream_is_not_a_cancel_and_resumes() -> None:
             assert conn.session.inflight_count == 1  # the tool is still running
 
             # The question is still answerable...
-            answer = {
-                "jsonrpc": "2.0",
-                "id": question["id"],
-                "result": {"action": "accept", "content": {"accept_alternative": True, "date": "2025-12-26"}},
-            }
+            answer = accept_alternative(question)
             assert (await raw.post(answer)).status_code == 202
             with anyio.fail_after(5):
                 while conn.session.inflight_count:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
@@ -735,6 +764,36 @@ async def test_dropped_stream_is_not_a_cancel_and_resumes() -> None:
                 assert result["id"] == 1
                 assert result["result"]["structuredContent"]["status"] == "booked"
                 assert await sse.message() is None  # only that stream's events, then the end
+
+
+async def test_a_resumption_ends_the_response_still_reading_the_stream_and_carries_the_rest() -> None:
+    # The first response stays open (on trio minimcp's server holds it parked, with no task): a GET resuming
+    # the same stream takes it over; the first ends cleanly, the second gets the result.
+    server = build_server()
+    with anyio.fail_after(TIMEOUT):
+        async with serving(server) as (url, app), raw_session(url) as raw:
+            assert raw.session_id is not None
+            conn = app.connection(raw.session_id)
+            assert conn is not None
+            async with raw.stream(req(1, "tools/call", BOOK_FULL_DAY)) as response:
+                first = SSE(response)
+                assert await first.block() is not None  # priming
+                item = await first.message()
+                assert item is not None
+                question_event_id, question = item
+                async with raw.get(**{"last-event-id": question_event_id}) as resumed:
+                    assert resumed.status_code == 200
+                    assert await first.message() is None  # the first response ended (its end, not a reset)
+                    answer = accept_alternative(question)
+                    assert (await raw.post(answer)).status_code == 202
+                    sse = SSE(resumed)
+                    got = await sse.message()
+                    assert got is not None and got[1]["id"] == 1
+                    assert got[1]["result"]["structuredContent"]["status"] == "booked"
+                    assert await sse.message() is None
+            while conn.session.inflight_count:  # noqa: ASYNC110 - polls a state the test does not own, within a deadline
+                await anyio.sleep(0.01)
+            assert conn.session.pending_count == 0  # the question was answered: nothing waits
 
 
 async def test_resume_from_the_priming_event_replays_the_stream() -> None:
