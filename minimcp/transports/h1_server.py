@@ -93,8 +93,8 @@ class _Connection:
     """One accepted socket: its h11 state, head deadline and the ASGI ``receive``/``send`` of its requests."""
 
     __slots__ = (
-        "backlog", "client", "dead", "deadline", "drained", "h1", "parked", "paused", "room", "scope", "server", "sock",
-        "wait_ended", "waiter", "waiting_write", "writer",
+        "backlog", "client", "dead", "deadline", "drained", "h1", "parked", "parks", "paused", "room", "scope",
+        "server", "sock", "wait_ended", "waiter", "waiting_write", "writer",
     )
 
     def __init__(self, server: H1Server, sock: socket.socket, client: Any) -> None:
@@ -116,6 +116,9 @@ class _Connection:
         # the app's park(): what to call when the parked response ends (None: not parked; see park)
         self.parked: Callable[[bool], object] | None = None
         self.room = 0  # while parked: bytes of a pipelined request still to read (then reading stops)
+        # responses parked so far: a task whose app call parked one has handed the connection over (even when
+        # that response ended before the call returned: a resumed task goes on with it, see H1Server._connection)
+        self.parks = 0
 
     async def read(self) -> bool:
         """Feed one read of the socket to h11; False at the end of the peer's input."""
@@ -235,6 +238,7 @@ class _Connection:
         if not watch.call_when_readable(self.sock.fileno(), self._readable):
             return False
         self.parked = on_end
+        self.parks += 1
         return True
 
     def _readable(self) -> None:
@@ -595,13 +599,14 @@ class H1Server:
     async def _connection(self, conn: _Connection, resumed: bool = False) -> None:
         """The connection's task: its requests until it closes, or until a response is parked (then a new
         task goes on when that response ends: ``resumed``)."""
+        parks = conn.parks
         try:
             with conn.scope:
                 await self._requests(conn, resumed)
         except Exception:
             logger.exception("HTTP connection failed")
         finally:
-            if conn.parked is None:
+            if conn.parks == parks:  # (else handed over: the watch holds it, or a resumed task goes on with it)
                 self._close(conn)
 
     def _close(self, conn: _Connection) -> None:
@@ -651,8 +656,7 @@ class H1Server:
                 conn.deadline = None
                 if server is None:
                     server = _sockname(conn.sock)
-                await self._request(conn, event, server)
-                if conn.parked is not None or not await self._next_request(conn):
+                if await self._request(conn, event, server) or not await self._next_request(conn):
                     return
                 conn.deadline = anyio.current_time() + timeout
                 continue
@@ -669,7 +673,9 @@ class H1Server:
         conn.h1.next_cycle()
         return True
 
-    async def _request(self, conn: _Connection, head: Head, server: Any) -> None:
+    async def _request(self, conn: _Connection, head: Head, server: Any) -> bool:
+        """One request's app call; True if the app parked its response (the connection is no longer this task's:
+        the watch holds it, or, when that response has ended already, a resumed task goes on with it)."""
         scope = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -690,30 +696,32 @@ class H1Server:
         h1 = conn.h1
         if self.stopping:
             h1.close_after_response()
+        parks = conn.parks
         try:
             await self.app(scope, conn.receive, conn.send)
         except Exception:
             logger.exception("exception in the ASGI application")
-            if conn.parked is not None:  # its response goes on (parked), not this call
-                return
+            if conn.parks != parks:  # its response was parked: it is not this call's
+                return True
             if not h1.response_started and not conn.dead:
                 h1.close_after_response()
                 h1.response_start(500, [(b"content-type", b"text/plain; charset=utf-8")])
                 with contextlib.suppress(OSError):
                     await conn.send({"type": "http.response.body", "body": b"Internal Server Error\n"})
             conn.gone()
-            return
-        if conn.parked is not None:  # the response goes on, with no task (see _Connection.park)
-            return
+            return False
+        if conn.parks != parks:  # the response goes on, with no task (see _Connection.park)
+            return True
         if not h1.response_done:  # the app returned without (ending) a response
             if h1.response_started or conn.dead:
                 conn.gone()
-                return
+                return False
             logger.error("the ASGI application returned without a response")
             h1.close_after_response()
             h1.response_start(500, [])
             await conn.send({"type": "http.response.body", "body": b""})
             conn.gone()
+        return False
 
     @staticmethod
     def _drain(h1: H1Connection) -> bool:

@@ -780,6 +780,16 @@ async def park_or_wait(scope: Any, receive: Any, log: list[Any], use_watch: bool
     log.append(("end", message["type"] == "http.disconnect" and not scope["ended"]))
 
 
+async def opened_unless_last(scope: Any, receive: Any, send: Any, log: list[Any]) -> bool:
+    """:func:`open_response`; then, for ``/last``, the response's end and ``"last"`` logged (True: the app is done)."""
+    await open_response(receive, send)
+    if scope["path"] != "/last":
+        return False
+    await send({"type": "http.response.body", "body": b""})
+    log.append("last")
+    return True
+
+
 @WAITS
 async def test_a_parked_response_ends_by_another_task_s_send_now_and_the_pipelined_request_follows(
     use_watch: bool,
@@ -789,10 +799,7 @@ async def test_a_parked_response_ends_by_another_task_s_send_now_and_the_pipelin
     box: dict[str, Any] = {}
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        await open_response(receive, send)
-        if scope["path"] == "/last":
-            await send({"type": "http.response.body", "body": b""})
-            log.append("last")
+        if await opened_unless_last(scope, receive, send, log):
             return
         box["send_now"] = scope["extensions"][SEND_NOW]
         scope["ended"] = False
@@ -889,3 +896,38 @@ async def test_park_is_refused_while_a_body_is_unread_or_the_response_is_over() 
             assert answer.endswith(b"\r\n\r\nhi"), answer
             assert answers == ([False, False] if parks(True) else ["not offered"])
             await drained(server)
+
+
+async def test_a_parked_response_that_ends_before_the_app_returns_is_served_on_by_one_task_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The response ends (here by the app itself; a middleware awaiting after the app, another task meanwhile)
+    # before the call that parked it has returned: the connection goes on once, in one task, and stays open.
+    log: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if await opened_unless_last(scope, receive, send, log):
+            return
+        park = scope["extensions"].get(PARK)
+        if park is not None:
+            assert park(lambda disconnected: log.append(("end", disconnected)))
+        scope["extensions"][SEND_NOW]({"type": "http.response.body", "body": b"b"})
+        await anyio.lowlevel.checkpoint()  # (a middleware's await after the app, say)
+        log.append("returned")
+
+    with anyio.fail_after(10):
+        async with running(app) as (port, server):
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(GET)
+                first = b""
+                while not first.endswith(b"0\r\n\r\n"):
+                    first += await stream.receive()
+                while "returned" not in log:  # noqa: ASYNC110 - the app's state
+                    await anyio.sleep(0.01)
+                await stream.send(b"GET /last HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+                second = await until_closed(stream)
+            assert b"1\r\na\r\n1\r\nb\r\n0\r\n\r\n" in first, first
+            assert second.startswith(b"HTTP/1.1 200 OK\r\n"), second
+            await drained(server)
+    assert log.count("last") == 1 and log.count(("end", False)) == (1 if parks(True) else 0), log
+    assert not [r for r in caplog.records if r.levelno >= 30], caplog.text
