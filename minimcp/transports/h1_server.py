@@ -628,6 +628,7 @@ class H1Server:
 
     async def _resumed(self, conn: _Connection, on_end: Callable[[bool], object]) -> None:
         self._ended(on_end, conn)
+        del on_end  # (the app's: not held while the connection goes on, idle between requests)
         await self._connection(conn, resumed=True)
 
     @staticmethod

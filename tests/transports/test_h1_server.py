@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import socket
 import sys
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -931,3 +933,43 @@ async def test_a_parked_response_that_ends_before_the_app_returns_is_served_on_b
             await drained(server)
     assert log.count("last") == 1 and log.count(("end", False)) == (1 if parks(True) else 0), log
     assert not [r for r in caplog.records if r.levelno >= 30], caplog.text
+
+
+async def test_what_a_parked_response_held_is_let_go_once_it_ends_while_its_connection_stays_open() -> None:
+    class OnEnd:
+        """The app's ``on_end`` (in minimcp a Reader's: its stream, its buffered events)."""
+
+        def __init__(self) -> None:
+            self.called: list[bool] = []
+
+        def __call__(self, disconnected: bool) -> None:
+            self.called.append(disconnected)
+
+    refs: list[weakref.ref[OnEnd]] = []
+    calls: list[list[bool]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await open_response(receive, send)
+        park = scope["extensions"].get(PARK)
+        if park is not None:
+            on_end = OnEnd()
+            refs.append(weakref.ref(on_end))
+            calls.append(on_end.called)
+            assert park(on_end)
+            del on_end
+        scope["extensions"][SEND_NOW]({"type": "http.response.body", "body": b"b"})
+
+    with anyio.fail_after(10):
+        async with running(app) as (port, server), await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(GET)
+            answer = b""
+            while not answer.endswith(b"0\r\n\r\n"):
+                answer += await stream.receive()
+            conn = connection_of(server)
+            while conn.deadline is None:  # noqa: ASYNC110 - the connection waits for the next request (kept open)
+                await anyio.sleep(0.01)
+            gc.collect()
+            if parks(True):
+                assert calls == [[False]]
+                assert refs[0]() is None, gc.get_referrers(refs[0]())
+            assert server.connections == {conn}
