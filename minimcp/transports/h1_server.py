@@ -226,12 +226,13 @@ class _Connection:
         response is complete (``False``) or the client left, a write failed or the server stopped
         (``True``); the connection then goes on (the next request) or closes. Offered on trio on Linux;
         False (nothing changes: wait in ``receive()``) when the response is over already, the request
-        still has a body to read, or a write waits.
+        still has a body to read, a write waits, or the server is stopping (its stop ends the responses
+        parked before it; one parked later would be missed).
         """
         watch = self.server.watch
         if (
             watch is None or self.parked is not None or self.dead or self.h1.response_done or self.waiting_write
-            or self.waiter is not None or not self.h1.body_over()
+            or self.waiter is not None or self.server.stopping or not self.h1.body_over()
         ):
             return False
         self.room = self.server.limits.max_http_head_bytes  # bytes of a pipelined request kept meanwhile

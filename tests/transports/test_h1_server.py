@@ -900,6 +900,37 @@ async def test_park_is_refused_while_a_body_is_unread_or_the_response_is_over() 
             await drained(server)
 
 
+async def test_park_is_refused_once_the_server_stops() -> None:
+    # The stop ends the responses parked before it; one parked during the graceful time would be missed.
+    answers: list[Any] = []
+    opened, stopping = anyio.Event(), anyio.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await open_response(receive, send)
+        opened.set()
+        await stopping.wait()
+        park = scope["extensions"].get(PARK)
+        answers.append("not offered" if park is None else park(answers.append))
+        await send({"type": "http.response.body", "body": b""})  # the response ends in this call
+
+    sock = bind("127.0.0.1", 0)
+    server = H1Server(app, Limits())
+    stop = anyio.Event()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.serve, sock, stop, 5.0)
+            async with await anyio.connect_tcp("127.0.0.1", int(sock.getsockname()[1])) as client:
+                await client.send(GET)
+                await opened.wait()
+                stop.set()
+                while not server.stopping:  # noqa: ASYNC110 - the server's own state
+                    await anyio.sleep(0.01)
+                stopping.set()
+                assert (await until_closed(client)).endswith(b"1\r\na\r\n0\r\n\r\n")
+    sock.close()
+    assert answers == ([False] if parks(True) else ["not offered"]) and not server.connections
+
+
 async def test_a_parked_response_that_ends_before_the_app_returns_is_served_on_by_one_task_only(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
