@@ -29,9 +29,11 @@ __all__ = [
     "SocketWaits",
     "checkpoint",
     "end_wait",
+    "native_cancel_scope_class",
     "native_clock",
     "native_event_class",
     "native_socket_waits",
+    "native_task_group",
     "readiness_watch",
     "trio_cancel_scope",
 ]
@@ -183,6 +185,27 @@ def readiness_watch() -> ReadinessWatch | None:
     if running_loop() is not None or not sys.platform.startswith("linux"):
         return None
     return ReadinessWatch()
+
+
+def native_task_group() -> contextlib.AbstractAsyncContextManager[Any]:
+    """The running backend's own task group: on trio a nursery (``start_soon`` without anyio's wrapper: a task
+    starts in ~5 µs against ~17 µs), on asyncio anyio's. Both have ``start_soon`` and ``cancel_scope.cancel()``
+    (minimcp's HTTP server: a task per connection, and per parked response that ends)."""
+    if running_loop() is not None:
+        return anyio.create_task_group()
+    import trio
+
+    return trio.open_nursery()
+
+
+def native_cancel_scope_class() -> Callable[[], Any]:
+    """The running backend's own cancel scope class, looked up once (trio's: ~4.8 µs to make, enter and leave,
+    against anyio's ~7.5 µs; asyncio has none of its own: anyio's). Both have ``cancel()`` and are context managers."""
+    if running_loop() is not None:
+        return anyio.CancelScope
+    import trio
+
+    return trio.CancelScope
 
 
 def native_clock() -> Callable[[], float]:

@@ -59,7 +59,14 @@ import anyio.abc
 
 from minimcp.core._backend import backend_name
 from minimcp.core.config import Limits
-from minimcp.transports._backend_io import ReadinessWatch, SocketWaits, native_socket_waits, readiness_watch
+from minimcp.transports._backend_io import (
+    ReadinessWatch,
+    SocketWaits,
+    native_cancel_scope_class,
+    native_socket_waits,
+    native_task_group,
+    readiness_watch,
+)
 from minimcp.transports.h1_connection import NEED_DATA, Body, H1Connection, Head, Reject, error_response
 
 __all__ = ["END_RECEIVE", "PARK", "RECEIVE_ENDED", "SEND_NOW", "H1Server", "run_h1"]
@@ -103,7 +110,7 @@ class _Connection:
         self.client = client
         self.h1 = H1Connection(server.limits.max_http_head_bytes)
         self.deadline: float | None = None  # by when the next head must be complete (None: a request runs)
-        self.scope = anyio.CancelScope()  # the connection's task (the header deadline and the stop cancel it)
+        self.scope: Any = server.new_scope()  # the connection's task (the header deadline and the stop cancel it)
         self.dead = False  # the peer left or a write failed: no more reads or writes, then close
         # a receive() waiting for the end of the response: its cancel scope (asyncio), _NOTIFY (trio: see wake)
         self.waiter: Any = None
@@ -498,7 +505,9 @@ class H1Server:
         self.watch: ReadinessWatch | None = None
         self._use_watch = use_watch
         self._emptied: anyio.Event | None = None
-        self._tg: anyio.abc.TaskGroup | None = None  # serve()'s: the backlog writers run in it
+        # serve()'s task group of the backend's own (trio: a nursery): the connections and backlog writers run in it
+        self._tasks: Any = None
+        self.new_scope: Callable[[], Any] = anyio.CancelScope  # a connection's (serve(): the backend's own class)
         self._refusal = error_response(503, b"too many connections; try again later\n")
 
     async def serve(
@@ -511,11 +520,12 @@ class H1Server:
         """Serve connections from the listening ``sock`` (non-blocking, not closed here) until ``stop`` is set."""
         self.on_trio = backend_name() == "trio"
         self.waits = native_socket_waits()
+        self.new_scope = native_cancel_scope_class()
         self.watch = readiness_watch() if self._use_watch else None
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
+        async with anyio.create_task_group() as tg, native_task_group() as tasks:
+            self._tasks = tasks
             accepting = anyio.CancelScope()
-            tg.start_soon(self._accept, sock, tg, accepting)
+            tg.start_soon(self._accept, sock, accepting)
             tg.start_soon(self._reap)
             if self.watch is not None:
                 tg.start_soon(self.watch.run)
@@ -541,11 +551,11 @@ class H1Server:
             tg.cancel_scope.cancel()
 
     def start_soon(self, func: Any, *args: Any) -> None:
-        """Start a task of the server (a connection's backlog writer)."""
-        assert self._tg is not None  # (connections exist only while serve runs)
-        self._tg.start_soon(func, *args)
+        """Start a task of the server (a connection, a parked response's continuation, a backlog writer)."""
+        assert self._tasks is not None  # (connections exist only while serve runs)
+        self._tasks.start_soon(func, *args)
 
-    async def _accept(self, sock: socket.socket, tg: anyio.abc.TaskGroup, scope: anyio.CancelScope) -> None:
+    async def _accept(self, sock: socket.socket, scope: anyio.CancelScope) -> None:
         limit = self.limits.max_http_connections
         burst = 0  # connections accepted since this task last let the others run
         with scope:
@@ -580,7 +590,7 @@ class H1Server:
                     client = None
                 conn = _Connection(self, conn_sock, client)
                 self.connections.add(conn)
-                tg.start_soon(self._connection, conn)
+                self.start_soon(self._connection, conn)
                 burst += 1
 
     async def _reap(self) -> None:
@@ -624,7 +634,7 @@ class H1Server:
     def resume(self, conn: _Connection, on_end: Callable[[bool], object]) -> None:
         """A parked response ended (complete, or the connection died): in a new task of the server the app's
         ``on_end`` is called and the connection goes on (the next request, or its close)."""
-        conn.scope = anyio.CancelScope()  # (a trio cancel scope is entered once)
+        conn.scope = self.new_scope()  # (a trio cancel scope is entered once)
         self.start_soon(self._resumed, conn, on_end)
 
     async def _resumed(self, conn: _Connection, on_end: Callable[[bool], object]) -> None:

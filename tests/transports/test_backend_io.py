@@ -8,9 +8,10 @@ import sys
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
-from minimcp.transports._backend_io import ReadinessWatch, readiness_watch
+from minimcp.transports._backend_io import ReadinessWatch, native_cancel_scope_class, native_task_group, readiness_watch
 
 
 def test_the_watch_is_made_on_trio_on_linux_only() -> None:
@@ -209,3 +210,28 @@ async def test_the_watch_calls_a_watcher_once_when_readable_not_after_drop_and_r
     finally:
         ours.close()
         peer.close()
+
+
+async def test_the_server_s_task_group_and_cancel_scopes_are_the_backend_s_own(anyio_backend: str) -> None:
+    scope_class = native_cancel_scope_class()
+    started: list[int] = []
+
+    async def child(i: int) -> None:
+        started.append(i)
+        await anyio.sleep_forever()
+
+    async with native_task_group() as tasks:
+        if anyio_backend == "trio":
+            import trio
+
+            assert scope_class is trio.CancelScope and isinstance(tasks, trio.Nursery)
+        else:
+            assert scope_class is anyio.CancelScope and isinstance(tasks, anyio.abc.TaskGroup)
+        tasks.start_soon(child, 1)
+        with scope_class() as scope:
+            scope.cancel()
+            await anyio.sleep_forever()  # (cancelled: the scope catches it)
+        while not started:  # noqa: ASYNC110 - the child's own progress
+            await anyio.sleep(0.01)
+        tasks.cancel_scope.cancel()  # ends the child
+    assert started == [1]
