@@ -50,7 +50,6 @@ class Reader:
         "last_write",
         "owner",
         "park",
-        "parked",
         "rest",
         "scope",
         "send",
@@ -81,8 +80,8 @@ class Reader:
         self.end_receive = end_receive
         # the server's way to take the open response over (minimcp's own, trio on Linux): no wait in receive()
         self.park = park
-        self.parked = False  # parked: the server holds the open response and calls unparked at its end
-        # while parked, what respond would call at the end (ended(self, owner))
+        # while parked (the server holds the open response and calls unparked at its end; see parked), what
+        # respond would call at the end (ended(self, owner))
         self.ended: Callable[[Reader, Any], None] | None = None
         self.owner: Any = None
         self.write_timeout = write_timeout  # seconds one write may wait for a client that does not read
@@ -101,6 +100,11 @@ class Reader:
         self.idle: anyio.Event | None = None  # set when the write under way ends (made only when awaited)
         self.clock = clock  # the backend's (SessionTransport.clock)
         self.last_write = clock()
+
+    @property
+    def parked(self) -> bool:
+        """Whether the server holds the open response (see ``minimcp.park``): it calls :meth:`unparked` at its end."""
+        return self.ended is not None
 
     async def flush(self) -> None:
         """Write what the stream holds beyond :attr:`cursor` (no-op while another write is under way)."""
@@ -313,7 +317,6 @@ class Reader:
     def unparked(self, disconnected: bool) -> None:
         """The server's call at the end of a parked response (see ``minimcp.park``): what :meth:`respond` does
         after its wait (``disconnected``: the client left, or the connection died)."""
-        self.parked = False
         if disconnected and not self.finished:
             self.gone()
         ended, owner = self.ended, self.owner
@@ -394,7 +397,7 @@ class Reader:
             if park is not None and not (self.finished or self.ending) and park(self.unparked):
                 # minimcp's server holds the open response from here, with no task (unparked at its end); what
                 # only a wait in receive() uses is let go (two bound methods: 128 bytes per pending call)
-                self.ended, self.owner, self.parked = ended, owner, True
+                self.ended, self.owner = ended, owner
                 self.park = self.end_receive = None
                 return
             if loop is None:  # trio
@@ -476,7 +479,7 @@ class Reader:
         except OSError:  # the ASGI server could not write: the client is gone
             logger.debug("SSE stream %d: client went away", self.stream.key)
         finally:
-            if not self.parked:
+            if self.ended is None:  # (else parked: unparked calls it)
                 ended(self, owner)
 
 
